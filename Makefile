@@ -1,0 +1,95 @@
+# hookd build. GNU make is the entry point; everything lands under build/.
+#   make            release build: build/hookd, build/libhookd.a
+#   make asan       ASan+UBSan build: build-asan/
+#   make test       every suite (unit, store, scenario, interop) under ASan+UBSan
+#   make run        install what is missing, build, start hookd on SQLite
+#   make bench      load generator and figures (not part of make test)
+
+CC       ?= cc
+PKGS     := libcurl libmicrohttpd sqlite3 jansson inih openssl libpq
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+            -Wformat=2 -Wpointer-arith -Wno-unused-parameter
+ifeq ($(WERROR),1)
+WARN     += -Werror
+endif
+BASE_CFLAGS := -std=c17 -D_GNU_SOURCE -g -pthread -Iinclude -Isrc $(WARN) $(PKG_CFLAGS)
+LIBS     := $(PKG_LIBS) -lpthread -lm
+
+VARIANT  ?= release
+ifeq ($(VARIANT),asan)
+OUT      := build-asan
+OPT      := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+LDOPT    := -fsanitize=address,undefined
+else
+OUT      := build
+OPT      := -O2
+LDOPT    :=
+endif
+CFLAGS   := $(BASE_CFLAGS) $(OPT) $(EXTRA_CFLAGS)
+
+SRCS     := $(shell find src -name '*.c' | sort)
+LIB_SRCS := $(filter-out src/main.c,$(SRCS))
+OBJS     := $(SRCS:%.c=$(OUT)/obj/%.o)
+LIB_OBJS := $(LIB_SRCS:%.c=$(OUT)/obj/%.o)
+PUB_SRCS := $(wildcard src/core/*.c) src/publish.c
+PUB_OBJS := $(PUB_SRCS:%.c=$(OUT)/obj/%.o)
+
+UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
+STORE_SRCS := $(wildcard tests/store/test_*.c)
+TOOL_SRCS  := $(wildcard tests/tools/*.c)
+TEST_BINS  := $(UNIT_SRCS:tests/%.c=$(OUT)/tests/%) $(STORE_SRCS:tests/%.c=$(OUT)/tests/%) \
+              $(TOOL_SRCS:tests/%.c=$(OUT)/tests/%)
+BENCH_SRCS := $(wildcard bench/*.c)
+BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(OUT)/bench/%)
+
+.PHONY: all build asan test run bench deps clean tests-build bench-build
+all build: $(OUT)/hookd $(OUT)/libhookd.a
+
+$(OUT)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(OUT)/hookd: $(OBJS)
+	$(CC) $(LDOPT) -o $@ $^ $(LIBS)
+
+$(OUT)/libhookd.a: $(PUB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(OUT)/libhookd_internal.a: $(LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(OUT)/tests/%: tests/%.c $(OUT)/libhookd_internal.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDOPT) -Itests -o $@ $< $(OUT)/libhookd_internal.a $(LIBS) -lcmocka
+
+$(OUT)/bench/%: bench/%.c $(OUT)/libhookd_internal.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDOPT) -o $@ $< $(OUT)/libhookd_internal.a $(LIBS)
+
+tests-build: $(OUT)/hookd $(OUT)/libhookd.a $(TEST_BINS)
+bench-build: $(OUT)/hookd $(BENCH_BINS)
+
+asan:
+	$(MAKE) VARIANT=asan build
+
+test:
+	@bash scripts/test.sh
+
+run:
+	@bash scripts/run.sh
+
+bench:
+	@bash bench/run.sh
+
+deps:
+	@bash scripts/deps.sh
+
+clean:
+	rm -rf build build-asan
+
+-include $(shell find $(OUT)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,77 @@
+/*
+ * hookd public C API: publish an event into the outbox inside the caller's own
+ * database transaction, and verify Standard Webhooks signatures.
+ * Link with build/libhookd.a and -lsqlite3 -lcrypto.
+ */
+#ifndef HOOKD_H
+#define HOOKD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HOOKD_VERSION "0.1.0"
+
+/* Every fallible hookd function returns 0 or one of these (negative). */
+enum hookd_error {
+    HOOKD_OK = 0,
+    HOOKD_ENOMEM = -1,    /* allocation failed */
+    HOOKD_EINVAL = -2,    /* bad argument or input */
+    HOOKD_ENOTFOUND = -3, /* no such row */
+    HOOKD_EEXISTS = -4,   /* unique key already present */
+    HOOKD_ESTALE = -5,    /* fencing token no longer current */
+    HOOKD_EIO = -6,       /* store or system I/O error */
+    HOOKD_EBUSY = -7,     /* locked; try again */
+    HOOKD_ECONFLICT = -8, /* key reused with different content */
+    HOOKD_EUNAVAIL = -9,  /* store unavailable */
+    HOOKD_ESIG = -10,     /* signature did not verify */
+    HOOKD_ETIME = -11,    /* timestamp outside tolerance */
+};
+
+/* A static English description of a hookd_error. */
+const char *hookd_strerror(int err);
+
+/* Longest id hookd generates or accepts, including the terminating NUL. */
+#define HOOKD_ID_MAX 64
+
+/* An event to publish. Only type and data_json are required; data_json must be
+ * a JSON object or value as text. Strings are borrowed for the call. */
+struct hookd_event {
+    const char *id;            /* NULL: generated ("evt_…") */
+    const char *type;          /* e.g. "order.paid" */
+    const char *account;       /* NULL: no account */
+    const char *resource_type; /* optional */
+    const char *resource_id;   /* optional */
+    int64_t resource_version;  /* used when has_resource_version */
+    int has_resource_version;
+    const char *data_json;     /* the "data" member of the webhook body */
+};
+
+struct sqlite3;
+
+/*
+ * Inserts the event into hookd_outbox through the caller's connection. Call it
+ * between the caller's BEGIN and COMMIT: the event is delivered if and only if
+ * that transaction commits. Does not begin or commit anything itself.
+ * id_out (may be NULL) receives the event id.
+ */
+__attribute__((warn_unused_result)) int hookd_publish(struct sqlite3 *db, const struct hookd_event *ev,
+                                                      char id_out[HOOKD_ID_MAX]);
+
+/*
+ * Verifies a Standard Webhooks request: the webhook-id, webhook-timestamp and
+ * webhook-signature header values, the raw body, and the endpoint secret
+ * ("whsec_…"). tolerance_s bounds the timestamp age in both directions
+ * (0: 300 s). Returns 0, HOOKD_ESIG, HOOKD_ETIME or HOOKD_EINVAL.
+ */
+__attribute__((warn_unused_result)) int hookd_verify(const char *secret, const char *msg_id, const char *timestamp,
+                                                     const char *signature_header, const void *body, size_t body_len,
+                                                     int64_t tolerance_s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

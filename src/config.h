@@ -1,0 +1,48 @@
+/*
+ * Daemon settings: defaults, then the INI file (-c), then HOOKD_<SECTION>_<KEY>
+ * environment variables. Keys are one table in config.c (name, type, default).
+ */
+#ifndef HOOKD_CONFIG_H
+#define HOOKD_CONFIG_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "core/retry.h"
+
+struct config {
+    /* [server] */
+    char store[1024];        /* "sqlite:PATH" or "postgres://…"; default "sqlite:hookd.db" */
+    char public_listen[128]; /* "127.0.0.1:8080" */
+    char admin_listen[128];  /* "127.0.0.1:8081" */
+    char admin_token[256];   /* empty: generated at first start and kept beside the store */
+    char node_id[128];       /* empty: hostname-pid at start */
+    char log_level[16];      /* "debug", "info", "warn", "error"; default "info" */
+    /* [delivery] */
+    int64_t timeout_ms;          /* 10s */
+    int64_t connect_timeout_ms;  /* 5s */
+    struct retry_policy retry;   /* retry_schedule, retry_window, jitter, retry_after_max */
+    int max_in_flight;           /* whole dispatcher; 256 */
+    int endpoint_max_in_flight;  /* per endpoint default; 32 */
+    bool allow_private_networks; /* false */
+    int64_t response_max;        /* response snippet cap, bytes; 4096 */
+    int64_t lease_ms;            /* claim lease; 60s */
+    int64_t rotate_grace_ms;     /* old secret keeps signing after rotation; 24h */
+    int window;                  /* deliveries held in memory; 4096 */
+    /* [inbox] (parsed now, used by the inbound receiver) */
+    struct retry_policy inbox_retry;
+    int64_t max_defer_ms;  /* 1h */
+    int64_t max_body;      /* 1 MiB */
+    int workers;           /* 2 */
+};
+
+/* Fills defaults. */
+void config_defaults(struct config *c);
+/*
+ * defaults + file (path may be NULL) + environment. On error returns
+ * HOOKD_EINVAL and writes "file:line: key: problem" or "HOOKD_X_Y: problem" to err.
+ */
+__attribute__((warn_unused_result)) int config_load(struct config *c, const char *path, char *err, size_t errlen);
+/* Sets one key ("section", "key", "value"); the same path the file and env use. */
+__attribute__((warn_unused_result)) int config_set(struct config *c, const char *section, const char *key,
+                                                   const char *value, char *err, size_t errlen);
+#endif

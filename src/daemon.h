@@ -1,0 +1,35 @@
+/*
+ * `hookd serve`: the parts of one daemon and the wiring between them.
+ *   daemon_run   start writer, relay, dispatcher and listeners; run until SIGINT/SIGTERM
+ */
+#ifndef HOOKD_DAEMON_H
+#define HOOKD_DAEMON_H
+#include <stdatomic.h>
+#include <stdbool.h>
+#include "config.h"
+
+struct writer;
+struct store_pool;
+struct relay;
+struct dispatcher;
+struct http_server;
+
+struct daemon {
+    struct config cfg;
+    char node[128];              /* lease owner name of this process */
+    char admin_token[256];       /* effective token (configured or generated) */
+    struct writer *writer;
+    struct store_pool *readers;
+    struct relay *relay;
+    struct dispatcher *dispatcher;
+    struct http_server *public_http;
+    struct http_server *admin_http;
+    atomic_bool stopping;
+    int64_t started_at;
+};
+
+/* Runs the daemon with cfg until a stop signal; returns the exit status. */
+int daemon_run(const struct config *cfg);
+/* Called by the admin API after an endpoint changed (created, updated, disabled, deleted, rotated). */
+void daemon_endpoints_changed(struct daemon *d);
+#endif

@@ -1,0 +1,304 @@
+/*
+ * The store interface: one versioned table of methods per backend (the model is
+ * sqlite3_vfs), found by name, always called through the store_*() wrappers
+ * below, which are also where fault injection for tests lives.
+ *
+ * A `struct store` is one connection, used by one thread at a time. All state
+ * changes of the daemon go through the writer (writer.h), which owns one write
+ * connection and runs ops inside its batch transaction; other threads open
+ * their own connections for reads.
+ *
+ * Interface routines (one line each):
+ *   open/close            connect to "sqlite:PATH" / "postgres://…"; disconnect
+ *   migrate               create or upgrade the hookd_ tables (safe to run concurrently)
+ *   begin/commit/rollback the writer's batch transaction
+ *   savepoint/release/rollback_to   per-op isolation inside a batch
+ *   changed               cheap "did anyone commit outbox rows since last call" check
+ *   meta_get/meta_set     small key/value settings (hookd_meta)
+ *   event_insert          outbox insert with optional idempotency key
+ *   event_get/event_list  read events
+ *   outbox_fetch          undispatched outbox rows, oldest first (claims them on postgres)
+ *   outbox_mark_dispatched  set dispatched_at for fanned-out rows
+ *   outbox_pending        is there any undispatched row (cheap)
+ *   endpoint_*            CRUD on hookd_endpoints
+ *   delivery_insert       one delivery per (event, endpoint); EEXISTS if present
+ *   delivery_claim_due    lease due deliveries to a node, bump fencing token
+ *   delivery_next_due     earliest next_attempt_at of unleased due-able rows
+ *   delivery_complete     fenced: record an attempt and the delivery's new state
+ *   delivery_release_node drop every lease a node holds (start-up of that node)
+ *   delivery_get/list, attempt_list   read deliveries and attempts
+ *
+ * Every method returns 0 or a negative hookd_error. Output structs are filled
+ * with heap strings the caller frees with the matching *_free().
+ */
+#ifndef HOOKD_STORE_H
+#define HOOKD_STORE_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "hookd.h"
+#include "core/retry.h"
+
+#define STORE_OPS_VERSION 1
+#define ENDPOINT_MAX_SECRETS 4
+#define ENDPOINT_MAX_TYPES 64
+
+/* ---- records ---------------------------------------------------------- */
+
+struct event {
+    int64_t seq;                 /* outbox position; 0 before insert */
+    char id[HOOKD_ID_MAX];
+    char *type;
+    char *account;               /* NULL: none */
+    char *resource_type;         /* NULL: none */
+    char *resource_id;           /* NULL: none */
+    bool has_resource_version;
+    int64_t resource_version;
+    char *payload;               /* JSON text of "data" */
+    char *idempotency_key;       /* NULL: none */
+    int64_t created_at;          /* ms */
+    int64_t dispatched_at;       /* ms; 0: not fanned out yet */
+};
+void event_free(struct event *e); /* frees the strings, not e */
+
+enum ordering_mode { ORDERING_NONE, ORDERING_KEY, ORDERING_LATEST };
+const char *ordering_name(enum ordering_mode m);
+int ordering_parse(const char *s, enum ordering_mode *out);
+
+struct endpoint_secret {
+    char *key;          /* "whsec_…" */
+    int64_t expires_at; /* ms; 0: active until rotated */
+    int64_t created_at;
+};
+
+struct endpoint {
+    char id[HOOKD_ID_MAX];
+    char *account; /* NULL: receives events of every account */
+    char *url;
+    char *description;
+    char *event_types[ENDPOINT_MAX_TYPES]; /* empty: every type */
+    size_t n_event_types;
+    struct endpoint_secret secrets[ENDPOINT_MAX_SECRETS]; /* newest first */
+    size_t n_secrets;
+    bool enabled;
+    char *disabled_reason; /* NULL when enabled */
+    enum ordering_mode ordering;
+    int max_in_flight;    /* 0: global default */
+    int rate_limit;       /* per second; 0: none */
+    int64_t timeout_ms;   /* 0: global default */
+    int64_t retry_schedule_ms[RETRY_MAX_SCHEDULE]; /* n_retry_schedule 0: global */
+    size_t n_retry_schedule;
+    int64_t created_at, updated_at;
+};
+void endpoint_free(struct endpoint *ep);
+/* Deep copy; returns HOOKD_ENOMEM on failure. */
+__attribute__((warn_unused_result)) int endpoint_copy(struct endpoint *dst, const struct endpoint *src);
+
+enum delivery_status {
+    DELIVERY_PENDING,
+    DELIVERY_RETRYING,
+    DELIVERY_DELIVERED,
+    DELIVERY_DEAD,
+    DELIVERY_SUPERSEDED,
+    DELIVERY_SKIPPED,
+};
+const char *delivery_status_name(enum delivery_status s);
+int delivery_status_parse(const char *s, enum delivery_status *out);
+
+struct delivery {
+    char id[HOOKD_ID_MAX];
+    char event_id[HOOKD_ID_MAX];
+    char endpoint_id[HOOKD_ID_MAX];
+    char *account;
+    enum delivery_status status;
+    int attempt_count;
+    int64_t next_attempt_at;  /* ms; 0 when final */
+    int last_status_code;     /* 0: none */
+    char *last_error;
+    int64_t first_attempt_at, last_attempt_at, delivered_at, created_at; /* ms; 0: never */
+    char *lease_owner;        /* NULL: unleased */
+    int64_t lease_until;      /* ms */
+    int64_t lease_token;      /* fencing token, bumped by every claim */
+};
+void delivery_free(struct delivery *d);
+
+/* A claimed delivery with what the dispatcher needs of its event. */
+struct delivery_job {
+    struct delivery d;
+    struct event ev;
+};
+void delivery_job_free(struct delivery_job *j);
+
+struct attempt {
+    int64_t id;
+    char delivery_id[HOOKD_ID_MAX];
+    int n;                 /* 1-based attempt number */
+    int64_t started_at;    /* ms */
+    int duration_ms;
+    int status_code;       /* 0: no response */
+    char *error_class;     /* NULL on a received status; transport_error_name() otherwise */
+    char *error;           /* human text, NULL when none */
+    char *response;        /* snippet, capped */
+    char *node;
+};
+void attempt_free(struct attempt *a);
+
+/* Result of one attempt, applied by delivery_complete() only if the lease is still ours. */
+struct delivery_result {
+    const char *delivery_id;
+    const char *lease_owner;
+    int64_t lease_token;
+    enum delivery_status status; /* DELIVERED, RETRYING or DEAD */
+    int64_t next_attempt_at;     /* for RETRYING */
+    struct attempt attempt;      /* n = attempt_count after this attempt */
+    const char *disable_endpoint_reason; /* non-NULL: also disable the endpoint (410) */
+};
+
+/* ---- lists and filters ------------------------------------------------ */
+
+#define STORE_LIST_MAX 1000
+
+struct event_filter {
+    const char *type;    /* exact; NULL: any */
+    const char *account;
+    int64_t since, until; /* created_at range, ms; 0: open */
+    int64_t before_seq;   /* cursor: seq < before_seq; 0: start */
+    int limit;            /* 1..STORE_LIST_MAX */
+};
+
+struct delivery_filter {
+    const char *event_id;
+    const char *endpoint_id;
+    const char *account;
+    int status;          /* enum delivery_status, or -1 for any */
+    int64_t since, until; /* created_at range, ms; 0: open */
+    const char *before_id; /* cursor: id < before_id; NULL: start */
+    int limit;
+};
+
+struct endpoint_filter {
+    const char *account;
+    const char *before_id;
+    int limit;
+};
+
+/* Growable arrays; free with *_list_free(). */
+struct event_list { struct event *items; size_t n; };
+struct endpoint_list { struct endpoint *items; size_t n; };
+struct delivery_list { struct delivery *items; size_t n; };
+struct job_list { struct delivery_job *items; size_t n; };
+struct attempt_list { struct attempt *items; size_t n; };
+void event_list_free(struct event_list *l);
+void endpoint_list_free(struct endpoint_list *l);
+void delivery_list_free(struct delivery_list *l);
+void job_list_free(struct job_list *l);
+void attempt_list_free(struct attempt_list *l);
+
+/* ---- the method table -------------------------------------------------- */
+
+struct store; /* one backend connection */
+
+struct store_ops {
+    int version; /* STORE_OPS_VERSION */
+    const char *name;
+    bool (*handles)(const char *dsn);
+
+    int (*open)(const char *dsn, struct store **out);
+    void (*close)(struct store *s);
+    int (*migrate)(struct store *s);
+
+    int (*begin)(struct store *s);
+    int (*commit)(struct store *s);
+    int (*rollback)(struct store *s);
+    int (*savepoint)(struct store *s);
+    int (*release)(struct store *s);
+    int (*rollback_to)(struct store *s);
+    /* Sets *changed when another connection committed since the last call. */
+    int (*changed)(struct store *s, bool *changed);
+
+    int (*meta_get)(struct store *s, const char *key, char **value_out); /* ENOTFOUND when absent */
+    int (*meta_set)(struct store *s, const char *key, const char *value);
+
+    /* Fills ev->id (when empty), seq and created_at. With ev->idempotency_key
+     * or a caller-chosen id already present: EEXISTS and *existing filled. */
+    int (*event_insert)(struct store *s, struct event *ev, struct event *existing);
+    int (*event_get)(struct store *s, const char *id, struct event *out);
+    int (*event_list)(struct store *s, const struct event_filter *f, struct event_list *out);
+    int (*outbox_fetch)(struct store *s, int limit, struct event_list *out);
+    int (*outbox_mark_dispatched)(struct store *s, const int64_t *seqs, size_t n, int64_t at);
+    int (*outbox_pending)(struct store *s, bool *any);
+
+    int (*endpoint_insert)(struct store *s, const struct endpoint *ep);
+    int (*endpoint_update)(struct store *s, const struct endpoint *ep); /* whole row by id */
+    int (*endpoint_get)(struct store *s, const char *id, struct endpoint *out);
+    int (*endpoint_list)(struct store *s, const struct endpoint_filter *f, struct endpoint_list *out);
+    int (*endpoint_list_all)(struct store *s, struct endpoint_list *out); /* every endpoint, for fan-out and caches */
+    int (*endpoint_delete)(struct store *s, const char *id);
+    int (*endpoint_set_enabled)(struct store *s, const char *id, bool enabled, const char *reason, int64_t at);
+    /* Largest updated_at over all endpoints plus their count: a cheap cache validator. */
+    int (*endpoint_version)(struct store *s, int64_t *version);
+
+    int (*delivery_insert)(struct store *s, const struct delivery *d);
+    int (*delivery_claim_due)(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
+                              struct job_list *out);
+    int (*delivery_next_due)(struct store *s, int64_t *at); /* ENOTFOUND when nothing is scheduled */
+    int (*delivery_complete)(struct store *s, const struct delivery_result *r, int64_t now); /* ESTALE if fenced out */
+    int (*delivery_release_node)(struct store *s, const char *node);
+    int (*delivery_get)(struct store *s, const char *id, struct delivery *out);
+    int (*delivery_list)(struct store *s, const struct delivery_filter *f, struct delivery_list *out);
+    int (*attempt_list)(struct store *s, const char *delivery_id, struct attempt_list *out);
+};
+
+extern const struct store_ops store_sqlite_ops;
+
+/* ---- wrappers (the only way callers reach a backend) ------------------- */
+
+/* Finds the backend for dsn ("sqlite:PATH", a bare path, "postgres://…"); NULL if none. */
+const struct store_ops *store_find(const char *dsn);
+/* Opens a connection with the backend that handles dsn. */
+__attribute__((warn_unused_result)) int store_open(const char *dsn, struct store **out);
+void store_close(struct store *s);
+const struct store_ops *store_backend(struct store *s);
+
+/*
+ * Fault injection for tests: the n-th call (1-based) from now of the wrapper
+ * named `method` (e.g. "delivery_complete"; NULL: any) returns err instead of
+ * reaching the backend. n = 0 clears it.
+ */
+void store_fault_inject(const char *method, int n, int err);
+
+#define STORE_WRAPPER __attribute__((warn_unused_result)) int
+STORE_WRAPPER store_migrate(struct store *s);
+STORE_WRAPPER store_begin(struct store *s);
+STORE_WRAPPER store_commit(struct store *s);
+STORE_WRAPPER store_rollback(struct store *s);
+STORE_WRAPPER store_savepoint(struct store *s);
+STORE_WRAPPER store_release(struct store *s);
+STORE_WRAPPER store_rollback_to(struct store *s);
+STORE_WRAPPER store_changed(struct store *s, bool *changed);
+STORE_WRAPPER store_meta_get(struct store *s, const char *key, char **value_out);
+STORE_WRAPPER store_meta_set(struct store *s, const char *key, const char *value);
+STORE_WRAPPER store_event_insert(struct store *s, struct event *ev, struct event *existing);
+STORE_WRAPPER store_event_get(struct store *s, const char *id, struct event *out);
+STORE_WRAPPER store_event_list(struct store *s, const struct event_filter *f, struct event_list *out);
+STORE_WRAPPER store_outbox_fetch(struct store *s, int limit, struct event_list *out);
+STORE_WRAPPER store_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n, int64_t at);
+STORE_WRAPPER store_outbox_pending(struct store *s, bool *any);
+STORE_WRAPPER store_endpoint_insert(struct store *s, const struct endpoint *ep);
+STORE_WRAPPER store_endpoint_update(struct store *s, const struct endpoint *ep);
+STORE_WRAPPER store_endpoint_get(struct store *s, const char *id, struct endpoint *out);
+STORE_WRAPPER store_endpoint_list(struct store *s, const struct endpoint_filter *f, struct endpoint_list *out);
+STORE_WRAPPER store_endpoint_list_all(struct store *s, struct endpoint_list *out);
+STORE_WRAPPER store_endpoint_delete(struct store *s, const char *id);
+STORE_WRAPPER store_endpoint_set_enabled(struct store *s, const char *id, bool enabled, const char *reason, int64_t at);
+STORE_WRAPPER store_endpoint_version(struct store *s, int64_t *version);
+STORE_WRAPPER store_delivery_insert(struct store *s, const struct delivery *d);
+STORE_WRAPPER store_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
+                                       struct job_list *out);
+STORE_WRAPPER store_delivery_next_due(struct store *s, int64_t *at);
+STORE_WRAPPER store_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now);
+STORE_WRAPPER store_delivery_release_node(struct store *s, const char *node);
+STORE_WRAPPER store_delivery_get(struct store *s, const char *id, struct delivery *out);
+STORE_WRAPPER store_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out);
+STORE_WRAPPER store_attempt_list(struct store *s, const char *delivery_id, struct attempt_list *out);
+#endif

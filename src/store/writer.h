@@ -1,0 +1,47 @@
+/*
+ * The single writer: every state change of the daemon is an op queued here.
+ * One thread drains the queue into a batch, runs each op inside one
+ * transaction (each op in its own savepoint, so one failing op does not spoil
+ * the others), commits once (one fsync for the whole batch: group commit), and
+ * only then tells each caller its result.
+ *
+ *   writer_start   open the write connection and start the thread
+ *   writer_stop    finish queued ops, commit, join, close
+ *   writer_submit  queue an op; done(arg, result) runs on the writer thread after the commit
+ *   writer_exec    queue an op and wait for its committed result
+ *   writer_stats   batches and ops committed so far (metrics, tests)
+ */
+#ifndef HOOKD_STORE_WRITER_H
+#define HOOKD_STORE_WRITER_H
+#include <stdint.h>
+#include "store/store.h"
+
+struct writer;
+
+/* Runs inside the batch transaction on the writer thread. A negative return
+ * rolls back this op's savepoint only; the value is passed on to the caller. */
+typedef int (*write_fn)(struct store *s, void *arg);
+/* Runs on the writer thread after the batch commit (or its failure: result is
+ * then the commit's error). Must not block; it may submit further ops. */
+typedef void (*write_done_fn)(void *arg, int result);
+
+struct writer_options {
+    int max_batch;         /* ops per transaction; default 512 */
+    int64_t max_wait_us;   /* extra time to gather a batch once one op is queued; default 0 */
+};
+
+__attribute__((warn_unused_result)) int writer_start(const char *dsn, const struct writer_options *opt,
+                                                     struct writer **out);
+void writer_stop(struct writer *w);
+/* Returns HOOKD_EUNAVAIL after writer_stop began; done is then never called. */
+__attribute__((warn_unused_result)) int writer_submit(struct writer *w, write_fn fn, write_done_fn done, void *arg);
+/* fn's result once committed, or the commit error. */
+__attribute__((warn_unused_result)) int writer_exec(struct writer *w, write_fn fn, void *arg);
+
+struct writer_stats {
+    uint64_t batches;
+    uint64_t ops;
+    uint64_t failed_commits;
+};
+void writer_stats(struct writer *w, struct writer_stats *out);
+#endif
