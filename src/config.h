@@ -15,7 +15,7 @@ struct config {
     char public_listen[128]; /* "127.0.0.1:8080" */
     char admin_listen[128];  /* "127.0.0.1:8081" */
     char admin_token[256];   /* empty: generated at first start and kept beside the store */
-    char node_id[128];       /* empty: hostname-pid at start */
+    char node_id[128];       /* empty: "hostname:admin_port" (stable across restarts, so a restarted node frees its own leases) */
     char log_level[16];      /* "debug", "info", "warn", "error"; default "info" */
     /* [delivery] */
     int64_t timeout_ms;          /* 10s */

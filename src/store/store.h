@@ -25,6 +25,7 @@
  *   delivery_claim_due    lease due deliveries to a node, bump fencing token
  *   delivery_next_due     earliest next_attempt_at of unleased due-able rows
  *   delivery_complete     fenced: record an attempt and the delivery's new state
+ *   delivery_release      fenced: drop one lease without an attempt (endpoint disabled meanwhile)
  *   delivery_release_node drop every lease a node holds (start-up of that node)
  *   delivery_get/list, attempt_list   read deliveries and attempts
  *
@@ -243,6 +244,7 @@ struct store_ops {
                               struct job_list *out);
     int (*delivery_next_due)(struct store *s, int64_t *at); /* ENOTFOUND when nothing is scheduled */
     int (*delivery_complete)(struct store *s, const struct delivery_result *r, int64_t now); /* ESTALE if fenced out */
+    int (*delivery_release)(struct store *s, const char *id, const char *owner, int64_t token); /* ESTALE if fenced out */
     int (*delivery_release_node)(struct store *s, const char *node);
     int (*delivery_get)(struct store *s, const char *id, struct delivery *out);
     int (*delivery_list)(struct store *s, const struct delivery_filter *f, struct delivery_list *out);
@@ -297,6 +299,7 @@ STORE_WRAPPER store_delivery_claim_due(struct store *s, const char *node, int64_
                                        struct job_list *out);
 STORE_WRAPPER store_delivery_next_due(struct store *s, int64_t *at);
 STORE_WRAPPER store_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now);
+STORE_WRAPPER store_delivery_release(struct store *s, const char *id, const char *owner, int64_t token);
 STORE_WRAPPER store_delivery_release_node(struct store *s, const char *node);
 STORE_WRAPPER store_delivery_get(struct store *s, const char *id, struct delivery *out);
 STORE_WRAPPER store_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out);

@@ -1,0 +1,15 @@
+/*
+ * CLI commands: each is int cmd_NAME(int argc, char **argv) with argv[0] the
+ * command name, returning the process exit status. The table is in main.c.
+ * Commands other than serve, listen and check-config talk to the admin API
+ * (client.h): HOOKD_ADMIN_URL (default from admin_listen) and HOOKD_ADMIN_TOKEN.
+ */
+#ifndef HOOKD_CLI_H
+#define HOOKD_CLI_H
+int cmd_serve(int argc, char **argv);        /* serve.c */
+int cmd_check_config(int argc, char **argv); /* serve.c */
+int cmd_listen(int argc, char **argv);       /* listen.c */
+int cmd_endpoints(int argc, char **argv);    /* endpoints.c */
+int cmd_events(int argc, char **argv);       /* events.c */
+int cmd_deliveries(int argc, char **argv);   /* deliveries.c */
+#endif
