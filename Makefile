@@ -63,6 +63,11 @@ $(OUT)/libhookd_internal.a: $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
+# Test tools are applications: they link only the public library.
+$(OUT)/tests/tools/%: tests/tools/%.c $(OUT)/libhookd.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDOPT) -o $@ $< $(OUT)/libhookd.a $(LIBS)
+
 $(OUT)/tests/%: tests/%.c $(OUT)/libhookd_internal.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDOPT) -Itests -o $@ $< $(OUT)/libhookd_internal.a $(LIBS) -lcmocka

@@ -1,0 +1,237 @@
+/* `hookd serve`: start the writer, dispatcher, relay and listeners, wait for a stop signal, stop in reverse. */
+#include "daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/ids.h"
+#include "log.h"
+#include "net/http.h"
+#include "ops/api.h"
+#include "outbound/dispatcher.h"
+#include "outbound/relay.h"
+#include "store/pool.h"
+#include "store/store.h"
+#include "store/writer.h"
+
+/* "sqlite:PATH" or a bare path → PATH; NULL for other backends. */
+static const char *sqlite_path(const char *dsn)
+{
+    if (strncmp(dsn, "sqlite:", 7) == 0)
+        return dsn + 7;
+    if (strstr(dsn, "://") != NULL)
+        return NULL;
+    return dsn;
+}
+
+static void node_name(const struct config *cfg, char *out, size_t n)
+{
+    char host[64] = "localhost";
+    const char *port;
+
+    if (cfg->node_id[0] != '\0') {
+        snprintf(out, n, "%s", cfg->node_id);
+        return;
+    }
+    (void)gethostname(host, sizeof host - 1);
+    host[sizeof host - 1] = '\0';
+    port = strrchr(cfg->admin_listen, ':');
+    snprintf(out, n, "%s:%s", host, port != NULL ? port + 1 : "0");
+}
+
+/* Writes the generated token beside the SQLite file, readable by its owner only, for the CLI. */
+static void token_file_write(const char *dsn, const char *token)
+{
+    const char *path = sqlite_path(dsn);
+    char file[1100];
+    int fd;
+
+    if (path == NULL || strcmp(path, ":memory:") == 0)
+        return;
+    snprintf(file, sizeof file, "%s.admin-token", path);
+    fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        log_warn("serve", "cannot write %s: %s", file, strerror(errno));
+        return;
+    }
+    if (write(fd, token, strlen(token)) < 0 || write(fd, "\n", 1) < 0)
+        log_warn("serve", "cannot write %s: %s", file, strerror(errno));
+    close(fd);
+}
+
+/*
+ * Migrates the schema, settles the admin token (configured, else the one kept in
+ * hookd_meta, else a new one) and frees the leases this node held before a crash.
+ */
+static int store_prepare(struct daemon *d)
+{
+    struct store *s = NULL;
+    char *token = NULL;
+    int r;
+
+    r = store_open(d->cfg.store, &s);
+    if (r != 0) {
+        log_error("serve", "cannot open store: %s", hookd_strerror(r));
+        goto out;
+    }
+    r = store_migrate(s);
+    if (r != 0) {
+        log_error("serve", "schema migration failed: %s", hookd_strerror(r));
+        goto out;
+    }
+    if (d->cfg.admin_token[0] != '\0') {
+        snprintf(d->admin_token, sizeof d->admin_token, "%s", d->cfg.admin_token);
+    } else {
+        r = store_meta_get(s, "admin_token", &token);
+        if (r == HOOKD_ENOTFOUND) {
+            unsigned char raw[24];
+            char hex[49];
+            random_bytes(raw, sizeof raw);
+            for (size_t i = 0; i < sizeof raw; i++)
+                snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+            snprintf(d->admin_token, sizeof d->admin_token, "hkd_%s", hex);
+            explicit_bzero(raw, sizeof raw);
+            explicit_bzero(hex, sizeof hex);
+            r = store_meta_set(s, "admin_token", d->admin_token);
+        } else if (r == 0) {
+            snprintf(d->admin_token, sizeof d->admin_token, "%s", token);
+        }
+        if (r != 0) {
+            log_error("serve", "cannot settle the admin token: %s", hookd_strerror(r));
+            goto out;
+        }
+        token_file_write(d->cfg.store, d->admin_token);
+    }
+    r = store_delivery_release_node(s, d->node);
+    if (r != 0)
+        log_error("serve", "cannot release old leases of %s: %s", d->node, hookd_strerror(r));
+out:
+    if (token != NULL) {
+        explicit_bzero(token, strlen(token));
+        free(token);
+    }
+    if (s != NULL)
+        store_close(s);
+    return r;
+}
+
+void daemon_endpoints_changed(struct daemon *d)
+{
+    if (d->dispatcher != NULL)
+        dispatcher_endpoints_changed(d->dispatcher);
+}
+
+static int listeners_start(struct daemon *d)
+{
+    struct http_server_options pub = {
+        .listen = d->cfg.public_listen, .routes = public_routes, .n_routes = public_routes_n, .ctx = d,
+        .max_body = (size_t)d->cfg.max_body,
+    };
+    struct http_server_options adm = {
+        .listen = d->cfg.admin_listen, .routes = admin_routes, .n_routes = admin_routes_n, .ctx = d,
+        .max_body = 1 << 20,
+    };
+    int r = http_server_start(&pub, &d->public_http);
+
+    if (r != 0) {
+        log_error("serve", "cannot listen on %s (public): %s", d->cfg.public_listen, hookd_strerror(r));
+        return r;
+    }
+    r = http_server_start(&adm, &d->admin_http);
+    if (r != 0)
+        log_error("serve", "cannot listen on %s (admin): %s", d->cfg.admin_listen, hookd_strerror(r));
+    return r;
+}
+
+static void banner(const struct daemon *d)
+{
+    const char *path = sqlite_path(d->cfg.store);
+
+    printf("hookd %s serving (node %s)\n", HOOKD_VERSION, d->node);
+    printf("  store:  %s\n", path != NULL ? d->cfg.store : "postgres");
+    printf("  public: http://%s (/healthz)\n", d->cfg.public_listen);
+    printf("  admin:  http://%s (/v1/…)\n", d->cfg.admin_listen);
+    if (d->cfg.admin_token[0] != '\0')
+        printf("  admin token: from the configuration\n");
+    else if (path != NULL)
+        printf("  admin token: in %s.admin-token\n", path);
+    fflush(stdout);
+}
+
+int daemon_run(const struct config *cfg)
+{
+    struct daemon *d = calloc(1, sizeof *d);
+    struct writer_options wopt = {.max_batch = 1024};
+    sigset_t stop;
+    int sig = 0;
+    int r;
+    enum log_level lvl;
+
+    if (d == NULL)
+        return 1;
+    d->cfg = *cfg;
+    if (log_level_parse(cfg->log_level, &lvl) == 0)
+        log_set_level(lvl);
+    node_name(cfg, d->node, sizeof d->node);
+    d->started_at = clock_now_ms();
+
+    /* Threads inherit this mask; only sigwait() below sees the stop signals. */
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    r = store_prepare(d);
+    if (r != 0)
+        goto out;
+    r = writer_start(cfg->store, &wopt, &d->writer);
+    if (r != 0) {
+        log_error("serve", "cannot start the store writer: %s", hookd_strerror(r));
+        goto out;
+    }
+    r = store_pool_create(cfg->store, 8, &d->readers);
+    if (r != 0)
+        goto out;
+    r = dispatcher_start(d, &d->dispatcher);
+    if (r != 0) {
+        log_error("serve", "cannot start the dispatcher: %s", hookd_strerror(r));
+        goto out;
+    }
+    r = relay_start(d, &d->relay);
+    if (r != 0) {
+        log_error("serve", "cannot start the relay: %s", hookd_strerror(r));
+        goto out;
+    }
+    r = listeners_start(d);
+    if (r != 0)
+        goto out;
+    banner(d);
+    log_info("serve", "started");
+    if (sigwait(&stop, &sig) == 0)
+        log_info("serve", "stopping on signal %d", sig);
+out:
+    atomic_store(&d->stopping, true);
+    if (d->admin_http != NULL)
+        http_server_stop(d->admin_http);
+    if (d->public_http != NULL)
+        http_server_stop(d->public_http);
+    if (d->relay != NULL)
+        relay_stop(d->relay);
+    if (d->dispatcher != NULL)
+        dispatcher_stop(d->dispatcher);
+    if (d->writer != NULL)
+        writer_stop(d->writer);
+    if (d->readers != NULL)
+        store_pool_destroy(d->readers);
+    explicit_bzero(d->admin_token, sizeof d->admin_token);
+    free(d);
+    return r == 0 ? 0 : 1;
+}

@@ -1,0 +1,59 @@
+/* Entry point: the command table. `hookd serve` is the daemon; the rest is the CLI. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "hookd.h"
+
+struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+};
+
+static int cmd_version(int argc, char **argv);
+static int cmd_help(int argc, char **argv);
+
+static const struct command commands[] = {
+    {"serve", cmd_serve, "run the daemon (-c hookd.conf)"},
+    {"check-config", cmd_check_config, "validate a config file and the environment, then exit"},
+    {"listen", cmd_listen, "local receiver: verify and print incoming webhooks, scripted answers"},
+    {"endpoints", cmd_endpoints, "create, list, get, update, delete, disable, enable, rotate-secret"},
+    {"events", cmd_events, "publish, list, get"},
+    {"deliveries", cmd_deliveries, "list, get"},
+    {"version", cmd_version, "print the version"},
+    {"help", cmd_help, "this list"},
+};
+
+static int cmd_version(int argc, char **argv)
+{
+    printf("hookd %s\n", HOOKD_VERSION);
+    return 0;
+}
+
+static int cmd_help(int argc, char **argv)
+{
+    printf("usage: hookd <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        printf("  %-14s %s\n", commands[i].name, commands[i].summary);
+    printf("\n`hookd <command> --help` describes each command.\n");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        cmd_help(0, NULL);
+        return 2;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
+        return cmd_help(0, NULL);
+    if (strcmp(argv[1], "--version") == 0)
+        return cmd_version(0, NULL);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    }
+    fprintf(stderr, "hookd: unknown command '%s' (see `hookd help`)\n", argv[1]);
+    return 2;
+}

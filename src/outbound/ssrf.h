@@ -1,0 +1,18 @@
+/*
+ * SSRF guard: decides whether an outbound request may connect to an address.
+ * The dispatcher asks at connect time (after DNS), so a name that resolves to
+ * a private address is refused however it was spelled.
+ */
+#ifndef HOOKD_OUTBOUND_SSRF_H
+#define HOOKD_OUTBOUND_SSRF_H
+#include <stdbool.h>
+#include <sys/socket.h>
+
+/*
+ * True when sa is a public unicast IPv4 or IPv6 address. Refused: loopback,
+ * private, link-local, CGNAT, multicast, broadcast, unspecified, reserved and
+ * documentation ranges, IPv6 ULA, and the IPv4-mapped, IPv4-compatible, 6to4
+ * and NAT64 forms of refused IPv4 addresses. Any other family is refused.
+ */
+bool ssrf_address_allowed(const struct sockaddr *sa);
+#endif

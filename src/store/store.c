@@ -1,0 +1,357 @@
+/*
+ * The store front: finds a backend by DSN, and the thin store_*() wrappers
+ * every caller goes through (the one place for test fault injection), plus
+ * the record helpers (free, copy, status and ordering names).
+ */
+#include "store/store.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- backends ----------------------------------------------------------- */
+
+/* Every backend's `struct store` begins with its `const struct store_ops *`. */
+static const struct store_ops *const backends[] = {
+    &store_sqlite_ops,
+    /* &store_postgres_ops, once it exists */
+};
+
+#define N_BACKENDS (sizeof backends / sizeof backends[0])
+
+const struct store_ops *store_find(const char *dsn)
+{
+    if (!dsn)
+        return NULL;
+    for (size_t i = 0; i < N_BACKENDS; i++) {
+        if (backends[i]->handles(dsn))
+            return backends[i];
+    }
+    return NULL;
+}
+
+int store_open(const char *dsn, struct store **out)
+{
+    const struct store_ops *ops = store_find(dsn);
+
+    *out = NULL;
+    if (!ops || ops->version != STORE_OPS_VERSION)
+        return HOOKD_EINVAL;
+    return ops->open(dsn, out);
+}
+
+/* A pointer to a struct may be converted to a pointer to its first member. */
+const struct store_ops *store_backend(struct store *s) { return *(const struct store_ops *const *)(void *)s; }
+
+void store_close(struct store *s)
+{
+    if (s)
+        store_backend(s)->close(s);
+}
+
+/* ---- fault injection ---------------------------------------------------- */
+
+static pthread_mutex_t fault_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool fault_armed;
+static char fault_method[64];   /* empty: any method */
+static int fault_countdown;
+static int fault_err;
+
+void store_fault_inject(const char *method, int n, int err)
+{
+    pthread_mutex_lock(&fault_mu);
+    fault_method[0] = '\0';
+    if (method)
+        snprintf(fault_method, sizeof fault_method, "%s", method);
+    fault_countdown = n > 0 ? n : 0;
+    fault_err = err;
+    atomic_store(&fault_armed, n > 0);
+    pthread_mutex_unlock(&fault_mu);
+}
+
+/* Returns the injected error when this call is the armed one, else 0. */
+static int fault_check(const char *method)
+{
+    int err = 0;
+
+    if (!atomic_load_explicit(&fault_armed, memory_order_relaxed))
+        return 0;
+    pthread_mutex_lock(&fault_mu);
+    if (fault_countdown > 0 && (fault_method[0] == '\0' || strcmp(fault_method, method) == 0)) {
+        if (--fault_countdown == 0) {
+            err = fault_err;
+            atomic_store(&fault_armed, false);
+        }
+    }
+    pthread_mutex_unlock(&fault_mu);
+    return err;
+}
+
+/* ---- wrappers ----------------------------------------------------------- */
+
+#define STORE_CALL(s, method, ...)                                        \
+    do {                                                                  \
+        const struct store_ops *ops_ = store_backend(s);                  \
+        int fault_ = fault_check(#method);                                \
+        if (fault_)                                                       \
+            return fault_;                                                \
+        if (!ops_->method)                                                \
+            return HOOKD_EUNAVAIL;                                        \
+        return ops_->method(s __VA_OPT__(,) __VA_ARGS__);                 \
+    } while (0)
+
+int store_migrate(struct store *s) { STORE_CALL(s, migrate); }
+int store_begin(struct store *s) { STORE_CALL(s, begin); }
+int store_commit(struct store *s) { STORE_CALL(s, commit); }
+int store_rollback(struct store *s) { STORE_CALL(s, rollback); }
+int store_savepoint(struct store *s) { STORE_CALL(s, savepoint); }
+int store_release(struct store *s) { STORE_CALL(s, release); }
+int store_rollback_to(struct store *s) { STORE_CALL(s, rollback_to); }
+int store_changed(struct store *s, bool *changed) { STORE_CALL(s, changed, changed); }
+int store_meta_get(struct store *s, const char *key, char **value_out) { STORE_CALL(s, meta_get, key, value_out); }
+int store_meta_set(struct store *s, const char *key, const char *value) { STORE_CALL(s, meta_set, key, value); }
+
+int store_event_insert(struct store *s, struct event *ev, struct event *existing)
+{
+    STORE_CALL(s, event_insert, ev, existing);
+}
+
+int store_event_get(struct store *s, const char *id, struct event *out) { STORE_CALL(s, event_get, id, out); }
+
+int store_event_list(struct store *s, const struct event_filter *f, struct event_list *out)
+{
+    STORE_CALL(s, event_list, f, out);
+}
+
+int store_outbox_fetch(struct store *s, int limit, struct event_list *out) { STORE_CALL(s, outbox_fetch, limit, out); }
+
+int store_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n, int64_t at)
+{
+    STORE_CALL(s, outbox_mark_dispatched, seqs, n, at);
+}
+
+int store_outbox_pending(struct store *s, bool *any) { STORE_CALL(s, outbox_pending, any); }
+int store_endpoint_insert(struct store *s, const struct endpoint *ep) { STORE_CALL(s, endpoint_insert, ep); }
+int store_endpoint_update(struct store *s, const struct endpoint *ep) { STORE_CALL(s, endpoint_update, ep); }
+int store_endpoint_get(struct store *s, const char *id, struct endpoint *out) { STORE_CALL(s, endpoint_get, id, out); }
+
+int store_endpoint_list(struct store *s, const struct endpoint_filter *f, struct endpoint_list *out)
+{
+    STORE_CALL(s, endpoint_list, f, out);
+}
+
+int store_endpoint_list_all(struct store *s, struct endpoint_list *out) { STORE_CALL(s, endpoint_list_all, out); }
+int store_endpoint_delete(struct store *s, const char *id) { STORE_CALL(s, endpoint_delete, id); }
+
+int store_endpoint_set_enabled(struct store *s, const char *id, bool enabled, const char *reason, int64_t at)
+{
+    STORE_CALL(s, endpoint_set_enabled, id, enabled, reason, at);
+}
+
+int store_endpoint_version(struct store *s, int64_t *version) { STORE_CALL(s, endpoint_version, version); }
+int store_delivery_insert(struct store *s, const struct delivery *d) { STORE_CALL(s, delivery_insert, d); }
+
+int store_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
+                             struct job_list *out)
+{
+    STORE_CALL(s, delivery_claim_due, node, now, lease_until, limit, out);
+}
+
+int store_delivery_next_due(struct store *s, int64_t *at) { STORE_CALL(s, delivery_next_due, at); }
+
+int store_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now)
+{
+    STORE_CALL(s, delivery_complete, r, now);
+}
+
+int store_delivery_release(struct store *s, const char *id, const char *owner, int64_t token)
+{
+    STORE_CALL(s, delivery_release, id, owner, token);
+}
+
+int store_delivery_release_node(struct store *s, const char *node) { STORE_CALL(s, delivery_release_node, node); }
+
+int store_delivery_get(struct store *s, const char *id, struct delivery *out)
+{
+    STORE_CALL(s, delivery_get, id, out);
+}
+
+int store_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out)
+{
+    STORE_CALL(s, delivery_list, f, out);
+}
+
+int store_attempt_list(struct store *s, const char *delivery_id, struct attempt_list *out)
+{
+    STORE_CALL(s, attempt_list, delivery_id, out);
+}
+
+/* ---- names -------------------------------------------------------------- */
+
+static const char *const ordering_names[] = {
+    [ORDERING_NONE] = "none",
+    [ORDERING_KEY] = "key",
+    [ORDERING_LATEST] = "latest",
+};
+
+static const char *const status_names[] = {
+    [DELIVERY_PENDING] = "pending",
+    [DELIVERY_RETRYING] = "retrying",
+    [DELIVERY_DELIVERED] = "delivered",
+    [DELIVERY_DEAD] = "dead",
+    [DELIVERY_SUPERSEDED] = "superseded",
+    [DELIVERY_SKIPPED] = "skipped",
+};
+
+#define N_ORDERINGS (sizeof ordering_names / sizeof ordering_names[0])
+#define N_STATUSES (sizeof status_names / sizeof status_names[0])
+
+const char *ordering_name(enum ordering_mode m) { return (size_t)m < N_ORDERINGS ? ordering_names[m] : "none"; }
+
+int ordering_parse(const char *s, enum ordering_mode *out)
+{
+    for (size_t i = 0; s && i < N_ORDERINGS; i++) {
+        if (strcmp(s, ordering_names[i]) == 0) {
+            *out = (enum ordering_mode)i;
+            return 0;
+        }
+    }
+    return HOOKD_EINVAL;
+}
+
+const char *delivery_status_name(enum delivery_status st) { return (size_t)st < N_STATUSES ? status_names[st] : "?"; }
+
+int delivery_status_parse(const char *s, enum delivery_status *out)
+{
+    for (size_t i = 0; s && i < N_STATUSES; i++) {
+        if (strcmp(s, status_names[i]) == 0) {
+            *out = (enum delivery_status)i;
+            return 0;
+        }
+    }
+    return HOOKD_EINVAL;
+}
+
+/* ---- records ------------------------------------------------------------ */
+
+void event_free(struct event *e)
+{
+    if (!e)
+        return;
+    free(e->type);
+    free(e->account);
+    free(e->resource_type);
+    free(e->resource_id);
+    free(e->payload);
+    free(e->idempotency_key);
+    memset(e, 0, sizeof *e);
+}
+
+static void secret_free(struct endpoint_secret *sec)
+{
+    if (sec->key) {
+        explicit_bzero(sec->key, strlen(sec->key));
+        free(sec->key);
+    }
+    memset(sec, 0, sizeof *sec);
+}
+
+void endpoint_free(struct endpoint *ep)
+{
+    if (!ep)
+        return;
+    free(ep->account);
+    free(ep->url);
+    free(ep->description);
+    for (size_t i = 0; i < ep->n_event_types && i < ENDPOINT_MAX_TYPES; i++)
+        free(ep->event_types[i]);
+    for (size_t i = 0; i < ep->n_secrets && i < ENDPOINT_MAX_SECRETS; i++)
+        secret_free(&ep->secrets[i]);
+    free(ep->disabled_reason);
+    memset(ep, 0, sizeof *ep);
+}
+
+/* strdup that keeps NULL and reports failure through *ok. */
+static char *dup_or_null(const char *s, bool *ok)
+{
+    char *d;
+
+    if (!s)
+        return NULL;
+    d = strdup(s);
+    if (!d)
+        *ok = false;
+    return d;
+}
+
+int endpoint_copy(struct endpoint *dst, const struct endpoint *src)
+{
+    bool ok = true;
+
+    if (src->n_event_types > ENDPOINT_MAX_TYPES || src->n_secrets > ENDPOINT_MAX_SECRETS ||
+        src->n_retry_schedule > RETRY_MAX_SCHEDULE)
+        return HOOKD_EINVAL;
+    /* Scalars and the id first; every pointer is then replaced by its copy. */
+    *dst = *src;
+    dst->account = dup_or_null(src->account, &ok);
+    dst->url = dup_or_null(src->url, &ok);
+    dst->description = dup_or_null(src->description, &ok);
+    dst->disabled_reason = dup_or_null(src->disabled_reason, &ok);
+    for (size_t i = 0; i < src->n_event_types; i++)
+        dst->event_types[i] = dup_or_null(src->event_types[i], &ok);
+    for (size_t i = 0; i < src->n_secrets; i++)
+        dst->secrets[i].key = dup_or_null(src->secrets[i].key, &ok);
+    if (!ok) {
+        endpoint_free(dst);
+        return HOOKD_ENOMEM;
+    }
+    return 0;
+}
+
+void delivery_free(struct delivery *d)
+{
+    if (!d)
+        return;
+    free(d->account);
+    free(d->last_error);
+    free(d->lease_owner);
+    memset(d, 0, sizeof *d);
+}
+
+void delivery_job_free(struct delivery_job *j)
+{
+    if (!j)
+        return;
+    delivery_free(&j->d);
+    event_free(&j->ev);
+}
+
+void attempt_free(struct attempt *a)
+{
+    if (!a)
+        return;
+    free(a->error_class);
+    free(a->error);
+    free(a->response);
+    free(a->node);
+    memset(a, 0, sizeof *a);
+}
+
+#define LIST_FREE(l, item_free)                      \
+    do {                                             \
+        if (!(l))                                    \
+            return;                                  \
+        for (size_t i_ = 0; i_ < (l)->n; i_++)       \
+            item_free(&(l)->items[i_]);              \
+        free((l)->items);                            \
+        (l)->items = NULL;                           \
+        (l)->n = 0;                                  \
+    } while (0)
+
+void event_list_free(struct event_list *l) { LIST_FREE(l, event_free); }
+void endpoint_list_free(struct endpoint_list *l) { LIST_FREE(l, endpoint_free); }
+void delivery_list_free(struct delivery_list *l) { LIST_FREE(l, delivery_free); }
+void job_list_free(struct job_list *l) { LIST_FREE(l, delivery_job_free); }
+void attempt_list_free(struct attempt_list *l) { LIST_FREE(l, attempt_free); }
