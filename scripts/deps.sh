@@ -6,9 +6,9 @@ set -euo pipefail
 profile=${1:-build}
 
 pkgs=(gcc make pkg-config libc6-dev libcurl4-openssl-dev libmicrohttpd-dev libsqlite3-dev libjansson-dev
-      libinih-dev libssl-dev libpq-dev)
+      libinih-dev libssl-dev libpq-dev sqlite3)
 if [ "$profile" = test ]; then
-    pkgs+=(libcmocka-dev sqlite3 postgresql curl procps)
+    pkgs+=(libcmocka-dev postgresql curl procps)
     command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
     command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 fi

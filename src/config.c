@@ -246,7 +246,15 @@ static int conf_apply(struct config *c, const struct conf_key *k, const char *va
     if (rc != 0)
         return rc;
     if (n < k->min || n > k->max) {
-        snprintf(problem, plen, "'%.80s' out of range", shown);
+        char lo[24], hi[24];
+        if (k->type == CONF_DURATION) {
+            duration_format(k->min, lo);
+            duration_format(k->max, hi);
+        } else {
+            snprintf(lo, sizeof lo, "%lld", (long long)k->min);
+            snprintf(hi, sizeof hi, "%lld", (long long)k->max);
+        }
+        snprintf(problem, plen, "'%.80s' out of range (%s..%s)", shown, lo, hi);
         return HOOKD_EINVAL;
     }
     if (k->type == CONF_INT)

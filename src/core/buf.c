@@ -141,7 +141,8 @@ static size_t utf8_sequence_len(const unsigned char *s)
 /*
  * RFC 8259 string: quote, backslash and control characters are escaped, valid
  * UTF-8 passes through, and a byte that is not valid UTF-8 becomes U+FFFD so
- * the output is always valid JSON. NULL is written as null.
+ * the output is always valid JSON. NULL is written as null. On failure (max
+ * reached) b may hold part of the literal: callers discard the buffer.
  */
 int buf_json_string(struct buf *b, const char *s)
 {
