@@ -35,6 +35,7 @@ struct http_server {
     void *ctx;
     size_t max_body;
     int port;
+    bool running; /* after start: MHD's per-connection complaints drop to debug */
 };
 
 struct http_request {
@@ -346,7 +347,8 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     size_t n = strlen(msg);
     while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
         msg[--n] = '\0';
-    log_warn("http", "%s", msg);
+    struct http_server *s = cls;
+    log_write(s->running ? LOG_DEBUG : LOG_WARN, "http", "%s", msg);
 }
 
 /* ---- start and stop ----------------------------------------------------------- */
@@ -432,13 +434,13 @@ int http_server_start(const struct http_server_options *opt, struct http_server 
     struct MHD_OptionItem pool_opts[2] = {{MHD_OPTION_END, 0, NULL}, {MHD_OPTION_END, 0, NULL}};
     if (opt->threads > 0)
         pool_opts[0] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)opt->threads, NULL};
+    /* The logger goes first so MHD routes every message through it. */
     s->mhd = MHD_start_daemon(flags, port, NULL, NULL, on_request, s,
+                              MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
                               MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                               MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTP_CONNECTION_TIMEOUT_S,
                               MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HTTP_CONNECTION_LIMIT,
-                              MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1,
                               MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                              MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
                               MHD_OPTION_ARRAY, pool_opts,
                               MHD_OPTION_END);
     if (!s->mhd) {
@@ -448,6 +450,7 @@ int http_server_start(const struct http_server_options *opt, struct http_server 
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
     s->port = di ? di->port : port;
+    s->running = true;
     *out = s;
     return 0;
 fail:

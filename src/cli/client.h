@@ -1,0 +1,94 @@
+/*
+ * The CLI's admin API client (libcurl easy) and the command-line plumbing the
+ * API command families share (endpoints.c, events.c, deliveries.c).
+ *
+ *   client_init     where the daemon is and its token: HOOKD_ADMIN_URL / HOOKD_ADMIN_TOKEN,
+ *                   else the config (-c FILE, environment), else "<sqlite path>.admin-token"
+ *   client_request  one request; the raw status and body
+ *   client_call     one request, its answer printed: pretty JSON on stdout, errors on stderr
+ *   cli_dispatch    a family's subcommand table: options, positional id, --help, then run
+ *   cli_path_*      building a path with escaped segments and query parameters
+ *
+ * Exit statuses: 0 success, 1 the API refused the request, 2 usage error or
+ * the API could not be reached.
+ */
+#ifndef HOOKD_CLI_CLIENT_H
+#define HOOKD_CLI_CLIENT_H
+#include <getopt.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_API 1
+#define CLI_EXIT_USAGE 2
+#define CLI_EXIT_UNREACHABLE 2
+
+#define CLIENT_URL_MAX 512
+#define CLIENT_TOKEN_MAX 256
+#define CLIENT_RESPONSE_MAX (64 * 1024 * 1024)
+
+struct client {
+    char base_url[CLIENT_URL_MAX]; /* "http://127.0.0.1:8081", no trailing slash */
+    char token[CLIENT_TOKEN_MAX];
+};
+
+/* Returns 0, or HOOKD_EINVAL with a message in err (bad config, no token). */
+__attribute__((warn_unused_result)) int client_init(struct client *c, const char *config_path, char *err,
+                                                    size_t errlen);
+/* Wipes the token. */
+void client_close(struct client *c);
+
+/*
+ * Sends method base_url+path with an optional JSON body and one optional extra
+ * header line ("Name: value"). On success *status and *response (heap,
+ * NUL-terminated, caller frees) are set. HOOKD_EIO with err filled when the
+ * API cannot be reached.
+ */
+__attribute__((warn_unused_result)) int client_request(const struct client *c, const char *method, const char *path,
+                                                       const char *body, const char *extra_header, long *status,
+                                                       char **response, char *err, size_t errlen);
+
+/* client_request with body serialised (may be NULL; not consumed), the answer printed; returns the exit status. */
+int client_call(const struct client *c, const char *method, const char *path, const json_t *body,
+                const char *extra_header);
+
+/* ---- command-line plumbing ------------------------------------------------------ */
+
+#define CLI_MAX_OPTIONS 48 /* option codes are 1..CLI_MAX_OPTIONS-1 */
+#define CLI_MAX_POSITIONAL 2
+#define CLI_OPT(code) (UINT64_C(1) << (code))
+
+struct cli_args {
+    const char *opt[CLI_MAX_OPTIONS]; /* by option code; NULL when not given ("" for flags) */
+    const char *pos[CLI_MAX_POSITIONAL];
+    int n_pos;
+    const char *config; /* -c FILE */
+};
+
+struct cli_subcommand {
+    const char *name;
+    int (*run)(const struct client *c, const struct cli_args *a);
+    uint64_t options; /* CLI_OPT(code) of every option it accepts */
+    int n_pos;        /* positional arguments it requires (an id) */
+    const char *synopsis;
+};
+
+/*
+ * Runs `hookd FAMILY SUB [options] [ID]`: argv[0] is the family, argv[1] the
+ * subcommand. longopts maps option names to codes (1..CLI_MAX_OPTIONS-1);
+ * -c/--config and -h/--help are added here. Returns the exit status.
+ */
+int cli_dispatch(const char *family, const struct cli_subcommand *subs, size_t n_subs,
+                 const struct option *longopts, int argc, char **argv);
+
+/* Parses a whole-string integer in [min, max] given to --name; prints an error and returns false otherwise. */
+bool cli_int(const char *name, const char *value, long long min, long long max, long long *out);
+
+/* Appends "/" + the percent-escaped segment; false when path (cap bytes) is full. */
+bool cli_path_segment(char *path, size_t cap, const char *segment);
+/* Appends "?name=value" or "&name=value" (escaped) when value is not NULL. */
+bool cli_path_query(char *path, size_t cap, const char *name, const char *value);
+#endif

@@ -1,0 +1,135 @@
+/*
+ * What every admin API handler shares: bearer auth, store access (a pooled
+ * reader for reads, the writer for changes), error replies, record → JSON,
+ * pagination and query filters, and validation of endpoint bodies.
+ *
+ *   api_begin               auth check; the daemon, or NULL after a 401
+ *   api_reader_get/put      borrow a read connection
+ *   api_write               run a write op through the writer and wait for its commit
+ *   api_reply_store_error   404 / 503 store_unavailable / 500 for a store error
+ *   api_body_object         the request body as a JSON object (400 malformed_json)
+ *   api_query_*             limit, times, ids from the query string (400 naming the parameter)
+ *   api_*_json              records as the JSON of DESIGN §12
+ *   api_endpoint_apply      validate a POST/PATCH body into an endpoint
+ *   api_endpoint_rotate     put a new secret first, give older ones a grace period
+ */
+#ifndef HOOKD_OPS_API_COMMON_H
+#define HOOKD_OPS_API_COMMON_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "net/http.h"
+#include "store/store.h"
+#include "store/writer.h"
+
+struct daemon;
+
+#define API_LIMIT_DEFAULT 100
+#define API_LIMIT_MAX STORE_LIST_MAX
+#define API_URL_MAX 2048
+#define API_ACCOUNT_MAX 255
+#define API_DESCRIPTION_MAX 1024
+#define API_IDEMPOTENCY_KEY_MAX 255
+#define API_MAX_IN_FLIGHT_MAX 10000
+#define API_RATE_LIMIT_MAX 1000000
+
+/* A refused request: HTTP status, error code, and a message that names the field. */
+struct api_error {
+    int status;
+    char code[32];
+    char message[256];
+};
+void api_error_set(struct api_error *e, int status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void api_reply_api_error(struct http_response *res, const struct api_error *e);
+
+/* ---- request plumbing --------------------------------------------------- */
+
+/* Checks "Authorization: Bearer <token>"; answers 401 and returns NULL when it is wrong. */
+struct daemon *api_begin(struct http_request *req, struct http_response *res, void *ctx);
+/* Constant-time comparison of two tokens (an empty expected token never matches). */
+bool api_token_equal(const char *expected, const char *given);
+
+/* Borrows a read connection; on failure answers 503 and returns NULL. */
+struct store *api_reader_get(struct daemon *d, struct http_response *res);
+/* Returns it; last_err is the last store result (I/O errors close the connection). */
+void api_reader_put(struct daemon *d, struct store *s, int last_err);
+/* writer_exec on the daemon's writer (HOOKD_EUNAVAIL when there is none). */
+__attribute__((warn_unused_result)) int api_write(struct daemon *d, write_fn fn, void *arg);
+/* Whether err means the store is down (EUNAVAIL, EIO, EBUSY). */
+bool api_store_down(int err);
+/* 404 not_found naming what (ENOTFOUND), 503 store_unavailable, else 500 internal. */
+void api_reply_store_error(struct http_response *res, int err, const char *what);
+
+/* The body as a JSON object (the caller decrefs). An empty body is an empty
+ * object when allow_empty. On failure answers 400 malformed_json and returns NULL. */
+json_t *api_body_object(struct http_request *req, struct http_response *res, bool allow_empty);
+
+/* Query parameters; each returns false after answering 400 naming the parameter. */
+bool api_query_limit(struct http_request *req, struct http_response *res, int *limit);
+bool api_query_time(struct http_request *req, struct http_response *res, const char *name, int64_t *ms);
+/* An id-shaped parameter (id_is_valid) or NULL when absent. */
+bool api_query_id(struct http_request *req, struct http_response *res, const char *name, const char **out);
+/* A free-text parameter (account, …): at most max bytes, no control characters. */
+bool api_query_text(struct http_request *req, struct http_response *res, const char *name, size_t max,
+                    const char **out);
+
+/* ---- JSON ------------------------------------------------------------------ */
+
+json_t *api_json_time(int64_t ms);      /* RFC 3339 text, or null for 0 */
+json_t *api_json_str(const char *s);    /* string, or null for NULL */
+json_t *api_json_duration(int64_t ms);  /* "10s", or null for 0 (the global default) */
+/* {"data": data, "next_cursor": cursor|null}; steals data. */
+json_t *api_list_json(json_t *data, const char *next_cursor);
+
+json_t *api_event_json(const struct event *ev);
+json_t *api_delivery_json(const struct delivery *d);
+json_t *api_attempt_json(const struct attempt *a);
+/* with_secret: also "secret" (the newest key only) and "secrets": [{created_at, expires_at}] of live ones. */
+json_t *api_endpoint_json(const struct endpoint *ep, bool with_secret, int64_t now);
+
+/* ---- endpoint validation ------------------------------------------------------ */
+
+enum api_body_mode { API_BODY_CREATE, API_BODY_PATCH };
+
+/* Checks an endpoint URL: http(s), a host, an optional port, no credentials or blanks.
+ * On failure writes the reason to why and returns HOOKD_EINVAL. */
+__attribute__((warn_unused_result)) int api_url_check(const char *url, char *why, size_t why_len);
+
+/*
+ * Applies the fields of a POST (create) or PATCH body to ep. Create requires
+ * url and sets a generated secret when none is given; PATCH refuses "secret".
+ * Returns 0, HOOKD_EINVAL with err filled (400 naming the field), or
+ * HOOKD_ENOMEM. On failure ep may be partly changed; it stays freeable.
+ */
+__attribute__((warn_unused_result)) int api_endpoint_apply(struct endpoint *ep, const json_t *body,
+                                                           enum api_body_mode mode, struct api_error *err);
+
+/*
+ * Rotation: new_secret becomes secrets[0] (expires_at 0, created_at now); every
+ * older secret expires at min(its expiry if set, now + grace_ms); those already
+ * expired are dropped; at most ENDPOINT_MAX_SECRETS are kept.
+ */
+__attribute__((warn_unused_result)) int api_endpoint_rotate(struct endpoint *ep, const char *new_secret, int64_t now,
+                                                            int64_t grace_ms);
+
+/* ---- handlers (api_routes.c puts them in the tables) ------------------------------- */
+
+void api_endpoints_create(struct http_request *req, struct http_response *res, void *ctx);
+void api_endpoints_list(struct http_request *req, struct http_response *res, void *ctx);
+void api_endpoints_get(struct http_request *req, struct http_response *res, void *ctx);
+void api_endpoints_update(struct http_request *req, struct http_response *res, void *ctx);
+void api_endpoints_delete(struct http_request *req, struct http_response *res, void *ctx);
+void api_endpoints_disable(struct http_request *req, struct http_response *res, void *ctx);
+void api_endpoints_enable(struct http_request *req, struct http_response *res, void *ctx);
+void api_endpoints_rotate(struct http_request *req, struct http_response *res, void *ctx);
+void api_events_publish(struct http_request *req, struct http_response *res, void *ctx);
+void api_events_list(struct http_request *req, struct http_response *res, void *ctx);
+void api_events_get(struct http_request *req, struct http_response *res, void *ctx);
+void api_deliveries_list(struct http_request *req, struct http_response *res, void *ctx);
+void api_deliveries_get(struct http_request *req, struct http_response *res, void *ctx);
+void api_healthz(struct http_request *req, struct http_response *res, void *ctx);
+#endif

@@ -1,0 +1,98 @@
+/*
+ * Admin API /v1/deliveries: list with filters (status, endpoint, event,
+ * account, time) and one delivery with its attempts. Read-only.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/ids.h"
+#include "daemon.h"
+#include "ops/api_common.h"
+
+void api_deliveries_list(struct http_request *req, struct http_response *res, void *ctx)
+{
+    struct daemon *d = api_begin(req, res, ctx);
+    struct delivery_filter f = {.status = -1};
+    struct delivery_list list = {0};
+    const char *status;
+    struct store *s;
+    json_t *data;
+    int rc;
+
+    if (!d || !api_query_id(req, res, "endpoint_id", &f.endpoint_id) ||
+        !api_query_id(req, res, "event_id", &f.event_id) ||
+        !api_query_text(req, res, "account", API_ACCOUNT_MAX, &f.account) ||
+        !api_query_time(req, res, "since", &f.since) || !api_query_time(req, res, "until", &f.until) ||
+        !api_query_id(req, res, "cursor", &f.before_id) || !api_query_limit(req, res, &f.limit))
+        return;
+    status = http_query(req, "status");
+    if (status) {
+        enum delivery_status st;
+        if (delivery_status_parse(status, &st) != 0) {
+            http_reply_error(res, 400, "invalid_field",
+                             "status: '%.32s' is not one of pending, retrying, delivered, dead, superseded, skipped",
+                             status);
+            return;
+        }
+        f.status = (int)st;
+    }
+    if (!(s = api_reader_get(d, res)))
+        return;
+    rc = store_delivery_list(s, &f, &list);
+    api_reader_put(d, s, rc);
+    if (rc != 0) {
+        api_reply_store_error(res, rc, "deliveries");
+        return;
+    }
+    data = json_array();
+    for (size_t i = 0; data && i < list.n; i++)
+        json_array_append_new(data, api_delivery_json(&list.items[i]));
+    http_reply_json(res, 200,
+                    api_list_json(data, list.n > 0 && list.n == (size_t)f.limit ? list.items[list.n - 1].id : NULL));
+    delivery_list_free(&list);
+}
+
+void api_deliveries_get(struct http_request *req, struct http_response *res, void *ctx)
+{
+    struct daemon *d = api_begin(req, res, ctx);
+    const char *id = http_param(req, "id");
+    struct delivery dl = {0};
+    struct attempt_list al = {0};
+    char what[HOOKD_ID_MAX + 16];
+    struct store *s;
+    json_t *j, *arr;
+    int rc;
+
+    if (!d)
+        return;
+    snprintf(what, sizeof what, "delivery %.63s", id ? id : "");
+    if (!id || !id_is_valid(id)) {
+        api_reply_store_error(res, HOOKD_ENOTFOUND, what);
+        return;
+    }
+    if (!(s = api_reader_get(d, res)))
+        return;
+    rc = store_delivery_get(s, id, &dl);
+    if (rc == 0)
+        rc = store_attempt_list(s, id, &al);
+    api_reader_put(d, s, rc);
+    if (rc != 0) {
+        api_reply_store_error(res, rc, what);
+        goto out;
+    }
+    j = api_delivery_json(&dl);
+    arr = json_array();
+    for (size_t i = 0; arr && i < al.n; i++)
+        json_array_append_new(arr, api_attempt_json(&al.items[i]));
+    if (!j || !arr || json_object_set_new(j, "attempts", arr) != 0) {
+        if (!j)
+            json_decref(arr);
+        json_decref(j);
+        http_reply_error(res, 500, "internal", "out of memory");
+    } else {
+        http_reply_json(res, 200, j);
+    }
+out:
+    attempt_list_free(&al);
+    delivery_free(&dl);
+}

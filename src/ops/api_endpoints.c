@@ -1,0 +1,325 @@
+/*
+ * Admin API /v1/endpoints: create, list, get, update, delete, disable, enable
+ * and secret rotation. Reads use a pooled reader; every change is one writer op,
+ * after which the daemon is told that endpoints changed.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/duration.h"
+#include "core/ids.h"
+#include "core/signature.h"
+#include "daemon.h"
+#include "ops/api_common.h"
+
+#define ROTATE_GRACE_MAX_MS (30LL * 24 * 3600 * 1000)
+#define DISABLE_REASON_DEFAULT "disabled through the admin API"
+
+/* One endpoint write: inputs, and the row as it stands after the op. */
+struct endpoint_op {
+    const char *id;
+    const json_t *body;       /* PATCH */
+    bool enabled;             /* disable/enable */
+    const char *reason;
+    const char *new_secret;   /* rotate */
+    int64_t grace_ms;
+    int64_t now;
+    struct endpoint ep;
+    struct api_error err;
+};
+
+static int op_insert(struct store *s, void *arg)
+{
+    struct endpoint_op *o = arg;
+    return store_endpoint_insert(s, &o->ep);
+}
+
+static int op_update(struct store *s, void *arg)
+{
+    struct endpoint_op *o = arg;
+    int rc = store_endpoint_get(s, o->id, &o->ep);
+
+    if (rc == 0)
+        rc = api_endpoint_apply(&o->ep, o->body, API_BODY_PATCH, &o->err);
+    if (rc == 0) {
+        o->ep.updated_at = o->now;
+        rc = store_endpoint_update(s, &o->ep);
+    }
+    return rc;
+}
+
+static int op_delete(struct store *s, void *arg)
+{
+    struct endpoint_op *o = arg;
+    return store_endpoint_delete(s, o->id);
+}
+
+static int op_set_enabled(struct store *s, void *arg)
+{
+    struct endpoint_op *o = arg;
+    int rc = store_endpoint_set_enabled(s, o->id, o->enabled, o->enabled ? NULL : o->reason, o->now);
+
+    return rc == 0 ? store_endpoint_get(s, o->id, &o->ep) : rc;
+}
+
+static int op_rotate(struct store *s, void *arg)
+{
+    struct endpoint_op *o = arg;
+    int rc = store_endpoint_get(s, o->id, &o->ep);
+
+    if (rc != 0)
+        return rc;
+    if (o->ep.n_secrets > 0 && o->ep.secrets[0].key && strcmp(o->ep.secrets[0].key, o->new_secret) == 0) {
+        api_error_set(&o->err, 400, "invalid_field", "secret: is already the current secret");
+        return HOOKD_EINVAL;
+    }
+    rc = api_endpoint_rotate(&o->ep, o->new_secret, o->now, o->grace_ms);
+    if (rc == 0) {
+        o->ep.updated_at = o->now;
+        rc = store_endpoint_update(s, &o->ep);
+    }
+    return rc;
+}
+
+/* The reply for a failed op: the validation error it recorded, or the store error. */
+static void reply_op_error(struct http_response *res, int rc, const struct endpoint_op *o)
+{
+    char what[HOOKD_ID_MAX + 16];
+
+    if (rc == HOOKD_EINVAL && o->err.status != 0) {
+        api_reply_api_error(res, &o->err);
+        return;
+    }
+    snprintf(what, sizeof what, "endpoint %s", o->id ? o->id : "");
+    api_reply_store_error(res, rc, what);
+}
+
+/* The {id} of the path; an id that cannot exist answers 404 at once. */
+static const char *path_id(struct http_request *req, struct http_response *res)
+{
+    const char *id = http_param(req, "id");
+
+    if (!id || !id_is_valid(id)) {
+        http_reply_error(res, 404, "not_found", "endpoint %.64s not found", id ? id : "");
+        return NULL;
+    }
+    return id;
+}
+
+/* Runs fn as a writer op; on success tells the daemon and answers status with the endpoint. */
+static void write_and_reply(struct daemon *d, struct http_response *res, write_fn fn, struct endpoint_op *o,
+                            int status, bool with_secret)
+{
+    int rc = api_write(d, fn, o);
+
+    if (rc != 0) {
+        reply_op_error(res, rc, o);
+        return;
+    }
+    daemon_endpoints_changed(d);
+    if (status == 204)
+        http_reply(res, 204, NULL, 0);
+    else
+        http_reply_json(res, status, api_endpoint_json(&o->ep, with_secret, clock_now_ms()));
+}
+
+void api_endpoints_create(struct http_request *req, struct http_response *res, void *ctx)
+{
+    struct daemon *d = api_begin(req, res, ctx);
+    struct endpoint_op o = {.now = clock_now_ms()};
+    json_t *body;
+    int rc;
+
+    if (!d || !(body = api_body_object(req, res, false)))
+        return;
+    rc = api_endpoint_apply(&o.ep, body, API_BODY_CREATE, &o.err);
+    if (rc != 0) {
+        reply_op_error(res, rc, &o);
+        goto out;
+    }
+    id_new(o.ep.id, "ep_");
+    o.id = o.ep.id;
+    o.ep.enabled = true;
+    o.ep.created_at = o.ep.updated_at = o.now;
+    for (size_t i = 0; i < o.ep.n_secrets; i++)
+        o.ep.secrets[i].created_at = o.now;
+    write_and_reply(d, res, op_insert, &o, 201, true);
+out:
+    endpoint_free(&o.ep);
+    json_decref(body);
+}
+
+void api_endpoints_list(struct http_request *req, struct http_response *res, void *ctx)
+{
+    struct daemon *d = api_begin(req, res, ctx);
+    struct endpoint_filter f = {0};
+    struct endpoint_list list = {0};
+    struct store *s;
+    json_t *data;
+    int rc;
+
+    if (!d || !api_query_text(req, res, "account", API_ACCOUNT_MAX, &f.account) ||
+        !api_query_id(req, res, "cursor", &f.before_id) || !api_query_limit(req, res, &f.limit))
+        return;
+    if (!(s = api_reader_get(d, res)))
+        return;
+    rc = store_endpoint_list(s, &f, &list);
+    api_reader_put(d, s, rc);
+    if (rc != 0) {
+        api_reply_store_error(res, rc, "endpoints");
+        return;
+    }
+    data = json_array();
+    for (size_t i = 0; data && i < list.n; i++)
+        json_array_append_new(data, api_endpoint_json(&list.items[i], false, 0));
+    http_reply_json(res, 200,
+                    api_list_json(data, list.n == (size_t)f.limit && list.n > 0 ? list.items[list.n - 1].id : NULL));
+    endpoint_list_free(&list);
+}
+
+void api_endpoints_get(struct http_request *req, struct http_response *res, void *ctx)
+{
+    struct daemon *d = api_begin(req, res, ctx);
+    struct endpoint_op o = {0};
+    struct store *s;
+    int rc;
+
+    if (!d || !(o.id = path_id(req, res)) || !(s = api_reader_get(d, res)))
+        return;
+    rc = store_endpoint_get(s, o.id, &o.ep);
+    api_reader_put(d, s, rc);
+    if (rc != 0)
+        reply_op_error(res, rc, &o);
+    else
+        http_reply_json(res, 200, api_endpoint_json(&o.ep, true, clock_now_ms()));
+    endpoint_free(&o.ep);
+}
+
+void api_endpoints_update(struct http_request *req, struct http_response *res, void *ctx)
+{
+    struct daemon *d = api_begin(req, res, ctx);
+    struct endpoint_op o = {.now = clock_now_ms()};
+    struct endpoint scratch = {0};
+    json_t *body;
+
+    if (!d || !(o.id = path_id(req, res)) || !(body = api_body_object(req, res, false)))
+        return;
+    /* Validate before queueing, so a bad body never reaches the writer. */
+    int rc = api_endpoint_apply(&scratch, body, API_BODY_PATCH, &o.err);
+    endpoint_free(&scratch);
+    if (rc != 0) {
+        reply_op_error(res, rc, &o);
+        goto out;
+    }
+    o.body = body;
+    write_and_reply(d, res, op_update, &o, 200, true);
+out:
+    endpoint_free(&o.ep);
+    json_decref(body);
+}
+
+void api_endpoints_delete(struct http_request *req, struct http_response *res, void *ctx)
+{
+    struct daemon *d = api_begin(req, res, ctx);
+    struct endpoint_op o = {0};
+
+    if (!d || !(o.id = path_id(req, res)))
+        return;
+    write_and_reply(d, res, op_delete, &o, 204, false);
+}
+
+static void set_enabled(struct http_request *req, struct http_response *res, void *ctx, bool enabled)
+{
+    struct daemon *d = api_begin(req, res, ctx);
+    struct endpoint_op o = {.now = clock_now_ms(), .enabled = enabled, .reason = DISABLE_REASON_DEFAULT};
+    const char *key;
+    json_t *body, *v;
+
+    if (!d || !(o.id = path_id(req, res)) || !(body = api_body_object(req, res, true)))
+        return;
+    json_object_foreach(body, key, v) {
+        if (enabled || strcmp(key, "reason") != 0) {
+            http_reply_error(res, 400, "unknown_field", "%.64s: unknown field", key);
+            goto out;
+        }
+        if (json_is_null(v))
+            continue;
+        const char *r = json_string_value(v);
+        if (!r || strlen(r) > API_DESCRIPTION_MAX || strlen(r) != json_string_length(v)) {
+            http_reply_error(res, 400, "invalid_field", "reason: must be a string of at most %d characters",
+                             API_DESCRIPTION_MAX);
+            goto out;
+        }
+        if (r[0])
+            o.reason = r;
+    }
+    write_and_reply(d, res, op_set_enabled, &o, 200, true);
+out:
+    endpoint_free(&o.ep);
+    json_decref(body);
+}
+
+void api_endpoints_disable(struct http_request *req, struct http_response *res, void *ctx)
+{
+    set_enabled(req, res, ctx, false);
+}
+
+void api_endpoints_enable(struct http_request *req, struct http_response *res, void *ctx)
+{
+    set_enabled(req, res, ctx, true);
+}
+
+/* Reads {"secret", "grace"} of a rotation; false after answering 400. */
+static bool rotate_body(const json_t *body, struct endpoint_op *o, struct http_response *res)
+{
+    const char *key;
+    json_t *v;
+
+    json_object_foreach((json_t *)body, key, v) {
+        if (strcmp(key, "secret") == 0) {
+            if (json_is_null(v))
+                continue;
+            if (!json_is_string(v) || !secret_is_valid(json_string_value(v))) {
+                http_reply_error(res, 400, "invalid_field",
+                                 "secret: must be \"whsec_\" followed by base64 of 24 to 64 bytes");
+                return false;
+            }
+            o->new_secret = json_string_value(v);
+        } else if (strcmp(key, "grace") == 0) {
+            if (json_is_null(v))
+                continue;
+            if (!json_is_string(v) || duration_parse(json_string_value(v), &o->grace_ms) != 0 ||
+                o->grace_ms > ROTATE_GRACE_MAX_MS) {
+                http_reply_error(res, 400, "invalid_field", "grace: must be a duration up to 30d such as \"24h\"");
+                return false;
+            }
+        } else {
+            http_reply_error(res, 400, "unknown_field", "%.64s: unknown field", key);
+            return false;
+        }
+    }
+    return true;
+}
+
+void api_endpoints_rotate(struct http_request *req, struct http_response *res, void *ctx)
+{
+    struct daemon *d = api_begin(req, res, ctx);
+    struct endpoint_op o = {.now = clock_now_ms()};
+    char generated[SECRET_TEXT_MAX];
+    json_t *body;
+
+    if (!d || !(o.id = path_id(req, res)) || !(body = api_body_object(req, res, true)))
+        return;
+    o.grace_ms = d->cfg.rotate_grace_ms;
+    if (rotate_body(body, &o, res)) {
+        if (!o.new_secret) {
+            secret_generate(generated);
+            o.new_secret = generated;
+        }
+        write_and_reply(d, res, op_rotate, &o, 200, true);
+    }
+    explicit_bzero(generated, sizeof generated);
+    endpoint_free(&o.ep);
+    json_decref(body);
+}

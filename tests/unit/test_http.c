@@ -1,0 +1,628 @@
+/*
+ * HTTP server wrapper and router: route matching, a real server on
+ * 127.0.0.1 port 0 driven over raw sockets (body cap → 413, 404/405,
+ * headers/query/params, keep-alive, the JSON error shape).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "hookd.h"
+#include "net/http.h"
+#include "net/router.h"
+
+/* ---- router -------------------------------------------------------------- */
+
+static void h_dummy(struct http_request *req, struct http_response *res, void *ctx) {}
+
+static const struct http_route table[] = {
+    {"GET", "/v1/endpoints", h_dummy},
+    {"POST", "/v1/endpoints", h_dummy},
+    {"GET", "/v1/endpoints/{id}", h_dummy},
+    {"PATCH", "/v1/endpoints/{id}", h_dummy},
+    {"POST", "/v1/endpoints/{id}/secret/rotate", h_dummy},
+    {"*", "/in/{source}", h_dummy},
+    {"GET", "/ui/*", h_dummy},
+    {"GET", "/", h_dummy},
+};
+#define N_TABLE (sizeof table / sizeof table[0])
+
+static enum route_result match(const char *method, const char *path, size_t *index, struct route_params *p,
+                               char *allow, size_t allow_len)
+{
+    const struct http_route *found = NULL;
+    enum route_result r = router_match(table, N_TABLE, method, path, &found, p, allow, allow_len);
+    *index = found ? (size_t)(found - table) : SIZE_MAX;
+    return r;
+}
+
+static void test_router_literal_and_captures(void **state)
+{
+    struct route_params p;
+    size_t i;
+
+    assert_int_equal(match("GET", "/v1/endpoints", &i, &p, NULL, 0), ROUTE_FOUND);
+    assert_int_equal(i, 0);
+    assert_int_equal(match("POST", "/v1/endpoints", &i, &p, NULL, 0), ROUTE_FOUND);
+    assert_int_equal(i, 1);
+    assert_int_equal(match("PATCH", "/v1/endpoints/ep_123", &i, &p, NULL, 0), ROUTE_FOUND);
+    assert_int_equal(i, 3);
+    assert_string_equal(route_param(&p, "id"), "ep_123");
+    assert_null(route_param(&p, "i"));
+    assert_null(route_param(&p, "idx"));
+    assert_int_equal(match("POST", "/v1/endpoints/ep_9/secret/rotate", &i, &p, NULL, 0), ROUTE_FOUND);
+    assert_int_equal(i, 4);
+    assert_string_equal(route_param(&p, "id"), "ep_9");
+    assert_int_equal(match("DELETE", "/in/stripe", &i, &p, NULL, 0), ROUTE_FOUND);
+    assert_string_equal(route_param(&p, "source"), "stripe");
+    assert_int_equal(match("GET", "/", &i, &p, NULL, 0), ROUTE_FOUND);
+    assert_int_equal(i, 7);
+}
+
+static void test_router_rest_and_head(void **state)
+{
+    struct route_params p;
+    size_t i;
+
+    assert_int_equal(match("GET", "/ui/assets/app.js", &i, &p, NULL, 0), ROUTE_FOUND);
+    assert_int_equal(i, 6);
+    assert_string_equal(route_param(&p, "*"), "assets/app.js");
+    assert_int_equal(match("GET", "/ui/", &i, &p, NULL, 0), ROUTE_FOUND);
+    assert_string_equal(route_param(&p, "*"), "");
+    /* HEAD is answered by GET routes. */
+    assert_int_equal(match("HEAD", "/v1/endpoints", &i, &p, NULL, 0), ROUTE_FOUND);
+    assert_int_equal(i, 0);
+}
+
+static void test_router_not_found_and_method(void **state)
+{
+    struct route_params p;
+    char allow[64];
+    size_t i;
+
+    assert_int_equal(match("GET", "/v1/nothing", &i, &p, NULL, 0), ROUTE_NOT_FOUND);
+    assert_int_equal(match("GET", "/v1/endpoints/", &i, &p, NULL, 0), ROUTE_NOT_FOUND); /* empty capture */
+    assert_int_equal(match("GET", "/v1/endpoints/a/b", &i, &p, NULL, 0), ROUTE_NOT_FOUND);
+    assert_int_equal(match("GET", "/v1", &i, &p, NULL, 0), ROUTE_NOT_FOUND);
+    assert_int_equal(match("GET", "/in", &i, &p, NULL, 0), ROUTE_NOT_FOUND);
+    assert_int_equal(match("DELETE", "/v1/endpoints", &i, &p, allow, sizeof allow), ROUTE_METHOD_NOT_ALLOWED);
+    assert_string_equal(allow, "GET, POST");
+    assert_int_equal(i, SIZE_MAX);
+    assert_int_equal(match("GET", "/v1/endpoints/x/secret/rotate", &i, &p, allow, sizeof allow),
+                     ROUTE_METHOD_NOT_ALLOWED);
+    assert_string_equal(allow, "POST");
+
+    char long_path[ROUTE_PATH_MAX + 10];
+    memset(long_path, 'a', sizeof long_path - 1);
+    long_path[0] = '/';
+    long_path[sizeof long_path - 1] = '\0';
+    assert_int_equal(match("GET", long_path, &i, &p, NULL, 0), ROUTE_PATH_TOO_LONG);
+}
+
+/* ---- a live server ------------------------------------------------------------ */
+
+static void h_echo(struct http_request *req, struct http_response *res, void *ctx)
+{
+    size_t len;
+    const char *body = http_body(req, &len);
+    const char *q = http_query(req, "q");
+    const char *h = http_header(req, "x-test");
+    json_t *j = json_pack("{s:s,s:s,s:s?,s:s?,s:s?,s:I,s:s,s:s}", "method", http_method(req), "path",
+                          http_path(req), "id", http_param(req, "id"), "q", q, "header", h, "body_len",
+                          (json_int_t)len, "body", body, "peer", http_peer(req));
+    http_reply_json(res, 200, j);
+    http_add_header(res, "X-Reply", "yes");
+    (*(int *)ctx)++;
+}
+
+static void h_empty(struct http_request *req, struct http_response *res, void *ctx) { http_reply(res, 204, NULL, 0); }
+
+static void h_fail(struct http_request *req, struct http_response *res, void *ctx)
+{
+    http_reply_error(res, 422, "invalid_field", "url: %s", "must be http or https");
+}
+
+static void h_slow(struct http_request *req, struct http_response *res, void *ctx)
+{
+    struct timespec ts = {1, 0};
+    nanosleep(&ts, NULL);
+    http_reply(res, 200, strdup("{}"), 2);
+}
+
+static void h_text(struct http_request *req, struct http_response *res, void *ctx)
+{
+    http_reply(res, 200, strdup("hello"), 5);
+    res->content_type = "text/plain";
+}
+
+static const struct http_route live_routes[] = {
+    {"*", "/echo/{id}", h_echo},
+    {"DELETE", "/empty", h_empty},
+    {"GET", "/fail", h_fail},
+    {"GET", "/slow", h_slow},
+    {"GET", "/text", h_text},
+};
+
+struct live {
+    struct http_server *srv;
+    int port;
+    int calls;
+};
+
+static int live_setup(void **state)
+{
+    struct live *l = calloc(1, sizeof *l);
+    struct http_server_options o = {
+        .listen = "127.0.0.1:0",
+        .routes = live_routes,
+        .n_routes = sizeof live_routes / sizeof live_routes[0],
+        .ctx = &l->calls,
+        .max_body = 4096,
+    };
+    if (!l || http_server_start(&o, &l->srv) != 0)
+        return -1;
+    l->port = http_server_port(l->srv);
+    *state = l;
+    return 0;
+}
+
+static int live_teardown(void **state)
+{
+    struct live *l = *state;
+    http_server_stop(l->srv);
+    free(l);
+    return 0;
+}
+
+static int connect_to(int family, int port)
+{
+    int fd = socket(family, SOCK_STREAM, 0);
+    struct timeval tv = {5, 0};
+    struct sockaddr_storage ss = {0};
+    socklen_t len;
+
+    if (fd < 0)
+        return -1;
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (family == AF_INET6) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+        a->sin6_family = AF_INET6;
+        a->sin6_port = htons((uint16_t)port);
+        a->sin6_addr = in6addr_loopback;
+        len = sizeof *a;
+    } else {
+        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+        a->sin_family = AF_INET;
+        a->sin_port = htons((uint16_t)port);
+        a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        len = sizeof *a;
+    }
+    if (connect(fd, (struct sockaddr *)&ss, len) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int send_all(int fd, const char *data, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, data, n, MSG_NOSIGNAL);
+        if (w <= 0)
+            return -1;
+        data += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+struct reply {
+    int status;
+    char head[4096];
+    char body[8192];
+    size_t body_len;
+    bool closed; /* the server closed the connection instead of answering */
+};
+
+/* Reads one response (headers + Content-Length body). Bounded by the buffers and the socket timeout. */
+static void read_reply(int fd, struct reply *r)
+{
+    char buf[12288];
+    size_t have = 0;
+    char *end = NULL;
+
+    memset(r, 0, sizeof *r);
+    while (!(end = memmem(buf, have, "\r\n\r\n", 4))) {
+        ssize_t n = have < sizeof buf ? recv(fd, buf + have, sizeof buf - have, 0) : -1;
+        if (n <= 0) {
+            r->closed = true;
+            return;
+        }
+        have += (size_t)n;
+    }
+    size_t head_len = (size_t)(end - buf) + 4;
+    snprintf(r->head, sizeof r->head, "%.*s", (int)head_len, buf);
+    sscanf(r->head, "HTTP/1.%*d %d", &r->status);
+    size_t content_length = 0;
+    const char *cl = strcasestr(r->head, "\r\nContent-Length:");
+    if (cl)
+        content_length = strtoul(cl + 17, NULL, 10);
+    assert_true(content_length < sizeof r->body);
+    while (have - head_len < content_length) {
+        ssize_t n = recv(fd, buf + have, sizeof buf - have, 0);
+        if (n <= 0) {
+            r->closed = true;
+            return;
+        }
+        have += (size_t)n;
+    }
+    memcpy(r->body, buf + head_len, content_length);
+    r->body_len = content_length;
+}
+
+static void request(int port, const char *raw, struct reply *r)
+{
+    int fd = connect_to(AF_INET, port);
+    assert_true(fd >= 0);
+    assert_int_equal(send_all(fd, raw, strlen(raw)), 0);
+    read_reply(fd, r);
+    close(fd);
+}
+
+static json_t *reply_json(const struct reply *r)
+{
+    json_t *j = json_loadb(r->body, r->body_len, 0, NULL);
+    assert_non_null(j);
+    return j;
+}
+
+static void assert_error_shape(const struct reply *r, const char *code)
+{
+    json_t *j = reply_json(r);
+    json_t *e = json_object_get(j, "error");
+    assert_true(json_is_object(e));
+    assert_string_equal(json_string_value(json_object_get(e, "code")), code);
+    assert_true(json_is_string(json_object_get(e, "message")));
+    assert_true(strlen(json_string_value(json_object_get(e, "message"))) > 0);
+    assert_int_equal(json_object_size(j), 1);
+    json_decref(j);
+}
+
+static void test_server_port_zero(void **state)
+{
+    struct live *l = *state;
+    assert_true(l->port > 0 && l->port < 65536);
+}
+
+static void test_server_echo_params_query_headers(void **state)
+{
+    struct live *l = *state;
+    struct reply r;
+
+    request(l->port,
+            "GET /echo/ep_42?q=a%20b&other=1 HTTP/1.1\r\nHost: x\r\nX-TEST: hello\r\nConnection: close\r\n\r\n", &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strcasestr(r.head, "\r\nContent-Type: application/json"));
+    assert_non_null(strcasestr(r.head, "\r\nX-Reply: yes"));
+    json_t *j = reply_json(&r);
+    assert_string_equal(json_string_value(json_object_get(j, "method")), "GET");
+    assert_string_equal(json_string_value(json_object_get(j, "path")), "/echo/ep_42");
+    assert_string_equal(json_string_value(json_object_get(j, "id")), "ep_42");
+    assert_string_equal(json_string_value(json_object_get(j, "q")), "a b");
+    assert_string_equal(json_string_value(json_object_get(j, "header")), "hello");
+    assert_int_equal(json_integer_value(json_object_get(j, "body_len")), 0);
+    assert_non_null(strstr(json_string_value(json_object_get(j, "peer")), "127.0.0.1:"));
+    json_decref(j);
+}
+
+static void test_server_post_body(void **state)
+{
+    struct live *l = *state;
+    struct reply r;
+
+    request(l->port,
+            "POST /echo/b HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 11\r\n"
+            "Connection: close\r\n\r\n{\"a\":\"bc\"}\n",
+            &r);
+    assert_int_equal(r.status, 200);
+    json_t *j = reply_json(&r);
+    assert_int_equal(json_integer_value(json_object_get(j, "body_len")), 11);
+    assert_string_equal(json_string_value(json_object_get(j, "body")), "{\"a\":\"bc\"}\n");
+    assert_true(json_is_null(json_object_get(j, "q")));
+    assert_true(json_is_null(json_object_get(j, "header")));
+    json_decref(j);
+
+    /* Chunked, within the cap. */
+    request(l->port,
+            "POST /echo/c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+            "3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n",
+            &r);
+    assert_int_equal(r.status, 200);
+    j = reply_json(&r);
+    assert_string_equal(json_string_value(json_object_get(j, "body")), "abcde");
+    json_decref(j);
+}
+
+static void test_server_body_cap_content_length(void **state)
+{
+    struct live *l = *state;
+    struct reply r;
+    int fd = connect_to(AF_INET, l->port);
+
+    /* Only the headers are sent: the 413 must come without the body ever being read. */
+    const char *head = "POST /echo/big HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n";
+    assert_true(fd >= 0);
+    assert_int_equal(send_all(fd, head, strlen(head)), 0);
+    read_reply(fd, &r);
+    assert_int_equal(r.status, 413);
+    assert_error_shape(&r, "payload_too_large");
+    /* The connection is closed after the early answer: the unread body is never taken for a request. */
+    char tail[64];
+    assert_int_equal(recv(fd, tail, sizeof tail, 0), 0);
+    close(fd);
+    assert_int_equal(l->calls, 0);
+
+    /* Exactly at the cap is fine. */
+    size_t n = 4096;
+    char *raw = malloc(n + 200);
+    int off = snprintf(raw, 200, "POST /echo/max HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n", n);
+    memset(raw + off, 'x', n);
+    raw[off + (int)n] = '\0';
+    request(l->port, raw, &r);
+    assert_int_equal(r.status, 200);
+    free(raw);
+}
+
+static void test_server_body_cap_chunked(void **state)
+{
+    struct live *l = *state;
+    struct reply r;
+    int fd = connect_to(AF_INET, l->port);
+    char chunk[1100];
+
+    assert_true(fd >= 0);
+    const char *head = "POST /echo/chunky HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+    assert_int_equal(send_all(fd, head, strlen(head)), 0);
+    /* 8 chunks of 1 KiB: twice the 4 KiB cap. The server stops reading past the cap. */
+    int off = snprintf(chunk, sizeof chunk, "400\r\n");
+    memset(chunk + off, 'y', 1024);
+    memcpy(chunk + off + 1024, "\r\n", 2);
+    for (int i = 0; i < 8; i++) {
+        if (send_all(fd, chunk, (size_t)off + 1026) != 0)
+            break; /* the server may already have closed */
+    }
+    send_all(fd, "0\r\n\r\n", 5);
+    read_reply(fd, &r);
+    close(fd);
+    assert_true(r.closed || r.status == 413);
+    assert_int_equal(l->calls, 0);
+
+    /* The server is still fine. */
+    request(l->port, "GET /echo/after HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &r);
+    assert_int_equal(r.status, 200);
+}
+
+static void test_server_404_405(void **state)
+{
+    struct live *l = *state;
+    struct reply r;
+
+    request(l->port, "GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &r);
+    assert_int_equal(r.status, 404);
+    assert_error_shape(&r, "not_found");
+    request(l->port, "POST /empty HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", &r);
+    assert_int_equal(r.status, 405);
+    assert_error_shape(&r, "method_not_allowed");
+    assert_non_null(strcasestr(r.head, "\r\nAllow: DELETE"));
+    assert_int_equal(l->calls, 0);
+}
+
+static void test_server_handler_error_and_204(void **state)
+{
+    struct live *l = *state;
+    struct reply r;
+
+    request(l->port, "GET /fail HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &r);
+    assert_int_equal(r.status, 422);
+    assert_error_shape(&r, "invalid_field");
+    json_t *j = reply_json(&r);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(j, "error"), "message")),
+                        "url: must be http or https");
+    json_decref(j);
+
+    request(l->port, "DELETE /empty HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &r);
+    assert_int_equal(r.status, 204);
+    assert_int_equal(r.body_len, 0);
+
+    request(l->port, "GET /text HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strcasestr(r.head, "\r\nContent-Type: text/plain"));
+    assert_memory_equal(r.body, "hello", 5);
+}
+
+static void test_server_keep_alive(void **state)
+{
+    struct live *l = *state;
+    struct reply r;
+    int fd = connect_to(AF_INET, l->port);
+    char raw[128];
+
+    assert_true(fd >= 0);
+    for (int i = 0; i < 20; i++) {
+        snprintf(raw, sizeof raw, "GET /echo/k%d HTTP/1.1\r\nHost: x\r\n\r\n", i);
+        assert_int_equal(send_all(fd, raw, strlen(raw)), 0);
+        read_reply(fd, &r);
+        assert_false(r.closed);
+        assert_int_equal(r.status, 200);
+    }
+    /* A 404 and a body on the same connection do not break it. */
+    assert_int_equal(send_all(fd, "GET /nope HTTP/1.1\r\nHost: x\r\n\r\n", 31), 0);
+    read_reply(fd, &r);
+    assert_int_equal(r.status, 404);
+    const char *post = "POST /echo/p HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi";
+    assert_int_equal(send_all(fd, post, strlen(post)), 0);
+    read_reply(fd, &r);
+    assert_int_equal(r.status, 200);
+    close(fd);
+    assert_int_equal(l->calls, 21);
+}
+
+struct slow_arg {
+    int port;
+    int status;
+};
+
+static void *slow_client(void *p)
+{
+    struct slow_arg *a = p;
+    struct reply r;
+    request(a->port, "GET /slow HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &r);
+    a->status = r.status;
+    return NULL;
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void test_server_sleeping_handler_does_not_block_others(void **state)
+{
+    struct live *l = *state;
+    struct slow_arg a = {l->port, 0};
+    pthread_t t;
+    struct reply r;
+
+    assert_int_equal(pthread_create(&t, NULL, slow_client, &a), 0);
+    struct timespec ts = {0, 100 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    int64_t start = mono_ms();
+    request(l->port, "GET /echo/fast HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &r);
+    int64_t took = mono_ms() - start;
+    assert_int_equal(r.status, 200);
+    assert_true(took < 700);
+    pthread_join(t, NULL);
+    assert_int_equal(a.status, 200);
+}
+
+static void test_server_ipv6_and_bad_listen(void **state)
+{
+    struct http_server *s = NULL;
+    int calls = 0;
+    struct http_server_options o = {.listen = "[::1]:0", .routes = live_routes, .n_routes = 1, .ctx = &calls};
+
+    if (http_server_start(&o, &s) == 0) {
+        int fd = connect_to(AF_INET6, http_server_port(s));
+        struct reply r;
+        assert_true(fd >= 0);
+        const char *six = "GET /echo/six HTTP/1.1\r\nHost: x\r\n\r\n";
+        assert_int_equal(send_all(fd, six, strlen(six)), 0);
+        read_reply(fd, &r);
+        close(fd);
+        assert_int_equal(r.status, 200);
+        json_t *j = reply_json(&r);
+        assert_non_null(strstr(json_string_value(json_object_get(j, "peer")), "[::1]:"));
+        json_decref(j);
+        http_server_stop(s);
+    }
+    const char *bad[] = {"nonsense", "127.0.0.1:99999", "::1:80", "127.0.0.1:", "[::1]80", "127.0.0.1:8x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        o.listen = bad[i];
+        s = NULL;
+        assert_int_equal(http_server_start(&o, &s), HOOKD_EINVAL);
+        assert_null(s);
+    }
+    /* ":port" binds 127.0.0.1; the same port twice fails with EIO. */
+    struct http_server *a = NULL, *b = NULL;
+    o.listen = ":0";
+    assert_int_equal(http_server_start(&o, &a), 0);
+    char again[32];
+    snprintf(again, sizeof again, "127.0.0.1:%d", http_server_port(a));
+    o.listen = again;
+    assert_int_equal(http_server_start(&o, &b), HOOKD_EIO);
+    http_server_stop(a);
+}
+
+static void test_server_thread_pool(void **state)
+{
+    struct http_server *s = NULL;
+    int calls = 0;
+    struct http_server_options o = {
+        .listen = "127.0.0.1:0", .routes = live_routes, .n_routes = 1, .ctx = &calls, .threads = 2};
+    struct reply r;
+
+    assert_int_equal(http_server_start(&o, &s), 0);
+    for (int i = 0; i < 4; i++) {
+        request(http_server_port(s), "GET /echo/pool HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &r);
+        assert_int_equal(r.status, 200);
+    }
+    assert_int_equal(calls, 4);
+    http_server_stop(s);
+}
+
+static void test_reply_helpers(void **state)
+{
+    struct http_response res = {.status = 200};
+
+    http_reply_error(&res, 400, "missing_field", "%s is required", "type");
+    assert_int_equal(res.status, 400);
+    json_t *j = json_loadb(res.body, res.body_len, 0, NULL);
+    assert_non_null(j);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(j, "error"), "message")),
+                        "type is required");
+    json_decref(j);
+    /* A second reply replaces the first body (no leak under ASan). */
+    http_reply_json(&res, 201, json_pack("{s:i}", "a", 1));
+    assert_int_equal(res.status, 201);
+    assert_string_equal(res.body, "{\"a\":1}");
+    for (int i = 0; i < 10; i++)
+        http_add_header(&res, "X-N", "v");
+    assert_int_equal(res.n_headers, 8);
+    for (int i = 0; i < res.n_headers; i++) {
+        free(res.headers[i][0]);
+        free(res.headers[i][1]);
+    }
+    free(res.body);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_router_literal_and_captures),
+        cmocka_unit_test(test_router_rest_and_head),
+        cmocka_unit_test(test_router_not_found_and_method),
+        cmocka_unit_test(test_reply_helpers),
+        cmocka_unit_test_setup_teardown(test_server_port_zero, live_setup, live_teardown),
+        cmocka_unit_test_setup_teardown(test_server_echo_params_query_headers, live_setup, live_teardown),
+        cmocka_unit_test_setup_teardown(test_server_post_body, live_setup, live_teardown),
+        cmocka_unit_test_setup_teardown(test_server_body_cap_content_length, live_setup, live_teardown),
+        cmocka_unit_test_setup_teardown(test_server_body_cap_chunked, live_setup, live_teardown),
+        cmocka_unit_test_setup_teardown(test_server_404_405, live_setup, live_teardown),
+        cmocka_unit_test_setup_teardown(test_server_handler_error_and_204, live_setup, live_teardown),
+        cmocka_unit_test_setup_teardown(test_server_keep_alive, live_setup, live_teardown),
+        cmocka_unit_test_setup_teardown(test_server_sleeping_handler_does_not_block_others, live_setup,
+                                        live_teardown),
+        cmocka_unit_test(test_server_ipv6_and_bad_listen),
+        cmocka_unit_test(test_server_thread_pool),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
