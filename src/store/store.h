@@ -12,7 +12,7 @@
  *   open/close            connect to "sqlite:PATH" / "postgres://…"; disconnect
  *   migrate               create or upgrade the hookd_ tables (safe to run concurrently)
  *   begin/commit/rollback the writer's batch transaction
- *   savepoint/release/rollback_to   per-op isolation inside a batch
+ *   savepoint/release/rollback_to   per-op isolation inside a batch (rollback_to also ends the savepoint)
  *   changed               cheap "did anyone commit outbox rows since last call" check
  *   meta_get/meta_set     small key/value settings (hookd_meta)
  *   event_insert          outbox insert with optional idempotency key
@@ -197,7 +197,9 @@ void attempt_list_free(struct attempt_list *l);
 
 /* ---- the method table -------------------------------------------------- */
 
-struct store; /* one backend connection */
+/* One backend connection. Each backend defines it with `const struct store_ops *ops`
+ * as its first member, set by open: store_backend() reads it. */
+struct store;
 
 struct store_ops {
     int version; /* STORE_OPS_VERSION */
@@ -236,7 +238,7 @@ struct store_ops {
     int (*endpoint_list_all)(struct store *s, struct endpoint_list *out); /* every endpoint, for fan-out and caches */
     int (*endpoint_delete)(struct store *s, const char *id);
     int (*endpoint_set_enabled)(struct store *s, const char *id, bool enabled, const char *reason, int64_t at);
-    /* Largest updated_at over all endpoints plus their count: a cheap cache validator. */
+    /* A cheap cache validator: changes on every insert, update and delete of an endpoint. */
     int (*endpoint_version)(struct store *s, int64_t *version);
 
     int (*delivery_insert)(struct store *s, const struct delivery *d);

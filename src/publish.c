@@ -1,0 +1,94 @@
+/*
+ * hookd_publish(): the public C API's outbox insert through the caller's own
+ * SQLite connection, inside the caller's transaction. Self-contained (core
+ * helpers only): it is linked into build/libhookd.a without the daemon.
+ */
+#include "hookd.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/filter.h"
+#include "core/ids.h"
+
+static int publish_error(sqlite3 *db, int rc)
+{
+    int ext = sqlite3_extended_errcode(db);
+
+    switch (rc & 0xff) {
+    case SQLITE_CONSTRAINT:
+        return ext == SQLITE_CONSTRAINT_UNIQUE || ext == SQLITE_CONSTRAINT_PRIMARYKEY ? HOOKD_EEXISTS : HOOKD_EINVAL;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return HOOKD_EBUSY;
+    case SQLITE_NOMEM:
+        return HOOKD_ENOMEM;
+    default:
+        return HOOKD_EIO;
+    }
+}
+
+/*
+ * data_json must be JSON. SQLite's own json_valid() checks it, so the public
+ * library needs no JSON library; a SQLite built without JSON functions skips
+ * the check (the relay then marks such an event's deliveries dead).
+ */
+static int json_text_check(sqlite3 *db, const char *text)
+{
+    sqlite3_stmt *st = NULL;
+    int result = 0;
+
+    if (sqlite3_prepare_v2(db, "SELECT json_valid(?1)", -1, &st, NULL) != SQLITE_OK)
+        goto out;
+    sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) != 1)
+        result = HOOKD_EINVAL;
+out:
+    sqlite3_finalize(st);
+    return result;
+}
+
+int hookd_publish(struct sqlite3 *db, const struct hookd_event *ev, char id_out[HOOKD_ID_MAX])
+{
+    static const char sql[] = "INSERT INTO hookd_outbox(id, account, event_type, resource_type, resource_id,"
+                              " resource_version, payload, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+    char id[HOOKD_ID_MAX];
+    sqlite3_stmt *st = NULL;
+    int rc, result;
+
+    if (!db || !ev || !ev->type || !ev->data_json || !event_type_is_valid(ev->type, false))
+        return HOOKD_EINVAL;
+    result = json_text_check(db, ev->data_json);
+    if (result)
+        return result;
+    if (ev->id) {
+        if (!id_is_valid(ev->id))
+            return HOOKD_EINVAL;
+        snprintf(id, sizeof id, "%s", ev->id);
+    } else {
+        id_new(id, "evt_");
+    }
+    rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    if (rc != SQLITE_OK) {
+        result = publish_error(db, rc);
+        goto out;
+    }
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, ev->account, -1, SQLITE_STATIC); /* NULL binds SQL NULL */
+    sqlite3_bind_text(st, 3, ev->type, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, ev->resource_type, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, ev->resource_id, -1, SQLITE_STATIC);
+    if (ev->has_resource_version)
+        sqlite3_bind_int64(st, 6, ev->resource_version);
+    sqlite3_bind_text(st, 7, ev->data_json, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 8, clock_now_ms());
+    rc = sqlite3_step(st);
+    result = rc == SQLITE_DONE ? 0 : publish_error(db, rc);
+    if (result == 0 && id_out)
+        snprintf(id_out, HOOKD_ID_MAX, "%s", id);
+out:
+    sqlite3_finalize(st);
+    return result;
+}

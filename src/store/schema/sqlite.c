@@ -1,0 +1,104 @@
+/*
+ * The SQLite schema as numbered migrations (DESIGN §4). A migration is never
+ * edited once released: changes go into a new entry at the end.
+ */
+#include "store/schema/sqlite.h"
+
+/* Unix milliseconds now, in SQL (julianday of the epoch is 2440587.5). */
+#define SQL_NOW_MS "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
+
+static const char schema_v1[] =
+    /* The outbox is the public contract: a bare INSERT of event_type and
+     * payload from any application gets an evt_ id and created_at. */
+    "CREATE TABLE hookd_outbox ("
+    " seq INTEGER PRIMARY KEY,"
+    " id TEXT NOT NULL UNIQUE DEFAULT ('evt_' || printf('%012x', " SQL_NOW_MS ") || lower(hex(randomblob(10)))),"
+    " account TEXT,"
+    " event_type TEXT NOT NULL,"
+    " resource_type TEXT,"
+    " resource_id TEXT,"
+    " resource_version INTEGER,"
+    " payload TEXT NOT NULL DEFAULT '{}',"
+    " idempotency_key TEXT,"
+    " created_at INTEGER NOT NULL DEFAULT (" SQL_NOW_MS "),"
+    " dispatched_at INTEGER);"
+    /* Partial: rows without a key cost no index entry. */
+    "CREATE UNIQUE INDEX hookd_outbox_idempotency ON hookd_outbox(idempotency_key)"
+    " WHERE idempotency_key IS NOT NULL;"
+    "CREATE INDEX hookd_outbox_undispatched ON hookd_outbox(seq) WHERE dispatched_at IS NULL;"
+
+    "CREATE TABLE hookd_endpoints ("
+    " id TEXT NOT NULL PRIMARY KEY,"
+    " account TEXT,"
+    " url TEXT NOT NULL,"
+    " description TEXT,"
+    " event_types TEXT NOT NULL DEFAULT '[]',"
+    " secrets TEXT NOT NULL DEFAULT '[]',"
+    " enabled INTEGER NOT NULL DEFAULT 1,"
+    " disabled_reason TEXT,"
+    " ordering TEXT NOT NULL DEFAULT 'none' CHECK (ordering IN ('none', 'key', 'latest')),"
+    " max_in_flight INTEGER NOT NULL DEFAULT 0,"
+    " rate_limit INTEGER NOT NULL DEFAULT 0,"
+    " timeout_ms INTEGER NOT NULL DEFAULT 0,"
+    " retry_schedule TEXT,"
+    " created_at INTEGER NOT NULL DEFAULT (" SQL_NOW_MS "),"
+    " updated_at INTEGER NOT NULL DEFAULT (" SQL_NOW_MS "),"
+    " disabled_at INTEGER"
+    ") WITHOUT ROWID;"
+    "CREATE INDEX hookd_endpoints_account ON hookd_endpoints(account, id);"
+
+    "CREATE TABLE hookd_deliveries ("
+    " id TEXT NOT NULL PRIMARY KEY,"
+    " event_id TEXT NOT NULL,"
+    " endpoint_id TEXT NOT NULL,"
+    " account TEXT,"
+    " status TEXT NOT NULL DEFAULT 'pending'"
+    "  CHECK (status IN ('pending', 'retrying', 'delivered', 'dead', 'superseded', 'skipped')),"
+    " attempt_count INTEGER NOT NULL DEFAULT 0,"
+    " next_attempt_at INTEGER,"
+    " last_status_code INTEGER,"
+    " last_error TEXT,"
+    " first_attempt_at INTEGER,"
+    " last_attempt_at INTEGER,"
+    " delivered_at INTEGER,"
+    " created_at INTEGER NOT NULL,"
+    " lease_owner TEXT,"
+    " lease_until INTEGER,"
+    " lease_token INTEGER NOT NULL DEFAULT 0,"
+    " UNIQUE (event_id, endpoint_id)"
+    ") WITHOUT ROWID;"
+    /* Only open deliveries are in the due index, so it stays small. */
+    "CREATE INDEX hookd_deliveries_due ON hookd_deliveries(next_attempt_at)"
+    " WHERE status IN ('pending', 'retrying');"
+    "CREATE INDEX hookd_deliveries_endpoint ON hookd_deliveries(endpoint_id, id);"
+    "CREATE INDEX hookd_deliveries_status ON hookd_deliveries(status, id);"
+
+    "CREATE TABLE hookd_attempts ("
+    " id INTEGER PRIMARY KEY,"
+    " delivery_id TEXT NOT NULL,"
+    " n INTEGER NOT NULL,"
+    " started_at INTEGER NOT NULL,"
+    " duration_ms INTEGER NOT NULL DEFAULT 0,"
+    " status_code INTEGER,"
+    " error_class TEXT,"
+    " error TEXT,"
+    " response TEXT,"
+    " node TEXT);"
+    "CREATE INDEX hookd_attempts_delivery ON hookd_attempts(delivery_id, n);"
+
+    "CREATE TABLE hookd_meta (key TEXT NOT NULL PRIMARY KEY, value TEXT) WITHOUT ROWID;"
+    /* The endpoint cache validator: bumped by every write to hookd_endpoints,
+     * including writes made with plain SQL outside hookd. */
+    "INSERT INTO hookd_meta(key, value) VALUES ('endpoints_version', '0');"
+    "CREATE TRIGGER hookd_endpoints_ai AFTER INSERT ON hookd_endpoints BEGIN"
+    " UPDATE hookd_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'endpoints_version'; END;"
+    "CREATE TRIGGER hookd_endpoints_au AFTER UPDATE ON hookd_endpoints BEGIN"
+    " UPDATE hookd_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'endpoints_version'; END;"
+    "CREATE TRIGGER hookd_endpoints_ad AFTER DELETE ON hookd_endpoints BEGIN"
+    " UPDATE hookd_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'endpoints_version'; END;";
+
+const struct schema_migration sqlite_migrations[] = {
+    {1, schema_v1},
+};
+
+const size_t sqlite_migrations_count = sizeof sqlite_migrations / sizeof sqlite_migrations[0];

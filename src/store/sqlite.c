@@ -1,0 +1,480 @@
+/*
+ * The SQLite store backend: connection set-up (WAL, synchronous=FULL), the
+ * migrations runner, transactions and savepoints, change detection through
+ * PRAGMA data_version, hookd_meta, and the helpers the table families share.
+ * The tables themselves are in sqlite_events.c, sqlite_endpoints.c and
+ * sqlite_deliveries.c.
+ */
+#include "store/sqlite_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "log.h"
+#include "store/schema/sqlite.h"
+
+#define BUSY_TIMEOUT_MS 5000
+#define LOG_PART "store"
+
+/* ---- errors --------------------------------------------------------------- */
+
+/* Primary (and a few extended) SQLite codes and what callers see. */
+static const struct {
+    int code;
+    int err;
+    bool quiet; /* expected in normal operation: not logged */
+} error_map[] = {
+    {SQLITE_CONSTRAINT_UNIQUE, HOOKD_EEXISTS, true},
+    {SQLITE_CONSTRAINT_PRIMARYKEY, HOOKD_EEXISTS, true},
+    {SQLITE_CONSTRAINT, HOOKD_EINVAL, false},
+    {SQLITE_BUSY, HOOKD_EBUSY, true},
+    {SQLITE_LOCKED, HOOKD_EBUSY, true},
+    {SQLITE_NOMEM, HOOKD_ENOMEM, false},
+    {SQLITE_CANTOPEN, HOOKD_EUNAVAIL, false},
+    {SQLITE_RANGE, HOOKD_EINVAL, false},
+    {SQLITE_TOOBIG, HOOKD_EINVAL, false},
+    {SQLITE_MISMATCH, HOOKD_EINVAL, false},
+};
+
+int sq_error(struct store *s, int rc)
+{
+    if (rc == SQLITE_OK || rc == SQLITE_DONE || rc == SQLITE_ROW)
+        return 0;
+    for (size_t i = 0; i < sizeof error_map / sizeof error_map[0]; i++) {
+        /* An extended code matches exactly; a primary one matches its family. */
+        bool extended = error_map[i].code > 0xff;
+        if (extended ? rc == error_map[i].code : (rc & 0xff) == error_map[i].code) {
+            if (!error_map[i].quiet)
+                log_warn(LOG_PART, "sqlite: %s (%d)", s && s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc), rc);
+            return error_map[i].err;
+        }
+    }
+    /* Everything else (I/O, full disk, corruption, SQL errors) is an I/O failure of the store. */
+    log_warn(LOG_PART, "sqlite: %s (%d)", s && s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc), rc);
+    return HOOKD_EIO;
+}
+
+/* ---- statements ----------------------------------------------------------- */
+
+int sq_stmt(struct store *s, int slot, const char *sql, sqlite3_stmt **out)
+{
+    int rc;
+
+    *out = NULL;
+    if (slot < 0 || slot >= SQ_SLOTS)
+        return HOOKD_EINVAL;
+    if (!s->stmts[slot]) {
+        rc = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s->stmts[slot], NULL);
+        if (rc != SQLITE_OK)
+            return sq_error(s, rc);
+    }
+    *out = s->stmts[slot];
+    return 0;
+}
+
+void sq_reset(sqlite3_stmt *st)
+{
+    if (st) {
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+    }
+}
+
+int sq_run(struct store *s, sqlite3_stmt *st, int *changes)
+{
+    int rc = sqlite3_step(st);
+    int result = rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : sq_error(s, rc);
+
+    if (changes)
+        *changes = result == 0 ? sqlite3_changes(s->db) : 0;
+    sq_reset(st);
+    return result;
+}
+
+int sq_exec(struct store *s, int slot, const char *sql)
+{
+    sqlite3_stmt *st;
+    int result = sq_stmt(s, slot, sql, &st);
+
+    if (result == 0)
+        result = sq_run(s, st, NULL);
+    return result;
+}
+
+/*
+ * Inside a transaction (the writer's batch) the op's own savepoint already
+ * makes a failed op undo all of its work, and a savepoint per method is not
+ * free: each one copies every page it touches to the statement journal
+ * (about a third of delivery_complete's time). So the method savepoint is
+ * only taken in autocommit mode, where it is the whole transaction.
+ */
+int sq_atomic_begin(struct store *s)
+{
+    s->atomic_own = sqlite3_get_autocommit(s->db) != 0;
+    return s->atomic_own ? sq_exec(s, SQ_ATOMIC_BEGIN, "SAVEPOINT hookd_method") : 0;
+}
+
+int sq_atomic_end(struct store *s, int result)
+{
+    int rc;
+
+    if (!s->atomic_own)
+        return result;
+    s->atomic_own = false;
+    if (result >= 0) {
+        rc = sq_exec(s, SQ_ATOMIC_RELEASE, "RELEASE hookd_method");
+        if (rc == 0)
+            return result;
+        result = rc;
+    }
+    /* If SQLite already rolled the whole transaction back (full disk, I/O
+     * error), the savepoint is gone and these fail: the first error stands. */
+    if (sq_exec(s, SQ_ATOMIC_ROLLBACK, "ROLLBACK TO hookd_method") == 0 &&
+        sq_exec(s, SQ_ATOMIC_ROLLBACK_RELEASE, "RELEASE hookd_method") != 0)
+        log_warn(LOG_PART, "sqlite: cannot release a rolled back savepoint");
+    return result;
+}
+
+int sq_bind_text(sqlite3_stmt *st, int i, const char *v)
+{
+    return v ? sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC) : sqlite3_bind_null(st, i);
+}
+
+int sq_bind_time(sqlite3_stmt *st, int i, int64_t ms)
+{
+    return ms ? sqlite3_bind_int64(st, i, ms) : sqlite3_bind_null(st, i);
+}
+
+char *sq_col_str(sqlite3_stmt *st, int i, bool *ok)
+{
+    const unsigned char *t;
+    char *copy;
+    int n;
+
+    if (sqlite3_column_type(st, i) == SQLITE_NULL)
+        return NULL;
+    t = sqlite3_column_text(st, i);
+    n = sqlite3_column_bytes(st, i);
+    copy = t ? malloc((size_t)n + 1) : NULL;
+    if (!copy) {
+        *ok = false;
+        return NULL;
+    }
+    memcpy(copy, t, (size_t)n);
+    copy[n] = '\0';
+    return copy;
+}
+
+void sq_col_id(sqlite3_stmt *st, int i, char out[HOOKD_ID_MAX])
+{
+    const unsigned char *t = sqlite3_column_text(st, i);
+
+    snprintf(out, HOOKD_ID_MAX, "%s", t ? (const char *)t : "");
+}
+
+int64_t sq_col_i64(sqlite3_stmt *st, int i) { return sqlite3_column_int64(st, i); }
+
+int sq_list_grow(void **items, size_t n, size_t *cap, size_t item_size)
+{
+    void *grown;
+    size_t new_cap;
+
+    if (n < *cap)
+        goto out;
+    new_cap = *cap ? *cap * 2 : 16;
+    grown = realloc(*items, new_cap * item_size);
+    if (!grown)
+        return HOOKD_ENOMEM;
+    *items = grown;
+    *cap = new_cap;
+out:
+    memset((char *)*items + n * item_size, 0, item_size);
+    return 0;
+}
+
+int sq_list_limit(int limit)
+{
+    if (limit <= 0)
+        return 100;
+    return limit > STORE_LIST_MAX ? STORE_LIST_MAX : limit;
+}
+
+void sq_sql_add(struct sq_sql *q, const char *part)
+{
+    int n;
+
+    if (q->len >= sizeof q->text)
+        return;
+    n = snprintf(q->text + q->len, sizeof q->text - q->len, "%s", part);
+    q->len += n > 0 ? (size_t)n : 0;
+}
+
+/* ---- connection ----------------------------------------------------------- */
+
+static bool sqlite_handles(const char *dsn)
+{
+    if (strncmp(dsn, "sqlite:", 7) == 0 || strncmp(dsn, "file:", 5) == 0)
+        return true;
+    /* A bare path: anything that is not a URL or a libpq keyword string. */
+    return dsn[0] != '\0' && !strstr(dsn, "://") && !strchr(dsn, '=');
+}
+
+/* Settings every connection gets, in order. */
+static const char *const connection_pragmas[] = {
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA synchronous=FULL",
+    "PRAGMA temp_store=MEMORY",
+};
+
+static void sqlite_close(struct store *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < SQ_SLOTS; i++)
+        sqlite3_finalize(s->stmts[i]);
+    sqlite3_close_v2(s->db);
+    free(s);
+}
+
+static int sqlite_open(const char *dsn, struct store **out)
+{
+    const char *path = strncmp(dsn, "sqlite:", 7) == 0 ? dsn + 7 : dsn;
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI;
+    struct store *s;
+    int result, rc;
+
+    *out = NULL;
+    if (path[0] == '\0')
+        return HOOKD_EINVAL;
+    s = calloc(1, sizeof *s);
+    if (!s)
+        return HOOKD_ENOMEM;
+    s->ops = &store_sqlite_ops;
+    rc = sqlite3_open_v2(path, &s->db, flags, NULL);
+    if (rc != SQLITE_OK) {
+        result = rc == SQLITE_NOMEM ? HOOKD_ENOMEM : HOOKD_EUNAVAIL;
+        log_warn(LOG_PART, "sqlite: cannot open %s: %s", path, s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+        goto fail;
+    }
+    sqlite3_extended_result_codes(s->db, 1);
+    sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
+    for (size_t i = 0; i < sizeof connection_pragmas / sizeof connection_pragmas[0]; i++) {
+        rc = sqlite3_exec(s->db, connection_pragmas[i], NULL, NULL, NULL);
+        if (rc != SQLITE_OK) {
+            result = sq_error(s, rc);
+            goto fail;
+        }
+    }
+    *out = s;
+    return 0;
+fail:
+    sqlite_close(s);
+    return result;
+}
+
+/* ---- migrations ----------------------------------------------------------- */
+
+static int schema_version(struct store *s, int *version)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "SELECT COALESCE(MAX(version), 0) FROM hookd_schema", -1, &st, NULL);
+
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW)
+            *version = sqlite3_column_int(st, 0);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? 0 : sq_error(s, rc);
+}
+
+static int migration_record(struct store *s, int version)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "INSERT INTO hookd_schema(version, applied_at) VALUES (?1, ?2)", -1, &st,
+                                NULL);
+
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int(st, 1, version);
+        sqlite3_bind_int64(st, 2, clock_now_ms());
+        rc = sqlite3_step(st);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : sq_error(s, rc);
+}
+
+/* Runs inside BEGIN IMMEDIATE: a second process starting at the same time
+ * waits for the first, then finds the schema current. */
+static int sqlite_migrate(struct store *s)
+{
+    int version = 0, result, rc;
+    size_t latest = sqlite_migrations_count;
+
+    rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        return sq_error(s, rc);
+    rc = sqlite3_exec(s->db,
+                      "CREATE TABLE IF NOT EXISTS hookd_schema ("
+                      " version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)",
+                      NULL, NULL, NULL);
+    result = sq_error(s, rc);
+    if (result == 0)
+        result = schema_version(s, &version);
+    for (size_t i = 0; result == 0 && i < latest; i++) {
+        const struct schema_migration *m = &sqlite_migrations[i];
+        if (m->version <= version)
+            continue;
+        rc = sqlite3_exec(s->db, m->sql, NULL, NULL, NULL);
+        result = sq_error(s, rc);
+        if (result == 0)
+            result = migration_record(s, m->version);
+        if (result == 0)
+            log_info(LOG_PART, "sqlite: schema migrated to version %d", m->version);
+    }
+    if (result == 0 && latest > 0 && version > sqlite_migrations[latest - 1].version)
+        log_warn(LOG_PART, "sqlite: schema version %d is newer than this build knows (%d)", version,
+                 sqlite_migrations[latest - 1].version);
+    if (result == 0) {
+        rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+        result = sq_error(s, rc);
+    }
+    if (result != 0)
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return result;
+}
+
+/* ---- transactions ----------------------------------------------------------- */
+
+static int sqlite_begin(struct store *s) { return sq_exec(s, SQ_BEGIN, "BEGIN IMMEDIATE"); }
+static int sqlite_commit(struct store *s) { return sq_exec(s, SQ_COMMIT, "COMMIT"); }
+
+static int sqlite_rollback(struct store *s)
+{
+    /* Already rolled back by SQLite itself (after an I/O error): nothing to undo. */
+    if (sqlite3_get_autocommit(s->db))
+        return 0;
+    return sq_exec(s, SQ_ROLLBACK, "ROLLBACK");
+}
+
+static int sqlite_savepoint(struct store *s) { return sq_exec(s, SQ_SAVEPOINT, "SAVEPOINT hookd_op"); }
+static int sqlite_release(struct store *s) { return sq_exec(s, SQ_RELEASE, "RELEASE hookd_op"); }
+
+/* Undoes the op and also ends its savepoint, like release does. */
+static int sqlite_rollback_to(struct store *s)
+{
+    int result = sq_exec(s, SQ_ROLLBACK_TO, "ROLLBACK TO hookd_op");
+
+    if (result == 0)
+        result = sq_exec(s, SQ_ROLLBACK_TO_RELEASE, "RELEASE hookd_op");
+    return result;
+}
+
+/* PRAGMA data_version reads no table: it changes when another connection commits. */
+static int sqlite_changed(struct store *s, bool *changed)
+{
+    sqlite3_stmt *st;
+    int64_t v;
+    int rc, result = sq_stmt(s, SQ_DATA_VERSION, "PRAGMA data_version", &st);
+
+    if (result)
+        return result;
+    rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        result = sq_error(s, rc);
+        goto out;
+    }
+    v = sqlite3_column_int64(st, 0);
+    *changed = !s->data_version_known || v != s->data_version;
+    s->data_version = v;
+    s->data_version_known = true;
+out:
+    sq_reset(st);
+    return result;
+}
+
+/* ---- meta ------------------------------------------------------------------- */
+
+static int sqlite_meta_get(struct store *s, const char *key, char **value_out)
+{
+    sqlite3_stmt *st;
+    bool ok = true;
+    int rc, result = sq_stmt(s, SQ_META_GET, "SELECT value FROM hookd_meta WHERE key = ?1", &st);
+
+    *value_out = NULL;
+    if (result)
+        return result;
+    sq_bind_text(st, 1, key);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *value_out = sqlite3_column_type(st, 0) == SQLITE_NULL ? strdup("") : sq_col_str(st, 0, &ok);
+        result = ok && *value_out ? 0 : HOOKD_ENOMEM;
+    } else {
+        result = rc == SQLITE_DONE ? HOOKD_ENOTFOUND : sq_error(s, rc);
+    }
+    sq_reset(st);
+    return result;
+}
+
+static int sqlite_meta_set(struct store *s, const char *key, const char *value)
+{
+    sqlite3_stmt *st;
+    int result = sq_stmt(s, SQ_META_SET,
+                         "INSERT INTO hookd_meta(key, value) VALUES (?1, ?2)"
+                         " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                         &st);
+
+    if (result)
+        return result;
+    if (!key || !value) {
+        sq_reset(st);
+        return HOOKD_EINVAL;
+    }
+    sq_bind_text(st, 1, key);
+    sq_bind_text(st, 2, value);
+    return sq_run(s, st, NULL);
+}
+
+/* ---- the method table ------------------------------------------------------- */
+
+const struct store_ops store_sqlite_ops = {
+    .version = STORE_OPS_VERSION,
+    .name = "sqlite",
+    .handles = sqlite_handles,
+    .open = sqlite_open,
+    .close = sqlite_close,
+    .migrate = sqlite_migrate,
+    .begin = sqlite_begin,
+    .commit = sqlite_commit,
+    .rollback = sqlite_rollback,
+    .savepoint = sqlite_savepoint,
+    .release = sqlite_release,
+    .rollback_to = sqlite_rollback_to,
+    .changed = sqlite_changed,
+    .meta_get = sqlite_meta_get,
+    .meta_set = sqlite_meta_set,
+    .event_insert = sqlite_event_insert,
+    .event_get = sqlite_event_get,
+    .event_list = sqlite_event_list,
+    .outbox_fetch = sqlite_outbox_fetch,
+    .outbox_mark_dispatched = sqlite_outbox_mark_dispatched,
+    .outbox_pending = sqlite_outbox_pending,
+    .endpoint_insert = sqlite_endpoint_insert,
+    .endpoint_update = sqlite_endpoint_update,
+    .endpoint_get = sqlite_endpoint_get,
+    .endpoint_list = sqlite_endpoint_list,
+    .endpoint_list_all = sqlite_endpoint_list_all,
+    .endpoint_delete = sqlite_endpoint_delete,
+    .endpoint_set_enabled = sqlite_endpoint_set_enabled,
+    .endpoint_version = sqlite_endpoint_version,
+    .delivery_insert = sqlite_delivery_insert,
+    .delivery_claim_due = sqlite_delivery_claim_due,
+    .delivery_next_due = sqlite_delivery_next_due,
+    .delivery_complete = sqlite_delivery_complete,
+    .delivery_release = sqlite_delivery_release,
+    .delivery_release_node = sqlite_delivery_release_node,
+    .delivery_get = sqlite_delivery_get,
+    .delivery_list = sqlite_delivery_list,
+    .attempt_list = sqlite_attempt_list,
+};

@@ -1,0 +1,466 @@
+/*
+ * SQLite backend, deliveries and attempts: inserts from fan-out, leased
+ * claims with fencing tokens, fenced completion (the delivery's new state and
+ * its attempt row in one unit), lease release, and the read side.
+ */
+#include "store/sqlite_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+
+#define DELIVERY_COLUMNS                                                                                   \
+    "d.id, d.event_id, d.endpoint_id, d.account, d.status, d.attempt_count, d.next_attempt_at, "           \
+    "d.last_status_code, d.last_error, d.first_attempt_at, d.last_attempt_at, d.delivered_at, d.created_at, " \
+    "d.lease_owner, d.lease_until, d.lease_token"
+#define DELIVERY_NCOLS 16
+#define ATTEMPT_LIST_MAX 10000 /* bound of one delivery's attempt list */
+
+static bool status_is_open(enum delivery_status st) { return st == DELIVERY_PENDING || st == DELIVERY_RETRYING; }
+
+static bool status_is_valid(int st) { return st >= DELIVERY_PENDING && st <= DELIVERY_SKIPPED; }
+
+static int delivery_read(sqlite3_stmt *st, int first, struct delivery *d)
+{
+    bool ok = true;
+    int c = first;
+
+    memset(d, 0, sizeof *d);
+    sq_col_id(st, c++, d->id);
+    sq_col_id(st, c++, d->event_id);
+    sq_col_id(st, c++, d->endpoint_id);
+    d->account = sq_col_str(st, c++, &ok);
+    if (delivery_status_parse((const char *)sqlite3_column_text(st, c++), &d->status))
+        d->status = DELIVERY_DEAD;
+    d->attempt_count = sqlite3_column_int(st, c++);
+    d->next_attempt_at = sq_col_i64(st, c++);
+    d->last_status_code = sqlite3_column_int(st, c++);
+    d->last_error = sq_col_str(st, c++, &ok);
+    d->first_attempt_at = sq_col_i64(st, c++);
+    d->last_attempt_at = sq_col_i64(st, c++);
+    d->delivered_at = sq_col_i64(st, c++);
+    d->created_at = sq_col_i64(st, c++);
+    d->lease_owner = sq_col_str(st, c++, &ok);
+    d->lease_until = sq_col_i64(st, c++);
+    d->lease_token = sq_col_i64(st, c++);
+    if (!ok) {
+        delivery_free(d);
+        return HOOKD_ENOMEM;
+    }
+    return 0;
+}
+
+int sqlite_delivery_insert(struct store *s, const struct delivery *d)
+{
+    sqlite3_stmt *st;
+    int64_t created = d->created_at ? d->created_at : clock_now_ms();
+    int changes = 0, result;
+
+    if (d->id[0] == '\0' || d->event_id[0] == '\0' || d->endpoint_id[0] == '\0' || !status_is_valid(d->status))
+        return HOOKD_EINVAL;
+    result = sq_stmt(s, SQ_DELIVERY_INSERT,
+                     "INSERT INTO hookd_deliveries(id, event_id, endpoint_id, account, status, attempt_count,"
+                     " next_attempt_at, last_status_code, last_error, first_attempt_at, last_attempt_at,"
+                     " delivered_at, created_at, lease_owner, lease_until, lease_token)"
+                     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
+                     " ON CONFLICT DO NOTHING",
+                     &st);
+    if (result)
+        return result;
+    sq_bind_text(st, 1, d->id);
+    sq_bind_text(st, 2, d->event_id);
+    sq_bind_text(st, 3, d->endpoint_id);
+    sq_bind_text(st, 4, d->account);
+    sq_bind_text(st, 5, delivery_status_name(d->status));
+    sqlite3_bind_int(st, 6, d->attempt_count);
+    /* An open delivery without a time is due at once; a final one has none. */
+    if (status_is_open(d->status))
+        sqlite3_bind_int64(st, 7, d->next_attempt_at ? d->next_attempt_at : created);
+    if (d->last_status_code)
+        sqlite3_bind_int(st, 8, d->last_status_code);
+    sq_bind_text(st, 9, d->last_error);
+    sq_bind_time(st, 10, d->first_attempt_at);
+    sq_bind_time(st, 11, d->last_attempt_at);
+    sq_bind_time(st, 12, d->delivered_at);
+    sqlite3_bind_int64(st, 13, created);
+    sq_bind_text(st, 14, d->lease_owner);
+    sq_bind_time(st, 15, d->lease_owner ? d->lease_until : 0);
+    sqlite3_bind_int64(st, 16, d->lease_token);
+    result = sq_run(s, st, &changes);
+    return result == 0 && changes == 0 ? HOOKD_EEXISTS : result;
+}
+
+/* Leases the selected rows: lease_token + 1 is the new fencing token. */
+static int jobs_lease(struct store *s, const char *node, int64_t lease_until, struct job_list *jobs)
+{
+    sqlite3_stmt *st;
+    int rc, result = sq_stmt(s, SQ_DELIVERY_LEASE,
+                             "UPDATE hookd_deliveries SET lease_owner = ?1, lease_until = ?2,"
+                             " lease_token = lease_token + 1 WHERE id = ?3 RETURNING lease_token",
+                             &st);
+
+    for (size_t i = 0; i < jobs->n && result == 0; i++) {
+        struct delivery *d = &jobs->items[i].d;
+        char *owner = strdup(node);
+        if (!owner) {
+            result = HOOKD_ENOMEM;
+            break;
+        }
+        free(d->lease_owner);
+        d->lease_owner = owner;
+        d->lease_until = lease_until;
+        sq_bind_text(st, 1, node);
+        sqlite3_bind_int64(st, 2, lease_until);
+        sq_bind_text(st, 3, d->id);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            d->lease_token = sqlite3_column_int64(st, 0);
+            rc = sqlite3_step(st);
+        }
+        result = rc == SQLITE_DONE ? 0 : sq_error(s, rc);
+        sq_reset(st);
+    }
+    return result;
+}
+
+/* Both due queries walk the partial due index in time order (INDEXED BY: without
+ * statistics the planner would rather take the status index and sort). */
+int sqlite_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
+                              struct job_list *out)
+{
+    sqlite3_stmt *st;
+    size_t cap = 0;
+    int rc, result;
+
+    out->items = NULL;
+    out->n = 0;
+    if (!node || limit <= 0)
+        return HOOKD_EINVAL;
+    result = sq_stmt(s, SQ_DELIVERY_DUE,
+                     "SELECT " DELIVERY_COLUMNS ", " SQ_EVENT_COLUMNS
+                     " FROM hookd_deliveries d INDEXED BY hookd_deliveries_due"
+                     " JOIN hookd_endpoints e ON e.id = d.endpoint_id"
+                     " JOIN hookd_outbox o ON o.id = d.event_id"
+                     " WHERE d.status IN ('pending', 'retrying') AND d.next_attempt_at <= ?1"
+                     " AND (d.lease_owner IS NULL OR d.lease_until < ?1) AND e.enabled"
+                     " ORDER BY d.next_attempt_at LIMIT ?2",
+                     &st);
+    if (result)
+        return result;
+    result = sq_atomic_begin(s);
+    if (result)
+        return result;
+    sqlite3_bind_int64(st, 1, now);
+    sqlite3_bind_int(st, 2, limit);
+    /* Every row is read before any is updated: no update under a live cursor. */
+    for (int i = 0; i < limit && result == 0; i++) {
+        struct delivery_job *j;
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE)
+            break;
+        if (rc != SQLITE_ROW) {
+            result = sq_error(s, rc);
+            break;
+        }
+        result = sq_list_grow((void **)&out->items, out->n, &cap, sizeof *out->items);
+        if (result)
+            break;
+        j = &out->items[out->n];
+        result = delivery_read(st, 0, &j->d);
+        if (result == 0) {
+            result = sqlite_event_read(st, DELIVERY_NCOLS, &j->ev);
+            if (result)
+                delivery_free(&j->d);
+        }
+        if (result == 0)
+            out->n++;
+    }
+    sq_reset(st);
+    if (result == 0)
+        result = jobs_lease(s, node, lease_until, out);
+    result = sq_atomic_end(s, result);
+    if (result)
+        job_list_free(out);
+    return result;
+}
+
+int sqlite_delivery_next_due(struct store *s, int64_t *at)
+{
+    sqlite3_stmt *st;
+    int rc, result = sq_stmt(s, SQ_DELIVERY_NEXT_DUE,
+                             "SELECT d.next_attempt_at FROM hookd_deliveries d INDEXED BY hookd_deliveries_due"
+                             " JOIN hookd_endpoints e ON e.id = d.endpoint_id"
+                             " WHERE d.status IN ('pending', 'retrying') AND d.next_attempt_at IS NOT NULL"
+                             " AND (d.lease_owner IS NULL OR d.lease_until < ?1) AND e.enabled"
+                             " ORDER BY d.next_attempt_at LIMIT 1",
+                             &st);
+
+    *at = 0;
+    if (result)
+        return result;
+    sqlite3_bind_int64(st, 1, clock_now_ms());
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *at = sqlite3_column_int64(st, 0);
+    else
+        result = rc == SQLITE_DONE ? HOOKD_ENOTFOUND : sq_error(s, rc);
+    sq_reset(st);
+    return result;
+}
+
+static int attempt_insert(struct store *s, const struct delivery_result *r, int64_t started_at)
+{
+    const struct attempt *a = &r->attempt;
+    sqlite3_stmt *st;
+    int result = sq_stmt(s, SQ_ATTEMPT_INSERT,
+                         "INSERT INTO hookd_attempts(delivery_id, n, started_at, duration_ms, status_code,"
+                         " error_class, error, response, node) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                         &st);
+
+    if (result)
+        return result;
+    sq_bind_text(st, 1, r->delivery_id);
+    sqlite3_bind_int(st, 2, a->n);
+    sqlite3_bind_int64(st, 3, started_at);
+    sqlite3_bind_int(st, 4, a->duration_ms);
+    if (a->status_code)
+        sqlite3_bind_int(st, 5, a->status_code);
+    sq_bind_text(st, 6, a->error_class);
+    sq_bind_text(st, 7, a->error);
+    sq_bind_text(st, 8, a->response);
+    sq_bind_text(st, 9, a->node ? a->node : r->lease_owner);
+    return sq_run(s, st, NULL);
+}
+
+static int endpoint_disable_of(struct store *s, const char *delivery_id, const char *reason, int64_t now)
+{
+    sqlite3_stmt *st;
+    int result = sq_stmt(s, SQ_DELIVERY_DISABLE_ENDPOINT,
+                         "UPDATE hookd_endpoints SET enabled = 0, disabled_reason = ?2, updated_at = ?3,"
+                         " disabled_at = COALESCE(disabled_at, ?3)"
+                         " WHERE id = (SELECT endpoint_id FROM hookd_deliveries WHERE id = ?1)",
+                         &st);
+
+    if (result)
+        return result;
+    sq_bind_text(st, 1, delivery_id);
+    sq_bind_text(st, 2, reason);
+    sqlite3_bind_int64(st, 3, now);
+    return sq_run(s, st, NULL);
+}
+
+/* Fenced: applies only while (lease_owner, lease_token) still match; else ESTALE and nothing changes. */
+int sqlite_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now)
+{
+    sqlite3_stmt *st;
+    int64_t started = r->attempt.started_at ? r->attempt.started_at : now;
+    int changes = 0, result;
+
+    if (!r->delivery_id || !r->lease_owner || !status_is_valid(r->status))
+        return HOOKD_EINVAL;
+    result = sq_stmt(s, SQ_DELIVERY_COMPLETE,
+                     "UPDATE hookd_deliveries SET status = ?4, attempt_count = ?5, next_attempt_at = ?6,"
+                     " last_status_code = ?7, last_error = ?8, first_attempt_at = COALESCE(first_attempt_at, ?9),"
+                     " last_attempt_at = ?9, delivered_at = CASE WHEN ?4 = 'delivered' THEN ?10 ELSE delivered_at END,"
+                     " lease_owner = NULL, lease_until = NULL"
+                     " WHERE id = ?1 AND lease_owner = ?2 AND lease_token = ?3",
+                     &st);
+    if (result == 0)
+        result = sq_atomic_begin(s);
+    if (result)
+        return result;
+    sq_bind_text(st, 1, r->delivery_id);
+    sq_bind_text(st, 2, r->lease_owner);
+    sqlite3_bind_int64(st, 3, r->lease_token);
+    sq_bind_text(st, 4, delivery_status_name(r->status));
+    sqlite3_bind_int(st, 5, r->attempt.n);
+    if (status_is_open(r->status))
+        sqlite3_bind_int64(st, 6, r->next_attempt_at ? r->next_attempt_at : now);
+    if (r->attempt.status_code)
+        sqlite3_bind_int(st, 7, r->attempt.status_code);
+    sq_bind_text(st, 8, r->attempt.error);
+    sqlite3_bind_int64(st, 9, started);
+    sqlite3_bind_int64(st, 10, now);
+    result = sq_run(s, st, &changes);
+    if (result == 0 && changes == 0)
+        result = HOOKD_ESTALE;
+    if (result == 0)
+        result = attempt_insert(s, r, started);
+    if (result == 0 && r->disable_endpoint_reason)
+        result = endpoint_disable_of(s, r->delivery_id, r->disable_endpoint_reason, now);
+    return sq_atomic_end(s, result);
+}
+
+int sqlite_delivery_release(struct store *s, const char *id, const char *owner, int64_t token)
+{
+    sqlite3_stmt *st;
+    int changes = 0, result = sq_stmt(s, SQ_DELIVERY_RELEASE,
+                                      "UPDATE hookd_deliveries SET lease_owner = NULL, lease_until = NULL"
+                                      " WHERE id = ?1 AND lease_owner = ?2 AND lease_token = ?3",
+                                      &st);
+
+    if (result)
+        return result;
+    sq_bind_text(st, 1, id);
+    sq_bind_text(st, 2, owner);
+    sqlite3_bind_int64(st, 3, token);
+    result = sq_run(s, st, &changes);
+    return result == 0 && changes == 0 ? HOOKD_ESTALE : result;
+}
+
+int sqlite_delivery_release_node(struct store *s, const char *node)
+{
+    sqlite3_stmt *st;
+    int result = sq_stmt(s, SQ_DELIVERY_RELEASE_NODE,
+                         "UPDATE hookd_deliveries SET lease_owner = NULL, lease_until = NULL"
+                         " WHERE status IN ('pending', 'retrying') AND lease_owner = ?1",
+                         &st);
+
+    if (result)
+        return result;
+    sq_bind_text(st, 1, node);
+    return sq_run(s, st, NULL);
+}
+
+int sqlite_delivery_get(struct store *s, const char *id, struct delivery *out)
+{
+    sqlite3_stmt *st;
+    int rc, result = sq_stmt(s, SQ_DELIVERY_GET, "SELECT " DELIVERY_COLUMNS " FROM hookd_deliveries d WHERE d.id = ?1",
+                             &st);
+
+    if (result)
+        return result;
+    sq_bind_text(st, 1, id);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        result = delivery_read(st, 0, out);
+    else
+        result = rc == SQLITE_DONE ? HOOKD_ENOTFOUND : sq_error(s, rc);
+    sq_reset(st);
+    return result;
+}
+
+/* Filter bits of the delivery list; each combination has its own cached statement. */
+enum {
+    DL_F_EVENT = 1,
+    DL_F_ENDPOINT = 2,
+    DL_F_ACCOUNT = 4,
+    DL_F_STATUS = 8,
+    DL_F_SINCE = 16,
+    DL_F_UNTIL = 32,
+    DL_F_BEFORE = 64,
+};
+
+static int delivery_filter_mask(const struct delivery_filter *f)
+{
+    return (f->event_id ? DL_F_EVENT : 0) | (f->endpoint_id ? DL_F_ENDPOINT : 0) | (f->account ? DL_F_ACCOUNT : 0) |
+           (f->status >= 0 ? DL_F_STATUS : 0) | (f->since ? DL_F_SINCE : 0) | (f->until ? DL_F_UNTIL : 0) |
+           (f->before_id ? DL_F_BEFORE : 0);
+}
+
+/* Newest first; the created_at range is since <= created_at < until. */
+int sqlite_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out)
+{
+    static const struct {
+        int bit;
+        const char *sql;
+    } terms[] = {
+        {DL_F_EVENT, " AND d.event_id = ?1"},       {DL_F_ENDPOINT, " AND d.endpoint_id = ?2"},
+        {DL_F_ACCOUNT, " AND d.account = ?3"},      {DL_F_STATUS, " AND d.status = ?4"},
+        {DL_F_SINCE, " AND d.created_at >= ?5"},    {DL_F_UNTIL, " AND d.created_at < ?6"},
+        {DL_F_BEFORE, " AND d.id < ?7"},
+    };
+    struct sq_sql q = {.len = 0};
+    sqlite3_stmt *st;
+    size_t cap = 0;
+    int mask = delivery_filter_mask(f), limit = sq_list_limit(f->limit), rc, result;
+
+    out->items = NULL;
+    out->n = 0;
+    if (f->status >= 0 && !status_is_valid(f->status))
+        return HOOKD_EINVAL;
+    sq_sql_add(&q, "SELECT " DELIVERY_COLUMNS " FROM hookd_deliveries d WHERE 1");
+    for (size_t i = 0; i < sizeof terms / sizeof terms[0]; i++) {
+        if (mask & terms[i].bit)
+            sq_sql_add(&q, terms[i].sql);
+    }
+    sq_sql_add(&q, " ORDER BY d.id DESC LIMIT ?8");
+    result = sq_stmt(s, SQ_DELIVERY_LIST + mask, q.text, &st);
+    if (result)
+        return result;
+    sq_bind_text(st, 1, f->event_id);
+    sq_bind_text(st, 2, f->endpoint_id);
+    sq_bind_text(st, 3, f->account);
+    if (mask & DL_F_STATUS)
+        sq_bind_text(st, 4, delivery_status_name((enum delivery_status)f->status));
+    sqlite3_bind_int64(st, 5, f->since);
+    sqlite3_bind_int64(st, 6, f->until);
+    sq_bind_text(st, 7, f->before_id);
+    sqlite3_bind_int(st, 8, limit);
+    for (int i = 0; i < limit && result == 0; i++) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE)
+            break;
+        if (rc != SQLITE_ROW) {
+            result = sq_error(s, rc);
+            break;
+        }
+        result = sq_list_grow((void **)&out->items, out->n, &cap, sizeof *out->items);
+        if (result == 0)
+            result = delivery_read(st, 0, &out->items[out->n]);
+        if (result == 0)
+            out->n++;
+    }
+    sq_reset(st);
+    if (result)
+        delivery_list_free(out);
+    return result;
+}
+
+int sqlite_attempt_list(struct store *s, const char *delivery_id, struct attempt_list *out)
+{
+    sqlite3_stmt *st;
+    size_t cap = 0;
+    bool ok = true;
+    int rc, result = sq_stmt(s, SQ_ATTEMPT_LIST,
+                             "SELECT id, delivery_id, n, started_at, duration_ms, status_code, error_class, error,"
+                             " response, node FROM hookd_attempts WHERE delivery_id = ?1 ORDER BY n, id",
+                             &st);
+
+    out->items = NULL;
+    out->n = 0;
+    if (result)
+        return result;
+    sq_bind_text(st, 1, delivery_id);
+    for (int i = 0; i < ATTEMPT_LIST_MAX && result == 0; i++) {
+        struct attempt *a;
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE)
+            break;
+        if (rc != SQLITE_ROW) {
+            result = sq_error(s, rc);
+            break;
+        }
+        result = sq_list_grow((void **)&out->items, out->n, &cap, sizeof *out->items);
+        if (result)
+            break;
+        a = &out->items[out->n++];
+        a->id = sq_col_i64(st, 0);
+        sq_col_id(st, 1, a->delivery_id);
+        a->n = sqlite3_column_int(st, 2);
+        a->started_at = sq_col_i64(st, 3);
+        a->duration_ms = sqlite3_column_int(st, 4);
+        a->status_code = sqlite3_column_int(st, 5);
+        a->error_class = sq_col_str(st, 6, &ok);
+        a->error = sq_col_str(st, 7, &ok);
+        a->response = sq_col_str(st, 8, &ok);
+        a->node = sq_col_str(st, 9, &ok);
+        if (!ok)
+            result = HOOKD_ENOMEM;
+    }
+    sq_reset(st);
+    if (result)
+        attempt_list_free(out);
+    return result;
+}

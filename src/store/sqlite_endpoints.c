@@ -1,0 +1,407 @@
+/*
+ * SQLite backend, endpoints: hookd_endpoints rows with their JSON columns
+ * (event type filters, secrets, retry schedule), and the cache validator.
+ */
+#include "store/sqlite_internal.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "log.h"
+
+#define ENDPOINT_COLUMNS                                                                                       \
+    "id, account, url, description, event_types, secrets, enabled, disabled_reason, ordering, max_in_flight, " \
+    "rate_limit, timeout_ms, retry_schedule, created_at, updated_at"
+#define ENDPOINT_ALL_MAX 1000000 /* bound of the list_all loop */
+
+/* ---- JSON columns --------------------------------------------------------- */
+
+/* Overwrites the key strings inside a secrets array before it is freed. */
+static void secrets_json_wipe(json_t *arr)
+{
+    size_t i;
+    json_t *item;
+
+    json_array_foreach(arr, i, item) {
+        json_t *key = json_object_get(item, "key");
+        if (json_is_string(key))
+            explicit_bzero((char *)json_string_value(key), json_string_length(key));
+    }
+}
+
+/* Heap JSON text of the event type filters, the secrets and the retry schedule.
+ * The secrets text holds key material: the caller wipes it (text_wipe_free). */
+struct endpoint_json {
+    char *event_types, *secrets, *retry_schedule;
+};
+
+static void text_wipe_free(char *t)
+{
+    if (t) {
+        explicit_bzero(t, strlen(t));
+        free(t);
+    }
+}
+
+static void endpoint_json_free(struct endpoint_json *j)
+{
+    free(j->event_types);
+    text_wipe_free(j->secrets);
+    free(j->retry_schedule);
+}
+
+static int endpoint_json_encode(const struct endpoint *ep, struct endpoint_json *j)
+{
+    json_t *types = json_array(), *secrets = json_array(), *sched = ep->n_retry_schedule ? json_array() : NULL;
+    int result = HOOKD_ENOMEM;
+
+    memset(j, 0, sizeof *j);
+    if (ep->n_event_types > ENDPOINT_MAX_TYPES || ep->n_secrets > ENDPOINT_MAX_SECRETS ||
+        ep->n_retry_schedule > RETRY_MAX_SCHEDULE) {
+        result = HOOKD_EINVAL;
+        goto out;
+    }
+    if (!types || !secrets || (ep->n_retry_schedule && !sched))
+        goto out;
+    for (size_t i = 0; i < ep->n_event_types; i++) {
+        if (!ep->event_types[i] || json_array_append_new(types, json_string(ep->event_types[i])))
+            goto out;
+    }
+    for (size_t i = 0; i < ep->n_secrets; i++) {
+        const struct endpoint_secret *sec = &ep->secrets[i];
+        if (!sec->key || json_array_append_new(secrets, json_pack("{s:s, s:I, s:I}", "key", sec->key, "expires_at",
+                                                                  (json_int_t)sec->expires_at, "created_at",
+                                                                  (json_int_t)sec->created_at)))
+            goto out;
+    }
+    for (size_t i = 0; i < ep->n_retry_schedule; i++) {
+        if (json_array_append_new(sched, json_integer(ep->retry_schedule_ms[i])))
+            goto out;
+    }
+    j->event_types = json_dumps(types, JSON_COMPACT);
+    j->secrets = json_dumps(secrets, JSON_COMPACT);
+    j->retry_schedule = sched ? json_dumps(sched, JSON_COMPACT) : NULL;
+    if (j->event_types && j->secrets && (!sched || j->retry_schedule))
+        result = 0;
+out:
+    if (result)
+        endpoint_json_free(j);
+    json_decref(types);
+    secrets_json_wipe(secrets);
+    json_decref(secrets);
+    json_decref(sched);
+    return result;
+}
+
+static int decode_event_types(const char *text, struct endpoint *ep)
+{
+    json_t *arr = json_loads(text ? text : "[]", 0, NULL), *item;
+    size_t i;
+    int result = json_is_array(arr) && json_array_size(arr) <= ENDPOINT_MAX_TYPES ? 0 : HOOKD_EIO;
+
+    json_array_foreach(arr, i, item) {
+        if (result)
+            break;
+        ep->event_types[ep->n_event_types] = json_is_string(item) ? strdup(json_string_value(item)) : NULL;
+        if (!ep->event_types[ep->n_event_types])
+            result = json_is_string(item) ? HOOKD_ENOMEM : HOOKD_EIO;
+        else
+            ep->n_event_types++;
+    }
+    json_decref(arr);
+    return result;
+}
+
+static int decode_secrets(const char *text, struct endpoint *ep)
+{
+    json_t *arr = json_loads(text ? text : "[]", 0, NULL), *item;
+    size_t i;
+    int result = json_is_array(arr) && json_array_size(arr) <= ENDPOINT_MAX_SECRETS ? 0 : HOOKD_EIO;
+
+    json_array_foreach(arr, i, item) {
+        struct endpoint_secret *sec = &ep->secrets[ep->n_secrets];
+        json_t *key = json_object_get(item, "key");
+        if (result)
+            break;
+        if (!json_is_string(key)) {
+            result = HOOKD_EIO;
+            break;
+        }
+        sec->key = strdup(json_string_value(key));
+        sec->expires_at = json_integer_value(json_object_get(item, "expires_at"));
+        sec->created_at = json_integer_value(json_object_get(item, "created_at"));
+        if (!sec->key)
+            result = HOOKD_ENOMEM;
+        else
+            ep->n_secrets++;
+    }
+    if (arr)
+        secrets_json_wipe(arr);
+    json_decref(arr);
+    return result;
+}
+
+static int decode_retry_schedule(const char *text, struct endpoint *ep)
+{
+    json_t *arr, *item;
+    size_t i;
+    int result;
+
+    if (!text)
+        return 0;
+    arr = json_loads(text, 0, NULL);
+    result = json_is_array(arr) && json_array_size(arr) <= RETRY_MAX_SCHEDULE ? 0 : HOOKD_EIO;
+    json_array_foreach(arr, i, item) {
+        if (result || !json_is_integer(item)) {
+            result = HOOKD_EIO;
+            break;
+        }
+        ep->retry_schedule_ms[ep->n_retry_schedule++] = json_integer_value(item);
+    }
+    json_decref(arr);
+    return result;
+}
+
+/* ---- rows ------------------------------------------------------------------ */
+
+static int endpoint_read(sqlite3_stmt *st, struct endpoint *ep)
+{
+    bool ok = true;
+    int result;
+
+    memset(ep, 0, sizeof *ep);
+    sq_col_id(st, 0, ep->id);
+    ep->account = sq_col_str(st, 1, &ok);
+    ep->url = sq_col_str(st, 2, &ok);
+    ep->description = sq_col_str(st, 3, &ok);
+    ep->enabled = sqlite3_column_int(st, 6) != 0;
+    ep->disabled_reason = sq_col_str(st, 7, &ok);
+    if (ordering_parse((const char *)sqlite3_column_text(st, 8), &ep->ordering))
+        ep->ordering = ORDERING_NONE;
+    ep->max_in_flight = sqlite3_column_int(st, 9);
+    ep->rate_limit = sqlite3_column_int(st, 10);
+    ep->timeout_ms = sq_col_i64(st, 11);
+    ep->created_at = sq_col_i64(st, 13);
+    ep->updated_at = sq_col_i64(st, 14);
+    result = ok && ep->url ? 0 : HOOKD_ENOMEM;
+    if (result == 0)
+        result = decode_event_types((const char *)sqlite3_column_text(st, 4), ep);
+    if (result == 0)
+        result = decode_secrets((const char *)sqlite3_column_text(st, 5), ep);
+    if (result == 0)
+        result = decode_retry_schedule((const char *)sqlite3_column_text(st, 12), ep);
+    if (result == HOOKD_EIO)
+        log_warn("store", "sqlite: endpoint %s has malformed JSON columns", ep->id);
+    if (result)
+        endpoint_free(ep);
+    return result;
+}
+
+/* Binds ?1..?15 in ENDPOINT_COLUMNS order (enabled as ?7, updated_at as ?15). */
+static void endpoint_bind(sqlite3_stmt *st, const struct endpoint *ep, const struct endpoint_json *j, int64_t now)
+{
+    sq_bind_text(st, 1, ep->id);
+    sq_bind_text(st, 2, ep->account);
+    sq_bind_text(st, 3, ep->url);
+    sq_bind_text(st, 4, ep->description);
+    sq_bind_text(st, 5, j->event_types);
+    sq_bind_text(st, 6, j->secrets);
+    sqlite3_bind_int(st, 7, ep->enabled);
+    sq_bind_text(st, 8, ep->enabled ? NULL : ep->disabled_reason);
+    sq_bind_text(st, 9, ordering_name(ep->ordering));
+    sqlite3_bind_int(st, 10, ep->max_in_flight);
+    sqlite3_bind_int(st, 11, ep->rate_limit);
+    sqlite3_bind_int64(st, 12, ep->timeout_ms);
+    sq_bind_text(st, 13, j->retry_schedule);
+    sqlite3_bind_int64(st, 14, ep->created_at ? ep->created_at : now);
+    sqlite3_bind_int64(st, 15, ep->updated_at ? ep->updated_at : now);
+}
+
+/* Insert (update = false) or whole-row update by id. */
+static int endpoint_write(struct store *s, const struct endpoint *ep, bool update)
+{
+    static const char insert_sql[] =
+        "INSERT INTO hookd_endpoints(" ENDPOINT_COLUMNS ", disabled_at)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,"
+        " CASE WHEN ?7 THEN NULL ELSE ?15 END)";
+    static const char update_sql[] =
+        "UPDATE hookd_endpoints SET account = ?2, url = ?3, description = ?4, event_types = ?5, secrets = ?6,"
+        " enabled = ?7, disabled_reason = ?8, ordering = ?9, max_in_flight = ?10, rate_limit = ?11,"
+        " timeout_ms = ?12, retry_schedule = ?13, updated_at = ?15,"
+        " disabled_at = CASE WHEN ?7 THEN NULL ELSE COALESCE(disabled_at, ?15) END"
+        " WHERE id = ?1";
+    struct endpoint_json j;
+    sqlite3_stmt *st;
+    int changes = 0, result;
+
+    if (ep->id[0] == '\0' || !ep->url)
+        return HOOKD_EINVAL;
+    result = sq_stmt(s, update ? SQ_ENDPOINT_UPDATE : SQ_ENDPOINT_INSERT, update ? update_sql : insert_sql, &st);
+    if (result)
+        return result;
+    result = endpoint_json_encode(ep, &j);
+    if (result)
+        return result;
+    endpoint_bind(st, ep, &j, clock_now_ms());
+    result = sq_run(s, st, &changes);
+    endpoint_json_free(&j);
+    if (result == 0 && changes == 0)
+        result = HOOKD_ENOTFOUND;
+    return result;
+}
+
+int sqlite_endpoint_insert(struct store *s, const struct endpoint *ep) { return endpoint_write(s, ep, false); }
+int sqlite_endpoint_update(struct store *s, const struct endpoint *ep) { return endpoint_write(s, ep, true); }
+
+int sqlite_endpoint_get(struct store *s, const char *id, struct endpoint *out)
+{
+    sqlite3_stmt *st;
+    int rc, result = sq_stmt(s, SQ_ENDPOINT_GET, "SELECT " ENDPOINT_COLUMNS " FROM hookd_endpoints WHERE id = ?1",
+                             &st);
+
+    if (result)
+        return result;
+    sq_bind_text(st, 1, id);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        result = endpoint_read(st, out);
+    else
+        result = rc == SQLITE_DONE ? HOOKD_ENOTFOUND : sq_error(s, rc);
+    sq_reset(st);
+    return result;
+}
+
+static int endpoint_rows(struct store *s, sqlite3_stmt *st, int max_rows, struct endpoint_list *out)
+{
+    size_t cap = 0;
+    int rc, result = 0;
+
+    out->items = NULL;
+    out->n = 0;
+    for (int i = 0; i < max_rows && result == 0; i++) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE)
+            break;
+        if (rc != SQLITE_ROW) {
+            result = sq_error(s, rc);
+            break;
+        }
+        result = sq_list_grow((void **)&out->items, out->n, &cap, sizeof *out->items);
+        if (result == 0)
+            result = endpoint_read(st, &out->items[out->n]);
+        if (result == 0)
+            out->n++;
+    }
+    sq_reset(st);
+    if (result)
+        endpoint_list_free(out);
+    return result;
+}
+
+enum { EP_F_ACCOUNT = 1, EP_F_BEFORE = 2 };
+
+int sqlite_endpoint_list(struct store *s, const struct endpoint_filter *f, struct endpoint_list *out)
+{
+    struct sq_sql q = {.len = 0};
+    sqlite3_stmt *st;
+    int mask = (f->account ? EP_F_ACCOUNT : 0) | (f->before_id ? EP_F_BEFORE : 0);
+    int limit = sq_list_limit(f->limit), result;
+
+    out->items = NULL;
+    out->n = 0;
+    sq_sql_add(&q, "SELECT " ENDPOINT_COLUMNS " FROM hookd_endpoints WHERE 1");
+    if (mask & EP_F_ACCOUNT)
+        sq_sql_add(&q, " AND account = ?1");
+    if (mask & EP_F_BEFORE)
+        sq_sql_add(&q, " AND id < ?2");
+    sq_sql_add(&q, " ORDER BY id DESC LIMIT ?3");
+    result = sq_stmt(s, SQ_ENDPOINT_LIST + mask, q.text, &st);
+    if (result)
+        return result;
+    if (mask & EP_F_ACCOUNT)
+        sq_bind_text(st, 1, f->account);
+    if (mask & EP_F_BEFORE)
+        sq_bind_text(st, 2, f->before_id);
+    sqlite3_bind_int(st, 3, limit);
+    return endpoint_rows(s, st, limit, out);
+}
+
+int sqlite_endpoint_list_all(struct store *s, struct endpoint_list *out)
+{
+    sqlite3_stmt *st;
+    int result = sq_stmt(s, SQ_ENDPOINT_ALL, "SELECT " ENDPOINT_COLUMNS " FROM hookd_endpoints ORDER BY id", &st);
+
+    out->items = NULL;
+    out->n = 0;
+    return result ? result : endpoint_rows(s, st, ENDPOINT_ALL_MAX, out);
+}
+
+/* The endpoint goes; its open deliveries become dead in the same unit. */
+int sqlite_endpoint_delete(struct store *s, const char *id)
+{
+    sqlite3_stmt *del, *kill;
+    int changes = 0, result;
+
+    result = sq_stmt(s, SQ_ENDPOINT_DELETE, "DELETE FROM hookd_endpoints WHERE id = ?1", &del);
+    if (result == 0)
+        result = sq_stmt(s, SQ_ENDPOINT_KILL_DELIVERIES,
+                         "UPDATE hookd_deliveries SET status = 'dead', last_error = 'endpoint deleted',"
+                         " next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL"
+                         " WHERE endpoint_id = ?1 AND status IN ('pending', 'retrying')",
+                         &kill);
+    if (result == 0)
+        result = sq_atomic_begin(s);
+    if (result)
+        return result;
+    sq_bind_text(del, 1, id);
+    result = sq_run(s, del, &changes);
+    if (result == 0 && changes == 0)
+        result = HOOKD_ENOTFOUND;
+    if (result == 0) {
+        sq_bind_text(kill, 1, id);
+        result = sq_run(s, kill, NULL);
+    }
+    return sq_atomic_end(s, result);
+}
+
+int sqlite_endpoint_set_enabled(struct store *s, const char *id, bool enabled, const char *reason, int64_t at)
+{
+    sqlite3_stmt *st;
+    int changes = 0, result = sq_stmt(s, SQ_ENDPOINT_SET_ENABLED,
+                                      "UPDATE hookd_endpoints SET enabled = ?2,"
+                                      " disabled_reason = CASE WHEN ?2 THEN NULL ELSE ?3 END, updated_at = ?4,"
+                                      " disabled_at = CASE WHEN ?2 THEN NULL ELSE COALESCE(disabled_at, ?4) END"
+                                      " WHERE id = ?1",
+                                      &st);
+
+    if (result)
+        return result;
+    sq_bind_text(st, 1, id);
+    sqlite3_bind_int(st, 2, enabled);
+    sq_bind_text(st, 3, reason);
+    sqlite3_bind_int64(st, 4, at ? at : clock_now_ms());
+    result = sq_run(s, st, &changes);
+    return result == 0 && changes == 0 ? HOOKD_ENOTFOUND : result;
+}
+
+/* A counter bumped by triggers on every insert, update and delete of
+ * hookd_endpoints (see the schema), so plain-SQL edits count too. */
+int sqlite_endpoint_version(struct store *s, int64_t *version)
+{
+    sqlite3_stmt *st;
+    int rc, result = sq_stmt(s, SQ_ENDPOINT_VERSION,
+                             "SELECT CAST(value AS INTEGER) FROM hookd_meta WHERE key = 'endpoints_version'", &st);
+
+    *version = 0;
+    if (result)
+        return result;
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *version = sqlite3_column_int64(st, 0);
+    else if (rc != SQLITE_DONE)
+        result = sq_error(s, rc);
+    sq_reset(st);
+    return result;
+}

@@ -1,0 +1,257 @@
+/*
+ * SQLite backend, events: hookd_outbox inserts with idempotency keys, reads
+ * and lists, and the relay's view of it (undispatched rows, oldest first).
+ */
+#include "store/sqlite_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/ids.h"
+
+int sqlite_event_read(sqlite3_stmt *st, int first, struct event *ev)
+{
+    bool ok = true;
+    int c = first;
+
+    memset(ev, 0, sizeof *ev);
+    ev->seq = sq_col_i64(st, c++);
+    sq_col_id(st, c++, ev->id);
+    ev->type = sq_col_str(st, c++, &ok);
+    ev->account = sq_col_str(st, c++, &ok);
+    ev->resource_type = sq_col_str(st, c++, &ok);
+    ev->resource_id = sq_col_str(st, c++, &ok);
+    ev->has_resource_version = sqlite3_column_type(st, c) != SQLITE_NULL;
+    ev->resource_version = sq_col_i64(st, c++);
+    ev->payload = sq_col_str(st, c++, &ok);
+    ev->idempotency_key = sq_col_str(st, c++, &ok);
+    ev->created_at = sq_col_i64(st, c++);
+    ev->dispatched_at = sq_col_i64(st, c++);
+    if (!ok || !ev->type || !ev->payload) {
+        event_free(ev);
+        return HOOKD_ENOMEM;
+    }
+    return 0;
+}
+
+/* Reads one event by a single text key (id or idempotency key). */
+static int event_get_by(struct store *s, int slot, const char *sql, const char *key, struct event *out)
+{
+    sqlite3_stmt *st;
+    int rc, result = sq_stmt(s, slot, sql, &st);
+
+    if (result)
+        return result;
+    sq_bind_text(st, 1, key);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        result = sqlite_event_read(st, 0, out);
+    else
+        result = rc == SQLITE_DONE ? HOOKD_ENOTFOUND : sq_error(s, rc);
+    sq_reset(st);
+    return result;
+}
+
+static int event_get_by_key(struct store *s, const char *key, struct event *out)
+{
+    return event_get_by(s, SQ_EVENT_BY_KEY,
+                        "SELECT " SQ_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.idempotency_key = ?1", key, out);
+}
+
+int sqlite_event_get(struct store *s, const char *id, struct event *out)
+{
+    return event_get_by(s, SQ_EVENT_BY_ID, "SELECT " SQ_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.id = ?1", id,
+                        out);
+}
+
+/* The row that made an insert conflict: the idempotency key's, else the id's. */
+static int event_find_conflict(struct store *s, const struct event *ev, struct event *existing)
+{
+    struct event scratch;
+    struct event *out = existing ? existing : &scratch;
+    int result = HOOKD_ENOTFOUND;
+
+    if (ev->idempotency_key)
+        result = event_get_by_key(s, ev->idempotency_key, out);
+    if (result == HOOKD_ENOTFOUND)
+        result = sqlite_event_get(s, ev->id, out);
+    if (result == 0 && !existing)
+        event_free(&scratch);
+    return result == 0 || result == HOOKD_ENOTFOUND ? HOOKD_EEXISTS : result;
+}
+
+int sqlite_event_insert(struct store *s, struct event *ev, struct event *existing)
+{
+    sqlite3_stmt *st;
+    int64_t seq = 0;
+    int rc, result;
+
+    if (!ev->type)
+        return HOOKD_EINVAL;
+    result = sq_stmt(s, SQ_EVENT_INSERT,
+                     "INSERT INTO hookd_outbox(id, account, event_type, resource_type, resource_id,"
+                     " resource_version, payload, idempotency_key, created_at)"
+                     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+                     " ON CONFLICT DO NOTHING RETURNING seq",
+                     &st);
+    if (result)
+        return result;
+    if (ev->id[0] == '\0')
+        id_new(ev->id, "evt_");
+    ev->created_at = clock_now_ms();
+    ev->dispatched_at = 0;
+    sq_bind_text(st, 1, ev->id);
+    sq_bind_text(st, 2, ev->account);
+    sq_bind_text(st, 3, ev->type);
+    sq_bind_text(st, 4, ev->resource_type);
+    sq_bind_text(st, 5, ev->resource_id);
+    if (ev->has_resource_version)
+        sqlite3_bind_int64(st, 6, ev->resource_version);
+    sq_bind_text(st, 7, ev->payload ? ev->payload : "{}");
+    sq_bind_text(st, 8, ev->idempotency_key);
+    sqlite3_bind_int64(st, 9, ev->created_at);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        seq = sqlite3_column_int64(st, 0);
+        rc = sqlite3_step(st);
+    }
+    if (rc != SQLITE_DONE) {
+        result = sq_error(s, rc);
+    } else if (seq == 0) {
+        /* DO NOTHING fired: the id or the idempotency key is taken. */
+        sq_reset(st);
+        return event_find_conflict(s, ev, existing);
+    }
+    sq_reset(st);
+    if (result == 0)
+        ev->seq = seq;
+    return result;
+}
+
+/* Steps st to the end, appending each row's event to out (which is freed on failure). */
+static int event_rows(struct store *s, sqlite3_stmt *st, int max_rows, struct event_list *out)
+{
+    size_t cap = 0;
+    int rc, result = 0;
+
+    out->items = NULL;
+    out->n = 0;
+    for (int i = 0; i < max_rows && result == 0; i++) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE)
+            break;
+        if (rc != SQLITE_ROW) {
+            result = sq_error(s, rc);
+            break;
+        }
+        result = sq_list_grow((void **)&out->items, out->n, &cap, sizeof *out->items);
+        if (result == 0)
+            result = sqlite_event_read(st, 0, &out->items[out->n]);
+        if (result == 0)
+            out->n++;
+    }
+    sq_reset(st);
+    if (result)
+        event_list_free(out);
+    return result;
+}
+
+/* Filter bits of the event list; each combination has its own cached statement. */
+enum { EV_F_TYPE = 1, EV_F_ACCOUNT = 2, EV_F_SINCE = 4, EV_F_UNTIL = 8 };
+
+/* Newest first; the created_at range is since <= created_at < until. */
+int sqlite_event_list(struct store *s, const struct event_filter *f, struct event_list *out)
+{
+    static const struct {
+        int bit;
+        const char *sql;
+    } terms[] = {
+        {EV_F_TYPE, " AND o.event_type = ?1"},
+        {EV_F_ACCOUNT, " AND o.account = ?2"},
+        {EV_F_SINCE, " AND o.created_at >= ?3"},
+        {EV_F_UNTIL, " AND o.created_at < ?4"},
+    };
+    struct sq_sql q = {.len = 0};
+    sqlite3_stmt *st;
+    int mask = (f->type ? EV_F_TYPE : 0) | (f->account ? EV_F_ACCOUNT : 0) | (f->since ? EV_F_SINCE : 0) |
+               (f->until ? EV_F_UNTIL : 0);
+    int limit = sq_list_limit(f->limit), result;
+
+    out->items = NULL;
+    out->n = 0;
+    sq_sql_add(&q, "SELECT " SQ_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.seq < ?5");
+    for (size_t i = 0; i < sizeof terms / sizeof terms[0]; i++) {
+        if (mask & terms[i].bit)
+            sq_sql_add(&q, terms[i].sql);
+    }
+    sq_sql_add(&q, " ORDER BY o.seq DESC LIMIT ?6");
+    result = sq_stmt(s, SQ_EVENT_LIST + mask, q.text, &st);
+    if (result)
+        return result;
+    if (mask & EV_F_TYPE)
+        sq_bind_text(st, 1, f->type);
+    if (mask & EV_F_ACCOUNT)
+        sq_bind_text(st, 2, f->account);
+    if (mask & EV_F_SINCE)
+        sqlite3_bind_int64(st, 3, f->since);
+    if (mask & EV_F_UNTIL)
+        sqlite3_bind_int64(st, 4, f->until);
+    sqlite3_bind_int64(st, 5, f->before_seq > 0 ? f->before_seq : INT64_MAX);
+    sqlite3_bind_int(st, 6, limit);
+    return event_rows(s, st, limit, out);
+}
+
+int sqlite_outbox_fetch(struct store *s, int limit, struct event_list *out)
+{
+    sqlite3_stmt *st;
+    int result = sq_stmt(s, SQ_OUTBOX_FETCH,
+                         "SELECT " SQ_EVENT_COLUMNS " FROM hookd_outbox o"
+                         " WHERE o.dispatched_at IS NULL ORDER BY o.seq LIMIT ?1",
+                         &st);
+
+    out->items = NULL;
+    out->n = 0;
+    if (result)
+        return result;
+    limit = sq_list_limit(limit);
+    sqlite3_bind_int(st, 1, limit);
+    return event_rows(s, st, limit, out);
+}
+
+int sqlite_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n, int64_t at)
+{
+    sqlite3_stmt *st;
+    int result = sq_stmt(s, SQ_OUTBOX_MARK, "UPDATE hookd_outbox SET dispatched_at = ?1 WHERE seq = ?2", &st);
+
+    if (result || n == 0)
+        return result;
+    result = sq_atomic_begin(s);
+    if (result)
+        return result;
+    for (size_t i = 0; i < n && result == 0; i++) {
+        sqlite3_bind_int64(st, 1, at);
+        sqlite3_bind_int64(st, 2, seqs[i]);
+        result = sq_run(s, st, NULL);
+    }
+    return sq_atomic_end(s, result);
+}
+
+/* Called every few milliseconds: one probe of the partial index, no table read. */
+int sqlite_outbox_pending(struct store *s, bool *any)
+{
+    sqlite3_stmt *st;
+    int rc, result = sq_stmt(s, SQ_OUTBOX_PENDING, "SELECT 1 FROM hookd_outbox WHERE dispatched_at IS NULL LIMIT 1",
+                             &st);
+
+    *any = false;
+    if (result)
+        return result;
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *any = true;
+    else if (rc != SQLITE_DONE)
+        result = sq_error(s, rc);
+    sq_reset(st);
+    return result;
+}

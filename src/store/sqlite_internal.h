@@ -1,0 +1,154 @@
+/*
+ * Private to the SQLite backend (sqlite*.c): the connection struct, its cache
+ * of persistent prepared statements, and helpers shared by the table families.
+ */
+#ifndef HOOKD_STORE_SQLITE_INTERNAL_H
+#define HOOKD_STORE_SQLITE_INTERNAL_H
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store/store.h"
+
+/* Slots of the statement cache. A list query has one slot per combination of
+ * filters present (a bit mask), so each combination gets a plan that uses its index. */
+enum sq_slot {
+    SQ_BEGIN,
+    SQ_COMMIT,
+    SQ_ROLLBACK,
+    SQ_SAVEPOINT,
+    SQ_RELEASE,
+    SQ_ROLLBACK_TO,
+    SQ_ROLLBACK_TO_RELEASE,
+    SQ_ATOMIC_BEGIN,
+    SQ_ATOMIC_RELEASE,
+    SQ_ATOMIC_ROLLBACK,
+    SQ_ATOMIC_ROLLBACK_RELEASE,
+    SQ_DATA_VERSION,
+    SQ_META_GET,
+    SQ_META_SET,
+
+    SQ_EVENT_INSERT,
+    SQ_EVENT_BY_ID,
+    SQ_EVENT_BY_KEY,
+    SQ_OUTBOX_FETCH,
+    SQ_OUTBOX_MARK,
+    SQ_OUTBOX_PENDING,
+    SQ_EVENT_LIST,
+    SQ_EVENT_LIST_LAST = SQ_EVENT_LIST + 15,
+
+    SQ_ENDPOINT_INSERT,
+    SQ_ENDPOINT_UPDATE,
+    SQ_ENDPOINT_GET,
+    SQ_ENDPOINT_ALL,
+    SQ_ENDPOINT_DELETE,
+    SQ_ENDPOINT_KILL_DELIVERIES,
+    SQ_ENDPOINT_SET_ENABLED,
+    SQ_ENDPOINT_VERSION,
+    SQ_ENDPOINT_LIST,
+    SQ_ENDPOINT_LIST_LAST = SQ_ENDPOINT_LIST + 3,
+
+    SQ_DELIVERY_INSERT,
+    SQ_DELIVERY_DUE,
+    SQ_DELIVERY_LEASE,
+    SQ_DELIVERY_NEXT_DUE,
+    SQ_DELIVERY_COMPLETE,
+    SQ_ATTEMPT_INSERT,
+    SQ_DELIVERY_DISABLE_ENDPOINT,
+    SQ_DELIVERY_RELEASE,
+    SQ_DELIVERY_RELEASE_NODE,
+    SQ_DELIVERY_GET,
+    SQ_ATTEMPT_LIST,
+    SQ_DELIVERY_LIST,
+    SQ_DELIVERY_LIST_LAST = SQ_DELIVERY_LIST + 127,
+
+    SQ_SLOTS
+};
+
+struct store {
+    const struct store_ops *ops; /* first member: store_backend() reads it */
+    sqlite3 *db;
+    sqlite3_stmt *stmts[SQ_SLOTS];
+    int64_t data_version; /* last PRAGMA data_version seen */
+    bool data_version_known;
+    bool atomic_own;      /* sq_atomic_begin opened the method savepoint */
+};
+
+/* Unix milliseconds in SQL. */
+#define SQ_NOW_MS "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
+
+/* Maps an SQLite result code to a hookd_error, logging unexpected ones. */
+int sq_error(struct store *s, int rc);
+/* The cached statement of slot, prepared from sql on first use. The caller
+ * must sq_reset() it when done so no read snapshot stays open. */
+__attribute__((warn_unused_result)) int sq_stmt(struct store *s, int slot, const char *sql, sqlite3_stmt **out);
+void sq_reset(sqlite3_stmt *st);
+/* Runs a statement without result rows (binds none) and resets it. */
+__attribute__((warn_unused_result)) int sq_exec(struct store *s, int slot, const char *sql);
+/* Steps a bound statement that returns no rows, resets it; *changes gets the row count (may be NULL). */
+__attribute__((warn_unused_result)) int sq_run(struct store *s, sqlite3_stmt *st, int *changes);
+
+/* Several statements as one unit. In autocommit mode: a savepoint of its
+ * own, released on success, rolled back on failure. Inside a transaction:
+ * nothing, as the caller's savepoint (the writer's per-op one) undoes a
+ * failed method when the op returns its error, which ops must do (on
+ * PostgreSQL an error aborts the transaction anyway). sq_atomic_end returns
+ * result, or the savepoint's own error. Not nestable. */
+__attribute__((warn_unused_result)) int sq_atomic_begin(struct store *s);
+__attribute__((warn_unused_result)) int sq_atomic_end(struct store *s, int result);
+
+/* Binding: NULL text and 0 times become SQL NULL. */
+int sq_bind_text(sqlite3_stmt *st, int i, const char *v);
+int sq_bind_time(sqlite3_stmt *st, int i, int64_t ms);
+
+/* Column reading. Text: a heap copy or NULL for SQL NULL; *ok turns false on OOM. */
+char *sq_col_str(sqlite3_stmt *st, int i, bool *ok);
+void sq_col_id(sqlite3_stmt *st, int i, char out[HOOKD_ID_MAX]);
+int64_t sq_col_i64(sqlite3_stmt *st, int i); /* NULL reads as 0 */
+
+/* Grows a list's item array so one more fits (zeroed); returns HOOKD_ENOMEM. */
+__attribute__((warn_unused_result)) int sq_list_grow(void **items, size_t n, size_t *cap, size_t item_size);
+/* A list limit clamped to 1..STORE_LIST_MAX (0 or less: 100). */
+int sq_list_limit(int limit);
+
+/* Bounded SQL text for the list queries assembled from filters. */
+struct sq_sql {
+    char text[2048];
+    size_t len;
+};
+void sq_sql_add(struct sq_sql *q, const char *part);
+
+/* Families (sqlite_events.c, sqlite_endpoints.c, sqlite_deliveries.c). */
+int sqlite_event_insert(struct store *s, struct event *ev, struct event *existing);
+int sqlite_event_get(struct store *s, const char *id, struct event *out);
+int sqlite_event_list(struct store *s, const struct event_filter *f, struct event_list *out);
+int sqlite_outbox_fetch(struct store *s, int limit, struct event_list *out);
+int sqlite_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n, int64_t at);
+int sqlite_outbox_pending(struct store *s, bool *any);
+/* Reads the EVENT_COLUMNS starting at column first. */
+#define SQ_EVENT_COLUMNS                                                                                   \
+    "o.seq, o.id, o.event_type, o.account, o.resource_type, o.resource_id, o.resource_version, o.payload, " \
+    "o.idempotency_key, o.created_at, o.dispatched_at"
+#define SQ_EVENT_NCOLS 11
+__attribute__((warn_unused_result)) int sqlite_event_read(sqlite3_stmt *st, int first, struct event *ev);
+
+int sqlite_endpoint_insert(struct store *s, const struct endpoint *ep);
+int sqlite_endpoint_update(struct store *s, const struct endpoint *ep);
+int sqlite_endpoint_get(struct store *s, const char *id, struct endpoint *out);
+int sqlite_endpoint_list(struct store *s, const struct endpoint_filter *f, struct endpoint_list *out);
+int sqlite_endpoint_list_all(struct store *s, struct endpoint_list *out);
+int sqlite_endpoint_delete(struct store *s, const char *id);
+int sqlite_endpoint_set_enabled(struct store *s, const char *id, bool enabled, const char *reason, int64_t at);
+int sqlite_endpoint_version(struct store *s, int64_t *version);
+
+int sqlite_delivery_insert(struct store *s, const struct delivery *d);
+int sqlite_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
+                              struct job_list *out);
+int sqlite_delivery_next_due(struct store *s, int64_t *at);
+int sqlite_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now);
+int sqlite_delivery_release(struct store *s, const char *id, const char *owner, int64_t token);
+int sqlite_delivery_release_node(struct store *s, const char *node);
+int sqlite_delivery_get(struct store *s, const char *id, struct delivery *out);
+int sqlite_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out);
+int sqlite_attempt_list(struct store *s, const char *delivery_id, struct attempt_list *out);
+#endif

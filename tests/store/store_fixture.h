@@ -1,0 +1,179 @@
+/*
+ * Shared by the store conformance suite's programs (test_store*.c): the
+ * fixture (DSN from HOOKD_TEST_STORE, else a fresh SQLite file per test) and
+ * helpers that build events, endpoints and deliveries through the wrappers.
+ * Include after <cmocka.h>.
+ */
+#ifndef HOOKD_TESTS_STORE_FIXTURE_H
+#define HOOKD_TESTS_STORE_FIXTURE_H
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/ids.h"
+#include "store/store.h"
+
+/* Each program uses some of the helpers. */
+#define FIXTURE __attribute__((unused))
+
+struct fixture {
+    char dir[64];  /* temp dir, empty when HOOKD_TEST_STORE is used */
+    char dsn[256];
+    struct store *s;
+    char account[HOOKD_ID_MAX]; /* unique per test */
+};
+
+FIXTURE static int setup(void **state)
+{
+    struct fixture *fx = calloc(1, sizeof *fx);
+    const char *env = getenv("HOOKD_TEST_STORE");
+
+    assert_non_null(fx);
+    if (env && env[0]) {
+        snprintf(fx->dsn, sizeof fx->dsn, "%s", env);
+    } else {
+        snprintf(fx->dir, sizeof fx->dir, "/tmp/hookd-store-XXXXXX");
+        assert_non_null(mkdtemp(fx->dir));
+        snprintf(fx->dsn, sizeof fx->dsn, "sqlite:%s/store.db", fx->dir);
+    }
+    assert_int_equal(store_open(fx->dsn, &fx->s), 0);
+    assert_int_equal(store_migrate(fx->s), 0);
+    id_new(fx->account, "acct_");
+    *state = fx;
+    return 0;
+}
+
+FIXTURE static int teardown(void **state)
+{
+    struct fixture *fx = *state;
+    static const char *const suffixes[] = {"", "-wal", "-shm"};
+    char path[128];
+
+    store_fault_inject(NULL, 0, 0);
+    store_close(fx->s);
+    if (fx->dir[0]) {
+        for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+            snprintf(path, sizeof path, "%s/store.db%s", fx->dir, suffixes[i]);
+            unlink(path);
+        }
+        rmdir(fx->dir);
+    }
+    free(fx);
+    return 0;
+}
+
+/* ---- helpers ----------------------------------------------------------- */
+
+FIXTURE static void event_make(struct fixture *fx, const char *type, struct event *ev)
+{
+    memset(ev, 0, sizeof *ev);
+    ev->type = strdup(type);
+    ev->account = strdup(fx->account);
+    ev->payload = strdup("{\"n\":1}");
+    assert_int_equal(store_event_insert(fx->s, ev, NULL), 0);
+}
+
+FIXTURE static void endpoint_make(struct fixture *fx, struct endpoint *ep)
+{
+    memset(ep, 0, sizeof *ep);
+    id_new(ep->id, "ep_");
+    ep->account = strdup(fx->account);
+    ep->url = strdup("http://127.0.0.1:9/hook");
+    ep->enabled = true;
+    assert_int_equal(store_endpoint_insert(fx->s, ep), 0);
+}
+
+FIXTURE static void delivery_make(struct fixture *fx, const char *event_id, const char *endpoint_id,
+                                  int64_t next_at, struct delivery *d)
+{
+    memset(d, 0, sizeof *d);
+    id_new(d->id, "dlv_");
+    snprintf(d->event_id, sizeof d->event_id, "%s", event_id);
+    snprintf(d->endpoint_id, sizeof d->endpoint_id, "%s", endpoint_id);
+    d->account = fx->account; /* borrowed, not freed */
+    d->status = DELIVERY_PENDING;
+    d->next_attempt_at = next_at;
+    assert_int_equal(store_delivery_insert(fx->s, d), 0);
+    d->account = NULL;
+}
+
+/* One event, one enabled endpoint, one pending delivery due at `due`. */
+struct scene {
+    struct event ev;
+    struct endpoint ep;
+    struct delivery d;
+};
+
+FIXTURE static void scene_make(struct fixture *fx, int64_t due, struct scene *sc)
+{
+    event_make(fx, "order.paid", &sc->ev);
+    endpoint_make(fx, &sc->ep);
+    delivery_make(fx, sc->ev.id, sc->ep.id, due, &sc->d);
+}
+
+FIXTURE static void scene_free(struct scene *sc)
+{
+    event_free(&sc->ev);
+    endpoint_free(&sc->ep);
+    delivery_free(&sc->d);
+}
+
+/* On a shared database, finishes every open delivery that earlier tests left
+ * (due or not, leased or not: the claim time is far in the future), so the
+ * claims of a test see its own rows only. */
+FIXTURE static void drain_due(struct fixture *fx)
+{
+    const int64_t until = INT64_MAX / 4;
+
+    for (int round = 0; round < 1000; round++) {
+        struct job_list jobs;
+        assert_int_equal(store_delivery_claim_due(fx->s, "drain", until, until + 1000, 500, &jobs), 0);
+        for (size_t i = 0; i < jobs.n; i++) {
+            struct delivery_result r = {.delivery_id = jobs.items[i].d.id, .lease_owner = "drain",
+                                        .lease_token = jobs.items[i].d.lease_token, .status = DELIVERY_DEAD,
+                                        .attempt = {.n = 1, .started_at = until}};
+            assert_int_equal(store_delivery_complete(fx->s, &r, until), 0);
+        }
+        size_t n = jobs.n;
+        job_list_free(&jobs);
+        if (n == 0)
+            return;
+    }
+    fail_msg("drain_due did not finish");
+}
+
+FIXTURE static int claim(struct fixture *fx, const char *node, int64_t now, int64_t lease_until, struct job_list *jobs)
+{
+    assert_int_equal(store_delivery_claim_due(fx->s, node, now, lease_until, 100, jobs), 0);
+    return (int)jobs->n;
+}
+
+FIXTURE static void complete(struct fixture *fx, const struct delivery_job *j, enum delivery_status st, int n,
+                             int code, int64_t started, int64_t next_at, int expect)
+{
+    struct delivery_result r = {
+        .delivery_id = j->d.id,
+        .lease_owner = j->d.lease_owner,
+        .lease_token = j->d.lease_token,
+        .status = st,
+        .next_attempt_at = next_at,
+        .attempt = {.n = n, .started_at = started, .duration_ms = 12, .status_code = code,
+                    .error = code >= 300 ? "HTTP error" : NULL, .response = "ok", .node = j->d.lease_owner},
+    };
+    assert_int_equal(store_delivery_complete(fx->s, &r, started + 12), expect);
+}
+
+FIXTURE static void delivery_expect(struct fixture *fx, const char *id, enum delivery_status st, int attempts)
+{
+    struct delivery d;
+
+    assert_int_equal(store_delivery_get(fx->s, id, &d), 0);
+    assert_string_equal(delivery_status_name(d.status), delivery_status_name(st));
+    assert_int_equal(d.attempt_count, attempts);
+    delivery_free(&d);
+}
+
+#endif

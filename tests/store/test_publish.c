@@ -1,0 +1,228 @@
+/*
+ * The public outbox contract: hookd_publish() inside the application's own
+ * transaction on its own sqlite3 connection, and a bare SQL INSERT.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "hookd.h"
+#include "store/store.h"
+
+struct fixture {
+    char dir[64];
+    char path[128];
+    sqlite3 *app;       /* the application's plain connection */
+    struct store *hookd; /* hookd's view of the same file */
+};
+
+static int setup(void **state)
+{
+    struct fixture *fx = calloc(1, sizeof *fx);
+    char dsn[160];
+
+    assert_non_null(fx);
+    snprintf(fx->dir, sizeof fx->dir, "/tmp/hookd-publish-XXXXXX");
+    assert_non_null(mkdtemp(fx->dir));
+    snprintf(fx->path, sizeof fx->path, "%s/app.db", fx->dir);
+    snprintf(dsn, sizeof dsn, "sqlite:%s", fx->path);
+    assert_int_equal(store_open(dsn, &fx->hookd), 0);
+    assert_int_equal(store_migrate(fx->hookd), 0);
+    assert_int_equal(sqlite3_open(fx->path, &fx->app), SQLITE_OK);
+    sqlite3_busy_timeout(fx->app, 5000);
+    *state = fx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *fx = *state;
+    static const char *const suffixes[] = {"", "-wal", "-shm"};
+    char path[160];
+
+    sqlite3_close(fx->app);
+    store_close(fx->hookd);
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        snprintf(path, sizeof path, "%s%s", fx->path, suffixes[i]);
+        unlink(path);
+    }
+    rmdir(fx->dir);
+    free(fx);
+    return 0;
+}
+
+static void app_exec(struct fixture *fx, const char *sql)
+{
+    char *err = NULL;
+
+    if (sqlite3_exec(fx->app, sql, NULL, NULL, &err) != SQLITE_OK)
+        fail_msg("%s: %s", sql, err ? err : "?");
+}
+
+/* Number of outbox rows with this id, as the application sees them. */
+static int outbox_count(struct fixture *fx, const char *id)
+{
+    sqlite3_stmt *st;
+    int n = -1;
+
+    assert_int_equal(sqlite3_prepare_v2(fx->app, "SELECT count(*) FROM hookd_outbox WHERE id = ?1", -1, &st, NULL),
+                     SQLITE_OK);
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
+static void test_rollback_leaves_no_event(void **state)
+{
+    struct fixture *fx = *state;
+    struct hookd_event ev = {.type = "order.paid", .data_json = "{\"order\":1}"};
+    char id[HOOKD_ID_MAX] = "";
+
+    app_exec(fx, "BEGIN");
+    assert_int_equal(hookd_publish(fx->app, &ev, id), 0);
+    assert_memory_equal(id, "evt_", 4);
+    assert_int_equal(outbox_count(fx, id), 1); /* visible inside the transaction */
+    app_exec(fx, "ROLLBACK");
+    assert_int_equal(outbox_count(fx, id), 0);
+}
+
+static void test_commit_stores_the_event(void **state)
+{
+    struct fixture *fx = *state;
+    struct hookd_event ev = {.type = "order.paid", .account = "acme", .resource_type = "order",
+                             .resource_id = "o_42", .resource_version = 3, .has_resource_version = 1,
+                             .data_json = "{\"order\":42,\"total\":\"9.90\"}"};
+    char id[HOOKD_ID_MAX] = "";
+    int64_t before = clock_now_ms();
+    struct event got;
+    bool changed;
+
+    assert_int_equal(store_changed(fx->hookd, &changed), 0);
+    app_exec(fx, "BEGIN IMMEDIATE; CREATE TABLE app_orders(id INTEGER PRIMARY KEY);"
+                 " INSERT INTO app_orders VALUES (42)");
+    assert_int_equal(hookd_publish(fx->app, &ev, id), 0);
+    app_exec(fx, "COMMIT");
+
+    /* hookd notices the commit and reads the row back with every field. */
+    assert_int_equal(store_changed(fx->hookd, &changed), 0);
+    assert_true(changed);
+    assert_int_equal(store_event_get(fx->hookd, id, &got), 0);
+    assert_string_equal(got.type, "order.paid");
+    assert_string_equal(got.account, "acme");
+    assert_string_equal(got.resource_type, "order");
+    assert_string_equal(got.resource_id, "o_42");
+    assert_true(got.has_resource_version);
+    assert_int_equal(got.resource_version, 3);
+    assert_string_equal(got.payload, "{\"order\":42,\"total\":\"9.90\"}");
+    assert_true(got.created_at >= before && got.created_at <= clock_now_ms());
+    assert_int_equal(got.dispatched_at, 0);
+    assert_true(got.seq > 0);
+    event_free(&got);
+}
+
+static void test_caller_id(void **state)
+{
+    struct fixture *fx = *state;
+    struct hookd_event ev = {.id = "evt_mine-1", .type = "user.created", .data_json = "[1,2]"};
+    char id[HOOKD_ID_MAX] = "";
+
+    assert_int_equal(hookd_publish(fx->app, &ev, id), 0); /* autocommit: commits at once */
+    assert_string_equal(id, "evt_mine-1");
+    assert_int_equal(outbox_count(fx, "evt_mine-1"), 1);
+    assert_int_equal(hookd_publish(fx->app, &ev, NULL), HOOKD_EEXISTS);
+    assert_int_equal(outbox_count(fx, "evt_mine-1"), 1);
+}
+
+static void test_bare_sql_insert(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t before = clock_now_ms();
+    struct event_list l;
+
+    app_exec(fx, "INSERT INTO hookd_outbox(event_type, payload) VALUES ('order.paid','{\"a\":1}')");
+    assert_int_equal(store_outbox_fetch(fx->hookd, 10, &l), 0);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.items[0].type, "order.paid");
+    assert_string_equal(l.items[0].payload, "{\"a\":1}");
+    /* "evt_" + 12 hex digits of milliseconds + 20 random hex digits. */
+    assert_int_equal(strlen(l.items[0].id), 36);
+    assert_memory_equal(l.items[0].id, "evt_", 4);
+    assert_int_equal(strspn(l.items[0].id + 4, "0123456789abcdef"), 32);
+    /* The SQL clock and ours agree to within a few seconds. */
+    assert_true(l.items[0].created_at >= before - 5000 && l.items[0].created_at <= clock_now_ms() + 5000);
+    char ms_hex[13];
+    snprintf(ms_hex, sizeof ms_hex, "%012llx", (unsigned long long)l.items[0].created_at);
+    assert_memory_equal(l.items[0].id + 4, ms_hex, 12); /* one "now" per statement */
+    event_list_free(&l);
+
+    /* Only event_type is required. */
+    app_exec(fx, "INSERT INTO hookd_outbox(event_type) VALUES ('ping')");
+    assert_int_equal(store_outbox_fetch(fx->hookd, 10, &l), 0);
+    assert_int_equal(l.n, 2);
+    assert_string_equal(l.items[1].payload, "{}");
+    assert_string_not_equal(l.items[0].id, l.items[1].id);
+    event_list_free(&l);
+}
+
+static void test_invalid_input(void **state)
+{
+    struct fixture *fx = *state;
+    static const struct hookd_event bad[] = {
+        {.type = "order.paid", .data_json = "{\"a\":"},       /* truncated JSON */
+        {.type = "order.paid", .data_json = "not json"},
+        {.type = "order.paid", .data_json = NULL},
+        {.type = "order paid", .data_json = "{}"},            /* space in type */
+        {.type = "order.*", .data_json = "{}"},               /* a pattern is not a type */
+        {.type = "", .data_json = "{}"},
+        {.type = NULL, .data_json = "{}"},
+        {.id = "has space", .type = "order.paid", .data_json = "{}"},
+        {.id = "", .type = "order.paid", .data_json = "{}"},
+    };
+    struct event_list l;
+    char id[HOOKD_ID_MAX];
+
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(hookd_publish(fx->app, &bad[i], id), HOOKD_EINVAL);
+    assert_int_equal(hookd_publish(NULL, &bad[0], id), HOOKD_EINVAL);
+    assert_int_equal(hookd_publish(fx->app, NULL, id), HOOKD_EINVAL);
+    assert_int_equal(store_outbox_fetch(fx->hookd, 10, &l), 0);
+    assert_int_equal(l.n, 0);
+    event_list_free(&l);
+}
+
+/* Without hookd's tables (hookd never ran on this file) the insert fails cleanly. */
+static void test_no_schema(void **state)
+{
+    struct fixture *fx = *state;
+    struct hookd_event ev = {.type = "order.paid", .data_json = "{}"};
+    char path[160];
+    sqlite3 *db;
+
+    snprintf(path, sizeof path, "%s/empty.db", fx->dir);
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(hookd_publish(db, &ev, NULL), HOOKD_EIO);
+    sqlite3_close(db);
+    unlink(path);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_rollback_leaves_no_event), T(test_commit_stores_the_event), T(test_caller_id),
+        T(test_bare_sql_insert),          T(test_invalid_input),           T(test_no_schema),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

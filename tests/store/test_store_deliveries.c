@@ -1,0 +1,568 @@
+/*
+ * The store conformance suite, part 2: deliveries. Every status transition,
+ * leases and fencing tokens, release, disabled and deleted endpoints, lists
+ * and attempts. Uses the store_*() wrappers only (fixture: store_fixture.h).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "store/store_fixture.h"
+
+/* ---- deliveries: status transitions ---------------------------------------- */
+
+static void test_delivery_insert_exists(void **state)
+{
+    struct fixture *fx = *state;
+    struct scene sc;
+    struct delivery again, got;
+
+    scene_make(fx, 1000, &sc);
+    again = sc.d;
+    id_new(again.id, "dlv_"); /* another id, same (event, endpoint) */
+    assert_int_equal(store_delivery_insert(fx->s, &again), HOOKD_EEXISTS);
+    assert_int_equal(store_delivery_get(fx->s, again.id, &got), HOOKD_ENOTFOUND);
+    assert_int_equal(store_delivery_get(fx->s, sc.d.id, &got), 0);
+    assert_string_equal(got.event_id, sc.ev.id);
+    assert_string_equal(got.endpoint_id, sc.ep.id);
+    assert_string_equal(got.account, fx->account);
+    assert_int_equal(got.status, DELIVERY_PENDING);
+    assert_int_equal(got.next_attempt_at, 1000);
+    assert_int_equal(got.attempt_count, 0);
+    assert_null(got.lease_owner);
+    delivery_free(&got);
+    scene_free(&sc);
+}
+
+/* The relay inserts deliveries already leased to its node. */
+static void test_delivery_insert_leased(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    struct event ev;
+    struct endpoint ep;
+    struct delivery d = {.status = DELIVERY_PENDING, .lease_owner = "node-r", .lease_until = now + 60000,
+                         .lease_token = 1, .next_attempt_at = now}, got;
+    struct job_list jobs;
+
+    drain_due(fx);
+    event_make(fx, "order.paid", &ev);
+    endpoint_make(fx, &ep);
+    id_new(d.id, "dlv_");
+    snprintf(d.event_id, sizeof d.event_id, "%s", ev.id);
+    snprintf(d.endpoint_id, sizeof d.endpoint_id, "%s", ep.id);
+    assert_int_equal(store_delivery_insert(fx->s, &d), 0);
+    assert_int_equal(store_delivery_get(fx->s, d.id, &got), 0);
+    assert_string_equal(got.lease_owner, "node-r");
+    assert_int_equal(got.lease_until, now + 60000);
+    assert_int_equal(got.lease_token, 1);
+    delivery_free(&got);
+    assert_int_equal(claim(fx, "node-b", now, now + 1000, &jobs), 0);
+    job_list_free(&jobs);
+    event_free(&ev);
+    endpoint_free(&ep);
+}
+
+static void test_pending_to_delivered(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    struct scene sc;
+    struct job_list jobs;
+    struct attempt_list al;
+    struct delivery got;
+
+    drain_due(fx);
+    scene_make(fx, now - 10, &sc);
+    assert_int_equal(claim(fx, "node-a", now, now + 30000, &jobs), 1);
+    assert_string_equal(jobs.items[0].d.id, sc.d.id);
+    assert_string_equal(jobs.items[0].d.lease_owner, "node-a");
+    assert_int_equal(jobs.items[0].d.lease_until, now + 30000);
+    assert_int_equal(jobs.items[0].d.lease_token, 1);
+    assert_string_equal(jobs.items[0].ev.id, sc.ev.id);
+    assert_string_equal(jobs.items[0].ev.type, "order.paid");
+    assert_string_equal(jobs.items[0].ev.payload, "{\"n\":1}");
+    complete(fx, &jobs.items[0], DELIVERY_DELIVERED, 1, 200, now + 5, 0, 0);
+    job_list_free(&jobs);
+
+    assert_int_equal(store_delivery_get(fx->s, sc.d.id, &got), 0);
+    assert_int_equal(got.status, DELIVERY_DELIVERED);
+    assert_int_equal(got.attempt_count, 1);
+    assert_int_equal(got.last_status_code, 200);
+    assert_null(got.last_error);
+    assert_int_equal(got.next_attempt_at, 0);
+    assert_int_equal(got.first_attempt_at, now + 5);
+    assert_int_equal(got.last_attempt_at, now + 5);
+    assert_int_equal(got.delivered_at, now + 17);
+    assert_null(got.lease_owner);
+    assert_int_equal(got.lease_until, 0);
+    assert_int_equal(got.lease_token, 1);
+    delivery_free(&got);
+
+    assert_int_equal(store_attempt_list(fx->s, sc.d.id, &al), 0);
+    assert_int_equal(al.n, 1);
+    assert_int_equal(al.items[0].n, 1);
+    assert_int_equal(al.items[0].status_code, 200);
+    assert_int_equal(al.items[0].started_at, now + 5);
+    assert_int_equal(al.items[0].duration_ms, 12);
+    assert_string_equal(al.items[0].node, "node-a");
+    assert_string_equal(al.items[0].response, "ok");
+    assert_string_equal(al.items[0].delivery_id, sc.d.id);
+    attempt_list_free(&al);
+    /* Delivered rows are never claimed again. */
+    assert_int_equal(claim(fx, "node-a", now + 100000, now + 200000, &jobs), 0);
+    job_list_free(&jobs);
+    scene_free(&sc);
+}
+
+static void test_pending_retrying_delivered(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    struct scene sc;
+    struct job_list jobs;
+    struct delivery got;
+    struct attempt_list al;
+    int64_t at;
+
+    drain_due(fx);
+    scene_make(fx, now, &sc);
+    assert_int_equal(claim(fx, "node-a", now, now + 30000, &jobs), 1);
+    complete(fx, &jobs.items[0], DELIVERY_RETRYING, 1, 503, now, now + 5000, 0);
+    job_list_free(&jobs);
+    assert_int_equal(store_delivery_get(fx->s, sc.d.id, &got), 0);
+    assert_int_equal(got.status, DELIVERY_RETRYING);
+    assert_int_equal(got.next_attempt_at, now + 5000);
+    assert_int_equal(got.last_status_code, 503);
+    assert_string_equal(got.last_error, "HTTP error");
+    assert_null(got.lease_owner);
+    assert_int_equal(got.delivered_at, 0);
+    delivery_free(&got);
+
+    assert_int_equal(store_delivery_next_due(fx->s, &at), 0);
+    assert_true(at <= now + 5000);
+    assert_int_equal(claim(fx, "node-a", now + 4999, now + 40000, &jobs), 0); /* not due yet */
+    job_list_free(&jobs);
+    assert_int_equal(claim(fx, "node-a", now + 5000, now + 40000, &jobs), 1);
+    assert_int_equal(jobs.items[0].d.lease_token, 2);
+    complete(fx, &jobs.items[0], DELIVERY_DELIVERED, 2, 204, now + 5001, 0, 0);
+    job_list_free(&jobs);
+    delivery_expect(fx, sc.d.id, DELIVERY_DELIVERED, 2);
+    assert_int_equal(store_delivery_get(fx->s, sc.d.id, &got), 0);
+    assert_int_equal(got.first_attempt_at, now); /* kept from the first attempt */
+    assert_int_equal(got.last_attempt_at, now + 5001);
+    assert_int_equal(got.last_status_code, 204);
+    assert_null(got.last_error);
+    delivery_free(&got);
+    assert_int_equal(store_attempt_list(fx->s, sc.d.id, &al), 0);
+    assert_int_equal(al.n, 2);
+    assert_int_equal(al.items[0].n, 1);
+    assert_int_equal(al.items[0].status_code, 503);
+    assert_string_equal(al.items[0].error, "HTTP error");
+    assert_int_equal(al.items[1].n, 2);
+    assert_int_equal(al.items[1].status_code, 204);
+    attempt_list_free(&al);
+    scene_free(&sc);
+}
+
+static void test_retrying_to_dead(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    struct scene sc;
+    struct job_list jobs;
+    struct delivery got;
+
+    drain_due(fx);
+    scene_make(fx, now, &sc);
+    assert_int_equal(claim(fx, "node-a", now, now + 30000, &jobs), 1);
+    complete(fx, &jobs.items[0], DELIVERY_RETRYING, 1, 500, now, now + 10, 0);
+    job_list_free(&jobs);
+    assert_int_equal(claim(fx, "node-a", now + 10, now + 30000, &jobs), 1);
+    complete(fx, &jobs.items[0], DELIVERY_DEAD, 2, 500, now + 10, 0, 0);
+    job_list_free(&jobs);
+    assert_int_equal(store_delivery_get(fx->s, sc.d.id, &got), 0);
+    assert_int_equal(got.status, DELIVERY_DEAD);
+    assert_int_equal(got.attempt_count, 2);
+    assert_int_equal(got.next_attempt_at, 0);
+    assert_int_equal(got.delivered_at, 0);
+    delivery_free(&got);
+    assert_int_equal(claim(fx, "node-a", now + 100000, now + 200000, &jobs), 0);
+    job_list_free(&jobs);
+    scene_free(&sc);
+}
+
+/* ---- deliveries: leases and fencing ----------------------------------------- */
+
+static void test_claim_skips_leased(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    struct scene a, b;
+    struct job_list jobs;
+
+    drain_due(fx);
+    scene_make(fx, now - 20, &a);
+    scene_make(fx, now - 10, &b);
+    assert_int_equal(store_delivery_claim_due(fx->s, "node-a", now, now + 30000, 1, &jobs), 0);
+    assert_int_equal(jobs.n, 1);
+    assert_string_equal(jobs.items[0].d.id, a.d.id); /* earliest first */
+    job_list_free(&jobs);
+    assert_int_equal(claim(fx, "node-b", now, now + 30000, &jobs), 1);
+    assert_string_equal(jobs.items[0].d.id, b.d.id);
+    job_list_free(&jobs);
+    assert_int_equal(claim(fx, "node-c", now + 29999, now + 60000, &jobs), 0);
+    job_list_free(&jobs);
+    scene_free(&a);
+    scene_free(&b);
+}
+
+static void test_expired_lease_reclaimed_and_stale_complete(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    struct scene sc;
+    struct job_list first, second;
+    struct attempt_list al;
+    struct delivery got;
+
+    drain_due(fx);
+    scene_make(fx, now, &sc);
+    assert_int_equal(claim(fx, "node-a", now, now + 1000, &first), 1);
+    assert_int_equal(first.items[0].d.lease_token, 1);
+    assert_int_equal(claim(fx, "node-b", now + 2000, now + 32000, &second), 1);
+    assert_string_equal(second.items[0].d.id, sc.d.id);
+    assert_string_equal(second.items[0].d.lease_owner, "node-b");
+    assert_int_equal(second.items[0].d.lease_token, 2);
+
+    /* node-a comes back late: fenced out, and nothing changes. */
+    complete(fx, &first.items[0], DELIVERY_DELIVERED, 1, 200, now + 2500, 0, HOOKD_ESTALE);
+    assert_int_equal(store_delivery_get(fx->s, sc.d.id, &got), 0);
+    assert_int_equal(got.status, DELIVERY_PENDING);
+    assert_int_equal(got.attempt_count, 0);
+    assert_string_equal(got.lease_owner, "node-b");
+    assert_int_equal(got.lease_token, 2);
+    assert_int_equal(got.first_attempt_at, 0);
+    delivery_free(&got);
+    assert_int_equal(store_attempt_list(fx->s, sc.d.id, &al), 0);
+    assert_int_equal(al.n, 0);
+    attempt_list_free(&al);
+    /* The wrong owner with the right token is fenced out too. */
+    free(first.items[0].d.lease_owner);
+    first.items[0].d.lease_owner = strdup("node-a");
+    first.items[0].d.lease_token = 2;
+    complete(fx, &first.items[0], DELIVERY_DELIVERED, 1, 200, now + 2500, 0, HOOKD_ESTALE);
+
+    complete(fx, &second.items[0], DELIVERY_DELIVERED, 1, 200, now + 2600, 0, 0);
+    delivery_expect(fx, sc.d.id, DELIVERY_DELIVERED, 1);
+    job_list_free(&first);
+    job_list_free(&second);
+    scene_free(&sc);
+}
+
+/* The same node re-claims after its own lease expired: the old token is stale. */
+static void test_stale_token_same_owner(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    struct scene sc;
+    struct job_list first, second;
+    struct attempt_list al;
+
+    drain_due(fx);
+    scene_make(fx, now, &sc);
+    assert_int_equal(claim(fx, "node-a", now, now + 1000, &first), 1);
+    assert_int_equal(claim(fx, "node-a", now + 2000, now + 32000, &second), 1);
+    assert_int_equal(second.items[0].d.lease_token, first.items[0].d.lease_token + 1);
+    complete(fx, &first.items[0], DELIVERY_DELIVERED, 1, 200, now + 2500, 0, HOOKD_ESTALE);
+    delivery_expect(fx, sc.d.id, DELIVERY_PENDING, 0);
+    assert_int_equal(store_delivery_release(fx->s, sc.d.id, "node-a", first.items[0].d.lease_token), HOOKD_ESTALE);
+    assert_int_equal(store_attempt_list(fx->s, sc.d.id, &al), 0);
+    assert_int_equal(al.n, 0);
+    attempt_list_free(&al);
+    complete(fx, &second.items[0], DELIVERY_DELIVERED, 1, 200, now + 2600, 0, 0);
+    delivery_expect(fx, sc.d.id, DELIVERY_DELIVERED, 1);
+    job_list_free(&first);
+    job_list_free(&second);
+    scene_free(&sc);
+}
+
+static void test_release_and_release_node(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    struct scene a, b;
+    struct job_list jobs;
+    struct delivery got;
+
+    drain_due(fx);
+    scene_make(fx, now - 2, &a);
+    scene_make(fx, now - 1, &b);
+    assert_int_equal(claim(fx, "node-a", now, now + 30000, &jobs), 2);
+    assert_int_equal(store_delivery_release(fx->s, a.d.id, "node-a", jobs.items[0].d.lease_token + 1), HOOKD_ESTALE);
+    assert_int_equal(store_delivery_release(fx->s, a.d.id, "node-x", jobs.items[0].d.lease_token), HOOKD_ESTALE);
+    assert_int_equal(store_delivery_release(fx->s, a.d.id, "node-a", jobs.items[0].d.lease_token), 0);
+    assert_int_equal(store_delivery_get(fx->s, a.d.id, &got), 0);
+    assert_null(got.lease_owner);
+    assert_int_equal(got.lease_token, 1);
+    assert_int_equal(got.status, DELIVERY_PENDING);
+    delivery_free(&got);
+    job_list_free(&jobs);
+    /* Released: claimable again at once, with a new token. */
+    assert_int_equal(claim(fx, "node-c", now, now + 30000, &jobs), 1);
+    assert_string_equal(jobs.items[0].d.id, a.d.id);
+    assert_int_equal(jobs.items[0].d.lease_token, 2);
+    job_list_free(&jobs);
+
+    /* node-a restarts: its lease on b goes, node-c keeps a. */
+    assert_int_equal(store_delivery_release_node(fx->s, "node-a"), 0);
+    assert_int_equal(store_delivery_get(fx->s, b.d.id, &got), 0);
+    assert_null(got.lease_owner);
+    delivery_free(&got);
+    assert_int_equal(store_delivery_get(fx->s, a.d.id, &got), 0);
+    assert_string_equal(got.lease_owner, "node-c");
+    delivery_free(&got);
+    assert_int_equal(claim(fx, "node-d", now, now + 30000, &jobs), 1);
+    assert_string_equal(jobs.items[0].d.id, b.d.id);
+    job_list_free(&jobs);
+    scene_free(&a);
+    scene_free(&b);
+}
+
+static void test_disabled_endpoint_not_claimed(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms(), at;
+    struct scene sc;
+    struct job_list jobs;
+
+    drain_due(fx);
+    scene_make(fx, now, &sc);
+    assert_int_equal(store_endpoint_set_enabled(fx->s, sc.ep.id, false, "paused", now), 0);
+    assert_int_equal(claim(fx, "node-a", now, now + 30000, &jobs), 0);
+    job_list_free(&jobs);
+    assert_int_equal(store_endpoint_set_enabled(fx->s, sc.ep.id, true, NULL, now), 0);
+    assert_int_equal(store_delivery_next_due(fx->s, &at), 0);
+    assert_int_equal(at, now);
+    assert_int_equal(store_endpoint_set_enabled(fx->s, sc.ep.id, false, "paused", now), 0);
+    /* next_due ignores it too. */
+    if (!getenv("HOOKD_TEST_STORE"))
+        assert_int_equal(store_delivery_next_due(fx->s, &at), HOOKD_ENOTFOUND);
+    assert_int_equal(store_endpoint_set_enabled(fx->s, sc.ep.id, true, NULL, now), 0);
+    assert_int_equal(claim(fx, "node-a", now, now + 30000, &jobs), 1);
+    job_list_free(&jobs);
+    scene_free(&sc);
+}
+
+static void test_next_due(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms(), at;
+    struct scene a, b;
+    struct job_list jobs;
+
+    drain_due(fx);
+    if (!getenv("HOOKD_TEST_STORE"))
+        assert_int_equal(store_delivery_next_due(fx->s, &at), HOOKD_ENOTFOUND);
+    scene_make(fx, now + 500000, &a);
+    scene_make(fx, now + 700000, &b);
+    assert_int_equal(store_delivery_next_due(fx->s, &at), 0);
+    assert_int_equal(at, now + 500000);
+    /* A leased row does not count until its lease expires. */
+    assert_int_equal(store_delivery_claim_due(fx->s, "node-a", now + 500000, now + 900000, 1, &jobs), 0);
+    assert_int_equal(jobs.n, 1);
+    job_list_free(&jobs);
+    assert_int_equal(store_delivery_next_due(fx->s, &at), 0);
+    assert_int_equal(at, now + 700000);
+    scene_free(&a);
+    scene_free(&b);
+}
+
+static void test_complete_disables_endpoint(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    struct scene sc;
+    struct job_list jobs;
+    struct endpoint ep;
+    struct delivery_result r;
+
+    drain_due(fx);
+    scene_make(fx, now, &sc);
+    assert_int_equal(claim(fx, "node-a", now, now + 30000, &jobs), 1);
+    r = (struct delivery_result){.delivery_id = sc.d.id, .lease_owner = "node-a",
+                                 .lease_token = jobs.items[0].d.lease_token, .status = DELIVERY_DEAD,
+                                 .attempt = {.n = 1, .started_at = now, .status_code = 410, .error = "gone"},
+                                 .disable_endpoint_reason = "endpoint answered 410 Gone"};
+    assert_int_equal(store_delivery_complete(fx->s, &r, now + 1), 0);
+    job_list_free(&jobs);
+    assert_int_equal(store_endpoint_get(fx->s, sc.ep.id, &ep), 0);
+    assert_false(ep.enabled);
+    assert_string_equal(ep.disabled_reason, "endpoint answered 410 Gone");
+    endpoint_free(&ep);
+    delivery_expect(fx, sc.d.id, DELIVERY_DEAD, 1);
+    scene_free(&sc);
+}
+
+static void test_endpoint_delete_kills_open_deliveries(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    struct event e1, e2, e3;
+    struct endpoint ep;
+    struct delivery pending, retrying, delivered, got;
+    struct job_list jobs;
+
+    drain_due(fx);
+    endpoint_make(fx, &ep);
+    event_make(fx, "a.b", &e1);
+    event_make(fx, "a.b", &e2);
+    event_make(fx, "a.b", &e3);
+    delivery_make(fx, e1.id, ep.id, now - 3, &delivered);
+    delivery_make(fx, e2.id, ep.id, now - 2, &retrying);
+    assert_int_equal(claim(fx, "node-a", now, now + 30000, &jobs), 2);
+    complete(fx, &jobs.items[0], DELIVERY_DELIVERED, 1, 200, now, 0, 0);
+    complete(fx, &jobs.items[1], DELIVERY_RETRYING, 1, 500, now, now + 1, 0);
+    job_list_free(&jobs);
+    delivery_make(fx, e3.id, ep.id, now, &pending);
+    assert_int_equal(claim(fx, "node-a", now, now + 30000, &jobs), 1); /* leased while deleted */
+    job_list_free(&jobs);
+
+    assert_int_equal(store_endpoint_delete(fx->s, ep.id), 0);
+    assert_int_equal(store_delivery_get(fx->s, pending.id, &got), 0);
+    assert_int_equal(got.status, DELIVERY_DEAD);
+    assert_string_equal(got.last_error, "endpoint deleted");
+    assert_null(got.lease_owner);
+    delivery_free(&got);
+    assert_int_equal(store_delivery_get(fx->s, retrying.id, &got), 0);
+    assert_int_equal(got.status, DELIVERY_DEAD);
+    assert_string_equal(got.last_error, "endpoint deleted");
+    assert_int_equal(got.next_attempt_at, 0);
+    delivery_free(&got);
+    delivery_expect(fx, delivered.id, DELIVERY_DELIVERED, 1);
+    assert_int_equal(store_endpoint_delete(fx->s, ep.id), HOOKD_ENOTFOUND);
+    assert_int_equal(claim(fx, "node-a", now + 100000, now + 200000, &jobs), 0);
+    job_list_free(&jobs);
+    event_free(&e1);
+    event_free(&e2);
+    event_free(&e3);
+    endpoint_free(&ep);
+    delivery_free(&pending);
+    delivery_free(&retrying);
+    delivery_free(&delivered);
+}
+
+/* ---- deliveries: lists ------------------------------------------------------ */
+
+static void test_delivery_list_filters_cursor(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    struct event evs[4];
+    struct endpoint ep1, ep2;
+    struct delivery ds[5];
+    struct delivery_list l;
+    struct delivery_filter f = {.account = fx->account, .status = -1, .limit = 2};
+    struct job_list jobs;
+
+    drain_due(fx);
+    endpoint_make(fx, &ep1);
+    endpoint_make(fx, &ep2);
+    for (int i = 0; i < 4; i++)
+        event_make(fx, "order.paid", &evs[i]);
+    for (int i = 0; i < 4; i++)
+        delivery_make(fx, evs[i].id, ep1.id, now, &ds[i]);
+    delivery_make(fx, evs[0].id, ep2.id, now + 100000, &ds[4]);
+    assert_int_equal(store_delivery_claim_due(fx->s, "node-a", now, now + 1000, 1, &jobs), 0);
+    assert_int_equal(jobs.n, 1);
+    complete(fx, &jobs.items[0], DELIVERY_DELIVERED, 1, 200, now, 0, 0);
+    job_list_free(&jobs);
+
+    /* Pages newest first, by id, until the list is exhausted. */
+    char seen[5][HOOKD_ID_MAX];
+    size_t n_seen = 0;
+    for (int page = 0; page < 10; page++) {
+        assert_int_equal(store_delivery_list(fx->s, &f, &l), 0);
+        for (size_t i = 0; i < l.n; i++) {
+            assert_true(n_seen < 5);
+            if (n_seen)
+                assert_true(strcmp(seen[n_seen - 1], l.items[i].id) > 0);
+            snprintf(seen[n_seen++], HOOKD_ID_MAX, "%s", l.items[i].id);
+        }
+        size_t n = l.n;
+        delivery_list_free(&l);
+        if (n < 2)
+            break;
+        f.before_id = seen[n_seen - 1];
+    }
+    assert_int_equal(n_seen, 5);
+
+    f = (struct delivery_filter){.endpoint_id = ep2.id, .status = -1, .limit = 10};
+    assert_int_equal(store_delivery_list(fx->s, &f, &l), 0);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.items[0].id, ds[4].id);
+    delivery_list_free(&l);
+    f = (struct delivery_filter){.event_id = evs[0].id, .status = -1, .limit = 10};
+    assert_int_equal(store_delivery_list(fx->s, &f, &l), 0);
+    assert_int_equal(l.n, 2);
+    delivery_list_free(&l);
+    f = (struct delivery_filter){.account = fx->account, .status = DELIVERY_DELIVERED, .limit = 10};
+    assert_int_equal(store_delivery_list(fx->s, &f, &l), 0);
+    assert_int_equal(l.n, 1);
+    assert_int_equal(l.items[0].status, DELIVERY_DELIVERED);
+    delivery_list_free(&l);
+    f = (struct delivery_filter){.account = fx->account, .status = DELIVERY_PENDING, .endpoint_id = ep1.id,
+                                 .limit = 10};
+    assert_int_equal(store_delivery_list(fx->s, &f, &l), 0);
+    assert_int_equal(l.n, 3);
+    delivery_list_free(&l);
+    /* created_at defaults to the insert time. */
+    f = (struct delivery_filter){.account = fx->account, .status = -1, .since = now + 100000, .limit = 10};
+    assert_int_equal(store_delivery_list(fx->s, &f, &l), 0);
+    assert_int_equal(l.n, 0);
+    delivery_list_free(&l);
+    f = (struct delivery_filter){.account = fx->account, .status = -1, .since = now - 1000, .until = now + 100000,
+                                 .limit = 10};
+    assert_int_equal(store_delivery_list(fx->s, &f, &l), 0);
+    assert_int_equal(l.n, 5);
+    delivery_list_free(&l);
+    f = (struct delivery_filter){.account = fx->account, .status = -1, .until = now - 1000, .limit = 10};
+    assert_int_equal(store_delivery_list(fx->s, &f, &l), 0);
+    assert_int_equal(l.n, 0);
+    delivery_list_free(&l);
+    f = (struct delivery_filter){.account = fx->account, .status = 99, .limit = 10};
+    assert_int_equal(store_delivery_list(fx->s, &f, &l), HOOKD_EINVAL);
+
+    for (int i = 0; i < 4; i++) {
+        event_free(&evs[i]);
+        delivery_free(&ds[i]);
+    }
+    delivery_free(&ds[4]);
+    endpoint_free(&ep1);
+    endpoint_free(&ep2);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_delivery_insert_exists),
+        T(test_delivery_insert_leased),
+        T(test_pending_to_delivered),
+        T(test_pending_retrying_delivered),
+        T(test_retrying_to_dead),
+        T(test_claim_skips_leased),
+        T(test_expired_lease_reclaimed_and_stale_complete),
+        T(test_stale_token_same_owner),
+        T(test_release_and_release_node),
+        T(test_disabled_endpoint_not_claimed),
+        T(test_next_due),
+        T(test_complete_disables_endpoint),
+        T(test_endpoint_delete_kills_open_deliveries),
+        T(test_delivery_list_filters_cursor),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,398 @@
+/*
+ * The single writer (group commit, per-op savepoints, results after commit,
+ * draining stop, commit failures and BUSY retries) and the read pool.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/ids.h"
+#include "store/pool.h"
+#include "store/store.h"
+#include "store/writer.h"
+
+struct fixture {
+    char dir[64];
+    char dsn[128];
+    struct store *reader; /* a connection of its own, for checks */
+};
+
+static int setup(void **state)
+{
+    struct fixture *fx = calloc(1, sizeof *fx);
+    const char *env = getenv("HOOKD_TEST_STORE");
+
+    assert_non_null(fx);
+    if (env && env[0]) {
+        snprintf(fx->dsn, sizeof fx->dsn, "%s", env);
+    } else {
+        snprintf(fx->dir, sizeof fx->dir, "/tmp/hookd-writer-XXXXXX");
+        assert_non_null(mkdtemp(fx->dir));
+        snprintf(fx->dsn, sizeof fx->dsn, "sqlite:%s/w.db", fx->dir);
+    }
+    assert_int_equal(store_open(fx->dsn, &fx->reader), 0);
+    assert_int_equal(store_migrate(fx->reader), 0); /* the daemon migrates before starting the writer */
+    *state = fx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *fx = *state;
+    static const char *const suffixes[] = {"", "-wal", "-shm"};
+    char path[128];
+
+    store_fault_inject(NULL, 0, 0);
+    store_close(fx->reader);
+    if (fx->dir[0]) {
+        for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+            snprintf(path, sizeof path, "%s/w.db%s", fx->dir, suffixes[i]);
+            unlink(path);
+        }
+        rmdir(fx->dir);
+    }
+    free(fx);
+    return 0;
+}
+
+/* An op that writes one meta key, optionally failing after the write. */
+struct put_op {
+    char key[HOOKD_ID_MAX];
+    int fail_with;       /* returned after the write when non-zero */
+    struct store *check; /* done: look the key up through this other connection */
+    atomic_int done_calls;
+    int done_result;
+    int seen_in_done;    /* result of the lookup made inside done */
+    struct writer *w;    /* done: try to submit again (during stop) */
+    int resubmit_result;
+    int delay_us;        /* the op takes this long */
+};
+
+static int put_fn(struct store *s, void *arg)
+{
+    struct put_op *op = arg;
+    int r = store_meta_set(s, op->key, "v");
+
+    if (op->delay_us)
+        usleep((useconds_t)op->delay_us);
+
+    return r ? r : op->fail_with;
+}
+
+static void put_done(void *arg, int result)
+{
+    struct put_op *op = arg;
+    char *v = NULL;
+
+    op->done_result = result;
+    if (op->check) {
+        op->seen_in_done = store_meta_get(op->check, op->key, &v);
+        free(v);
+    }
+    if (op->w)
+        op->resubmit_result = writer_submit(op->w, put_fn, NULL, op);
+    atomic_fetch_add(&op->done_calls, 1);
+}
+
+static int key_lookup(struct store *s, const char *key)
+{
+    char *v = NULL;
+    int r = store_meta_get(s, key, &v);
+
+    free(v);
+    return r;
+}
+
+static void put_init(struct put_op *op)
+{
+    memset(op, 0, sizeof *op);
+    id_new(op->key, "wk_");
+}
+
+/* ---- group commit ----------------------------------------------------------- */
+
+#define GC_THREADS 8
+#define GC_PER_THREAD 500
+
+struct gc_thread {
+    struct writer *w;
+    struct put_op *ops;
+    int failures;
+};
+
+static void *gc_main(void *arg)
+{
+    struct gc_thread *t = arg;
+
+    for (int i = 0; i < GC_PER_THREAD; i++) {
+        if (writer_exec(t->w, put_fn, &t->ops[i]) != 0)
+            t->failures++;
+    }
+    return NULL;
+}
+
+static void test_group_commit(void **state)
+{
+    struct fixture *fx = *state;
+    struct writer *w;
+    struct gc_thread th[GC_THREADS];
+    pthread_t tid[GC_THREADS];
+    struct writer_stats st;
+    struct put_op *ops = calloc(GC_THREADS * GC_PER_THREAD, sizeof *ops);
+
+    assert_non_null(ops);
+    for (int i = 0; i < GC_THREADS * GC_PER_THREAD; i++)
+        put_init(&ops[i]);
+    assert_int_equal(writer_start(fx->dsn, NULL, &w), 0);
+    for (int t = 0; t < GC_THREADS; t++) {
+        th[t] = (struct gc_thread){.w = w, .ops = ops + t * GC_PER_THREAD};
+        assert_int_equal(pthread_create(&tid[t], NULL, gc_main, &th[t]), 0);
+    }
+    for (int t = 0; t < GC_THREADS; t++) {
+        pthread_join(tid[t], NULL);
+        assert_int_equal(th[t].failures, 0);
+    }
+    writer_stats(w, &st);
+    print_message("group commit: %llu ops in %llu batches\n", (unsigned long long)st.ops,
+                  (unsigned long long)st.batches);
+    assert_int_equal(st.ops, GC_THREADS * GC_PER_THREAD);
+    assert_int_equal(st.failed_commits, 0);
+    assert_true(st.batches < st.ops / 2);
+    writer_stop(w);
+    for (int i = 0; i < GC_THREADS * GC_PER_THREAD; i++)
+        assert_int_equal(key_lookup(fx->reader, ops[i].key), 0);
+    free(ops);
+}
+
+/* ---- savepoints and results ------------------------------------------------- */
+
+static void test_failed_op_rolls_back_only_itself(void **state)
+{
+    struct fixture *fx = *state;
+    struct writer_options opt = {.max_wait_us = 300000}; /* gather all four into one batch */
+    struct writer *w;
+    struct put_op ops[4];
+    struct writer_stats st;
+
+    for (int i = 0; i < 4; i++)
+        put_init(&ops[i]);
+    ops[1].fail_with = HOOKD_ECONFLICT;
+    assert_int_equal(writer_start(fx->dsn, &opt, &w), 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(writer_submit(w, put_fn, put_done, &ops[i]), 0);
+    assert_int_equal(writer_exec(w, put_fn, &ops[3]), 0);
+    writer_stats(w, &st);
+    assert_int_equal(st.batches, 1);
+    assert_int_equal(st.ops, 4);
+    writer_stop(w);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(atomic_load(&ops[i].done_calls), 1);
+    assert_int_equal(ops[0].done_result, 0);
+    assert_int_equal(ops[1].done_result, HOOKD_ECONFLICT);
+    assert_int_equal(ops[2].done_result, 0);
+    assert_int_equal(key_lookup(fx->reader, ops[0].key), 0);
+    assert_int_equal(key_lookup(fx->reader, ops[1].key), HOOKD_ENOTFOUND);
+    assert_int_equal(key_lookup(fx->reader, ops[2].key), 0);
+    assert_int_equal(key_lookup(fx->reader, ops[3].key), 0);
+}
+
+static int return_notfound(struct store *s, void *arg)
+{
+    (void)s;
+    (void)arg;
+    return HOOKD_ENOTFOUND;
+}
+
+static void test_exec_returns_op_result(void **state)
+{
+    struct fixture *fx = *state;
+    struct writer *w;
+    struct put_op op;
+    struct writer_stats st;
+
+    put_init(&op);
+    assert_int_equal(writer_start(fx->dsn, NULL, &w), 0);
+    assert_int_equal(writer_exec(w, return_notfound, NULL), HOOKD_ENOTFOUND);
+    assert_int_equal(writer_exec(w, put_fn, &op), 0);
+    assert_int_equal(key_lookup(fx->reader, op.key), 0); /* visible once exec returned */
+    assert_int_equal(writer_submit(w, NULL, NULL, NULL), HOOKD_EINVAL);
+    writer_stats(w, &st);
+    assert_int_equal(st.ops, 2);
+    writer_stop(w);
+}
+
+/* done runs after the commit: another connection already sees the row. */
+static void test_done_after_commit(void **state)
+{
+    struct fixture *fx = *state;
+    struct writer *w;
+    struct put_op ops[20];
+
+    assert_int_equal(writer_start(fx->dsn, NULL, &w), 0);
+    for (int i = 0; i < 20; i++) {
+        put_init(&ops[i]);
+        ops[i].check = fx->reader; /* only the writer thread uses it until stop */
+        ops[i].seen_in_done = -100;
+        assert_int_equal(writer_submit(w, put_fn, put_done, &ops[i]), 0);
+    }
+    writer_stop(w);
+    for (int i = 0; i < 20; i++) {
+        assert_int_equal(atomic_load(&ops[i].done_calls), 1);
+        assert_int_equal(ops[i].done_result, 0);
+        assert_int_equal(ops[i].seen_in_done, 0);
+    }
+}
+
+static void test_stop_drains(void **state)
+{
+    struct fixture *fx = *state;
+    struct writer_options opt = {.max_batch = 16};
+    struct writer *w;
+    struct put_op *ops = calloc(300, sizeof *ops);
+
+    assert_non_null(ops);
+    assert_int_equal(writer_start(fx->dsn, &opt, &w), 0);
+    for (int i = 0; i < 300; i++) {
+        put_init(&ops[i]);
+        ops[i].delay_us = i == 0 ? 200000 : 0; /* holds the first batch until stop has begun */
+        ops[i].w = w; /* done tries to submit again: refused once stop began */
+        assert_int_equal(writer_submit(w, put_fn, put_done, &ops[i]), 0);
+    }
+    writer_stop(w);
+    for (int i = 0; i < 300; i++) {
+        assert_int_equal(atomic_load(&ops[i].done_calls), 1);
+        assert_int_equal(ops[i].done_result, 0);
+        assert_int_equal(key_lookup(fx->reader, ops[i].key), 0);
+    }
+    /* The first batch was held until stop began: every later submit was refused. */
+    for (int i = 0; i < 300; i++)
+        assert_int_equal(ops[i].resubmit_result, HOOKD_EUNAVAIL);
+    free(ops);
+}
+
+/* ---- failures ----------------------------------------------------------------- */
+
+static void test_commit_failure_reported_to_every_op(void **state)
+{
+    struct fixture *fx = *state;
+    struct writer_options opt = {.max_wait_us = 300000};
+    struct writer *w;
+    struct put_op ops[3];
+    struct writer_stats st;
+
+    assert_int_equal(writer_start(fx->dsn, &opt, &w), 0);
+    store_fault_inject("commit", 1, HOOKD_EIO);
+    for (int i = 0; i < 3; i++) {
+        put_init(&ops[i]);
+        assert_int_equal(writer_submit(w, put_fn, put_done, &ops[i]), 0);
+    }
+    /* exec joins the same (failing) batch; the next one commits. */
+    struct put_op same, after;
+    put_init(&same);
+    put_init(&after);
+    assert_int_equal(writer_exec(w, put_fn, &same), HOOKD_EIO);
+    assert_int_equal(writer_exec(w, put_fn, &after), 0);
+    writer_stats(w, &st);
+    assert_int_equal(st.failed_commits, 1);
+    assert_int_equal(st.batches, 1);
+    writer_stop(w);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(ops[i].done_result, HOOKD_EIO);
+        assert_int_equal(key_lookup(fx->reader, ops[i].key), HOOKD_ENOTFOUND);
+    }
+    assert_int_equal(key_lookup(fx->reader, same.key), HOOKD_ENOTFOUND);
+    assert_int_equal(key_lookup(fx->reader, after.key), 0);
+}
+
+static void test_busy_begin_is_retried(void **state)
+{
+    struct fixture *fx = *state;
+    struct writer *w;
+    struct put_op op;
+    struct writer_stats st;
+
+    put_init(&op);
+    assert_int_equal(writer_start(fx->dsn, NULL, &w), 0);
+    store_fault_inject("begin", 1, HOOKD_EBUSY);
+    assert_int_equal(writer_exec(w, put_fn, &op), 0);
+    writer_stats(w, &st);
+    assert_int_equal(st.failed_commits, 0);
+    writer_stop(w);
+    assert_int_equal(key_lookup(fx->reader, op.key), 0);
+}
+
+/* Another connection holds the write lock for a while: the writer waits, then commits. */
+static void test_waits_for_foreign_write_lock(void **state)
+{
+    struct fixture *fx = *state;
+    struct writer *w;
+    struct store *other;
+    struct put_op op;
+
+    if (getenv("HOOKD_TEST_STORE"))
+        skip(); /* an SQLite write lock; other backends do not block writers this way */
+    put_init(&op);
+    assert_int_equal(store_open(fx->dsn, &other), 0);
+    assert_int_equal(writer_start(fx->dsn, NULL, &w), 0);
+    assert_int_equal(store_begin(other), 0);
+    assert_int_equal(writer_submit(w, put_fn, put_done, &op), 0);
+    usleep(300000);
+    assert_int_equal(atomic_load(&op.done_calls), 0); /* blocked behind the lock */
+    assert_int_equal(store_commit(other), 0);
+    writer_stop(w);
+    assert_int_equal(op.done_result, 0);
+    assert_int_equal(key_lookup(fx->reader, op.key), 0);
+    store_close(other);
+}
+
+/* ---- pool ------------------------------------------------------------------- */
+
+static void test_pool(void **state)
+{
+    struct fixture *fx = *state;
+    struct store_pool *p;
+    struct store *a, *b, *c;
+    bool any;
+
+    assert_int_equal(store_pool_create(fx->dsn, 1, &p), 0);
+    assert_int_equal(store_pool_get(p, &a), 0);
+    assert_int_equal(store_pool_get(p, &b), 0);
+    assert_ptr_not_equal(a, b);
+    assert_int_equal(store_outbox_pending(a, &any), 0);
+    store_pool_put(p, a, false);
+    store_pool_put(p, b, false); /* beyond max_idle: closed */
+    assert_int_equal(store_pool_get(p, &c), 0);
+    assert_ptr_equal(c, a); /* the idle one is reused */
+    store_pool_put(p, c, true); /* broken: closed */
+    store_pool_destroy(p);
+    assert_int_equal(store_pool_create("nosuchscheme://x", 1, &p), 0);
+    assert_int_not_equal(store_pool_get(p, &a), 0);
+    store_pool_destroy(p);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_group_commit),
+        T(test_failed_op_rolls_back_only_itself),
+        T(test_exec_returns_op_result),
+        T(test_done_after_commit),
+        T(test_stop_drains),
+        T(test_commit_failure_reported_to_every_op),
+        T(test_busy_begin_is_retried),
+        T(test_waits_for_foreign_write_lock),
+        T(test_pool),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
