@@ -72,6 +72,7 @@ struct store {
     int64_t data_version; /* last PRAGMA data_version seen */
     bool data_version_known;
     bool atomic_own;      /* sq_atomic_begin opened the method savepoint */
+    int64_t busy_since_ms; /* start of the current wait for a lock (sqlite_busy_wait) */
 };
 
 /* Unix milliseconds in SQL. */

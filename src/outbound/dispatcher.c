@@ -1,0 +1,791 @@
+/*
+ * The dispatcher: one event-loop thread on libcurl multi that sends leased
+ * deliveries within global and per-endpoint in-flight caps, records each
+ * attempt through the writer, and claims due retries from the store.
+ *
+ * Threads: the loop owns everything below "loop thread only". Other threads
+ * (the relay's and our own writer callbacks) talk to it through the inbox: a
+ * mutex-guarded set of lists plus curl_multi_wakeup(). A job counts in `held`
+ * from the moment it is handed over until its last writer op has committed,
+ * which is what bounds the window the relay and the claims may fill.
+ */
+#include "outbound/dispatcher.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/ids.h"
+#include "daemon.h"
+#include "log.h"
+#include "outbound/endpoint_cache.h"
+#include "outbound/jobs.h"
+#include "outbound/request.h"
+#include "store/writer.h"
+
+#define PART "dispatcher"
+#define CLAIM_BATCH_MAX 256
+#define SAFETY_POLL_MS 1000          /* claim at least this often, and re-check endpoint settings */
+#define CLAIM_IDLE_MS 100            /* earliest re-claim when due rows were left that we could not take */
+#define STOP_GRACE_MS 2000           /* in-flight transfers get this long at stop */
+#define STOP_OPS_WAIT_MS 10000       /* then their commits get this long */
+#define NEVER INT64_MAX
+
+/* A job_list handed over by the relay or returned by a claim, waiting in the inbox. */
+struct batch {
+    struct job_list jobs;
+    struct batch *next;
+};
+
+/* The single claim op in flight: written by the writer thread, read by the loop after done. */
+struct claim {
+    int limit;
+    int64_t now, lease_until;
+    struct job_list jobs;
+    int64_t next_due; /* NEVER when nothing is scheduled */
+    int result;
+};
+
+struct dispatcher {
+    struct daemon *d;
+    pthread_t thread;
+    CURLM *multi;
+    atomic_int held;
+    atomic_bool stopping;
+    atomic_bool claim_wanted;
+    atomic_bool endpoints_dirty;
+
+    /* inbox, guarded by mu */
+    pthread_mutex_t mu;
+    struct batch *batches, *batches_tail;
+    struct job *finished, *finished_tail; /* writer ops done (recorded or released) */
+    bool claim_finished;
+    bool woken; /* a wake-up is pending: later messages need not send another */
+
+    /* loop thread only */
+    struct endpoint_cache cache;
+    struct request_options ropt;
+    int max_in_flight;         /* cfg.max_in_flight, at least 1 */
+    struct request **requests; /* every handle made, up to max_in_flight */
+    int n_requests;
+    struct request **idle;     /* handles not in a transfer */
+    int n_idle;
+    int in_flight;
+    int outstanding_ops;       /* writer ops whose done has not been processed yet */
+    bool claim_in_flight;
+    struct claim claim;
+    int64_t next_wake_at;      /* wall ms of the next claim */
+    int64_t endpoints_checked_mono;
+    struct job_table jobs;
+    uint64_t rng;
+    struct log_limiter lim_writer, lim_store, lim_alloc;
+};
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* xorshift64*: jitter only needs to be uniform, not secret. */
+static double rnd01(struct dispatcher *q)
+{
+    q->rng ^= q->rng >> 12;
+    q->rng ^= q->rng << 25;
+    q->rng ^= q->rng >> 27;
+    return (double)((q->rng * UINT64_C(2685821657736338717)) >> 11) * 0x1.0p-53;
+}
+
+static struct job *job_get(struct dispatcher *q)
+{
+    struct job *j = job_table_new(&q->jobs);
+
+    if (j != NULL)
+        j->q = q;
+    return j;
+}
+
+/* Frees what the job owns and gives its slot in the window back. */
+static void job_free(struct dispatcher *q, struct job *j)
+{
+    job_table_remove(&q->jobs, j);
+    delivery_job_free(&j->dj);
+    free(j->result.attempt.response);
+    if (j->ep != NULL)
+        j->ep->refs--;
+    atomic_fetch_sub(&q->held, 1);
+    job_table_recycle(&q->jobs, j);
+}
+
+/* Under mu: one wake-up per drain is enough, and each costs a write to the loop's wake-up pipe. */
+static bool inbox_wake_needed(struct dispatcher *q)
+{
+    bool first = !q->woken;
+
+    q->woken = true;
+    return first;
+}
+
+static void inbox_finished(struct job *j, int result)
+{
+    struct dispatcher *q = j->q;
+
+    bool wake;
+
+    j->op_result = result;
+    j->next = NULL;
+    pthread_mutex_lock(&q->mu);
+    if (q->finished_tail != NULL)
+        q->finished_tail->next = j;
+    else
+        q->finished = j;
+    q->finished_tail = j;
+    wake = inbox_wake_needed(q);
+    pthread_mutex_unlock(&q->mu);
+    if (wake)
+        curl_multi_wakeup(q->multi);
+}
+
+/* ---- writer ops (fn on the writer thread inside the batch; done after commit) -- */
+
+static int op_record(struct store *s, void *arg)
+{
+    struct job *j = arg;
+    return store_delivery_complete(s, &j->result, j->recorded_now);
+}
+
+static int op_release(struct store *s, void *arg)
+{
+    struct job *j = arg;
+    return store_delivery_release(s, j->dj.d.id, j->dj.d.lease_owner, j->dj.d.lease_token);
+}
+
+static void op_job_done(void *arg, int result) { inbox_finished(arg, result); }
+
+static int op_claim(struct store *s, void *arg)
+{
+    struct dispatcher *q = arg;
+    struct claim *c = &q->claim;
+    int64_t at = 0;
+    int rc;
+
+    rc = store_delivery_claim_due(s, q->d->node, c->now, c->lease_until, c->limit, &c->jobs);
+    if (rc != 0)
+        return rc;
+    rc = store_delivery_next_due(s, &at);
+    c->next_due = rc == 0 ? at : NEVER;
+    return rc == HOOKD_ENOTFOUND ? 0 : rc;
+}
+
+static void op_claim_done(void *arg, int result)
+{
+    struct dispatcher *q = arg;
+
+    bool wake;
+
+    pthread_mutex_lock(&q->mu);
+    q->claim.result = result;
+    q->claim_finished = true;
+    wake = inbox_wake_needed(q);
+    pthread_mutex_unlock(&q->mu);
+    if (wake)
+        curl_multi_wakeup(q->multi);
+}
+
+/* Queues fn for j; on refusal (the writer is stopping) the job is dropped and its lease left to expire. */
+static void job_submit(struct dispatcher *q, struct job *j, write_fn fn, enum job_phase phase)
+{
+    int rc;
+
+    j->phase = phase;
+    rc = writer_submit(q->d->writer, fn, op_job_done, j);
+    if (rc != 0) {
+        log_limited(&q->lim_writer, LOG_WARN, PART, "cannot queue a write for %s: %s (its lease will expire)",
+                    j->dj.d.id, hookd_strerror(rc));
+        job_free(q, j);
+        return;
+    }
+    q->outstanding_ops++;
+}
+
+/* ---- scheduling --------------------------------------------------------- */
+
+static void fifo_push(struct dispatcher *q, struct ep_state *st, struct job *j)
+{
+    j->next = NULL;
+    if (st->tail != NULL)
+        st->tail->next = j;
+    else
+        st->head = j;
+    st->tail = j;
+    st->queued++;
+    endpoint_cache_mark_ready(&q->cache, st);
+}
+
+static struct job *fifo_pop(struct ep_state *st)
+{
+    struct job *j = st->head;
+
+    if (j == NULL)
+        return NULL;
+    st->head = j->next;
+    if (st->head == NULL)
+        st->tail = NULL;
+    st->queued--;
+    j->next = NULL;
+    return j;
+}
+
+static struct request *request_take(struct dispatcher *q)
+{
+    struct request *r = NULL;
+
+    if (q->n_idle > 0)
+        return q->idle[--q->n_idle];
+    if (q->n_requests >= q->max_in_flight)
+        return NULL;
+    if (request_new(&q->ropt, &r) != 0) {
+        log_limited(&q->lim_alloc, LOG_ERROR, PART, "cannot create an HTTP handle");
+        return NULL;
+    }
+    q->requests[q->n_requests++] = r;
+    return r;
+}
+
+static void request_put(struct dispatcher *q, struct request *r)
+{
+    r->active = false;
+    r->owner = NULL;
+    q->idle[q->n_idle++] = r;
+}
+
+static void job_record(struct dispatcher *q, struct job *j, const struct request_outcome *o, const char *response,
+                       int64_t started_at);
+
+/* Starts one job's POST; a request that cannot even be built counts as a failed attempt. */
+static void job_start(struct dispatcher *q, struct job *j, struct request *r)
+{
+    const struct endpoint *ep = &j->ep->ep;
+    int64_t timeout = ep->timeout_ms > 0 ? ep->timeout_ms : q->d->cfg.timeout_ms;
+    int64_t now = clock_now_ms();
+    int rc;
+
+    j->phase = JOB_SENDING;
+    r->started_at = now;
+    r->started_mono = clock_mono_ms();
+    rc = request_prepare(r, ep, &j->dj.ev, timeout, now);
+    if (rc == 0) {
+        r->owner = j;
+        r->active = true;
+        if (curl_multi_add_handle(q->multi, r->easy) == CURLM_OK) {
+            q->in_flight++;
+            j->ep->in_flight++;
+            return;
+        }
+        rc = HOOKD_ENOMEM;
+    }
+    struct request_outcome o = {.err = TRANSPORT_OTHER, .retry_after_ms = -1};
+    snprintf(o.error, sizeof o.error, "cannot build the request: %s", hookd_strerror(rc));
+    request_put(q, r);
+    job_record(q, j, &o, NULL, now);
+}
+
+/* Endpoint gone or disabled: hand the lease back so the delivery waits in the store. */
+static void endpoint_release_all(struct dispatcher *q, struct ep_state *st)
+{
+    struct job *j;
+
+    while ((j = fifo_pop(st)) != NULL) {
+        log_debug(PART, "releasing %s: endpoint %s is %s", j->dj.d.id, st->id, st->present ? "disabled" : "gone");
+        job_submit(q, j, op_release, JOB_RELEASING);
+    }
+}
+
+/* Starts queued jobs round-robin over endpoints while global and per-endpoint caps allow. */
+static void schedule(struct dispatcher *q)
+{
+    struct ep_state *st;
+
+    while (q->in_flight < q->max_in_flight && (st = endpoint_cache_next_ready(&q->cache)) != NULL) {
+        if (!st->present || !st->ep.enabled) {
+            endpoint_release_all(q, st);
+            continue;
+        }
+        struct request *r = request_take(q);
+        if (r == NULL) {
+            endpoint_cache_mark_ready(&q->cache, st);
+            break;
+        }
+        struct job *j = fifo_pop(st);
+        job_start(q, j, r);
+        endpoint_cache_mark_ready(&q->cache, st);
+    }
+}
+
+/*
+ * A delivery claimed again while we still hold it (its lease ran out while it
+ * waited here): the held copy takes the new lease and the new copy goes.
+ * Once the held copy's result is on its way to the writer it is too late; the
+ * new copy then stays, and the old result will meet a newer token (ESTALE).
+ */
+static bool lease_renewed(struct dispatcher *q, struct job *fresh)
+{
+    struct job *held = job_table_find(&q->jobs, fresh->dj.d.id);
+    struct delivery *d;
+
+    if (held == NULL || (held->phase != JOB_QUEUED && held->phase != JOB_SENDING) ||
+        fresh->dj.d.lease_token <= held->dj.d.lease_token)
+        return false;
+    d = &held->dj.d;
+    d->lease_token = fresh->dj.d.lease_token;
+    d->lease_until = fresh->dj.d.lease_until;
+    log_debug(PART, "%s: lease renewed while queued (token %lld)", d->id, (long long)d->lease_token);
+    job_free(q, fresh);
+    return true;
+}
+
+/* Files handed-over jobs under their endpoints; unknown endpoints trigger one reload. */
+static void jobs_accept(struct dispatcher *q, struct job_list *list)
+{
+    bool reloaded = false;
+
+    for (size_t i = 0; i < list->n; i++) {
+        struct delivery_job *dj = &list->items[i];
+        struct job *j = job_get(q);
+        struct ep_state *st;
+
+        if (j == NULL) {
+            /* Out of memory: drop it; the lease expires and the delivery is claimed again. */
+            log_limited(&q->lim_alloc, LOG_ERROR, PART, "out of memory, dropping %s for now", dj->d.id);
+            delivery_job_free(dj);
+            atomic_fetch_sub(&q->held, 1);
+            continue;
+        }
+        j->dj = *dj;
+        memset(dj, 0, sizeof *dj);
+        if (lease_renewed(q, j))
+            continue;
+        job_table_add(&q->jobs, j);
+        st = endpoint_cache_find(&q->cache, j->dj.d.endpoint_id);
+        if (st == NULL && !reloaded) {
+            reloaded = true;
+            if (endpoint_cache_reload(&q->cache) != 0)
+                log_limited(&q->lim_store, LOG_WARN, PART, "cannot load endpoints");
+            st = endpoint_cache_find(&q->cache, j->dj.d.endpoint_id);
+        }
+        if (st == NULL)
+            st = endpoint_cache_placeholder(&q->cache, j->dj.d.endpoint_id);
+        if (st == NULL) {
+            log_limited(&q->lim_alloc, LOG_ERROR, PART, "out of memory, dropping %s for now", j->dj.d.id);
+            job_free(q, j);
+            continue;
+        }
+        j->ep = st;
+        st->refs++;
+        j->phase = JOB_QUEUED;
+        fifo_push(q, st, j);
+    }
+    free(list->items);
+    list->items = NULL;
+    list->n = 0;
+}
+
+/* ---- outcomes ----------------------------------------------------------- */
+
+/* Decides the delivery's next state from one attempt and queues the fenced write. */
+static void job_record(struct dispatcher *q, struct job *j, const struct request_outcome *o, const char *response,
+                       int64_t started_at)
+{
+    int64_t now = clock_now_ms();
+
+    job_set_result(j, &j->ep->policy, o, response, started_at, now, rnd01(q), q->d->node);
+    job_submit(q, j, op_record, JOB_RECORDING);
+}
+
+/* Collects finished transfers: frees their slot at once, then records the attempt. */
+static int transfers_finish(struct dispatcher *q)
+{
+    CURLMsg *msg;
+    int left = 0, finished = 0;
+
+    while ((msg = curl_multi_info_read(q->multi, &left)) != NULL) {
+        struct request *r = NULL;
+        char *priv = NULL;
+        struct request_outcome o;
+
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        CURLcode rc = msg->data.result;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv);
+        r = (struct request *)(void *)priv;
+        curl_multi_remove_handle(q->multi, msg->easy_handle);
+        struct job *j = r->owner;
+        request_outcome(r, rc, clock_mono_ms(), &o);
+        q->in_flight--;
+        j->ep->in_flight--;
+        endpoint_cache_mark_ready(&q->cache, j->ep);
+        job_record(q, j, &o, r->response.data, r->started_at);
+        request_put(q, r);
+        finished++;
+    }
+    return finished;
+}
+
+/* A writer op of ours committed (or failed): log, learn the next wake-up, let the job go. */
+static void job_finished(struct dispatcher *q, struct job *j)
+{
+    q->outstanding_ops--;
+    if (j->phase == JOB_RECORDING) {
+        if (j->op_result == 0) {
+            log_limiter_reset(&q->lim_writer, PART, "recording attempts");
+            job_log_result(j);
+            if (j->result.status == DELIVERY_RETRYING)
+                q->next_wake_at = min64(q->next_wake_at, j->result.next_attempt_at);
+            if (j->result.disable_endpoint_reason != NULL)
+                atomic_store(&q->endpoints_dirty, true);
+        } else if (j->op_result == HOOKD_ESTALE) {
+            log_debug(PART, "%s: lease taken over meanwhile, attempt not recorded", j->dj.d.id);
+        } else {
+            log_limited(&q->lim_writer, LOG_WARN, PART, "cannot record the attempt of %s: %s (it will be retried)",
+                        j->dj.d.id, hookd_strerror(j->op_result));
+        }
+    } else if (j->op_result != 0 && j->op_result != HOOKD_ESTALE) {
+        log_limited(&q->lim_writer, LOG_WARN, PART, "cannot release %s: %s (its lease will expire)", j->dj.d.id,
+                    hookd_strerror(j->op_result));
+    }
+    job_free(q, j);
+}
+
+/* ---- claims of due retries ---------------------------------------------- */
+
+static void claim_maybe(struct dispatcher *q, int64_t now)
+{
+    int room, rc;
+
+    if (q->claim_in_flight || atomic_load(&q->stopping))
+        return;
+    room = dispatcher_room(q);
+    if (room <= 0)
+        return;
+    if (!atomic_exchange(&q->claim_wanted, false) && now < q->next_wake_at)
+        return;
+    memset(&q->claim, 0, sizeof q->claim);
+    q->claim.limit = room < CLAIM_BATCH_MAX ? room : CLAIM_BATCH_MAX;
+    q->claim.now = now;
+    q->claim.lease_until = now + q->d->cfg.lease_ms;
+    /* The claimed rows take window slots before they arrive; the unused rest is given back on return. */
+    atomic_fetch_add(&q->held, q->claim.limit);
+    rc = writer_submit(q->d->writer, op_claim, op_claim_done, q);
+    if (rc != 0) {
+        atomic_fetch_sub(&q->held, q->claim.limit);
+        log_limited(&q->lim_writer, LOG_WARN, PART, "cannot queue a claim: %s", hookd_strerror(rc));
+        q->next_wake_at = now + SAFETY_POLL_MS;
+        return;
+    }
+    q->claim_in_flight = true;
+    q->outstanding_ops++;
+    /* Completions committed from now on lower this again; the claim's answer sets the rest. */
+    q->next_wake_at = NEVER;
+}
+
+static void claim_finished(struct dispatcher *q, int64_t now)
+{
+    struct claim *c = &q->claim;
+    int got = (int)c->jobs.n;
+
+    q->claim_in_flight = false;
+    q->outstanding_ops--;
+    atomic_fetch_sub(&q->held, c->limit - got);
+    if (c->result != 0) {
+        log_limited(&q->lim_store, LOG_WARN, PART, "cannot claim due deliveries: %s", hookd_strerror(c->result));
+        /* The writer may have left rows in the list before failing; they were rolled back. */
+        atomic_fetch_sub(&q->held, got);
+        job_list_free(&c->jobs);
+        q->next_wake_at = min64(q->next_wake_at, now + SAFETY_POLL_MS);
+        return;
+    }
+    log_limiter_reset(&q->lim_store, PART, "claiming");
+    if (got > 0)
+        log_debug(PART, "claimed %d due deliveries", got);
+    if (atomic_load(&q->stopping)) {
+        atomic_fetch_sub(&q->held, got);
+        job_list_free(&c->jobs);
+        return;
+    }
+    jobs_accept(q, &c->jobs);
+    if (got == c->limit)
+        q->next_wake_at = now; /* a full batch: more may be due */
+    else if (c->next_due <= c->now)
+        q->next_wake_at = min64(q->next_wake_at, now + CLAIM_IDLE_MS); /* due, yet not ours to take */
+    else
+        q->next_wake_at = min64(q->next_wake_at, c->next_due);
+    q->next_wake_at = min64(q->next_wake_at, now + SAFETY_POLL_MS);
+}
+
+/* ---- the loop ----------------------------------------------------------- */
+
+static void inbox_drain(struct dispatcher *q, int64_t now)
+{
+    struct batch *batches;
+    struct job *finished;
+    bool claimed;
+
+    pthread_mutex_lock(&q->mu);
+    batches = q->batches;
+    finished = q->finished;
+    claimed = q->claim_finished;
+    q->batches = q->batches_tail = NULL;
+    q->finished = q->finished_tail = NULL;
+    q->claim_finished = false;
+    q->woken = false;
+    pthread_mutex_unlock(&q->mu);
+
+    while (finished != NULL) {
+        struct job *next = finished->next;
+        job_finished(q, finished);
+        finished = next;
+    }
+    if (claimed)
+        claim_finished(q, now);
+    while (batches != NULL) {
+        struct batch *next = batches->next;
+        if (atomic_load(&q->stopping)) {
+            atomic_fetch_sub(&q->held, (int)batches->jobs.n);
+            job_list_free(&batches->jobs);
+        } else {
+            jobs_accept(q, &batches->jobs);
+        }
+        free(batches);
+        batches = next;
+    }
+}
+
+static void endpoints_refresh(struct dispatcher *q, int64_t mono)
+{
+    bool dirty = atomic_exchange(&q->endpoints_dirty, false);
+    bool due = mono - q->endpoints_checked_mono >= SAFETY_POLL_MS;
+    int rc;
+
+    if (!dirty && !due)
+        return;
+    q->endpoints_checked_mono = mono;
+    rc = dirty ? endpoint_cache_reload(&q->cache) : endpoint_cache_revalidate(&q->cache);
+    if (rc != 0)
+        log_limited(&q->lim_store, LOG_WARN, PART, "cannot load endpoints: %s", hookd_strerror(rc));
+}
+
+/* Stop: no new sends; queued jobs are abandoned (their leases expire); in-flight ones get a grace period. */
+static void abandon_endpoint_queue(struct ep_state *st, void *arg)
+{
+    struct job *j;
+
+    while ((j = fifo_pop(st)) != NULL)
+        job_free(arg, j);
+}
+
+static void abandon_queued(struct dispatcher *q) { endpoint_cache_each(&q->cache, abandon_endpoint_queue, q); }
+
+static void abandon_in_flight(struct dispatcher *q)
+{
+    for (int i = 0; i < q->n_requests; i++) {
+        struct request *r = q->requests[i];
+        if (!r->active)
+            continue;
+        curl_multi_remove_handle(q->multi, r->easy);
+        struct job *j = r->owner;
+        j->ep->in_flight--;
+        q->in_flight--;
+        job_free(q, j);
+        request_put(q, r);
+    }
+}
+
+static int poll_timeout(struct dispatcher *q, int64_t now)
+{
+    int64_t t = SAFETY_POLL_MS;
+
+    if (!q->claim_in_flight && dispatcher_room(q) > 0)
+        t = min64(t, q->next_wake_at > now ? q->next_wake_at - now : 0);
+    return (int)t;
+}
+
+static void *dispatcher_main(void *arg)
+{
+    struct dispatcher *q = arg;
+    int64_t stop_deadline = 0;
+    bool leak = false;
+
+    for (;;) {
+        int64_t now = clock_now_ms(), mono = clock_mono_ms();
+        int running = 0;
+
+        inbox_drain(q, now);
+        if (atomic_load(&q->stopping)) {
+            if (stop_deadline == 0) {
+                stop_deadline = mono + STOP_GRACE_MS;
+                abandon_queued(q);
+            }
+            if (q->in_flight > 0 && mono >= stop_deadline) {
+                log_warn(PART, "abandoning %d requests in flight at stop (their leases will expire)", q->in_flight);
+                abandon_in_flight(q);
+            }
+            if (q->in_flight == 0 && q->outstanding_ops == 0)
+                break;
+            if (mono >= stop_deadline + STOP_OPS_WAIT_MS) {
+                log_error(PART, "%d writes still unanswered at stop; leaving the dispatcher's memory alone",
+                          q->outstanding_ops);
+                leak = true;
+                break;
+            }
+        } else {
+            endpoints_refresh(q, mono);
+            claim_maybe(q, now);
+            schedule(q);
+        }
+        curl_multi_perform(q->multi, &running);
+        if (transfers_finish(q) > 0 && !atomic_load(&q->stopping))
+            continue; /* slots opened: start what waits before sleeping */
+        curl_multi_poll(q->multi, NULL, 0, atomic_load(&q->stopping) ? 50 : poll_timeout(q, now), NULL);
+    }
+    return leak ? q : NULL;
+}
+
+/* ---- public ------------------------------------------------------------- */
+
+static void dispatcher_free(struct dispatcher *q)
+{
+    if (q == NULL)
+        return;
+    for (int i = 0; i < q->n_requests; i++)
+        request_free(q->requests[i]);
+    if (q->multi != NULL)
+        curl_multi_cleanup(q->multi);
+    job_table_destroy(&q->jobs);
+    endpoint_cache_destroy(&q->cache);
+    free(q->requests);
+    free(q->idle);
+    pthread_mutex_destroy(&q->mu);
+    free(q);
+    curl_global_cleanup();
+}
+
+int dispatcher_start(struct daemon *d, struct dispatcher **out)
+{
+    struct dispatcher *q = NULL;
+    int max = d->cfg.max_in_flight > 0 ? d->cfg.max_in_flight : 1;
+    int rc = HOOKD_ENOMEM;
+
+    *out = NULL;
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        return HOOKD_EIO;
+    q = calloc(1, sizeof *q);
+    if (q == NULL) {
+        curl_global_cleanup();
+        return HOOKD_ENOMEM;
+    }
+    pthread_mutex_init(&q->mu, NULL);
+    q->d = d;
+    q->max_in_flight = max;
+    q->ropt.connect_timeout_ms = d->cfg.connect_timeout_ms;
+    q->ropt.response_max = d->cfg.response_max > 0 ? (size_t)d->cfg.response_max : 0;
+    q->ropt.allow_private_networks = d->cfg.allow_private_networks;
+    random_bytes(&q->rng, sizeof q->rng);
+    q->rng |= 1; /* xorshift must not start at 0 */
+    q->requests = calloc((size_t)max, sizeof *q->requests);
+    q->idle = calloc((size_t)max, sizeof *q->idle);
+    q->multi = curl_multi_init();
+    if (q->requests == NULL || q->idle == NULL || q->multi == NULL)
+        goto fail;
+    if (curl_multi_setopt(q->multi, CURLMOPT_MAXCONNECTS, (long)max) != CURLM_OK) {
+        rc = HOOKD_EINVAL;
+        goto fail;
+    }
+    rc = job_table_init(&q->jobs, d->cfg.window > 0 ? (size_t)d->cfg.window : 1);
+    if (rc == 0)
+        rc = endpoint_cache_init(&q->cache, &d->cfg);
+    if (rc != 0)
+        goto fail;
+    rc = endpoint_cache_reload(&q->cache);
+    if (rc != 0)
+        log_warn(PART, "cannot load endpoints yet: %s", hookd_strerror(rc));
+    q->endpoints_checked_mono = clock_mono_ms();
+    q->next_wake_at = 0; /* claim at once: work left by a previous run of this node */
+    if (pthread_create(&q->thread, NULL, dispatcher_main, q) != 0) {
+        rc = HOOKD_EIO;
+        goto fail;
+    }
+    pthread_setname_np(q->thread, "hookd-dispatch");
+    *out = q;
+    return 0;
+fail:
+    dispatcher_free(q);
+    return rc;
+}
+
+void dispatcher_enqueue(struct dispatcher *q, struct job_list *jobs)
+{
+    struct batch *b;
+    bool wake;
+
+    if (jobs->n == 0) {
+        job_list_free(jobs);
+        return;
+    }
+    b = malloc(sizeof *b);
+    if (b == NULL || atomic_load(&q->stopping)) {
+        /* Dropped: the leases expire and the deliveries are claimed again. */
+        free(b);
+        job_list_free(jobs);
+        return;
+    }
+    b->jobs = *jobs;
+    b->next = NULL;
+    jobs->items = NULL;
+    jobs->n = 0;
+    atomic_fetch_add(&q->held, (int)b->jobs.n);
+    pthread_mutex_lock(&q->mu);
+    if (q->batches_tail != NULL)
+        q->batches_tail->next = b;
+    else
+        q->batches = b;
+    q->batches_tail = b;
+    wake = inbox_wake_needed(q);
+    pthread_mutex_unlock(&q->mu);
+    if (wake)
+        curl_multi_wakeup(q->multi);
+}
+
+int dispatcher_room(struct dispatcher *q) { return q->d->cfg.window - atomic_load(&q->held); }
+
+void dispatcher_wake(struct dispatcher *q)
+{
+    atomic_store(&q->claim_wanted, true);
+    curl_multi_wakeup(q->multi);
+}
+
+void dispatcher_endpoints_changed(struct dispatcher *q)
+{
+    atomic_store(&q->endpoints_dirty, true);
+    /* An endpoint enabled again has deliveries waiting in the store. */
+    atomic_store(&q->claim_wanted, true);
+    curl_multi_wakeup(q->multi);
+}
+
+void dispatcher_stop(struct dispatcher *q)
+{
+    void *leaked = NULL;
+
+    if (q == NULL)
+        return;
+    atomic_store(&q->stopping, true);
+    curl_multi_wakeup(q->multi);
+    pthread_join(q->thread, &leaked);
+    if (leaked != NULL)
+        return; /* writer callbacks may still arrive: the memory must stay valid */
+    /* Batches that arrived after the loop's last drain. */
+    inbox_drain(q, clock_now_ms());
+    dispatcher_free(q);
+}

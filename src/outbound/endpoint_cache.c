@@ -1,0 +1,271 @@
+/*
+ * Endpoint states of the dispatcher: the id hash, loading from the store, and
+ * the round-robin ring of endpoints with a job that can start.
+ */
+#include "outbound/endpoint_cache.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hookd.h"
+
+#define BUCKETS_MIN 64
+
+static uint64_t id_hash(const char *id)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+
+    for (; *id != '\0'; id++) {
+        h ^= (unsigned char)*id;
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+int endpoint_cache_init(struct endpoint_cache *c, const struct config *cfg)
+{
+    memset(c, 0, sizeof *c);
+    c->cfg = cfg;
+    c->buckets = calloc(BUCKETS_MIN, sizeof *c->buckets);
+    if (c->buckets == NULL)
+        return HOOKD_ENOMEM;
+    c->n_buckets = BUCKETS_MIN;
+    return 0;
+}
+
+static void state_free(struct ep_state *st)
+{
+    endpoint_free(&st->ep);
+    free(st);
+}
+
+void endpoint_cache_destroy(struct endpoint_cache *c)
+{
+    for (size_t i = 0; i < c->n_buckets; i++) {
+        struct ep_state *st = c->buckets[i];
+        while (st != NULL) {
+            struct ep_state *next = st->hash_next;
+            state_free(st);
+            st = next;
+        }
+    }
+    free(c->buckets);
+    store_close(c->rd);
+    memset(c, 0, sizeof *c);
+}
+
+struct ep_state *endpoint_cache_find(struct endpoint_cache *c, const char *id)
+{
+    struct ep_state *st = c->buckets[id_hash(id) & (c->n_buckets - 1)];
+
+    while (st != NULL && strcmp(st->id, id) != 0)
+        st = st->hash_next;
+    return st;
+}
+
+/* Doubles the bucket array when the states outnumber it; on allocation failure the chains just grow. */
+static void grow(struct endpoint_cache *c)
+{
+    size_t n = c->n_buckets * 2;
+    struct ep_state **b;
+
+    if (c->n_states <= c->n_buckets || (b = calloc(n, sizeof *b)) == NULL)
+        return;
+    for (size_t i = 0; i < c->n_buckets; i++) {
+        struct ep_state *st = c->buckets[i];
+        while (st != NULL) {
+            struct ep_state *next = st->hash_next;
+            size_t k = id_hash(st->id) & (n - 1);
+            st->hash_next = b[k];
+            b[k] = st;
+            st = next;
+        }
+    }
+    free(c->buckets);
+    c->buckets = b;
+    c->n_buckets = n;
+}
+
+static struct ep_state *state_add(struct endpoint_cache *c, const char *id)
+{
+    struct ep_state *st = calloc(1, sizeof *st);
+    size_t k;
+
+    if (st == NULL)
+        return NULL;
+    snprintf(st->id, sizeof st->id, "%s", id);
+    st->cap = 1;
+    st->policy = c->cfg->retry;
+    k = id_hash(st->id) & (c->n_buckets - 1);
+    st->hash_next = c->buckets[k];
+    c->buckets[k] = st;
+    c->n_states++;
+    grow(c);
+    return st;
+}
+
+struct ep_state *endpoint_cache_placeholder(struct endpoint_cache *c, const char *id)
+{
+    struct ep_state *st = endpoint_cache_find(c, id);
+    return st != NULL ? st : state_add(c, id);
+}
+
+/* Takes over src's contents (src is zeroed) and derives the policy and cap. */
+static void state_set(struct endpoint_cache *c, struct ep_state *st, struct endpoint *src)
+{
+    endpoint_free(&st->ep);
+    st->ep = *src;
+    memset(src, 0, sizeof *src);
+    st->present = true;
+    st->policy = c->cfg->retry;
+    if (st->ep.n_retry_schedule > 0) {
+        size_t n = st->ep.n_retry_schedule < RETRY_MAX_SCHEDULE ? st->ep.n_retry_schedule : RETRY_MAX_SCHEDULE;
+        memcpy(st->policy.schedule_ms, st->ep.retry_schedule_ms, n * sizeof st->policy.schedule_ms[0]);
+        st->policy.n_schedule = n;
+    }
+    st->cap = st->ep.max_in_flight > 0 ? st->ep.max_in_flight : c->cfg->endpoint_max_in_flight;
+    if (st->cap < 1)
+        st->cap = 1;
+}
+
+/* Drops states of endpoints gone from the store once no job points at them. */
+static void sweep(struct endpoint_cache *c)
+{
+    for (size_t i = 0; i < c->n_buckets; i++) {
+        struct ep_state **pp = &c->buckets[i];
+        while (*pp != NULL) {
+            struct ep_state *st = *pp;
+            if (!st->present && st->refs == 0 && !st->in_ring) {
+                *pp = st->hash_next;
+                c->n_states--;
+                state_free(st);
+            } else {
+                pp = &st->hash_next;
+            }
+        }
+    }
+}
+
+static int connection(struct endpoint_cache *c)
+{
+    if (c->rd != NULL)
+        return 0;
+    return store_open(c->cfg->store, &c->rd);
+}
+
+/* An error may mean a broken connection: start over with a new one next time. */
+static int drop_connection(struct endpoint_cache *c, int rc)
+{
+    store_close(c->rd);
+    c->rd = NULL;
+    return rc;
+}
+
+int endpoint_cache_reload(struct endpoint_cache *c)
+{
+    struct endpoint_list list = {0};
+    int64_t version = 0;
+    int rc;
+
+    rc = connection(c);
+    if (rc != 0)
+        return rc;
+    /* Version first: a change between the two reads shows up as a newer version later. */
+    rc = store_endpoint_version(c->rd, &version);
+    if (rc == 0)
+        rc = store_endpoint_list_all(c->rd, &list);
+    if (rc != 0)
+        return drop_connection(c, rc);
+    for (size_t i = 0; i < c->n_buckets; i++) {
+        for (struct ep_state *st = c->buckets[i]; st != NULL; st = st->hash_next)
+            st->seen = false;
+    }
+    for (size_t i = 0; i < list.n; i++) {
+        struct ep_state *st = endpoint_cache_placeholder(c, list.items[i].id);
+        if (st == NULL) {
+            rc = HOOKD_ENOMEM;
+            break;
+        }
+        state_set(c, st, &list.items[i]);
+        st->seen = true;
+    }
+    endpoint_list_free(&list);
+    if (rc != 0)
+        return rc; /* partial: states not reached keep their old settings */
+    for (size_t i = 0; i < c->n_buckets; i++) {
+        for (struct ep_state *st = c->buckets[i]; st != NULL; st = st->hash_next) {
+            if (!st->seen && st->present) {
+                st->present = false;
+                endpoint_free(&st->ep);
+                memset(&st->ep, 0, sizeof st->ep);
+            }
+            /* A disabled or deleted endpoint with queued jobs must come up to release them. */
+            endpoint_cache_mark_ready(c, st);
+        }
+    }
+    sweep(c);
+    c->version = version;
+    c->loaded = true;
+    return 0;
+}
+
+int endpoint_cache_revalidate(struct endpoint_cache *c)
+{
+    int64_t version = 0;
+    int rc = connection(c);
+
+    if (rc != 0)
+        return rc;
+    rc = store_endpoint_version(c->rd, &version);
+    if (rc != 0)
+        return drop_connection(c, rc);
+    if (c->loaded && version == c->version)
+        return 0;
+    return endpoint_cache_reload(c);
+}
+
+static bool can_start(const struct ep_state *st)
+{
+    if (st->queued == 0)
+        return false;
+    return !st->present || !st->ep.enabled || st->in_flight < st->cap;
+}
+
+void endpoint_cache_mark_ready(struct endpoint_cache *c, struct ep_state *st)
+{
+    if (st->in_ring || !can_start(st))
+        return;
+    st->in_ring = true;
+    st->ring_next = NULL;
+    if (c->ring_tail != NULL)
+        c->ring_tail->ring_next = st;
+    else
+        c->ring_head = st;
+    c->ring_tail = st;
+}
+
+struct ep_state *endpoint_cache_next_ready(struct endpoint_cache *c)
+{
+    struct ep_state *st;
+
+    /* Entries go stale when their jobs left meanwhile; they are dropped here. */
+    while ((st = c->ring_head) != NULL) {
+        c->ring_head = st->ring_next;
+        if (c->ring_head == NULL)
+            c->ring_tail = NULL;
+        st->in_ring = false;
+        st->ring_next = NULL;
+        if (can_start(st))
+            return st;
+    }
+    return NULL;
+}
+
+void endpoint_cache_each(struct endpoint_cache *c, void (*fn)(struct ep_state *st, void *arg), void *arg)
+{
+    for (size_t i = 0; i < c->n_buckets; i++) {
+        for (struct ep_state *st = c->buckets[i]; st != NULL; st = st->hash_next)
+            fn(st, arg);
+    }
+}

@@ -1,0 +1,64 @@
+/*
+ * The dispatcher's view of endpoints (private to the dispatcher thread): a
+ * hash of id → per-endpoint state (settings copy, retry policy, in-flight
+ * count, FIFO of ready jobs), loaded from the store on its own read
+ * connection, plus a round-robin ring of endpoints that can start a job now.
+ * Ordering modes, rate limits and the breaker hang off struct ep_state.
+ *
+ *   endpoint_cache_init/destroy     own the read connection and the states
+ *   endpoint_cache_reload           load every endpoint (states of deleted ones stay while jobs refer to them)
+ *   endpoint_cache_revalidate       reload only when store_endpoint_version moved
+ *   endpoint_cache_find             state by endpoint id, or NULL
+ *   endpoint_cache_placeholder      a state for an id the store does not have (its jobs get released)
+ *   endpoint_cache_mark_ready       put a state in the ring if it can start (or must release) a job
+ *   endpoint_cache_next_ready       take the next such state out of the ring
+ *   endpoint_cache_each             visit every state
+ */
+#ifndef HOOKD_OUTBOUND_ENDPOINT_CACHE_H
+#define HOOKD_OUTBOUND_ENDPOINT_CACHE_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "core/retry.h"
+#include "store/store.h"
+
+struct job; /* the dispatcher's; the cache only holds the FIFO ends */
+
+struct ep_state {
+    char id[HOOKD_ID_MAX];
+    struct endpoint ep;         /* meaningful when present */
+    bool present;               /* false: deleted, or never seen in the store */
+    struct retry_policy policy; /* the endpoint's schedule over the global policy */
+    int cap;                    /* in-flight cap */
+    int in_flight;
+    struct job *head, *tail;    /* ready jobs, FIFO (linked through the dispatcher's job) */
+    size_t queued;
+    int refs;                   /* jobs that point here */
+    bool in_ring;
+    bool seen;                  /* reload bookkeeping */
+    struct ep_state *ring_next;
+    struct ep_state *hash_next;
+};
+
+struct endpoint_cache {
+    const struct config *cfg;
+    struct store *rd; /* opened lazily, reopened after errors */
+    struct ep_state **buckets;
+    size_t n_buckets, n_states;
+    struct ep_state *ring_head, *ring_tail;
+    int64_t version;
+    bool loaded;
+};
+
+__attribute__((warn_unused_result)) int endpoint_cache_init(struct endpoint_cache *c, const struct config *cfg);
+void endpoint_cache_destroy(struct endpoint_cache *c); /* every FIFO must be empty */
+__attribute__((warn_unused_result)) int endpoint_cache_reload(struct endpoint_cache *c);
+__attribute__((warn_unused_result)) int endpoint_cache_revalidate(struct endpoint_cache *c);
+struct ep_state *endpoint_cache_find(struct endpoint_cache *c, const char *id);
+struct ep_state *endpoint_cache_placeholder(struct endpoint_cache *c, const char *id);
+void endpoint_cache_mark_ready(struct endpoint_cache *c, struct ep_state *st);
+struct ep_state *endpoint_cache_next_ready(struct endpoint_cache *c);
+void endpoint_cache_each(struct endpoint_cache *c, void (*fn)(struct ep_state *st, void *arg), void *arg);
+#endif

@@ -1,0 +1,452 @@
+/*
+ * The relay thread: notices committed outbox rows (in-process wake-ups, the
+ * store's cheap change check, a slow safety poll) and, while the dispatcher
+ * has room, fans them out into leased deliveries with one writer op at a time.
+ */
+#include "outbound/relay.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/clock.h"
+#include "core/filter.h"
+#include "core/ids.h"
+#include "daemon.h"
+#include "log.h"
+#include "outbound/dispatcher.h"
+#include "store/store.h"
+#include "store/writer.h"
+
+#define PART "relay"
+#define TURN_MS 2             /* longest sleep between change checks */
+#define SAFETY_POLL_MS 1000   /* re-check the outbox even without any signal */
+#define FANOUT_BATCH_MAX 256  /* events per writer op */
+#define ROUNDS_PER_TURN 64    /* full batches in a row before the next change check */
+#define BACKOFF_MIN_MS 10
+#define BACKOFF_MAX_MS 1000
+
+struct relay {
+    struct daemon *d;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t wake_cv; /* relay_wake, relay_stop */
+    pthread_cond_t op_cv;   /* the fan-out op finished */
+    bool wake;
+    atomic_bool stop;
+
+    /* The one fan-out op in flight: set up by the relay thread, filled on the
+     * writer thread, read back after op_done (all under mu's happens-before). */
+    bool op_done;
+    int op_result;
+    int op_limit;
+    size_t op_fetched;
+    struct job_list op_jobs;
+    size_t op_jobs_cap;
+
+    /* Writer thread only (inside the op): endpoints, reloaded when their version moves. */
+    struct endpoint_list eps;
+    int64_t eps_version;
+    bool eps_loaded;
+
+    /* Relay thread only. */
+    struct store *rd;
+    struct log_limiter lim;
+    int64_t backoff_ms, retry_at_mono;
+};
+
+/* ---- the fan-out op (writer thread) -------------------------------------- */
+
+static int endpoints_current(struct relay *r, struct store *s)
+{
+    int64_t version = 0;
+    int rc = store_endpoint_version(s, &version);
+
+    if (rc != 0)
+        return rc;
+    if (r->eps_loaded && version == r->eps_version)
+        return 0;
+    endpoint_list_free(&r->eps);
+    r->eps_loaded = false;
+    rc = store_endpoint_list_all(s, &r->eps);
+    if (rc != 0)
+        return rc;
+    r->eps_version = version;
+    r->eps_loaded = true;
+    return 0;
+}
+
+static bool endpoint_wants(const struct endpoint *ep, const struct event *ev)
+{
+    if (ep->account != NULL && (ev->account == NULL || strcmp(ep->account, ev->account) != 0))
+        return false;
+    return event_type_matches_any((const char *const *)ep->event_types, ep->n_event_types, ev->type);
+}
+
+static bool payload_is_json(const char *payload)
+{
+    json_t *v;
+
+    if (payload == NULL)
+        return false;
+    v = json_loads(payload, JSON_DECODE_ANY, NULL);
+    if (v == NULL)
+        return false;
+    json_decref(v);
+    return true;
+}
+
+static char *dup_or_null(const char *s, bool *ok)
+{
+    char *p;
+
+    if (s == NULL)
+        return NULL;
+    p = strdup(s);
+    if (p == NULL)
+        *ok = false;
+    return p;
+}
+
+/* What the dispatcher needs of the event: everything but the idempotency key. */
+static int event_dup(struct event *dst, const struct event *src)
+{
+    bool ok = true;
+
+    *dst = *src;
+    dst->idempotency_key = NULL;
+    dst->type = dup_or_null(src->type, &ok);
+    dst->account = dup_or_null(src->account, &ok);
+    dst->resource_type = dup_or_null(src->resource_type, &ok);
+    dst->resource_id = dup_or_null(src->resource_id, &ok);
+    dst->payload = dup_or_null(src->payload, &ok);
+    if (!ok) {
+        event_free(dst);
+        return HOOKD_ENOMEM;
+    }
+    return 0;
+}
+
+/* Appends a job for the just-inserted pending delivery d (strings borrowed; copied here). */
+static int job_add(struct relay *r, const struct delivery *d, const struct event *ev)
+{
+    struct delivery_job *j;
+    bool ok = true;
+
+    if (r->op_jobs.n == r->op_jobs_cap) {
+        size_t cap = r->op_jobs_cap == 0 ? 64 : r->op_jobs_cap * 2;
+        struct delivery_job *grown = realloc(r->op_jobs.items, cap * sizeof *grown);
+        if (grown == NULL)
+            return HOOKD_ENOMEM;
+        r->op_jobs.items = grown;
+        r->op_jobs_cap = cap;
+    }
+    j = &r->op_jobs.items[r->op_jobs.n];
+    memset(j, 0, sizeof *j);
+    j->d = *d;
+    j->d.account = dup_or_null(d->account, &ok);
+    j->d.lease_owner = dup_or_null(d->lease_owner, &ok);
+    j->d.last_error = NULL;
+    if (!ok || event_dup(&j->ev, ev) != 0) {
+        delivery_job_free(j);
+        return HOOKD_ENOMEM;
+    }
+    r->op_jobs.n++;
+    return 0;
+}
+
+/* One delivery of ev to ep: skipped (disabled), dead (payload not JSON), or pending and leased to us. */
+static int fan_out_one(struct relay *r, struct store *s, const struct event *ev, const struct endpoint *ep,
+                       bool valid_json, int64_t now)
+{
+    struct delivery d;
+    int rc;
+
+    memset(&d, 0, sizeof d);
+    id_new(d.id, "dlv_");
+    snprintf(d.event_id, sizeof d.event_id, "%s", ev->id);
+    snprintf(d.endpoint_id, sizeof d.endpoint_id, "%s", ep->id);
+    d.account = ev->account; /* borrowed: d is never freed */
+    d.created_at = now;
+    if (!ep->enabled) {
+        d.status = DELIVERY_SKIPPED;
+    } else if (!valid_json) {
+        d.status = DELIVERY_DEAD;
+        d.last_error = "payload is not valid JSON";
+    } else {
+        d.status = DELIVERY_PENDING;
+        d.next_attempt_at = now;
+        d.lease_owner = r->d->node;
+        d.lease_until = now + r->d->cfg.lease_ms;
+        d.lease_token = 1;
+    }
+    rc = store_delivery_insert(s, &d);
+    /* Present already: a fan-out that crashed before marking the row did it; the claim path owns it. */
+    if (rc == HOOKD_EEXISTS || (rc == 0 && d.status != DELIVERY_PENDING))
+        return 0;
+    if (rc != 0)
+        return rc;
+    return job_add(r, &d, ev);
+}
+
+static int op_fanout(struct store *s, void *arg)
+{
+    struct relay *r = arg;
+    struct event_list evs = {0};
+    int64_t now = clock_now_ms();
+    int64_t *seqs = NULL;
+    int rc;
+
+    r->op_fetched = 0;
+    rc = store_outbox_fetch(s, r->op_limit, &evs);
+    if (rc != 0 || evs.n == 0)
+        goto out;
+    r->op_fetched = evs.n;
+    rc = endpoints_current(r, s);
+    if (rc != 0)
+        goto out;
+    seqs = malloc(evs.n * sizeof *seqs);
+    if (seqs == NULL) {
+        rc = HOOKD_ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < evs.n; i++) {
+        const struct event *ev = &evs.items[i];
+        bool valid = payload_is_json(ev->payload);
+
+        seqs[i] = ev->seq;
+        for (size_t k = 0; k < r->eps.n; k++) {
+            if (!endpoint_wants(&r->eps.items[k], ev))
+                continue;
+            rc = fan_out_one(r, s, ev, &r->eps.items[k], valid, now);
+            if (rc != 0)
+                goto out;
+        }
+    }
+    rc = store_outbox_mark_dispatched(s, seqs, evs.n, now);
+out:
+    free(seqs);
+    event_list_free(&evs);
+    return rc;
+}
+
+/* After the commit: the deliveries exist, so the dispatcher may send them. On failure they were rolled back. */
+static void op_fanout_done(void *arg, int result)
+{
+    struct relay *r = arg;
+
+    if (result == 0 && r->op_jobs.n > 0)
+        dispatcher_enqueue(r->d->dispatcher, &r->op_jobs);
+    job_list_free(&r->op_jobs);
+    r->op_jobs_cap = 0;
+    pthread_mutex_lock(&r->mu);
+    r->op_result = result;
+    r->op_done = true;
+    pthread_cond_signal(&r->op_cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* ---- the relay thread ---------------------------------------------------- */
+
+/* Runs one fan-out op and waits for its commit; the writer always answers once it accepted the op. */
+static int fan_out_batch(struct relay *r, int limit, size_t *fetched)
+{
+    int rc;
+
+    pthread_mutex_lock(&r->mu);
+    r->op_done = false;
+    r->op_limit = limit;
+    r->op_fetched = 0;
+    pthread_mutex_unlock(&r->mu);
+    rc = writer_submit(r->d->writer, op_fanout, op_fanout_done, r);
+    if (rc != 0)
+        return rc;
+    pthread_mutex_lock(&r->mu);
+    while (!r->op_done)
+        pthread_cond_wait(&r->op_cv, &r->mu);
+    rc = r->op_result;
+    *fetched = r->op_fetched;
+    pthread_mutex_unlock(&r->mu);
+    return rc;
+}
+
+static void backoff(struct relay *r, const char *what, int rc)
+{
+    log_limited(&r->lim, LOG_WARN, PART, "%s: %s", what, hookd_strerror(rc));
+    r->backoff_ms = r->backoff_ms == 0 ? BACKOFF_MIN_MS : r->backoff_ms * 2;
+    if (r->backoff_ms > BACKOFF_MAX_MS)
+        r->backoff_ms = BACKOFF_MAX_MS;
+    r->retry_at_mono = clock_mono_ms() + r->backoff_ms;
+}
+
+static void recovered(struct relay *r)
+{
+    if (r->backoff_ms != 0)
+        log_limiter_reset(&r->lim, PART, "fan-out");
+    r->backoff_ms = 0;
+}
+
+/*
+ * Fans out while undispatched rows exist and the dispatcher has room. Returns
+ * true when rows are left that must be looked at again without a new signal
+ * (no room, an error, or the round limit).
+ */
+static bool fan_out_pending(struct relay *r)
+{
+    for (int round = 0; round < ROUNDS_PER_TURN && !atomic_load(&r->stop); round++) {
+        bool any = false;
+        size_t fetched = 0;
+        int room, limit, rc;
+
+        rc = r->rd != NULL ? 0 : store_open(r->d->cfg.store, &r->rd);
+        if (rc == 0)
+            rc = store_outbox_pending(r->rd, &any);
+        if (rc != 0) {
+            store_close(r->rd);
+            r->rd = NULL;
+            backoff(r, "cannot check the outbox", rc);
+            return true;
+        }
+        if (!any)
+            return false;
+        room = dispatcher_room(r->d->dispatcher);
+        if (room <= 0)
+            return true;
+        limit = room < FANOUT_BATCH_MAX ? room : FANOUT_BATCH_MAX;
+        rc = fan_out_batch(r, limit, &fetched);
+        if (rc == HOOKD_EUNAVAIL)
+            return false; /* the writer is stopping, and so are we */
+        if (rc != 0) {
+            backoff(r, "fan-out failed", rc);
+            return true;
+        }
+        recovered(r);
+        if (fetched > 0)
+            log_debug(PART, "fanned out %zu events", fetched);
+        /* Fewer than asked: the rest (if any) is someone else's or not committed yet. */
+        if ((int)fetched < limit)
+            return false;
+    }
+    return true;
+}
+
+/* Waits up to TURN_MS for a wake-up; returns false when stopping. */
+static bool wait_turn(struct relay *r, bool *woken)
+{
+    struct timespec until;
+    bool stop;
+
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += TURN_MS * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&r->mu);
+    if (!r->wake && !atomic_load(&r->stop))
+        pthread_cond_timedwait(&r->wake_cv, &r->mu, &until);
+    *woken = r->wake;
+    r->wake = false;
+    stop = atomic_load(&r->stop);
+    pthread_mutex_unlock(&r->mu);
+    return !stop;
+}
+
+static void *relay_main(void *arg)
+{
+    struct relay *r = arg;
+    bool backlog = true; /* look at once: rows may have been left by a previous run */
+    int64_t polled_at = clock_mono_ms();
+    bool woken = false;
+
+    while (wait_turn(r, &woken)) {
+        int64_t mono = clock_mono_ms();
+        bool look = woken || backlog, changed = false;
+
+        /* Every commit anywhere (ours included) moves the data version; outbox_pending then filters cheaply. */
+        if (r->rd != NULL && store_changed(r->rd, &changed) == 0 && changed)
+            look = true;
+        if (mono - polled_at >= SAFETY_POLL_MS) {
+            polled_at = mono;
+            look = true;
+        }
+        if (!look || mono < r->retry_at_mono) {
+            backlog = backlog || look;
+            continue;
+        }
+        backlog = fan_out_pending(r);
+    }
+    return NULL;
+}
+
+/* ---- public --------------------------------------------------------------- */
+
+static void relay_free(struct relay *r)
+{
+    endpoint_list_free(&r->eps);
+    job_list_free(&r->op_jobs);
+    store_close(r->rd);
+    pthread_cond_destroy(&r->wake_cv);
+    pthread_cond_destroy(&r->op_cv);
+    pthread_mutex_destroy(&r->mu);
+    free(r);
+}
+
+int relay_start(struct daemon *d, struct relay **out)
+{
+    struct relay *r = calloc(1, sizeof *r);
+    pthread_condattr_t attr;
+    int rc;
+
+    *out = NULL;
+    if (r == NULL)
+        return HOOKD_ENOMEM;
+    r->d = d;
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->wake_cv, &attr);
+    pthread_condattr_destroy(&attr);
+    pthread_cond_init(&r->op_cv, NULL);
+    /* The change check needs a connection from the start, or the first commits would go unnoticed. */
+    rc = store_open(d->cfg.store, &r->rd);
+    if (rc != 0)
+        goto fail;
+    if (pthread_create(&r->thread, NULL, relay_main, r) != 0) {
+        rc = HOOKD_EIO;
+        goto fail;
+    }
+    pthread_setname_np(r->thread, "hookd-relay");
+    *out = r;
+    return 0;
+fail:
+    relay_free(r);
+    return rc;
+}
+
+void relay_wake(struct relay *r)
+{
+    if (r == NULL)
+        return;
+    pthread_mutex_lock(&r->mu);
+    r->wake = true;
+    pthread_cond_signal(&r->wake_cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+void relay_stop(struct relay *r)
+{
+    if (r == NULL)
+        return;
+    pthread_mutex_lock(&r->mu);
+    atomic_store(&r->stop, true);
+    pthread_cond_signal(&r->wake_cv);
+    pthread_mutex_unlock(&r->mu);
+    pthread_join(r->thread, NULL);
+    relay_free(r);
+}
