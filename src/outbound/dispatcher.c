@@ -195,13 +195,19 @@ static void op_claim_done(void *arg, int result)
         curl_multi_wakeup(q->multi);
 }
 
-/* Queues fn for j; on refusal (the writer is stopping) the job is dropped and its lease left to expire. */
+/*
+ * Queues fn for j; on refusal (the writer is stopping) the job is dropped and
+ * its lease left to expire. Attempt results are deferred: they wait a few
+ * milliseconds for company in the writer, so at low rates they share the
+ * fan-out's commit instead of adding one fsync (and one write-lock hold, which
+ * the application's own commits would queue behind) per delivery.
+ */
 static void job_submit(struct dispatcher *q, struct job *j, write_fn fn, enum job_phase phase)
 {
     int rc;
 
     j->phase = phase;
-    rc = writer_submit(q->d->writer, fn, op_job_done, j);
+    rc = writer_submit_deferred(q->d->writer, fn, op_job_done, j);
     if (rc != 0) {
         log_limited(&q->lim_writer, LOG_WARN, PART, "cannot queue a write for %s: %s (its lease will expire)",
                     j->dj.d.id, hookd_strerror(rc));

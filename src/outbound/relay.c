@@ -1,7 +1,16 @@
 /*
  * The relay thread: notices committed outbox rows (in-process wake-ups, the
  * store's cheap change check, a slow safety poll) and, while the dispatcher
- * has room, fans them out into leased deliveries with one writer op at a time.
+ * has room, fans them out into deliveries leased to this node.
+ *
+ * Two ways, by store:
+ *  - shared stores (several nodes): one writer op claims the rows, inserts the
+ *    deliveries and marks the rows; the dispatcher gets them after the commit.
+ *  - single-node stores (SQLite): the rows are read, the deliveries handed to
+ *    the dispatcher at once, and their recording follows in a deferred writer
+ *    op. No other node can fan out the same rows, a crash before the record
+ *    commits only means the rows are fanned out (and sent) again with the same
+ *    webhook-id, and the fan-out's fsync leaves the commit→arrival path.
  */
 #include "outbound/relay.h"
 
@@ -24,7 +33,7 @@
 #include "store/writer.h"
 
 #define PART "relay"
-#define TURN_MS 2             /* longest sleep between change checks */
+#define TURN_MS 1             /* longest sleep between change checks: half of it is commit→fan-out latency */
 #define SAFETY_POLL_MS 1000   /* re-check the outbox even without any signal */
 #define FANOUT_BATCH_MAX 256  /* events per writer op */
 #define ROUNDS_PER_TURN 64    /* full batches in a row before the next change check */
@@ -53,6 +62,11 @@ struct relay {
     struct endpoint_list eps;
     int64_t eps_version;
     bool eps_loaded;
+
+    /* Single-node hand-off: rows up to handed_seq went to the dispatcher; a
+     * failed record makes the writer thread ask (under mu) to look again from rewind_to. */
+    int64_t handed_seq;
+    int64_t rewind_to; /* -1: none */
 
     /* Relay thread only. */
     struct store *rd;
@@ -160,12 +174,12 @@ static int job_add(struct relay *r, const struct delivery *d, const struct event
     return 0;
 }
 
-/* One delivery of ev to ep: skipped (disabled), dead (payload not JSON), or pending and leased to us. */
-static int fan_out_one(struct relay *r, struct store *s, const struct event *ev, const struct endpoint *ep,
-                       bool valid_json, int64_t now)
+/* One delivery of ev to ep: skipped (disabled), dead (payload not JSON), or
+ * pending and leased to us. Strings are borrowed from ev and the daemon. */
+static void delivery_plan(struct relay *r, const struct event *ev, const struct endpoint *ep, bool valid_json,
+                          int64_t now, struct delivery *out)
 {
     struct delivery d;
-    int rc;
 
     memset(&d, 0, sizeof d);
     id_new(d.id, "dlv_");
@@ -185,6 +199,16 @@ static int fan_out_one(struct relay *r, struct store *s, const struct event *ev,
         d.lease_until = now + r->d->cfg.lease_ms;
         d.lease_token = 1;
     }
+    *out = d;
+}
+
+static int fan_out_one(struct relay *r, struct store *s, const struct event *ev, const struct endpoint *ep,
+                       bool valid_json, int64_t now)
+{
+    struct delivery d;
+    int rc;
+
+    delivery_plan(r, ev, ep, valid_json, now, &d);
     rc = store_delivery_insert(s, &d);
     /* Present already: a fan-out that crashed before marking the row did it; the claim path owns it. */
     if (rc == HOOKD_EEXISTS || (rc == 0 && d.status != DELIVERY_PENDING))
@@ -203,7 +227,7 @@ static int op_fanout(struct store *s, void *arg)
     int rc;
 
     r->op_fetched = 0;
-    rc = store_outbox_fetch(s, r->op_limit, &evs);
+    rc = store_outbox_fetch(s, 0, r->op_limit, &evs);
     if (rc != 0 || evs.n == 0)
         goto out;
     r->op_fetched = evs.n;
@@ -249,6 +273,138 @@ static void op_fanout_done(void *arg, int result)
     r->op_done = true;
     pthread_cond_signal(&r->op_cv);
     pthread_mutex_unlock(&r->mu);
+}
+
+/* ---- single-node hand-off ------------------------------------------------ */
+
+/* A fan-out already handed to the dispatcher, to be recorded by the writer. */
+struct handoff {
+    struct relay *r;
+    struct event_list evs;    /* owns what ds borrow */
+    struct delivery *ds;
+    size_t n_ds;
+    int64_t *seqs;
+    int64_t now;
+};
+
+static void handoff_free(struct handoff *h)
+{
+    event_list_free(&h->evs);
+    free(h->ds);
+    free(h->seqs);
+    free(h);
+}
+
+static int op_record_handoff(struct store *s, void *arg)
+{
+    struct handoff *h = arg;
+    int rc = 0;
+
+    for (size_t i = 0; i < h->n_ds && rc == 0; i++) {
+        rc = store_delivery_insert(s, &h->ds[i]);
+        if (rc == HOOKD_EEXISTS)
+            rc = 0; /* recorded by an earlier run; the send that follows is a harmless repeat */
+    }
+    if (rc == 0)
+        rc = store_outbox_mark_dispatched(s, h->seqs, h->evs.n, h->now);
+    return rc;
+}
+
+/* After the commit. On failure the rows stay undispatched: the relay reads them again (repeats share webhook-ids). */
+static void op_record_handoff_done(void *arg, int result)
+{
+    struct handoff *h = arg;
+    struct relay *r = h->r;
+
+    if (result != 0) {
+        int64_t from = h->seqs[0] - 1;
+        log_warn(PART, "recording a fan-out of %zu events failed (%s); they will be fanned out again",
+                 h->evs.n, hookd_strerror(result));
+        pthread_mutex_lock(&r->mu);
+        if (r->rewind_to < 0 || from < r->rewind_to)
+            r->rewind_to = from;
+        pthread_mutex_unlock(&r->mu);
+    }
+    handoff_free(h);
+}
+
+/*
+ * Reads up to limit rows after handed_seq on the relay's own connection, hands
+ * the pending deliveries to the dispatcher, and queues their recording. The
+ * record op is queued before the jobs reach the dispatcher, so every attempt
+ * result (queued later on the same FIFO writer) finds its delivery row.
+ */
+static int hand_off_batch(struct relay *r, int limit, size_t *fetched)
+{
+    struct handoff *h = calloc(1, sizeof *h);
+    size_t cap = 0;
+    int rc;
+
+    *fetched = 0;
+    if (h == NULL)
+        return HOOKD_ENOMEM;
+    h->r = r;
+    h->now = clock_now_ms();
+    pthread_mutex_lock(&r->mu);
+    if (r->rewind_to >= 0 && r->rewind_to < r->handed_seq)
+        r->handed_seq = r->rewind_to;
+    r->rewind_to = -1;
+    pthread_mutex_unlock(&r->mu);
+    rc = store_outbox_fetch(r->rd, r->handed_seq, limit, &h->evs);
+    if (rc != 0 || h->evs.n == 0)
+        goto fail;
+    rc = endpoints_current(r, r->rd);
+    if (rc != 0)
+        goto fail;
+    h->seqs = malloc(h->evs.n * sizeof *h->seqs);
+    if (h->seqs == NULL) {
+        rc = HOOKD_ENOMEM;
+        goto fail;
+    }
+    for (size_t i = 0; i < h->evs.n; i++) {
+        const struct event *ev = &h->evs.items[i];
+        bool valid = payload_is_json(ev->payload);
+
+        h->seqs[i] = ev->seq;
+        for (size_t k = 0; k < r->eps.n; k++) {
+            if (!endpoint_wants(&r->eps.items[k], ev))
+                continue;
+            if (h->n_ds == cap) {
+                struct delivery *grown;
+                cap = cap == 0 ? 64 : cap * 2;
+                grown = realloc(h->ds, cap * sizeof *grown);
+                if (grown == NULL) {
+                    rc = HOOKD_ENOMEM;
+                    goto fail;
+                }
+                h->ds = grown;
+            }
+            delivery_plan(r, ev, &r->eps.items[k], valid, h->now, &h->ds[h->n_ds]);
+            if (h->ds[h->n_ds].status == DELIVERY_PENDING) {
+                rc = job_add(r, &h->ds[h->n_ds], ev);
+                if (rc != 0)
+                    goto fail;
+            }
+            h->n_ds++;
+        }
+    }
+    *fetched = h->evs.n;
+    r->handed_seq = h->seqs[h->evs.n - 1];
+    rc = writer_submit_deferred(r->d->writer, op_record_handoff, op_record_handoff_done, h);
+    if (rc != 0) {
+        r->handed_seq = h->seqs[0] - 1;
+        goto fail;
+    }
+    if (r->op_jobs.n > 0)
+        dispatcher_enqueue(r->d->dispatcher, &r->op_jobs);
+    job_list_free(&r->op_jobs);
+    r->op_jobs_cap = 0;
+    return 0;
+fail:
+    job_list_free(&r->op_jobs);
+    r->op_jobs_cap = 0;
+    handoff_free(h);
+    return rc;
 }
 
 /* ---- the relay thread ---------------------------------------------------- */
@@ -318,7 +474,10 @@ static bool fan_out_pending(struct relay *r)
         if (room <= 0)
             return true;
         limit = room < FANOUT_BATCH_MAX ? room : FANOUT_BATCH_MAX;
-        rc = fan_out_batch(r, limit, &fetched);
+        if (store_backend(r->rd)->single_node)
+            rc = hand_off_batch(r, limit, &fetched);
+        else
+            rc = fan_out_batch(r, limit, &fetched);
         if (rc == HOOKD_EUNAVAIL)
             return false; /* the writer is stopping, and so are we */
         if (rc != 0) {
@@ -407,6 +566,7 @@ int relay_start(struct daemon *d, struct relay **out)
     if (r == NULL)
         return HOOKD_ENOMEM;
     r->d = d;
+    r->rewind_to = -1;
     pthread_mutex_init(&r->mu, NULL);
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);

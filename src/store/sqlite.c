@@ -462,6 +462,7 @@ static int sqlite_meta_set(struct store *s, const char *key, const char *value)
 const struct store_ops store_sqlite_ops = {
     .version = STORE_OPS_VERSION,
     .name = "sqlite",
+    .single_node = true,
     .handles = sqlite_handles,
     .open = sqlite_open,
     .close = sqlite_close,

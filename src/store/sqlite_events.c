@@ -202,12 +202,12 @@ int sqlite_event_list(struct store *s, const struct event_filter *f, struct even
     return event_rows(s, st, limit, out);
 }
 
-int sqlite_outbox_fetch(struct store *s, int limit, struct event_list *out)
+int sqlite_outbox_fetch(struct store *s, int64_t after_seq, int limit, struct event_list *out)
 {
     sqlite3_stmt *st;
     int result = sq_stmt(s, SQ_OUTBOX_FETCH,
                          "SELECT " SQ_EVENT_COLUMNS " FROM hookd_outbox o"
-                         " WHERE o.dispatched_at IS NULL ORDER BY o.seq LIMIT ?1",
+                         " WHERE o.dispatched_at IS NULL AND o.seq > ?2 ORDER BY o.seq LIMIT ?1",
                          &st);
 
     out->items = NULL;
@@ -216,6 +216,7 @@ int sqlite_outbox_fetch(struct store *s, int limit, struct event_list *out)
         return result;
     limit = sq_list_limit(limit);
     sqlite3_bind_int(st, 1, limit);
+    sqlite3_bind_int64(st, 2, after_seq);
     return event_rows(s, st, limit, out);
 }
 

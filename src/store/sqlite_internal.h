@@ -123,7 +123,7 @@ void sq_sql_add(struct sq_sql *q, const char *part);
 int sqlite_event_insert(struct store *s, struct event *ev, struct event *existing);
 int sqlite_event_get(struct store *s, const char *id, struct event *out);
 int sqlite_event_list(struct store *s, const struct event_filter *f, struct event_list *out);
-int sqlite_outbox_fetch(struct store *s, int limit, struct event_list *out);
+int sqlite_outbox_fetch(struct store *s, int64_t after_seq, int limit, struct event_list *out);
 int sqlite_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n, int64_t at);
 int sqlite_outbox_pending(struct store *s, bool *any);
 /* Reads the EVENT_COLUMNS starting at column first. */

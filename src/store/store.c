@@ -16,7 +16,7 @@
 /* Every backend's `struct store` begins with its `const struct store_ops *`. */
 static const struct store_ops *const backends[] = {
     &store_sqlite_ops,
-    /* &store_postgres_ops, once it exists */
+    &store_postgres_ops,
 };
 
 #define N_BACKENDS (sizeof backends / sizeof backends[0])
@@ -125,7 +125,10 @@ int store_event_list(struct store *s, const struct event_filter *f, struct event
     STORE_CALL(s, event_list, f, out);
 }
 
-int store_outbox_fetch(struct store *s, int limit, struct event_list *out) { STORE_CALL(s, outbox_fetch, limit, out); }
+int store_outbox_fetch(struct store *s, int64_t after_seq, int limit, struct event_list *out)
+{
+    STORE_CALL(s, outbox_fetch, after_seq, limit, out);
+}
 
 int store_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n, int64_t at)
 {
@@ -154,9 +157,9 @@ int store_endpoint_version(struct store *s, int64_t *version) { STORE_CALL(s, en
 int store_delivery_insert(struct store *s, const struct delivery *d) { STORE_CALL(s, delivery_insert, d); }
 
 int store_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
-                             struct job_list *out)
+                             int default_cap, struct job_list *out)
 {
-    STORE_CALL(s, delivery_claim_due, node, now, lease_until, limit, out);
+    STORE_CALL(s, delivery_claim_due, node, now, lease_until, limit, default_cap, out);
 }
 
 int store_delivery_next_due(struct store *s, int64_t *at) { STORE_CALL(s, delivery_next_due, at); }

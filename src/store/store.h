@@ -17,12 +17,12 @@
  *   meta_get/meta_set     small key/value settings (hookd_meta)
  *   event_insert          outbox insert with optional idempotency key
  *   event_get/event_list  read events
- *   outbox_fetch          undispatched outbox rows, oldest first (claims them on postgres)
+ *   outbox_fetch          undispatched outbox rows after a seq, oldest first (claims them on postgres)
  *   outbox_mark_dispatched  set dispatched_at for fanned-out rows
  *   outbox_pending        is there any undispatched row (cheap)
  *   endpoint_*            CRUD on hookd_endpoints
  *   delivery_insert       one delivery per (event, endpoint); EEXISTS if present
- *   delivery_claim_due    lease due deliveries to a node, bump fencing token
+ *   delivery_claim_due    lease due deliveries to a node within per-endpoint in-flight caps, bump fencing token
  *   delivery_next_due     earliest next_attempt_at of unleased due-able rows
  *   delivery_complete     fenced: record an attempt and the delivery's new state
  *   delivery_release      fenced: drop one lease without an attempt (endpoint disabled meanwhile)
@@ -204,6 +204,10 @@ struct store;
 struct store_ops {
     int version; /* STORE_OPS_VERSION */
     const char *name;
+    /* True when at most one hookd process can use the store (SQLite's single
+     * writer): the relay may then hand events to the dispatcher before their
+     * fan-out commits, because no other node can fan out the same rows. */
+    bool single_node;
     bool (*handles)(const char *dsn);
 
     int (*open)(const char *dsn, struct store **out);
@@ -227,7 +231,7 @@ struct store_ops {
     int (*event_insert)(struct store *s, struct event *ev, struct event *existing);
     int (*event_get)(struct store *s, const char *id, struct event *out);
     int (*event_list)(struct store *s, const struct event_filter *f, struct event_list *out);
-    int (*outbox_fetch)(struct store *s, int limit, struct event_list *out);
+    int (*outbox_fetch)(struct store *s, int64_t after_seq, int limit, struct event_list *out);
     int (*outbox_mark_dispatched)(struct store *s, const int64_t *seqs, size_t n, int64_t at);
     int (*outbox_pending)(struct store *s, bool *any);
 
@@ -242,8 +246,16 @@ struct store_ops {
     int (*endpoint_version)(struct store *s, int64_t *version);
 
     int (*delivery_insert)(struct store *s, const struct delivery *d);
+    /*
+     * Leases up to limit due deliveries (pending or retrying, next_attempt_at <= now, unleased or lease
+     * expired, endpoint enabled, event present) to node until lease_until, earliest first, bumping each
+     * one's lease_token. Per endpoint it takes at most cap - (its deliveries leased by anyone with
+     * lease_until >= now), where cap is the endpoint's max_in_flight when > 0, else default_cap; a cap
+     * <= 0 means no cap. The cap holds across nodes: concurrent claims on one database are serialized
+     * per endpoint. Runs in the caller's transaction, or in one of its own.
+     */
     int (*delivery_claim_due)(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
-                              struct job_list *out);
+                              int default_cap, struct job_list *out);
     int (*delivery_next_due)(struct store *s, int64_t *at); /* ENOTFOUND when nothing is scheduled */
     int (*delivery_complete)(struct store *s, const struct delivery_result *r, int64_t now); /* ESTALE if fenced out */
     int (*delivery_release)(struct store *s, const char *id, const char *owner, int64_t token); /* ESTALE if fenced out */
@@ -254,6 +266,7 @@ struct store_ops {
 };
 
 extern const struct store_ops store_sqlite_ops;
+extern const struct store_ops store_postgres_ops;
 
 /* ---- wrappers (the only way callers reach a backend) ------------------- */
 
@@ -285,7 +298,7 @@ STORE_WRAPPER store_meta_set(struct store *s, const char *key, const char *value
 STORE_WRAPPER store_event_insert(struct store *s, struct event *ev, struct event *existing);
 STORE_WRAPPER store_event_get(struct store *s, const char *id, struct event *out);
 STORE_WRAPPER store_event_list(struct store *s, const struct event_filter *f, struct event_list *out);
-STORE_WRAPPER store_outbox_fetch(struct store *s, int limit, struct event_list *out);
+STORE_WRAPPER store_outbox_fetch(struct store *s, int64_t after_seq, int limit, struct event_list *out);
 STORE_WRAPPER store_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n, int64_t at);
 STORE_WRAPPER store_outbox_pending(struct store *s, bool *any);
 STORE_WRAPPER store_endpoint_insert(struct store *s, const struct endpoint *ep);
@@ -298,7 +311,7 @@ STORE_WRAPPER store_endpoint_set_enabled(struct store *s, const char *id, bool e
 STORE_WRAPPER store_endpoint_version(struct store *s, int64_t *version);
 STORE_WRAPPER store_delivery_insert(struct store *s, const struct delivery *d);
 STORE_WRAPPER store_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
-                                       struct job_list *out);
+                                       int default_cap, struct job_list *out);
 STORE_WRAPPER store_delivery_next_due(struct store *s, int64_t *at);
 STORE_WRAPPER store_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now);
 STORE_WRAPPER store_delivery_release(struct store *s, const char *id, const char *owner, int64_t token);

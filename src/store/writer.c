@@ -14,6 +14,7 @@
 #include "log.h"
 
 #define DEFAULT_MAX_BATCH 512
+#define DEFAULT_MAX_DEFER_US 5000
 #define BUSY_RETRIES 5          /* BEGIN / COMMIT attempts beyond busy_timeout */
 #define BUSY_BACKOFF_MS 20      /* doubled after each attempt */
 #define LOG_PART "writer"
@@ -23,6 +24,8 @@ struct write_op {
     write_done_fn done;
     void *arg;
     int result;
+    bool deferred;        /* may wait for company until deadline */
+    struct timespec deadline;
     struct write_op *next;
 };
 
@@ -31,6 +34,7 @@ struct writer {
     pthread_cond_t cv;          /* the writer thread waits here for ops */
     struct write_op *head, *tail;
     size_t queued;
+    size_t urgent;              /* queued ops that are not deferred */
     bool stopping;
     struct writer_stats stats;  /* under mu */
     struct writer_options opt;
@@ -109,14 +113,32 @@ static void batch_commit(struct writer *w, struct write_op *batch, size_t n)
     pthread_mutex_unlock(&w->mu);
 }
 
-/* Waits (under mu) until an op is queued or stop begins; then, when max_wait_us
- * is set, a little longer so more ops join the batch. */
+static bool deadline_passed(const struct timespec *t)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_REALTIME, &now);
+    return now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
+}
+
+/* Waits (under mu) until an urgent op is queued, the oldest deferred op is due,
+ * or stop begins; then, when max_wait_us is set, a little longer so more ops
+ * join the batch. Ops are FIFO, so the head is the oldest deferred one. */
 static void batch_wait(struct writer *w)
 {
     struct timespec deadline;
 
-    while (!w->head && !w->stopping)
-        pthread_cond_wait(&w->cv, &w->mu);
+    for (;;) {
+        if (w->stopping || (w->head && (w->urgent > 0 || w->queued >= (size_t)w->opt.max_batch)))
+            break;
+        if (!w->head) {
+            pthread_cond_wait(&w->cv, &w->mu);
+            continue;
+        }
+        if (deadline_passed(&w->head->deadline))
+            break;
+        pthread_cond_timedwait(&w->cv, &w->mu, &w->head->deadline);
+    }
     if (!w->head || w->opt.max_wait_us <= 0 || w->stopping)
         return;
     clock_gettime(CLOCK_REALTIME, &deadline);
@@ -145,8 +167,10 @@ static void *writer_main(void *arg)
             break;
         }
         batch = last = w->head;
+        w->urgent -= !last->deferred;
         while (last->next && n < (size_t)w->opt.max_batch) {
             last = last->next;
+            w->urgent -= !last->deferred;
             n++;
         }
         w->head = last->next;
@@ -184,6 +208,8 @@ int writer_start(const char *dsn, const struct writer_options *opt, struct write
         w->opt.max_batch = DEFAULT_MAX_BATCH;
     if (w->opt.max_wait_us < 0)
         w->opt.max_wait_us = 0;
+    if (w->opt.max_defer_us <= 0)
+        w->opt.max_defer_us = DEFAULT_MAX_DEFER_US;
     result = store_open(dsn, &w->s);
     if (result)
         goto fail;
@@ -218,7 +244,7 @@ void writer_stop(struct writer *w)
     free(w);
 }
 
-int writer_submit(struct writer *w, write_fn fn, write_done_fn done, void *arg)
+static int submit(struct writer *w, write_fn fn, write_done_fn done, void *arg, bool deferred)
 {
     struct write_op *op;
     int result = 0;
@@ -231,6 +257,13 @@ int writer_submit(struct writer *w, write_fn fn, write_done_fn done, void *arg)
     op->fn = fn;
     op->done = done;
     op->arg = arg;
+    op->deferred = deferred;
+    if (deferred) {
+        clock_gettime(CLOCK_REALTIME, &op->deadline);
+        op->deadline.tv_nsec += (long)(w->opt.max_defer_us % 1000000) * 1000;
+        op->deadline.tv_sec += (time_t)(w->opt.max_defer_us / 1000000) + op->deadline.tv_nsec / 1000000000;
+        op->deadline.tv_nsec %= 1000000000;
+    }
     pthread_mutex_lock(&w->mu);
     if (w->stopping) {
         result = HOOKD_EUNAVAIL;
@@ -241,12 +274,23 @@ int writer_submit(struct writer *w, write_fn fn, write_done_fn done, void *arg)
             w->head = op;
         w->tail = op;
         w->queued++;
+        w->urgent += !deferred;
         pthread_cond_signal(&w->cv);
     }
     pthread_mutex_unlock(&w->mu);
     if (result)
         free(op);
     return result;
+}
+
+int writer_submit(struct writer *w, write_fn fn, write_done_fn done, void *arg)
+{
+    return submit(w, fn, done, arg, false);
+}
+
+int writer_submit_deferred(struct writer *w, write_fn fn, write_done_fn done, void *arg)
+{
+    return submit(w, fn, done, arg, true);
 }
 
 /* A writer_exec call: the op, and the caller waiting on its own condvar. */

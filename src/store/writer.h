@@ -8,6 +8,9 @@
  *   writer_start   open the write connection and start the thread
  *   writer_stop    finish queued ops, commit, join, close
  *   writer_submit  queue an op; done(arg, result) runs on the writer thread after the commit
+ *   writer_submit_deferred  the same for an op nobody waits on soon (attempt
+ *                  results): it may wait up to max_defer_us for other ops, so
+ *                  it rarely costs a commit of its own
  *   writer_exec    queue an op and wait for its committed result
  *   writer_stats   batches and ops committed so far (metrics, tests)
  */
@@ -28,6 +31,7 @@ typedef void (*write_done_fn)(void *arg, int result);
 struct writer_options {
     int max_batch;         /* ops per transaction; default 512 */
     int64_t max_wait_us;   /* extra time to gather a batch once one op is queued; default 0 */
+    int64_t max_defer_us;  /* longest wait of a deferred op for a batch; default 5000 */
 };
 
 __attribute__((warn_unused_result)) int writer_start(const char *dsn, const struct writer_options *opt,
@@ -35,6 +39,8 @@ __attribute__((warn_unused_result)) int writer_start(const char *dsn, const stru
 void writer_stop(struct writer *w);
 /* Returns HOOKD_EUNAVAIL after writer_stop began; done is then never called. */
 __attribute__((warn_unused_result)) int writer_submit(struct writer *w, write_fn fn, write_done_fn done, void *arg);
+__attribute__((warn_unused_result)) int writer_submit_deferred(struct writer *w, write_fn fn, write_done_fn done,
+                                                               void *arg);
 /* fn's result once committed, or the commit error. */
 __attribute__((warn_unused_result)) int writer_exec(struct writer *w, write_fn fn, void *arg);
 

@@ -151,7 +151,7 @@ static void test_bare_sql_insert(void **state)
     struct event_list l;
 
     app_exec(fx, "INSERT INTO hookd_outbox(event_type, payload) VALUES ('order.paid','{\"a\":1}')");
-    assert_int_equal(store_outbox_fetch(fx->hookd, 10, &l), 0);
+    assert_int_equal(store_outbox_fetch(fx->hookd, 0, 10, &l), 0);
     assert_int_equal(l.n, 1);
     assert_string_equal(l.items[0].type, "order.paid");
     assert_string_equal(l.items[0].payload, "{\"a\":1}");
@@ -168,7 +168,7 @@ static void test_bare_sql_insert(void **state)
 
     /* Only event_type is required. */
     app_exec(fx, "INSERT INTO hookd_outbox(event_type) VALUES ('ping')");
-    assert_int_equal(store_outbox_fetch(fx->hookd, 10, &l), 0);
+    assert_int_equal(store_outbox_fetch(fx->hookd, 0, 10, &l), 0);
     assert_int_equal(l.n, 2);
     assert_string_equal(l.items[1].payload, "{}");
     assert_string_not_equal(l.items[0].id, l.items[1].id);
@@ -196,7 +196,7 @@ static void test_invalid_input(void **state)
         assert_int_equal(hookd_publish(fx->app, &bad[i], id), HOOKD_EINVAL);
     assert_int_equal(hookd_publish(NULL, &bad[0], id), HOOKD_EINVAL);
     assert_int_equal(hookd_publish(fx->app, NULL, id), HOOKD_EINVAL);
-    assert_int_equal(store_outbox_fetch(fx->hookd, 10, &l), 0);
+    assert_int_equal(store_outbox_fetch(fx->hookd, 0, 10, &l), 0);
     assert_int_equal(l.n, 0);
     event_list_free(&l);
 }

@@ -1,0 +1,138 @@
+/*
+ * The PostgreSQL schema as numbered migrations (DESIGN §4): the same tables
+ * and columns as the SQLite schema, times as BIGINT unix milliseconds, ids as
+ * TEXT in the "C" collation (cursors compare them bytewise, as SQLite does).
+ * A migration is never edited once released: changes go into a new entry.
+ */
+#include "store/schema/postgres.h"
+
+/* Churning tables: vacuum after 1 % of dead rows instead of 20 %, so a busy
+ * outbox or delivery table does not bloat between autovacuum runs. */
+#define CHURN_STORAGE                                                                          \
+    "autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000,"               \
+    " autovacuum_vacuum_insert_scale_factor = 0.02, autovacuum_analyze_scale_factor = 0.02"
+
+static const char schema_v1[] =
+    /* Unix milliseconds of the current statement: one "now" for every default of a row. */
+    "CREATE OR REPLACE FUNCTION hookd_now_ms() RETURNS bigint LANGUAGE sql STABLE"
+    " AS $$ SELECT floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint $$;"
+    /* The shape of core/ids.h: evt_ + 12 hex digits of milliseconds + 20 random hex digits. */
+    "CREATE OR REPLACE FUNCTION hookd_event_id() RETURNS text LANGUAGE sql VOLATILE"
+    " AS $$ SELECT 'evt_' || lpad(to_hex(floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint), 12, '0')"
+    " || substr(md5(random()::text || clock_timestamp()::text), 1, 20) $$;"
+    /* A JSON check that returns false instead of raising an error, so that
+     * hookd_publish_pg() can refuse bad input without aborting the caller's
+     * transaction. The json type (not jsonb) checks the syntax only. */
+    "CREATE OR REPLACE FUNCTION hookd_json_valid(t text) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$"
+    " BEGIN PERFORM t::json; RETURN t IS NOT NULL;"
+    " EXCEPTION WHEN data_exception THEN RETURN false; END $$;"
+
+    /* The outbox is the public contract: a bare INSERT of event_type and
+     * payload from any application gets an evt_ id and created_at. */
+    "CREATE TABLE hookd_outbox ("
+    " seq BIGSERIAL PRIMARY KEY,"
+    " id TEXT COLLATE \"C\" NOT NULL UNIQUE DEFAULT hookd_event_id(),"
+    " account TEXT,"
+    " event_type TEXT NOT NULL,"
+    " resource_type TEXT,"
+    " resource_id TEXT,"
+    " resource_version BIGINT,"
+    " payload TEXT NOT NULL DEFAULT '{}'," /* text, so the payload comes back byte for byte */
+    " idempotency_key TEXT,"
+    " created_at BIGINT NOT NULL DEFAULT hookd_now_ms(),"
+    " dispatched_at BIGINT"
+    ") WITH (" CHURN_STORAGE ");"
+    "CREATE UNIQUE INDEX hookd_outbox_idempotency ON hookd_outbox(idempotency_key)"
+    " WHERE idempotency_key IS NOT NULL;"
+    "CREATE INDEX hookd_outbox_undispatched ON hookd_outbox(seq) WHERE dispatched_at IS NULL;"
+    /* Relays LISTEN on hookd_outbox. One notification per inserting statement,
+     * sent at commit and merged within a transaction; plain SQL inserts wake
+     * the relays too. */
+    "CREATE OR REPLACE FUNCTION hookd_outbox_notify() RETURNS trigger LANGUAGE plpgsql"
+    " AS $$ BEGIN NOTIFY hookd_outbox; RETURN NULL; END $$;"
+    "CREATE TRIGGER hookd_outbox_notify AFTER INSERT ON hookd_outbox"
+    " FOR EACH STATEMENT EXECUTE FUNCTION hookd_outbox_notify();"
+
+    "CREATE TABLE hookd_endpoints ("
+    " id TEXT COLLATE \"C\" NOT NULL PRIMARY KEY,"
+    " account TEXT,"
+    " url TEXT NOT NULL,"
+    " description TEXT,"
+    " event_types TEXT NOT NULL DEFAULT '[]',"
+    " secrets TEXT NOT NULL DEFAULT '[]',"
+    " enabled BOOLEAN NOT NULL DEFAULT true,"
+    " disabled_reason TEXT,"
+    " ordering TEXT NOT NULL DEFAULT 'none' CHECK (ordering IN ('none', 'key', 'latest')),"
+    " max_in_flight INTEGER NOT NULL DEFAULT 0,"
+    " rate_limit INTEGER NOT NULL DEFAULT 0,"
+    " timeout_ms BIGINT NOT NULL DEFAULT 0,"
+    " retry_schedule TEXT,"
+    " created_at BIGINT NOT NULL DEFAULT hookd_now_ms(),"
+    " updated_at BIGINT NOT NULL DEFAULT hookd_now_ms(),"
+    " disabled_at BIGINT);"
+    "CREATE INDEX hookd_endpoints_account ON hookd_endpoints(account, id);"
+
+    /* fillfactor 80 leaves room on each page for HOT updates of the lease columns. */
+    "CREATE TABLE hookd_deliveries ("
+    " id TEXT COLLATE \"C\" NOT NULL PRIMARY KEY,"
+    " event_id TEXT COLLATE \"C\" NOT NULL,"
+    " endpoint_id TEXT COLLATE \"C\" NOT NULL,"
+    " account TEXT,"
+    " status TEXT NOT NULL DEFAULT 'pending'"
+    "  CHECK (status IN ('pending', 'retrying', 'delivered', 'dead', 'superseded', 'skipped')),"
+    " attempt_count INTEGER NOT NULL DEFAULT 0,"
+    " next_attempt_at BIGINT,"
+    " last_status_code INTEGER,"
+    " last_error TEXT,"
+    " first_attempt_at BIGINT,"
+    " last_attempt_at BIGINT,"
+    " delivered_at BIGINT,"
+    " created_at BIGINT NOT NULL DEFAULT hookd_now_ms(),"
+    " lease_owner TEXT,"
+    " lease_until BIGINT,"
+    " lease_token BIGINT NOT NULL DEFAULT 0,"
+    " UNIQUE (event_id, endpoint_id)"
+    ") WITH (fillfactor = 80, " CHURN_STORAGE ");"
+    /* Only open deliveries are in the due indexes, so they stay small. */
+    "CREATE INDEX hookd_deliveries_due ON hookd_deliveries(next_attempt_at)"
+    " WHERE status IN ('pending', 'retrying');"
+    "CREATE INDEX hookd_deliveries_endpoint_due ON hookd_deliveries(endpoint_id, next_attempt_at)"
+    " WHERE status IN ('pending', 'retrying');"
+    /* Leases per endpoint, for the in-flight caps of the claim. */
+    "CREATE INDEX hookd_deliveries_leased ON hookd_deliveries(endpoint_id, lease_until)"
+    " WHERE lease_owner IS NOT NULL;"
+    "CREATE INDEX hookd_deliveries_endpoint ON hookd_deliveries(endpoint_id, id);"
+    "CREATE INDEX hookd_deliveries_status ON hookd_deliveries(status, id);"
+
+    "CREATE TABLE hookd_attempts ("
+    " id BIGSERIAL PRIMARY KEY,"
+    " delivery_id TEXT COLLATE \"C\" NOT NULL,"
+    " n INTEGER NOT NULL,"
+    " started_at BIGINT NOT NULL,"
+    " duration_ms INTEGER NOT NULL DEFAULT 0,"
+    " status_code INTEGER,"
+    " error_class TEXT,"
+    " error TEXT,"
+    " response TEXT,"
+    " node TEXT"
+    ") WITH (" CHURN_STORAGE ");"
+    "CREATE INDEX hookd_attempts_delivery ON hookd_attempts(delivery_id, n);"
+
+    "CREATE TABLE hookd_meta (key TEXT COLLATE \"C\" NOT NULL PRIMARY KEY, value TEXT);"
+    /* The endpoint cache validator: bumped by every row written to
+     * hookd_endpoints, including plain-SQL writes made outside hookd. The
+     * function's search_path is the migrating session's, so the trigger finds
+     * hookd_meta whatever the writing session's search_path is. */
+    "INSERT INTO hookd_meta(key, value) VALUES ('endpoints_version', '0');"
+    "CREATE OR REPLACE FUNCTION hookd_endpoints_bump() RETURNS trigger LANGUAGE plpgsql"
+    " SET search_path FROM CURRENT AS $$ BEGIN"
+    " UPDATE hookd_meta SET value = (value::bigint + 1)::text WHERE key = 'endpoints_version';"
+    " RETURN NULL; END $$;"
+    "CREATE TRIGGER hookd_endpoints_bump AFTER INSERT OR UPDATE OR DELETE ON hookd_endpoints"
+    " FOR EACH ROW EXECUTE FUNCTION hookd_endpoints_bump();";
+
+const struct schema_migration postgres_migrations[] = {
+    {1, schema_v1},
+};
+
+const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];
