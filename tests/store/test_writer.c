@@ -252,6 +252,38 @@ static void test_done_after_commit(void **state)
     }
 }
 
+/* A deferred op waits for company up to max_defer_us, joins an urgent op's batch, and never waits forever. */
+static void test_deferred_ops(void **state)
+{
+    struct fixture *fx = *state;
+    struct writer_options opt = {.max_defer_us = 300000};
+    struct writer *w;
+    struct writer_stats st;
+    struct put_op lazy, urgent, alone;
+
+    assert_int_equal(writer_start(fx->dsn, &opt, &w), 0);
+    put_init(&lazy);
+    put_init(&urgent);
+    put_init(&alone);
+    assert_int_equal(writer_submit_deferred(w, put_fn, put_done, &lazy), 0);
+    usleep(50000);
+    assert_int_equal(atomic_load(&lazy.done_calls), 0); /* still waiting for company */
+    assert_int_equal(writer_exec(w, put_fn, &urgent), 0);
+    assert_int_equal(atomic_load(&lazy.done_calls), 1); /* rode along with the urgent op */
+    writer_stats(w, &st);
+    assert_int_equal(st.batches, 1);
+    assert_int_equal(st.ops, 2);
+
+    /* Alone, it is committed once its deadline passes. */
+    assert_int_equal(writer_submit_deferred(w, put_fn, put_done, &alone), 0);
+    for (int i = 0; i < 200 && atomic_load(&alone.done_calls) == 0; i++)
+        usleep(10000);
+    assert_int_equal(atomic_load(&alone.done_calls), 1);
+    assert_int_equal(alone.done_result, 0);
+    assert_int_equal(key_lookup(fx->reader, alone.key), 0);
+    writer_stop(w);
+}
+
 static void test_stop_drains(void **state)
 {
     struct fixture *fx = *state;
@@ -388,6 +420,7 @@ int main(void)
         T(test_failed_op_rolls_back_only_itself),
         T(test_exec_returns_op_result),
         T(test_done_after_commit),
+        T(test_deferred_ops),
         T(test_stop_drains),
         T(test_commit_failure_reported_to_every_op),
         T(test_busy_begin_is_retried),
