@@ -1,7 +1,7 @@
 /*
  * hookd public C API: publish an event into the outbox inside the caller's own
- * database transaction, and verify Standard Webhooks signatures.
- * Link with build/libhookd.a and -lsqlite3 -lcrypto.
+ * database transaction (SQLite or PostgreSQL), and verify Standard Webhooks
+ * signatures. Link with build/libhookd.a and -lsqlite3 -lpq -lcrypto.
  */
 #ifndef HOOKD_H
 #define HOOKD_H
@@ -60,6 +60,21 @@ struct sqlite3;
  */
 __attribute__((warn_unused_result)) int hookd_publish(struct sqlite3 *db, const struct hookd_event *ev,
                                                       char id_out[HOOKD_ID_MAX]);
+
+/* libpq's connection: PGconn is `typedef struct pg_conn PGconn`, so pass your PGconn *. */
+struct pg_conn;
+
+/*
+ * The same for PostgreSQL, through the caller's libpq connection to a database
+ * hookd has migrated. Call it inside the caller's transaction (BEGIN .. COMMIT):
+ * the event is delivered if and only if that transaction commits; outside one
+ * the insert commits at once. Does not begin or commit anything itself, and a
+ * refused event (HOOKD_EINVAL for bad input or data_json that is not JSON,
+ * HOOKD_EEXISTS for a taken id) leaves the transaction usable. Other errors
+ * come from the server (HOOKD_EIO, HOOKD_EUNAVAIL when the connection is lost).
+ */
+__attribute__((warn_unused_result)) int hookd_publish_pg(struct pg_conn *conn, const struct hookd_event *ev,
+                                                         char id_out[HOOKD_ID_MAX]);
 
 /*
  * Verifies a Standard Webhooks request: the webhook-id, webhook-timestamp and

@@ -1,7 +1,9 @@
 /*
  * The dispatcher: one event-loop thread on libcurl multi that sends leased
- * deliveries within global and per-endpoint in-flight caps, records each
- * attempt through the writer, and claims due retries from the store.
+ * deliveries within global and per-endpoint in-flight caps and records each
+ * attempt through the writer. Claims of due deliveries and results written
+ * again after a store outage are in claims.c; the state is in
+ * dispatcher_internal.h.
  *
  * Threads: the loop owns everything below "loop thread only". Other threads
  * (the relay's and our own writer callbacks) talk to it through the inbox: a
@@ -11,10 +13,6 @@
  */
 #include "outbound/dispatcher.h"
 
-#include <curl/curl.h>
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,72 +21,14 @@
 #include "core/ids.h"
 #include "daemon.h"
 #include "log.h"
-#include "outbound/endpoint_cache.h"
-#include "outbound/jobs.h"
-#include "outbound/request.h"
-#include "store/writer.h"
+#include "outbound/dispatcher_internal.h"
+#include "outbound/outage.h"
 
 #define PART "dispatcher"
-#define CLAIM_BATCH_MAX 256
-#define SAFETY_POLL_MS 1000          /* claim at least this often, and re-check endpoint settings */
-#define CLAIM_IDLE_MS 100            /* earliest re-claim when due rows were left that we could not take */
 #define STOP_GRACE_MS 2000           /* in-flight transfers get this long at stop */
 #define STOP_OPS_WAIT_MS 10000       /* then their commits get this long */
-#define NEVER INT64_MAX
-
-/* A job_list handed over by the relay or returned by a claim, waiting in the inbox. */
-struct batch {
-    struct job_list jobs;
-    struct batch *next;
-};
-
-/* The single claim op in flight: written by the writer thread, read by the loop after done. */
-struct claim {
-    int limit;
-    int64_t now, lease_until;
-    struct job_list jobs;
-    int64_t next_due; /* NEVER when nothing is scheduled */
-    int result;
-};
-
-struct dispatcher {
-    struct daemon *d;
-    pthread_t thread;
-    CURLM *multi;
-    atomic_int held;
-    atomic_bool stopping;
-    atomic_bool claim_wanted;
-    atomic_bool endpoints_dirty;
-
-    /* inbox, guarded by mu */
-    pthread_mutex_t mu;
-    struct batch *batches, *batches_tail;
-    struct job *finished, *finished_tail; /* writer ops done (recorded or released) */
-    bool claim_finished;
-    bool woken; /* a wake-up is pending: later messages need not send another */
-
-    /* loop thread only */
-    struct endpoint_cache cache;
-    struct request_options ropt;
-    int max_in_flight;         /* cfg.max_in_flight, at least 1 */
-    struct request **requests; /* every handle made, up to max_in_flight */
-    int n_requests;
-    struct request **idle;     /* handles not in a transfer */
-    int n_idle;
-    int in_flight;
-    int outstanding_ops;       /* writer ops whose done has not been processed yet */
-    bool claim_in_flight;
-    struct claim claim;
-    int64_t next_wake_at;      /* wall ms of the next claim */
-    int64_t endpoints_checked_mono;
-    struct job_table jobs;
-    uint64_t rng;
-    struct log_limiter lim_writer, lim_store, lim_alloc;
-};
 
 /* ---- small helpers ------------------------------------------------------ */
-
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* xorshift64*: jitter only needs to be uniform, not secret. */
 static double rnd01(struct dispatcher *q)
@@ -109,7 +49,7 @@ static struct job *job_get(struct dispatcher *q)
 }
 
 /* Frees what the job owns and gives its slot in the window back. */
-static void job_free(struct dispatcher *q, struct job *j)
+void dispatcher_job_free(struct dispatcher *q, struct job *j)
 {
     job_table_remove(&q->jobs, j);
     delivery_job_free(&j->dj);
@@ -121,7 +61,7 @@ static void job_free(struct dispatcher *q, struct job *j)
 }
 
 /* Under mu: one wake-up per drain is enough, and each costs a write to the loop's wake-up pipe. */
-static bool inbox_wake_needed(struct dispatcher *q)
+bool dispatcher_inbox_wake_needed(struct dispatcher *q)
 {
     bool first = !q->woken;
 
@@ -143,7 +83,7 @@ static void inbox_finished(struct job *j, int result)
     else
         q->finished = j;
     q->finished_tail = j;
-    wake = inbox_wake_needed(q);
+    wake = dispatcher_inbox_wake_needed(q);
     pthread_mutex_unlock(&q->mu);
     if (wake)
         curl_multi_wakeup(q->multi);
@@ -151,7 +91,7 @@ static void inbox_finished(struct job *j, int result)
 
 /* ---- writer ops (fn on the writer thread inside the batch; done after commit) -- */
 
-static int op_record(struct store *s, void *arg)
+int dispatcher_op_record(struct store *s, void *arg)
 {
     struct job *j = arg;
     return store_delivery_complete(s, &j->result, j->recorded_now);
@@ -165,36 +105,6 @@ static int op_release(struct store *s, void *arg)
 
 static void op_job_done(void *arg, int result) { inbox_finished(arg, result); }
 
-static int op_claim(struct store *s, void *arg)
-{
-    struct dispatcher *q = arg;
-    struct claim *c = &q->claim;
-    int64_t at = 0;
-    int rc;
-
-    rc = store_delivery_claim_due(s, q->d->node, c->now, c->lease_until, c->limit, &c->jobs);
-    if (rc != 0)
-        return rc;
-    rc = store_delivery_next_due(s, &at);
-    c->next_due = rc == 0 ? at : NEVER;
-    return rc == HOOKD_ENOTFOUND ? 0 : rc;
-}
-
-static void op_claim_done(void *arg, int result)
-{
-    struct dispatcher *q = arg;
-
-    bool wake;
-
-    pthread_mutex_lock(&q->mu);
-    q->claim.result = result;
-    q->claim_finished = true;
-    wake = inbox_wake_needed(q);
-    pthread_mutex_unlock(&q->mu);
-    if (wake)
-        curl_multi_wakeup(q->multi);
-}
-
 /*
  * Queues fn for j; on refusal (the writer is stopping) the job is dropped and
  * its lease left to expire. Attempt results are deferred: they wait a few
@@ -202,7 +112,7 @@ static void op_claim_done(void *arg, int result)
  * fan-out's commit instead of adding one fsync (and one write-lock hold, which
  * the application's own commits would queue behind) per delivery.
  */
-static void job_submit(struct dispatcher *q, struct job *j, write_fn fn, enum job_phase phase)
+void dispatcher_job_submit(struct dispatcher *q, struct job *j, write_fn fn, enum job_phase phase)
 {
     int rc;
 
@@ -211,7 +121,7 @@ static void job_submit(struct dispatcher *q, struct job *j, write_fn fn, enum jo
     if (rc != 0) {
         log_limited(&q->lim_writer, LOG_WARN, PART, "cannot queue a write for %s: %s (its lease will expire)",
                     j->dj.d.id, hookd_strerror(rc));
-        job_free(q, j);
+        dispatcher_job_free(q, j);
         return;
     }
     q->outstanding_ops++;
@@ -306,7 +216,7 @@ static void endpoint_release_all(struct dispatcher *q, struct ep_state *st)
 
     while ((j = fifo_pop(st)) != NULL) {
         log_debug(PART, "releasing %s: endpoint %s is %s", j->dj.d.id, st->id, st->present ? "disabled" : "gone");
-        job_submit(q, j, op_release, JOB_RELEASING);
+        dispatcher_job_submit(q, j, op_release, JOB_RELEASING);
     }
 }
 
@@ -349,12 +259,12 @@ static bool lease_renewed(struct dispatcher *q, struct job *fresh)
     d->lease_token = fresh->dj.d.lease_token;
     d->lease_until = fresh->dj.d.lease_until;
     log_debug(PART, "%s: lease renewed while queued (token %lld)", d->id, (long long)d->lease_token);
-    job_free(q, fresh);
+    dispatcher_job_free(q, fresh);
     return true;
 }
 
 /* Files handed-over jobs under their endpoints; unknown endpoints trigger one reload. */
-static void jobs_accept(struct dispatcher *q, struct job_list *list)
+void dispatcher_jobs_accept(struct dispatcher *q, struct job_list *list)
 {
     bool reloaded = false;
 
@@ -386,7 +296,7 @@ static void jobs_accept(struct dispatcher *q, struct job_list *list)
             st = endpoint_cache_placeholder(&q->cache, j->dj.d.endpoint_id);
         if (st == NULL) {
             log_limited(&q->lim_alloc, LOG_ERROR, PART, "out of memory, dropping %s for now", j->dj.d.id);
-            job_free(q, j);
+            dispatcher_job_free(q, j);
             continue;
         }
         j->ep = st;
@@ -408,7 +318,7 @@ static void job_record(struct dispatcher *q, struct job *j, const struct request
     int64_t now = clock_now_ms();
 
     job_set_result(j, &j->ep->policy, o, response, started_at, now, rnd01(q), q->d->node);
-    job_submit(q, j, op_record, JOB_RECORDING);
+    dispatcher_job_submit(q, j, dispatcher_op_record, JOB_RECORDING);
 }
 
 /* Collects finished transfers: frees their slot at once, then records the attempt. */
@@ -440,20 +350,38 @@ static int transfers_finish(struct dispatcher *q)
     return finished;
 }
 
+/* Errors that mean the store is down or busy for now, not that the write is wrong. */
+static bool store_down(int err) { return err == HOOKD_EUNAVAIL || err == HOOKD_EIO || err == HOOKD_EBUSY; }
+
 /* A writer op of ours committed (or failed): log, learn the next wake-up, let the job go. */
 static void job_finished(struct dispatcher *q, struct job *j)
 {
     q->outstanding_ops--;
     if (j->phase == JOB_RECORDING) {
         if (j->op_result == 0) {
+            if (q->rewrite_backoff_ms != 0)
+                outage_over(PART);
+            q->rewrite_backoff_ms = 0;
             log_limiter_reset(&q->lim_writer, PART, "recording attempts");
             job_log_result(j);
             if (j->result.status == DELIVERY_RETRYING)
                 q->next_wake_at = min64(q->next_wake_at, j->result.next_attempt_at);
+            /* The lease is gone: a due delivery the endpoint's cap held back may be claimed now. */
+            if (q->due_held_back)
+                q->next_wake_at = 0;
             if (j->result.disable_endpoint_reason != NULL)
                 atomic_store(&q->endpoints_dirty, true);
         } else if (j->op_result == HOOKD_ESTALE) {
             log_debug(PART, "%s: lease taken over meanwhile, attempt not recorded", j->dj.d.id);
+        } else if (store_down(j->op_result) && !atomic_load(&q->stopping)) {
+            if (outage_error(j->op_result))
+                outage_log(PART, "cannot record the attempt of %s: %s (will try again)", j->dj.d.id,
+                           hookd_strerror(j->op_result));
+            else
+                log_limited(&q->lim_writer, LOG_WARN, PART, "cannot record the attempt of %s: %s (will try again)",
+                            j->dj.d.id, hookd_strerror(j->op_result));
+            rewrite_later(q, j);
+            return;
         } else {
             log_limited(&q->lim_writer, LOG_WARN, PART, "cannot record the attempt of %s: %s (it will be retried)",
                         j->dj.d.id, hookd_strerror(j->op_result));
@@ -462,73 +390,7 @@ static void job_finished(struct dispatcher *q, struct job *j)
         log_limited(&q->lim_writer, LOG_WARN, PART, "cannot release %s: %s (its lease will expire)", j->dj.d.id,
                     hookd_strerror(j->op_result));
     }
-    job_free(q, j);
-}
-
-/* ---- claims of due retries ---------------------------------------------- */
-
-static void claim_maybe(struct dispatcher *q, int64_t now)
-{
-    int room, rc;
-
-    if (q->claim_in_flight || atomic_load(&q->stopping))
-        return;
-    room = dispatcher_room(q);
-    if (room <= 0)
-        return;
-    if (!atomic_exchange(&q->claim_wanted, false) && now < q->next_wake_at)
-        return;
-    memset(&q->claim, 0, sizeof q->claim);
-    q->claim.limit = room < CLAIM_BATCH_MAX ? room : CLAIM_BATCH_MAX;
-    q->claim.now = now;
-    q->claim.lease_until = now + q->d->cfg.lease_ms;
-    /* The claimed rows take window slots before they arrive; the unused rest is given back on return. */
-    atomic_fetch_add(&q->held, q->claim.limit);
-    rc = writer_submit(q->d->writer, op_claim, op_claim_done, q);
-    if (rc != 0) {
-        atomic_fetch_sub(&q->held, q->claim.limit);
-        log_limited(&q->lim_writer, LOG_WARN, PART, "cannot queue a claim: %s", hookd_strerror(rc));
-        q->next_wake_at = now + SAFETY_POLL_MS;
-        return;
-    }
-    q->claim_in_flight = true;
-    q->outstanding_ops++;
-    /* Completions committed from now on lower this again; the claim's answer sets the rest. */
-    q->next_wake_at = NEVER;
-}
-
-static void claim_finished(struct dispatcher *q, int64_t now)
-{
-    struct claim *c = &q->claim;
-    int got = (int)c->jobs.n;
-
-    q->claim_in_flight = false;
-    q->outstanding_ops--;
-    atomic_fetch_sub(&q->held, c->limit - got);
-    if (c->result != 0) {
-        log_limited(&q->lim_store, LOG_WARN, PART, "cannot claim due deliveries: %s", hookd_strerror(c->result));
-        /* The writer may have left rows in the list before failing; they were rolled back. */
-        atomic_fetch_sub(&q->held, got);
-        job_list_free(&c->jobs);
-        q->next_wake_at = min64(q->next_wake_at, now + SAFETY_POLL_MS);
-        return;
-    }
-    log_limiter_reset(&q->lim_store, PART, "claiming");
-    if (got > 0)
-        log_debug(PART, "claimed %d due deliveries", got);
-    if (atomic_load(&q->stopping)) {
-        atomic_fetch_sub(&q->held, got);
-        job_list_free(&c->jobs);
-        return;
-    }
-    jobs_accept(q, &c->jobs);
-    if (got == c->limit)
-        q->next_wake_at = now; /* a full batch: more may be due */
-    else if (c->next_due <= c->now)
-        q->next_wake_at = min64(q->next_wake_at, now + CLAIM_IDLE_MS); /* due, yet not ours to take */
-    else
-        q->next_wake_at = min64(q->next_wake_at, c->next_due);
-    q->next_wake_at = min64(q->next_wake_at, now + SAFETY_POLL_MS);
+    dispatcher_job_free(q, j);
 }
 
 /* ---- the loop ----------------------------------------------------------- */
@@ -555,14 +417,14 @@ static void inbox_drain(struct dispatcher *q, int64_t now)
         finished = next;
     }
     if (claimed)
-        claim_finished(q, now);
+        claims_finished(q, now);
     while (batches != NULL) {
         struct batch *next = batches->next;
         if (atomic_load(&q->stopping)) {
             atomic_fetch_sub(&q->held, (int)batches->jobs.n);
             job_list_free(&batches->jobs);
         } else {
-            jobs_accept(q, &batches->jobs);
+            dispatcher_jobs_accept(q, &batches->jobs);
         }
         free(batches);
         batches = next;
@@ -579,7 +441,9 @@ static void endpoints_refresh(struct dispatcher *q, int64_t mono)
         return;
     q->endpoints_checked_mono = mono;
     rc = dirty ? endpoint_cache_reload(&q->cache) : endpoint_cache_revalidate(&q->cache);
-    if (rc != 0)
+    if (rc != 0 && outage_error(rc))
+        outage_log(PART, "cannot load endpoints: %s", hookd_strerror(rc));
+    else if (rc != 0)
         log_limited(&q->lim_store, LOG_WARN, PART, "cannot load endpoints: %s", hookd_strerror(rc));
 }
 
@@ -589,10 +453,14 @@ static void abandon_endpoint_queue(struct ep_state *st, void *arg)
     struct job *j;
 
     while ((j = fifo_pop(st)) != NULL)
-        job_free(arg, j);
+        dispatcher_job_free(arg, j);
 }
 
-static void abandon_queued(struct dispatcher *q) { endpoint_cache_each(&q->cache, abandon_endpoint_queue, q); }
+static void abandon_queued(struct dispatcher *q)
+{
+    endpoint_cache_each(&q->cache, abandon_endpoint_queue, q);
+    rewrite_due(q, 0, true);
+}
 
 static void abandon_in_flight(struct dispatcher *q)
 {
@@ -604,17 +472,19 @@ static void abandon_in_flight(struct dispatcher *q)
         struct job *j = r->owner;
         j->ep->in_flight--;
         q->in_flight--;
-        job_free(q, j);
+        dispatcher_job_free(q, j);
         request_put(q, r);
     }
 }
 
-static int poll_timeout(struct dispatcher *q, int64_t now)
+static int poll_timeout(struct dispatcher *q, int64_t now, int64_t mono)
 {
     int64_t t = SAFETY_POLL_MS;
 
     if (!q->claim_in_flight && dispatcher_room(q) > 0)
         t = min64(t, q->next_wake_at > now ? q->next_wake_at - now : 0);
+    if (q->rewrite != NULL)
+        t = min64(t, q->rewrite_at_mono > mono ? q->rewrite_at_mono - mono : 0);
     return (int)t;
 }
 
@@ -648,13 +518,14 @@ static void *dispatcher_main(void *arg)
             }
         } else {
             endpoints_refresh(q, mono);
-            claim_maybe(q, now);
+            rewrite_due(q, mono, false);
+            claims_maybe(q, now);
             schedule(q);
         }
         curl_multi_perform(q->multi, &running);
         if (transfers_finish(q) > 0 && !atomic_load(&q->stopping))
             continue; /* slots opened: start what waits before sleeping */
-        curl_multi_poll(q->multi, NULL, 0, atomic_load(&q->stopping) ? 50 : poll_timeout(q, now), NULL);
+        curl_multi_poll(q->multi, NULL, 0, atomic_load(&q->stopping) ? 50 : poll_timeout(q, now, mono), NULL);
     }
     return leak ? q : NULL;
 }
@@ -758,7 +629,7 @@ void dispatcher_enqueue(struct dispatcher *q, struct job_list *jobs)
     else
         q->batches = b;
     q->batches_tail = b;
-    wake = inbox_wake_needed(q);
+    wake = dispatcher_inbox_wake_needed(q);
     pthread_mutex_unlock(&q->mu);
     if (wake)
         curl_multi_wakeup(q->multi);

@@ -5,7 +5,10 @@
  *
  * Two ways, by store:
  *  - shared stores (several nodes): one writer op claims the rows, inserts the
- *    deliveries and marks the rows; the dispatcher gets them after the commit.
+ *    deliveries unleased, marks the rows, and then claims due deliveries within
+ *    every endpoint's in-flight cap (which counts every node's leases), so a
+ *    slow endpoint cannot fill the window; the dispatcher gets the claimed
+ *    ones after the commit and claims the rest as caps free up.
  *  - single-node stores (SQLite): the rows are read, the deliveries handed to
  *    the dispatcher at once, and their recording follows in a deferred writer
  *    op. No other node can fan out the same rows, a crash before the record
@@ -29,6 +32,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "outbound/dispatcher.h"
+#include "outbound/outage.h"
 #include "store/store.h"
 #include "store/writer.h"
 
@@ -36,6 +40,7 @@
 #define TURN_MS 1             /* longest sleep between change checks: half of it is commit→fan-out latency */
 #define SAFETY_POLL_MS 1000   /* re-check the outbox even without any signal */
 #define FANOUT_BATCH_MAX 256  /* events per writer op */
+#define FANOUT_CLAIM_MAX 256  /* deliveries a shared-store fan-out leases at once */
 #define ROUNDS_PER_TURN 64    /* full batches in a row before the next change check */
 #define BACKOFF_MIN_MS 10
 #define BACKOFF_MAX_MS 1000
@@ -57,6 +62,7 @@ struct relay {
     size_t op_fetched;
     struct job_list op_jobs;
     size_t op_jobs_cap;
+    bool op_left_due; /* shared store: the fan-out left due deliveries unclaimed */
 
     /* Writer thread only (inside the op): endpoints, reloaded when their version moves. */
     struct endpoint_list eps;
@@ -175,9 +181,10 @@ static int job_add(struct relay *r, const struct delivery *d, const struct event
 }
 
 /* One delivery of ev to ep: skipped (disabled), dead (payload not JSON), or
- * pending and leased to us. Strings are borrowed from ev and the daemon. */
+ * pending, due now and, when leased, leased to us. Strings are borrowed from
+ * ev and the daemon. */
 static void delivery_plan(struct relay *r, const struct event *ev, const struct endpoint *ep, bool valid_json,
-                          int64_t now, struct delivery *out)
+                          bool leased, int64_t now, struct delivery *out)
 {
     struct delivery d;
 
@@ -195,27 +202,55 @@ static void delivery_plan(struct relay *r, const struct event *ev, const struct 
     } else {
         d.status = DELIVERY_PENDING;
         d.next_attempt_at = now;
-        d.lease_owner = r->d->node;
-        d.lease_until = now + r->d->cfg.lease_ms;
-        d.lease_token = 1;
+        if (leased) {
+            d.lease_owner = r->d->node;
+            d.lease_until = now + r->d->cfg.lease_ms;
+            d.lease_token = 1;
+        }
     }
     *out = d;
 }
 
+/* Inserts one unleased delivery of ev to ep; *pending counts the sendable ones. */
 static int fan_out_one(struct relay *r, struct store *s, const struct event *ev, const struct endpoint *ep,
-                       bool valid_json, int64_t now)
+                       bool valid_json, int64_t now, size_t *pending)
 {
     struct delivery d;
     int rc;
 
-    delivery_plan(r, ev, ep, valid_json, now, &d);
+    delivery_plan(r, ev, ep, valid_json, false, now, &d);
     rc = store_delivery_insert(s, &d);
-    /* Present already: a fan-out that crashed before marking the row did it; the claim path owns it. */
-    if (rc == HOOKD_EEXISTS || (rc == 0 && d.status != DELIVERY_PENDING))
+    /* Present already: a fan-out that crashed before marking the row did it; the claim finds it. */
+    if (rc == HOOKD_EEXISTS)
         return 0;
+    if (rc == 0 && d.status == DELIVERY_PENDING)
+        (*pending)++;
+    return rc;
+}
+
+/*
+ * Leases, in the fan-out's transaction, what the window has room for among the
+ * due deliveries (the new ones are due now), within every endpoint's in-flight
+ * cap over all nodes. Room is read here, on the writer thread, so claims of
+ * the dispatcher queued before this op are already counted in it.
+ */
+static int claim_new(struct relay *r, struct store *s, int64_t now, size_t pending)
+{
+    int room = dispatcher_room(r->d->dispatcher);
+    int limit = room < FANOUT_CLAIM_MAX ? room : FANOUT_CLAIM_MAX;
+    int rc;
+
+    r->op_left_due = pending > 0;
+    if (pending == 0 || limit <= 0)
+        return 0;
+    rc = store_delivery_claim_due(s, r->d->node, now, now + r->d->cfg.lease_ms, limit,
+                                  r->d->cfg.endpoint_max_in_flight, &r->op_jobs);
     if (rc != 0)
         return rc;
-    return job_add(r, &d, ev);
+    r->op_jobs_cap = r->op_jobs.n; /* the claim sized the array */
+    /* Fewer than the new ones (caps), or a full claim (more may be due): the dispatcher looks again. */
+    r->op_left_due = r->op_jobs.n < pending || (int)r->op_jobs.n == limit;
+    return 0;
 }
 
 static int op_fanout(struct store *s, void *arg)
@@ -224,9 +259,11 @@ static int op_fanout(struct store *s, void *arg)
     struct event_list evs = {0};
     int64_t now = clock_now_ms();
     int64_t *seqs = NULL;
+    size_t pending = 0;
     int rc;
 
     r->op_fetched = 0;
+    r->op_left_due = false;
     rc = store_outbox_fetch(s, 0, r->op_limit, &evs);
     if (rc != 0 || evs.n == 0)
         goto out;
@@ -247,13 +284,17 @@ static int op_fanout(struct store *s, void *arg)
         for (size_t k = 0; k < r->eps.n; k++) {
             if (!endpoint_wants(&r->eps.items[k], ev))
                 continue;
-            rc = fan_out_one(r, s, ev, &r->eps.items[k], valid, now);
+            rc = fan_out_one(r, s, ev, &r->eps.items[k], valid, now, &pending);
             if (rc != 0)
                 goto out;
         }
     }
     rc = store_outbox_mark_dispatched(s, seqs, evs.n, now);
+    if (rc == 0)
+        rc = claim_new(r, s, now, pending);
 out:
+    if (rc != 0)
+        job_list_free(&r->op_jobs); /* rolled back with the savepoint */
     free(seqs);
     event_list_free(&evs);
     return rc;
@@ -266,6 +307,9 @@ static void op_fanout_done(void *arg, int result)
 
     if (result == 0 && r->op_jobs.n > 0)
         dispatcher_enqueue(r->d->dispatcher, &r->op_jobs);
+    /* Deliveries left in the store for the caps: the dispatcher claims them when slots free up. */
+    if (result == 0 && r->op_left_due)
+        dispatcher_wake(r->d->dispatcher);
     job_list_free(&r->op_jobs);
     r->op_jobs_cap = 0;
     pthread_mutex_lock(&r->mu);
@@ -379,7 +423,7 @@ static int hand_off_batch(struct relay *r, int limit, size_t *fetched)
                 }
                 h->ds = grown;
             }
-            delivery_plan(r, ev, &r->eps.items[k], valid, h->now, &h->ds[h->n_ds]);
+            delivery_plan(r, ev, &r->eps.items[k], valid, true, h->now, &h->ds[h->n_ds]);
             if (h->ds[h->n_ds].status == DELIVERY_PENDING) {
                 rc = job_add(r, &h->ds[h->n_ds], ev);
                 if (rc != 0)
@@ -433,7 +477,10 @@ static int fan_out_batch(struct relay *r, int limit, size_t *fetched)
 
 static void backoff(struct relay *r, const char *what, int rc)
 {
-    log_limited(&r->lim, LOG_WARN, PART, "%s: %s", what, hookd_strerror(rc));
+    if (outage_error(rc))
+        outage_log(PART, "%s: %s", what, hookd_strerror(rc));
+    else
+        log_limited(&r->lim, LOG_WARN, PART, "%s: %s", what, hookd_strerror(rc));
     r->backoff_ms = r->backoff_ms == 0 ? BACKOFF_MIN_MS : r->backoff_ms * 2;
     if (r->backoff_ms > BACKOFF_MAX_MS)
         r->backoff_ms = BACKOFF_MAX_MS;
@@ -442,8 +489,10 @@ static void backoff(struct relay *r, const char *what, int rc)
 
 static void recovered(struct relay *r)
 {
-    if (r->backoff_ms != 0)
+    if (r->backoff_ms != 0) {
         log_limiter_reset(&r->lim, PART, "fan-out");
+        outage_over(PART);
+    }
     r->backoff_ms = 0;
 }
 

@@ -1,10 +1,14 @@
 /*
  * The relay: turns committed outbox rows into deliveries, one per matching
- * endpoint, in writer ops (fetch undispatched rows, insert deliveries already
- * leased to this node, mark the rows dispatched: one transaction), then hands
- * the new deliveries to the dispatcher. Woken in-process after our own commits
- * and by store_changed() (PRAGMA data_version) for rows other processes commit.
- * Fans out only while the dispatcher has room, so the backlog stays in the store.
+ * endpoint. On a shared store (PostgreSQL) one writer op fetches and claims
+ * undispatched rows, inserts the deliveries unleased, marks the rows
+ * dispatched and leases what the window and the endpoints' in-flight caps
+ * allow; the dispatcher gets those after the commit. On a single-node store
+ * (SQLite) the deliveries go to the dispatcher at once and their record
+ * follows in a deferred op. Woken in-process after our own commits and by
+ * store_changed() (PRAGMA data_version, or LISTEN/NOTIFY) for rows other
+ * processes commit. Fans out only while the dispatcher has room, so the
+ * backlog stays in the store.
  *
  *   relay_start  start the relay thread
  *   relay_wake   an outbox row was committed in this process

@@ -5,6 +5,7 @@
  */
 #include "store/sqlite_internal.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,7 @@
     "d.lease_owner, d.lease_until, d.lease_token"
 #define DELIVERY_NCOLS 16
 #define ATTEMPT_LIST_MAX 10000 /* bound of one delivery's attempt list */
+#define CLAIM_ENDPOINTS_MAX 1000000 /* bound of the claim's endpoint loop */
 
 static bool status_is_open(enum delivery_status st) { return st == DELIVERY_PENDING || st == DELIVERY_RETRYING; }
 
@@ -124,38 +126,64 @@ static int jobs_lease(struct store *s, const char *node, int64_t lease_until, st
     return result;
 }
 
-/* Both due queries walk the partial due index in time order (INDEXED BY: without
- * statistics the planner would rather take the status index and sort). */
-int sqlite_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
-                              struct job_list *out)
+/*
+ * A claim takes, of every enabled endpoint with due rows, at most its free
+ * slots (cap minus its live leases), and of all those the limit earliest.
+ * The endpoints are visited in the order of their earliest due row, keeping
+ * the best limit rows so far: an endpoint only contributes rows no later than
+ * the current worst of them, and once an endpoint's first row is later than
+ * that, so are all the following endpoints'. A full endpoint's backlog is
+ * never read, and each endpoint costs one index probe.
+ */
+struct pick {
+    int64_t at;
+    char id[HOOKD_ID_MAX];
+};
+
+struct claim_endpoint {
+    char id[HOOKD_ID_MAX];
+    int free;         /* deliveries it may still lease; INT_MAX: no cap */
+    int64_t first_at; /* its earliest due, unleased delivery */
+};
+
+/* The best rows so far, sorted, at most limit of them (scratch: merge space). */
+struct picks {
+    struct pick *items, *scratch;
+    size_t n, limit;
+};
+
+static bool pick_before(const struct pick *x, const struct pick *y)
+{
+    return x->at != y->at ? x->at < y->at : strcmp(x->id, y->id) < 0;
+}
+
+/* Enabled endpoints with a due, unleased delivery, earliest first, each with
+ * its free slots: cap minus its live leases (anyone's, lease_until >= now). */
+static int claim_endpoints(struct store *s, int64_t now, int default_cap, struct claim_endpoint **out, size_t *n)
 {
     sqlite3_stmt *st;
     size_t cap = 0;
-    int rc, result;
+    int rc, result = sq_stmt(s, SQ_DELIVERY_CLAIM_ENDPOINTS,
+                             "SELECT id, cap, CASE WHEN cap > 0 THEN cap - (SELECT count(*)"
+                             "  FROM hookd_deliveries x INDEXED BY hookd_deliveries_leased"
+                             "  WHERE x.endpoint_id = c.id AND x.lease_owner IS NOT NULL AND x.lease_until >= ?1) END,"
+                             " first_at FROM (SELECT e.id, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"
+                             "  WHEN ?2 > 0 THEN ?2 ELSE 0 END AS cap,"
+                             "  (SELECT d.next_attempt_at FROM hookd_deliveries d INDEXED BY hookd_deliveries_endpoint_due"
+                             "   WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'retrying')"
+                             "   AND d.next_attempt_at <= ?1 AND (d.lease_owner IS NULL OR d.lease_until < ?1)"
+                             "   ORDER BY d.next_attempt_at LIMIT 1) AS first_at"
+                             "  FROM hookd_endpoints e WHERE e.enabled) c"
+                             " WHERE first_at IS NOT NULL ORDER BY first_at",
+                             &st);
 
-    out->items = NULL;
-    out->n = 0;
-    if (!node || limit <= 0)
-        return HOOKD_EINVAL;
-    result = sq_stmt(s, SQ_DELIVERY_DUE,
-                     "SELECT " DELIVERY_COLUMNS ", " SQ_EVENT_COLUMNS
-                     " FROM hookd_deliveries d INDEXED BY hookd_deliveries_due"
-                     " JOIN hookd_endpoints e ON e.id = d.endpoint_id"
-                     " JOIN hookd_outbox o ON o.id = d.event_id"
-                     " WHERE d.status IN ('pending', 'retrying') AND d.next_attempt_at <= ?1"
-                     " AND (d.lease_owner IS NULL OR d.lease_until < ?1) AND e.enabled"
-                     " ORDER BY d.next_attempt_at LIMIT ?2",
-                     &st);
-    if (result)
-        return result;
-    result = sq_atomic_begin(s);
+    *out = NULL;
+    *n = 0;
     if (result)
         return result;
     sqlite3_bind_int64(st, 1, now);
-    sqlite3_bind_int(st, 2, limit);
-    /* Every row is read before any is updated: no update under a live cursor. */
-    for (int i = 0; i < limit && result == 0; i++) {
-        struct delivery_job *j;
+    sqlite3_bind_int(st, 2, default_cap);
+    for (int i = 0; i < CLAIM_ENDPOINTS_MAX && result == 0; i++) {
         rc = sqlite3_step(st);
         if (rc == SQLITE_DONE)
             break;
@@ -163,23 +191,148 @@ int sqlite_delivery_claim_due(struct store *s, const char *node, int64_t now, in
             result = sq_error(s, rc);
             break;
         }
-        result = sq_list_grow((void **)&out->items, out->n, &cap, sizeof *out->items);
+        result = sq_list_grow((void **)out, *n, &cap, sizeof **out);
         if (result)
             break;
-        j = &out->items[out->n];
-        result = delivery_read(st, 0, &j->d);
-        if (result == 0) {
-            result = sqlite_event_read(st, DELIVERY_NCOLS, &j->ev);
-            if (result)
-                delivery_free(&j->d);
-        }
-        if (result == 0)
-            out->n++;
+        sq_col_id(st, 0, (*out)[*n].id);
+        (*out)[*n].free = sqlite3_column_int(st, 1) > 0 ? sqlite3_column_int(st, 2) : INT_MAX;
+        (*out)[*n].first_at = sq_col_i64(st, 3);
+        (*n)++;
     }
     sq_reset(st);
-    if (result == 0)
-        result = jobs_lease(s, node, lease_until, out);
-    result = sq_atomic_end(s, result);
+    return result;
+}
+
+/* Merges rows (sorted) into the best limit so far. */
+static void picks_merge(struct picks *p, const struct pick *rows, size_t n_rows)
+{
+    size_t i = 0, k = 0, n = 0;
+
+    while (n < p->limit && (i < p->n || k < n_rows)) {
+        bool take_row = k < n_rows && (i == p->n || pick_before(&rows[k], &p->items[i]));
+        p->scratch[n++] = take_row ? rows[k++] : p->items[i++];
+    }
+    memcpy(p->items, p->scratch, n * sizeof *p->items);
+    p->n = n;
+}
+
+/* Reads one endpoint's earliest due, unleased rows no later than until (at most max) into rows. */
+static int endpoint_picks(struct store *s, const char *endpoint_id, int64_t now, int64_t until, int max,
+                          struct pick *rows, size_t *n)
+{
+    sqlite3_stmt *st;
+    int rc, result = sq_stmt(s, SQ_DELIVERY_DUE_OF_ENDPOINT,
+                             "SELECT d.id, d.next_attempt_at FROM hookd_deliveries d"
+                             " INDEXED BY hookd_deliveries_endpoint_due JOIN hookd_outbox o ON o.id = d.event_id"
+                             " WHERE d.endpoint_id = ?1 AND d.status IN ('pending', 'retrying')"
+                             " AND d.next_attempt_at <= ?3 AND (d.lease_owner IS NULL OR d.lease_until < ?2)"
+                             " ORDER BY d.next_attempt_at, d.id LIMIT ?4",
+                             &st);
+
+    *n = 0;
+    if (result)
+        return result;
+    sq_bind_text(st, 1, endpoint_id);
+    sqlite3_bind_int64(st, 2, now);
+    sqlite3_bind_int64(st, 3, until);
+    sqlite3_bind_int(st, 4, max);
+    for (int i = 0; i < max; i++) {
+        rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW) {
+            result = rc == SQLITE_DONE ? 0 : sq_error(s, rc);
+            break;
+        }
+        sq_col_id(st, 0, rows[*n].id);
+        rows[(*n)++].at = sq_col_i64(st, 1);
+    }
+    sq_reset(st);
+    return result;
+}
+
+/* The claim's choice, sorted, into p (limit rows at most). */
+static int claim_pick(struct store *s, int64_t now, int default_cap, struct picks *p)
+{
+    struct claim_endpoint *eps = NULL;
+    struct pick *rows = malloc(p->limit * sizeof *rows);
+    size_t n_eps = 0, n_rows;
+    int result = rows ? claim_endpoints(s, now, default_cap, &eps, &n_eps) : HOOKD_ENOMEM;
+
+    for (size_t i = 0; i < n_eps && result == 0; i++) {
+        bool full = p->n == p->limit;
+        int64_t until = full ? p->items[p->n - 1].at : now;
+        if (full && eps[i].first_at > until)
+            break; /* this endpoint and every later one start after the worst pick */
+        if (eps[i].free <= 0)
+            continue;
+        result = endpoint_picks(s, eps[i].id, now, until,
+                                eps[i].free < (int)p->limit ? eps[i].free : (int)p->limit, rows, &n_rows);
+        if (result == 0)
+            picks_merge(p, rows, n_rows);
+    }
+    free(eps);
+    free(rows);
+    return result;
+}
+
+/* Reads the picked deliveries with their events into out (in pick order). */
+static int jobs_read(struct store *s, const struct picks *p, struct job_list *out)
+{
+    sqlite3_stmt *st;
+    size_t cap = 0;
+    int rc, result = sq_stmt(s, SQ_DELIVERY_JOB,
+                             "SELECT " DELIVERY_COLUMNS ", " SQ_EVENT_COLUMNS " FROM hookd_deliveries d"
+                             " JOIN hookd_outbox o ON o.id = d.event_id WHERE d.id = ?1",
+                             &st);
+
+    for (size_t i = 0; i < p->n && result == 0; i++) {
+        struct delivery_job *j;
+        sq_bind_text(st, 1, p->items[i].id);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW)
+            result = sq_list_grow((void **)&out->items, out->n, &cap, sizeof *out->items);
+        else
+            result = rc == SQLITE_DONE ? 0 : sq_error(s, rc);
+        if (rc == SQLITE_ROW && result == 0) {
+            j = &out->items[out->n];
+            result = delivery_read(st, 0, &j->d);
+            if (result == 0) {
+                result = sqlite_event_read(st, DELIVERY_NCOLS, &j->ev);
+                if (result)
+                    delivery_free(&j->d);
+            }
+            if (result == 0)
+                out->n++;
+        }
+        sq_reset(st);
+    }
+    return result;
+}
+
+/* SQLite has one writer at a time, so counting leases and leasing need no
+ * further locking: the claim is one atomic unit. */
+int sqlite_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
+                              int default_cap, struct job_list *out)
+{
+    struct picks p = {.limit = limit > STORE_LIST_MAX ? STORE_LIST_MAX : limit > 0 ? (size_t)limit : 0};
+    int result;
+
+    out->items = NULL;
+    out->n = 0;
+    if (!node || limit <= 0)
+        return HOOKD_EINVAL;
+    p.items = malloc(p.limit * sizeof *p.items);
+    p.scratch = malloc(p.limit * sizeof *p.scratch);
+    result = p.items && p.scratch ? sq_atomic_begin(s) : HOOKD_ENOMEM;
+    if (result == 0) {
+        result = claim_pick(s, now, default_cap, &p);
+        if (result == 0)
+            result = jobs_read(s, &p, out);
+        if (result == 0)
+            result = jobs_lease(s, node, lease_until, out);
+        result = sq_atomic_end(s, result);
+    }
+    free(p.items);
+    free(p.scratch);
     if (result)
         job_list_free(out);
     return result;

@@ -49,7 +49,9 @@ enum sq_slot {
     SQ_ENDPOINT_LIST_LAST = SQ_ENDPOINT_LIST + 3,
 
     SQ_DELIVERY_INSERT,
-    SQ_DELIVERY_DUE,
+    SQ_DELIVERY_CLAIM_ENDPOINTS,
+    SQ_DELIVERY_DUE_OF_ENDPOINT,
+    SQ_DELIVERY_JOB,
     SQ_DELIVERY_LEASE,
     SQ_DELIVERY_NEXT_DUE,
     SQ_DELIVERY_COMPLETE,
@@ -144,7 +146,7 @@ int sqlite_endpoint_version(struct store *s, int64_t *version);
 
 int sqlite_delivery_insert(struct store *s, const struct delivery *d);
 int sqlite_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
-                              struct job_list *out);
+                              int default_cap, struct job_list *out);
 int sqlite_delivery_next_due(struct store *s, int64_t *at);
 int sqlite_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now);
 int sqlite_delivery_release(struct store *s, const char *id, const char *owner, int64_t token);

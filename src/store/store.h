@@ -247,12 +247,12 @@ struct store_ops {
 
     int (*delivery_insert)(struct store *s, const struct delivery *d);
     /*
-     * Leases up to limit due deliveries (pending or retrying, next_attempt_at <= now, unleased or lease
-     * expired, endpoint enabled, event present) to node until lease_until, earliest first, bumping each
-     * one's lease_token. Per endpoint it takes at most cap - (its deliveries leased by anyone with
-     * lease_until >= now), where cap is the endpoint's max_in_flight when > 0, else default_cap; a cap
-     * <= 0 means no cap. The cap holds across nodes: concurrent claims on one database are serialized
-     * per endpoint. Runs in the caller's transaction, or in one of its own.
+     * Leases up to limit (1..STORE_LIST_MAX) due deliveries (pending or retrying, next_attempt_at <= now,
+     * unleased or lease expired, endpoint enabled, event present) to node until lease_until, earliest
+     * first, bumping each one's lease_token. Per endpoint it takes at most cap - (its deliveries leased by
+     * anyone with lease_until >= now), where cap is the endpoint's max_in_flight when > 0, else
+     * default_cap; a cap <= 0 means no cap. The cap holds across nodes: concurrent claims on one database
+     * are serialized per endpoint. Runs in the caller's transaction, or in one of its own.
      */
     int (*delivery_claim_due)(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
                               int default_cap, struct job_list *out);

@@ -4,7 +4,7 @@ import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { startDaemon, startSink, sleep, TOOLS } from '../lib/harness.mjs';
+import { startDaemon, startSink, sleep, TOOLS, BACKEND } from '../lib/harness.mjs';
 
 let d, sink, ep;
 before(async () => {
@@ -60,10 +60,14 @@ test('a rolled-back SQL insert is never delivered', async () => {
   assert.equal(sink.requests.filter((r) => r.body?.type === 'order.rolledback').length, 0);
 });
 
-test('hookd_publish() in the caller transaction: commit delivers, rollback does not', async () => {
-  const tool = join(TOOLS, 'publish_tool');
-  const committed = execFileSync(tool, [d.db, 'commit', 'invoice.paid', '{"c":1}'], { encoding: 'utf8' }).trim();
-  const rolled = execFileSync(tool, [d.db, 'rollback', 'invoice.voided', '{"c":2}'], { encoding: 'utf8' }).trim();
+// The application's side of the C API: hookd_publish() on a sqlite3 handle, hookd_publish_pg() on a PGconn.
+const publishTool = BACKEND === 'postgres'
+  ? (args) => execFileSync(join(TOOLS, 'publish_pg_tool'), [d.storeUrl, ...args], { encoding: 'utf8' }).trim()
+  : (args) => execFileSync(join(TOOLS, 'publish_tool'), [d.db, ...args], { encoding: 'utf8' }).trim();
+
+test(`hookd_publish${BACKEND === 'postgres' ? '_pg' : ''}() in the caller transaction: commit delivers, rollback does not`, async () => {
+  const committed = publishTool(['commit', 'invoice.paid', '{"c":1}']);
+  const rolled = publishTool(['rollback', 'invoice.voided', '{"c":2}']);
   assert.match(committed, /^evt_/);
   await d.waitDelivery(committed, 'delivered');
   assert.equal(d.sql(`SELECT count(*) FROM hookd_outbox WHERE id = '${rolled}'`), '0');

@@ -1,10 +1,13 @@
-// Test harness for scenario tests: starts `hookd serve` on a temp SQLite store
-// and `hookd listen` sinks, talks to the admin API, runs SQL with the sqlite3 CLI.
-// Every wait is bounded; every process is killed when the test ends.
+// Test harness for scenario tests: starts `hookd serve` on a fresh store (SQLite,
+// or with HOOKD_TEST_BACKEND=postgres a database of its own in the cluster of
+// HOOKD_TEST_PG), several nodes on one database, `hookd listen` sinks and
+// in-process counting sinks, talks to the admin API, runs SQL with the sqlite3
+// CLI or psql. Every wait is bounded; every process is killed when the test ends.
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, readFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, readFileSync, chmodSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { tmpdir, hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 
@@ -12,9 +15,19 @@ export const ROOT = resolve(new URL('../..', import.meta.url).pathname);
 export const HOOKD = process.env.HOOKD_BIN || join(ROOT, 'build/hookd');
 export const TOOLS = join(process.env.HOOKD_TEST_LIB || join(ROOT, 'build-asan'), 'tests/tools');
 export const TOKEN = 'test-admin-token';
+/** 'sqlite' (default) or 'postgres' (HOOKD_TEST_BACKEND=postgres; needs HOOKD_TEST_PG). */
+export const BACKEND = process.env.HOOKD_TEST_BACKEND === 'postgres' ? 'postgres' : 'sqlite';
+/** The test cluster's URL (scripts/pg.sh start prints it), or ''. */
+export const PG_CLUSTER = process.env.HOOKD_TEST_PG || '';
 
 const children = new Set();
-process.on('exit', () => { for (const c of children) { try { c.kill('SIGKILL'); } catch {} } });
+const clusters = new Set(); // clusters a test started itself: stopped at exit whatever happens
+process.on('exit', () => {
+  for (const c of children) { try { c.kill('SIGKILL'); } catch {} }
+  for (const dir of clusters) {
+    try { execFileSync('bash', [join(ROOT, 'scripts/pg.sh'), 'stop', dir], { stdio: 'ignore', timeout: 30000 }); } catch {}
+  }
+});
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -85,22 +98,96 @@ export async function startSink(opts = {}) {
   return sink;
 }
 
+/* ---- stores ------------------------------------------------------------- */
+
+/** Runs SQL through psql with the sqlite3 CLI's output shape: one row a line, `|` between columns. */
+export function psql(dsn, query) {
+  return execFileSync('psql', ['-X', '-A', '-t', '-q', '-v', 'ON_ERROR_STOP=1', '-d', dsn, '-c', query],
+    { encoding: 'utf8', timeout: 30000, maxBuffer: 256 << 20 }).trim();
+}
+
+/** The URL of database `name` in the cluster of clusterDsn (postgres:///hookd?host=… → postgres:///name?host=…). */
+export function pgDatabaseUrl(clusterDsn, name) {
+  const m = /^(postgres(?:ql)?:\/\/[^/?]*)(\/[^?]*)?(\?.*)?$/.exec(clusterDsn);
+  if (!m) throw new Error(`not a postgres URL: ${clusterDsn}`);
+  return `${m[1]}/${name}${m[3] || ''}`;
+}
+
+let storeSeq = 0;
+
 /**
- * A daemon on a fresh SQLite store. env adds HOOKD_* settings; fast retries by default.
+ * A fresh, empty store: a SQLite file in a temp dir, or (backend 'postgres', or
+ * opts.cluster given) a new database in the cluster. Returns {kind, url, db
+ * (SQLite path), sql(query), drop()}.
  */
-export async function startDaemon(env = {}) {
+export function newStore(opts = {}) {
+  const cluster = opts.cluster || (BACKEND === 'postgres' ? PG_CLUSTER : '');
+  if (cluster) {
+    const name = `hookd_t${process.pid}_${++storeSeq}_${Date.now() % 100000}`;
+    psql(cluster, `CREATE DATABASE ${name}`);
+    const url = pgDatabaseUrl(cluster, name);
+    return {
+      kind: 'postgres', url, name, db: null,
+      sql: (q) => psql(url, q),
+      drop: () => { try { psql(cluster, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`); } catch {} },
+    };
+  }
+  if (BACKEND === 'postgres') throw new Error('HOOKD_TEST_BACKEND=postgres needs HOOKD_TEST_PG');
   const dir = mkdtempSync(join(tmpdir(), 'hookd-test-'));
+  const db = join(dir, 'hookd.db');
+  return {
+    kind: 'sqlite', url: `sqlite:${db}`, db, dir,
+    sql: (q) => sql(db, q),
+    drop: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+/**
+ * A throwaway PostgreSQL cluster of the test's own (scripts/pg.sh), for tests
+ * that stop the server. {dir, dsn, stop(), start(), destroy()}.
+ */
+export function startCluster() {
+  const root = mkdtempSync(join(tmpdir(), 'hookd-pgo-'));
+  chmodSync(root, 0o755);
+  const dir = join(root, 'cluster');
+  clusters.add(dir);
+  const pg = (...args) => execFileSync('bash', [join(ROOT, 'scripts/pg.sh'), ...args],
+    { encoding: 'utf8', timeout: 60000, stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+  const dsn = pg('start', dir);
+  return {
+    dir, dsn,
+    stop: () => pg('ctl', dir, 'stop'),
+    start: () => pg('ctl', dir, 'start'),
+    destroy: () => {
+      try { pg('stop', dir); } catch {}
+      clusters.delete(dir);
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
+
+/* ---- daemons ------------------------------------------------------------ */
+
+/**
+ * A `hookd serve` on a store (opts.store, shared and not dropped by cleanup;
+ * else a fresh one of its own). env adds HOOKD_* settings; fast retries by default.
+ */
+export async function startDaemon(env = {}, opts = {}) {
+  const store = opts.store || newStore(opts);
   const d = {
-    dir,
-    db: join(dir, 'hookd.db'),
+    store,
+    storeUrl: store.url,
+    db: store.db,
+    dir: store.dir,
     adminPort: await freePort(),
     publicPort: await freePort(),
     child: null,
     logs: '',
   };
+  d.node = `${hostname()}:${d.adminPort}`;
   d.env = {
     ...process.env,
-    HOOKD_SERVER_STORE: `sqlite:${d.db}`,
+    HOOKD_SERVER_STORE: store.url,
     HOOKD_SERVER_ADMIN_TOKEN: TOKEN,
     HOOKD_SERVER_ADMIN_LISTEN: `127.0.0.1:${d.adminPort}`,
     HOOKD_SERVER_PUBLIC_LISTEN: `127.0.0.1:${d.publicPort}`,
@@ -111,8 +198,10 @@ export async function startDaemon(env = {}) {
     HOOKD_DELIVERY_CONNECT_TIMEOUT: '1s',
     ...env,
   };
+  if (env.HOOKD_SERVER_NODE_ID) d.node = env.HOOKD_SERVER_NODE_ID;
+  const bin = opts.bin || HOOKD;
   d.start = async () => {
-    d.child = track(spawn(HOOKD, ['serve'], { env: d.env, stdio: ['ignore', 'pipe', 'pipe'] }), 'hookd');
+    d.child = track(spawn(bin, ['serve'], { env: d.env, stdio: ['ignore', 'pipe', 'pipe'] }), 'hookd');
     d.child.stdout.on('data', () => {});
     await waitFor(async () => {
       if (d.child.exitCode !== null) throw new Error(`hookd exited ${d.child.exitCode}: ${d.child.stderrText}`);
@@ -128,7 +217,7 @@ export async function startDaemon(env = {}) {
     return code;
   };
   d.kill9 = async () => { d.child.kill('SIGKILL'); await waitExit(d.child); d.logs += d.child.stderrText; };
-  d.cleanup = async () => { await d.stop(); rmSync(dir, { recursive: true, force: true }); };
+  d.cleanup = async () => { await d.stop(); if (!opts.store) store.drop(); };
   d.api = async (method, path, body, headers = {}) => {
     const init = { method, headers: { authorization: `Bearer ${TOKEN}`, ...headers } };
     if (body !== undefined) {
@@ -158,13 +247,105 @@ export async function startDaemon(env = {}) {
       const ds = await d.deliveriesOf(eventId);
       return ds && ds.length > 0 && ds.every((x) => x.status === status) && ds;
     }, { timeoutMs, what: `deliveries of ${eventId} to be ${status}` });
-  d.sql = (query) => sql(d.db, query);
+  d.sql = (query) => store.sql(query);
   d.cli = (args, extraEnv = {}) => execFileSync(HOOKD, args, {
     env: { ...process.env, HOOKD_ADMIN_URL: `http://127.0.0.1:${d.adminPort}`, HOOKD_ADMIN_TOKEN: TOKEN, ...extraEnv },
     encoding: 'utf8', timeout: 10000,
   });
-  await d.start();
+  try {
+    await d.start();
+  } catch (e) {
+    if (!opts.store) store.drop();
+    throw e;
+  }
   return d;
+}
+
+/**
+ * n `hookd serve` processes on ONE fresh database (PostgreSQL only): distinct
+ * admin and public ports, so distinct default node ids (hostname:admin_port).
+ * env applies to all; perNode[i] adds to node i's. Returns {nodes, store, sql, cleanup}.
+ */
+export async function startNodes(n, env = {}, opts = {}) {
+  const store = newStore(opts);
+  const nodes = [];
+  try {
+    for (let i = 0; i < n; i++) nodes.push(await startDaemon({ ...env, ...(opts.perNode?.[i] || {}) }, { ...opts, store }));
+  } catch (e) {
+    for (const d of nodes) await d.stop();
+    store.drop();
+    throw e;
+  }
+  return {
+    nodes,
+    store,
+    sql: (q) => store.sql(q),
+    /** Stops every node; returns their exit codes. */
+    stopAll: async () => { const codes = []; for (const d of nodes) codes.push(await d.stop()); return codes; },
+    cleanup: async () => { for (const d of nodes) await d.stop(); store.drop(); },
+  };
+}
+
+/**
+ * An in-process HTTP receiver that counts: per path, how often each webhook-id
+ * arrived, and how many requests were open at once. opts.delayMs(n, req) and
+ * opts.status(n, req) script the answers (n counts from 1); opts.checkBody
+ * compares each body's id with its webhook-id. Cheap enough for hundreds of
+ * thousands of requests.
+ */
+export async function startCountingSink(opts = {}) {
+  const sink = {
+    total: 0, open: 0, maxOpen: 0,
+    bodyMismatches: 0, // opts.checkBody: arrivals whose body id is not their webhook-id
+    byPath: new Map(), // path → Map(webhook-id → count)
+    arrivals: [],      // [ms, path, webhook-id] when opts.keepArrivals
+  };
+  const server = createHttpServer((req, res) => {
+    const n = ++sink.total;
+    sink.open++;
+    if (sink.open > sink.maxOpen) sink.maxOpen = sink.open;
+    const id = req.headers['webhook-id'] || '';
+    let ids = sink.byPath.get(req.url);
+    if (!ids) sink.byPath.set(req.url, ids = new Map());
+    ids.set(id, (ids.get(id) || 0) + 1);
+    if (opts.keepArrivals) sink.arrivals.push([Date.now(), req.url, id]);
+    const chunks = [];
+    if (opts.checkBody) req.on('data', (c) => chunks.push(c)); else req.resume();
+    req.on('end', () => {
+      if (opts.checkBody) {
+        let bodyId;
+        try { bodyId = JSON.parse(Buffer.concat(chunks).toString()).id; } catch {}
+        if (bodyId !== id) sink.bodyMismatches++;
+      }
+      const answer = () => {
+        sink.open--; // before the answer leaves: the sender cannot have seen it yet
+        res.writeHead(opts.status ? opts.status(n, req) : 200, { 'content-type': 'text/plain' });
+        res.end('ok');
+      };
+      const delay = opts.delayMs ? opts.delayMs(n, req) : 0;
+      if (delay > 0) setTimeout(answer, delay); else answer();
+    });
+  });
+  server.keepAliveTimeout = 60000;
+  server.headersTimeout = 70000;
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  sink.port = server.address().port;
+  sink.url = (path = '/hook') => `http://127.0.0.1:${sink.port}${path}`;
+  /** Distinct webhook-ids seen at a path (or at all paths). */
+  sink.distinct = (path) => {
+    if (path !== undefined) return sink.byPath.get(path)?.size || 0;
+    let k = 0;
+    for (const ids of sink.byPath.values()) k += ids.size;
+    return k;
+  };
+  /** [path, webhook-id, count] of every id that arrived more than once. */
+  sink.repeats = () => {
+    const out = [];
+    for (const [path, ids] of sink.byPath) for (const [id, c] of ids) if (c > 1) out.push([path, id, c]);
+    return out;
+  };
+  sink.stop = () => new Promise((r) => { server.closeAllConnections?.(); server.close(() => r()); });
+  return sink;
 }
 
 /** Runs SQL through the sqlite3 CLI (a separate process, like any application). */

@@ -1,7 +1,10 @@
 /*
  * Shared by the store conformance suite's programs (test_store*.c): the
- * fixture (DSN from HOOKD_TEST_STORE, else a fresh SQLite file per test) and
- * helpers that build events, endpoints and deliveries through the wrappers.
+ * fixture (DSN from HOOKD_TEST_STORE, a sqlite: path or a postgres:// URL,
+ * else a fresh SQLite file per test), helpers that build events, endpoints
+ * and deliveries through the wrappers, and a database of a test's own
+ * (fresh_store_make) for the tests that need an empty one. Tests must not
+ * depend on an empty shared database: it may hold earlier runs' rows.
  * Include after <cmocka.h>.
  */
 #ifndef HOOKD_TESTS_STORE_FIXTURE_H
@@ -11,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <libpq-fe.h>
 
 #include "core/clock.h"
 #include "core/ids.h"
@@ -130,7 +135,7 @@ FIXTURE static void drain_due(struct fixture *fx)
 
     for (int round = 0; round < 1000; round++) {
         struct job_list jobs;
-        assert_int_equal(store_delivery_claim_due(fx->s, "drain", until, until + 1000, 500, &jobs), 0);
+        assert_int_equal(store_delivery_claim_due(fx->s, "drain", until, until + 1000, 500, 0, &jobs), 0);
         for (size_t i = 0; i < jobs.n; i++) {
             struct delivery_result r = {.delivery_id = jobs.items[i].d.id, .lease_owner = "drain",
                                         .lease_token = jobs.items[i].d.lease_token, .status = DELIVERY_DEAD,
@@ -145,9 +150,18 @@ FIXTURE static void drain_due(struct fixture *fx)
     fail_msg("drain_due did not finish");
 }
 
+/* A claim of up to 100 without a default in-flight cap. */
 FIXTURE static int claim(struct fixture *fx, const char *node, int64_t now, int64_t lease_until, struct job_list *jobs)
 {
-    assert_int_equal(store_delivery_claim_due(fx->s, node, now, lease_until, 100, jobs), 0);
+    assert_int_equal(store_delivery_claim_due(fx->s, node, now, lease_until, 100, 0, jobs), 0);
+    return (int)jobs->n;
+}
+
+/* A claim of up to limit with default_cap as the daemon's endpoint_max_in_flight. */
+FIXTURE static int claim_capped(struct fixture *fx, const char *node, int64_t now, int64_t lease_until, int limit,
+                                int default_cap, struct job_list *jobs)
+{
+    assert_int_equal(store_delivery_claim_due(fx->s, node, now, lease_until, limit, default_cap, jobs), 0);
     return (int)jobs->n;
 }
 
@@ -164,6 +178,86 @@ FIXTURE static void complete(struct fixture *fx, const struct delivery_job *j, e
                     .error = code >= 300 ? "HTTP error" : NULL, .response = "ok", .node = j->d.lease_owner},
     };
     assert_int_equal(store_delivery_complete(fx->s, &r, started + 12), expect);
+}
+
+/*
+ * Another connection's commit shows in store_changed() within ms. On SQLite at
+ * once; PostgreSQL delivers the notification asynchronously, a moment after the
+ * inserting transaction's COMMIT returned.
+ */
+FIXTURE static bool changed_within(struct store *s, int ms)
+{
+    bool changed = false;
+
+    for (int i = 0; i <= ms && !changed; i++) {
+        assert_int_equal(store_changed(s, &changed), 0);
+        if (!changed)
+            usleep(1000);
+    }
+    return changed;
+}
+
+/* A database of a test's own: a new SQLite file, or a new database on the
+ * PostgreSQL server of HOOKD_TEST_STORE (created and dropped through libpq). */
+struct fresh_store {
+    char dsn[512];
+    char dir[64];     /* SQLite: the temp dir */
+    char pg_name[64]; /* PostgreSQL: the database */
+};
+
+/* Runs one statement on the server of fx->dsn, failing the test on error. */
+FIXTURE static void pg_admin(struct fixture *fx, const char *sql)
+{
+    PGconn *c = PQconnectdb(fx->dsn);
+    PGresult *r = PQstatus(c) == CONNECTION_OK ? PQexec(c, sql) : NULL;
+    bool ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
+
+    if (!ok)
+        print_error("%s: %s\n", sql, PQerrorMessage(c));
+    PQclear(r);
+    PQfinish(c);
+    assert_true(ok);
+}
+
+FIXTURE static void fresh_store_make(struct fixture *fx, struct fresh_store *f)
+{
+    const char *scheme = strstr(fx->dsn, "://"), *path, *query;
+    char sql[128];
+    int n;
+
+    memset(f, 0, sizeof *f);
+    if (!scheme) {
+        snprintf(f->dir, sizeof f->dir, "/tmp/hookd-fresh-XXXXXX");
+        assert_non_null(mkdtemp(f->dir));
+        snprintf(f->dsn, sizeof f->dsn, "sqlite:%s/fresh.db", f->dir);
+        return;
+    }
+    /* postgres://[user@][host][:port]/dbname[?params]: the same URL with another dbname. */
+    id_new(f->pg_name, "hookd_test_");
+    path = strchr(scheme + 3, '/');
+    assert_non_null(path);
+    query = strchr(path, '?');
+    n = snprintf(f->dsn, sizeof f->dsn, "%.*s/%s%s", (int)(path - fx->dsn), fx->dsn, f->pg_name, query ? query : "");
+    assert_true(n > 0 && (size_t)n < sizeof f->dsn);
+    snprintf(sql, sizeof sql, "CREATE DATABASE %s", f->pg_name);
+    pg_admin(fx, sql);
+}
+
+FIXTURE static void fresh_store_drop(struct fixture *fx, struct fresh_store *f)
+{
+    static const char *const suffixes[] = {"", "-wal", "-shm"};
+    char path[128], sql[128];
+
+    if (f->pg_name[0]) {
+        snprintf(sql, sizeof sql, "DROP DATABASE %s WITH (FORCE)", f->pg_name);
+        pg_admin(fx, sql);
+        return;
+    }
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        snprintf(path, sizeof path, "%s/fresh.db%s", f->dir, suffixes[i]);
+        unlink(path);
+    }
+    rmdir(f->dir);
 }
 
 FIXTURE static void delivery_expect(struct fixture *fx, const char *id, enum delivery_status st, int attempts)

@@ -97,8 +97,17 @@ static const char schema_v1[] =
     "CREATE TRIGGER hookd_endpoints_ad AFTER DELETE ON hookd_endpoints BEGIN"
     " UPDATE hookd_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'endpoints_version'; END;";
 
+/* Per-endpoint in-flight caps at claim time: each endpoint's due rows in
+ * time order, and the leases each endpoint holds. */
+static const char schema_v2[] =
+    "CREATE INDEX hookd_deliveries_endpoint_due ON hookd_deliveries(endpoint_id, next_attempt_at)"
+    " WHERE status IN ('pending', 'retrying');"
+    "CREATE INDEX hookd_deliveries_leased ON hookd_deliveries(endpoint_id, lease_until)"
+    " WHERE lease_owner IS NOT NULL;";
+
 const struct schema_migration sqlite_migrations[] = {
     {1, schema_v1},
+    {2, schema_v2},
 };
 
 const size_t sqlite_migrations_count = sizeof sqlite_migrations / sizeof sqlite_migrations[0];

@@ -1,0 +1,158 @@
+/*
+ * The dispatcher's side of the store: claims of due deliveries (retries, and
+ * rows the in-flight caps held back) through the writer, and attempt results
+ * the store refused while it was down, kept and written again later so that
+ * their deliveries are not sent twice.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "daemon.h"
+#include "outbound/dispatcher.h"
+#include "outbound/dispatcher_internal.h"
+#include "outbound/outage.h"
+
+#define PART "dispatcher"
+#define CLAIM_BATCH_MAX 256
+#define CLAIM_IDLE_MS 100   /* earliest re-claim when due rows were left that we could not take */
+#define REWRITE_MIN_MS 250  /* first retry of attempt records the store refused while down */
+#define REWRITE_MAX_MS 2000 /* the retries' longest interval */
+
+/* ---- claims (op_claim on the writer thread; the rest on the loop) ----------- */
+
+static int op_claim(struct store *s, void *arg)
+{
+    struct dispatcher *q = arg;
+    struct claim *c = &q->claim;
+    int64_t at = 0;
+    int rc;
+
+    rc = store_delivery_claim_due(s, q->d->node, c->now, c->lease_until, c->limit, q->d->cfg.endpoint_max_in_flight,
+                                  &c->jobs);
+    if (rc != 0)
+        return rc;
+    rc = store_delivery_next_due(s, &at);
+    c->next_due = rc == 0 ? at : NEVER;
+    return rc == HOOKD_ENOTFOUND ? 0 : rc;
+}
+
+static void op_claim_done(void *arg, int result)
+{
+    struct dispatcher *q = arg;
+
+    bool wake;
+
+    pthread_mutex_lock(&q->mu);
+    q->claim.result = result;
+    q->claim_finished = true;
+    wake = dispatcher_inbox_wake_needed(q);
+    pthread_mutex_unlock(&q->mu);
+    if (wake)
+        curl_multi_wakeup(q->multi);
+}
+
+void claims_maybe(struct dispatcher *q, int64_t now)
+{
+    int room, rc;
+
+    if (q->claim_in_flight || atomic_load(&q->stopping))
+        return;
+    room = dispatcher_room(q);
+    if (room <= 0)
+        return;
+    if (!atomic_exchange(&q->claim_wanted, false) && now < q->next_wake_at)
+        return;
+    memset(&q->claim, 0, sizeof q->claim);
+    q->claim.limit = room < CLAIM_BATCH_MAX ? room : CLAIM_BATCH_MAX;
+    q->claim.now = now;
+    q->claim.lease_until = now + q->d->cfg.lease_ms;
+    /* The claimed rows take window slots before they arrive; the unused rest is given back on return. */
+    atomic_fetch_add(&q->held, q->claim.limit);
+    rc = writer_submit(q->d->writer, op_claim, op_claim_done, q);
+    if (rc != 0) {
+        atomic_fetch_sub(&q->held, q->claim.limit);
+        log_limited(&q->lim_writer, LOG_WARN, PART, "cannot queue a claim: %s", hookd_strerror(rc));
+        q->next_wake_at = now + SAFETY_POLL_MS;
+        return;
+    }
+    q->claim_in_flight = true;
+    q->outstanding_ops++;
+    /* Completions committed from now on lower this again; the claim's answer sets the rest. */
+    q->next_wake_at = NEVER;
+}
+
+void claims_finished(struct dispatcher *q, int64_t now)
+{
+    struct claim *c = &q->claim;
+    int got = (int)c->jobs.n;
+
+    q->claim_in_flight = false;
+    q->outstanding_ops--;
+    atomic_fetch_sub(&q->held, c->limit - got);
+    if (c->result != 0) {
+        if (outage_error(c->result))
+            outage_log(PART, "cannot claim due deliveries: %s", hookd_strerror(c->result));
+        else
+            log_limited(&q->lim_store, LOG_WARN, PART, "cannot claim due deliveries: %s", hookd_strerror(c->result));
+        /* The writer may have left rows in the list before failing; they were rolled back. */
+        atomic_fetch_sub(&q->held, got);
+        job_list_free(&c->jobs);
+        q->next_wake_at = min64(q->next_wake_at, now + SAFETY_POLL_MS);
+        return;
+    }
+    log_limiter_reset(&q->lim_store, PART, "claiming");
+    outage_over(PART);
+    if (got > 0)
+        log_debug(PART, "claimed %d due deliveries", got);
+    if (atomic_load(&q->stopping)) {
+        atomic_fetch_sub(&q->held, got);
+        job_list_free(&c->jobs);
+        return;
+    }
+    dispatcher_jobs_accept(q, &c->jobs);
+    q->due_held_back = got < c->limit && c->next_due <= c->now;
+    if (got == c->limit)
+        q->next_wake_at = now; /* a full batch: more may be due */
+    else if (c->next_due <= c->now)
+        q->next_wake_at = min64(q->next_wake_at, now + CLAIM_IDLE_MS); /* due, yet not ours to take */
+    else
+        q->next_wake_at = min64(q->next_wake_at, c->next_due);
+    q->next_wake_at = min64(q->next_wake_at, now + SAFETY_POLL_MS);
+}
+
+/* ---- results to write again ------------------------------------------------- */
+
+/* Keeps j (its window slot too) to write its result again once the store may be back. */
+void rewrite_later(struct dispatcher *q, struct job *j)
+{
+    j->next = NULL;
+    if (q->rewrite == NULL) {
+        q->rewrite = j;
+        q->rewrite_backoff_ms = q->rewrite_backoff_ms == 0 ? REWRITE_MIN_MS : q->rewrite_backoff_ms * 2;
+        if (q->rewrite_backoff_ms > REWRITE_MAX_MS)
+            q->rewrite_backoff_ms = REWRITE_MAX_MS;
+        q->rewrite_at_mono = clock_mono_ms() + q->rewrite_backoff_ms;
+    } else {
+        q->rewrite_tail->next = j;
+    }
+    q->rewrite_tail = j;
+}
+
+/* Sends the kept results to the writer again when their time has come (or drops them at stop). */
+void rewrite_due(struct dispatcher *q, int64_t mono, bool drop)
+{
+    struct job *j = q->rewrite;
+
+    if (j == NULL || (!drop && mono < q->rewrite_at_mono))
+        return;
+    q->rewrite = q->rewrite_tail = NULL;
+    while (j != NULL) {
+        struct job *next = j->next;
+        if (drop)
+            dispatcher_job_free(q, j);
+        else
+            dispatcher_job_submit(q, j, dispatcher_op_record, JOB_RECORDING);
+        j = next;
+    }
+}

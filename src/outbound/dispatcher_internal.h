@@ -1,0 +1,99 @@
+/*
+ * Private to the dispatcher (dispatcher.c, claims.c): its state, and what the
+ * two files share. dispatcher.c runs the loop (scheduling, transfers,
+ * outcomes); claims.c leases due deliveries from the store and writes again
+ * the attempt results the store refused while it was down.
+ *
+ *   dispatcher_inbox_wake_needed  under mu: whether this message must wake the loop
+ *   dispatcher_job_free           drop a job and give its window slot back
+ *   dispatcher_job_submit         queue a job's writer op (record or release)
+ *   dispatcher_jobs_accept        file claimed or handed-over jobs under their endpoints
+ *   dispatcher_op_record          the writer op that records an attempt (fenced)
+ *   claims_maybe / claims_finished   start a claim when due and room allows; take its answer
+ *   rewrite_later / rewrite_due   keep a refused result; resubmit (or drop at stop) when due
+ */
+#ifndef HOOKD_OUTBOUND_DISPATCHER_INTERNAL_H
+#define HOOKD_OUTBOUND_DISPATCHER_INTERNAL_H
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "log.h"
+#include "outbound/endpoint_cache.h"
+#include "outbound/jobs.h"
+#include "outbound/request.h"
+#include "store/writer.h"
+
+#define SAFETY_POLL_MS 1000 /* claim at least this often, and re-check endpoint settings */
+#define NEVER INT64_MAX
+
+/* A job_list handed over by the relay or returned by a claim, waiting in the inbox. */
+struct batch {
+    struct job_list jobs;
+    struct batch *next;
+};
+
+/* The single claim op in flight: written by the writer thread, read by the loop after done. */
+struct claim {
+    int limit;
+    int64_t now, lease_until;
+    struct job_list jobs;
+    int64_t next_due; /* NEVER when nothing is scheduled */
+    int result;
+};
+
+struct dispatcher {
+    struct daemon *d;
+    pthread_t thread;
+    CURLM *multi;
+    atomic_int held;
+    atomic_bool stopping;
+    atomic_bool claim_wanted;
+    atomic_bool endpoints_dirty;
+
+    /* inbox, guarded by mu */
+    pthread_mutex_t mu;
+    struct batch *batches, *batches_tail;
+    struct job *finished, *finished_tail; /* writer ops done (recorded or released) */
+    bool claim_finished;
+    bool woken; /* a wake-up is pending: later messages need not send another */
+
+    /* loop thread only */
+    struct endpoint_cache cache;
+    struct request_options ropt;
+    int max_in_flight;         /* cfg.max_in_flight, at least 1 */
+    struct request **requests; /* every handle made, up to max_in_flight */
+    int n_requests;
+    struct request **idle;     /* handles not in a transfer */
+    int n_idle;
+    int in_flight;
+    int outstanding_ops;       /* writer ops whose done has not been processed yet */
+    bool claim_in_flight;
+    struct claim claim;
+    int64_t next_wake_at;      /* wall ms of the next claim */
+    bool due_held_back;        /* the last claim left due rows behind (per-endpoint caps) */
+    int64_t endpoints_checked_mono;
+    struct job_table jobs;
+    /* Attempts whose record failed while the store was down: the result is
+     * known, so it is written again later instead of the delivery being sent again. */
+    struct job *rewrite, *rewrite_tail;
+    int64_t rewrite_at_mono, rewrite_backoff_ms;
+    uint64_t rng;
+    struct log_limiter lim_writer, lim_store, lim_alloc;
+};
+
+static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+bool dispatcher_inbox_wake_needed(struct dispatcher *q);
+void dispatcher_job_free(struct dispatcher *q, struct job *j);
+void dispatcher_job_submit(struct dispatcher *q, struct job *j, write_fn fn, enum job_phase phase);
+void dispatcher_jobs_accept(struct dispatcher *q, struct job_list *list);
+int dispatcher_op_record(struct store *s, void *arg);
+
+void claims_maybe(struct dispatcher *q, int64_t now);
+void claims_finished(struct dispatcher *q, int64_t now);
+void rewrite_later(struct dispatcher *q, struct job *j);
+void rewrite_due(struct dispatcher *q, int64_t mono, bool drop);
+#endif

@@ -1,0 +1,695 @@
+/*
+ * The PostgreSQL store backend (libpq): connection set-up and recovery after
+ * the server went away, error mapping, lazily prepared statements, the
+ * migrations runner, transactions and savepoints, change detection through
+ * LISTEN/NOTIFY, hookd_meta, and the helpers the table families share. The
+ * tables themselves are in postgres_events.c, postgres_endpoints.c and
+ * postgres_deliveries.c. Several hookd processes may share one database.
+ */
+#include "store/postgres_internal.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "store/schema/postgres.h"
+
+#define LOG_PART "store"
+#define RESET_INTERVAL_MS 1000       /* at most one reconnect attempt per second per connection */
+#define CONNECT_TIMEOUT_S "10"       /* unless the DSN says otherwise */
+#define MIGRATE_LOCK_KEY "7236281835447235940" /* pg_advisory_xact_lock key of migrations ("dkoohpgm") */
+#define NOTIFY_DRAIN_MAX 1000000     /* bound of one changed() drain */
+
+/* ---- errors --------------------------------------------------------------- */
+
+/* SQLSTATEs (exact codes first, then classes) and what callers see. */
+static const struct {
+    const char *state;
+    int err;
+    bool quiet; /* expected in normal operation: not logged */
+} error_map[] = {
+    {"23505", HOOKD_EEXISTS, true},   /* unique_violation */
+    {"40001", HOOKD_EBUSY, true},     /* serialization_failure */
+    {"40P01", HOOKD_EBUSY, false},    /* deadlock_detected */
+    {"55P03", HOOKD_EBUSY, true},     /* lock_not_available */
+    {"57P01", HOOKD_EUNAVAIL, false}, /* admin_shutdown */
+    {"57P02", HOOKD_EUNAVAIL, false}, /* crash_shutdown */
+    {"57P03", HOOKD_EUNAVAIL, false}, /* cannot_connect_now */
+    {"53300", HOOKD_EUNAVAIL, false}, /* too_many_connections */
+    {"08", HOOKD_EUNAVAIL, false},    /* connection exceptions */
+    {"23", HOOKD_EINVAL, false},      /* other integrity constraints */
+    {"22", HOOKD_EINVAL, false},      /* data exceptions */
+};
+
+/* Maps a failed result (or none: out of memory, or the connection broke) to
+ * a hookd_error, logging unexpected ones at most at the limiter's pace. Only
+ * the primary message is logged: details may quote row values. */
+static int pg_fail(struct store *s, const PGresult *res)
+{
+    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    bool quiet = false;
+    int err = HOOKD_EIO;
+
+    for (size_t i = 0; state && i < sizeof error_map / sizeof error_map[0]; i++) {
+        if (strncmp(state, error_map[i].state, strlen(error_map[i].state)) == 0) {
+            err = error_map[i].err;
+            quiet = error_map[i].quiet;
+            break;
+        }
+    }
+    if (PQstatus(s->conn) == CONNECTION_BAD)
+        err = HOOKD_EUNAVAIL;
+    else if (!res)
+        err = HOOKD_ENOMEM;
+    if (!msg)
+        msg = PQerrorMessage(s->conn);
+    if (!quiet)
+        log_limited(&s->lim, LOG_WARN, LOG_PART, "postgres: %.*s (%s)", (int)strcspn(msg, "\n"), msg,
+                    state ? state : "no SQLSTATE");
+    return err;
+}
+
+/* 0 for a successful result, else its mapped error. */
+static int pg_check(struct store *s, const PGresult *res)
+{
+    ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+
+    return res && (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) ? 0 : pg_fail(s, res);
+}
+
+/* Server notices ("there is no transaction in progress", "already exists,
+ * skipping") would go to stderr by default. */
+static void notice_log(void *arg, const char *message)
+{
+    (void)arg;
+    log_debug(LOG_PART, "postgres: %.*s", (int)strcspn(message, "\n"), message);
+}
+
+/* ---- connection ----------------------------------------------------------- */
+
+static bool postgres_handles(const char *dsn)
+{
+    return strncmp(dsn, "postgres://", 11) == 0 || strncmp(dsn, "postgresql://", 13) == 0;
+}
+
+/* Open failures repeat at every retry of a caller while the server is down. */
+static pthread_mutex_t open_log_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct log_limiter open_log;
+
+/*
+ * Before any statement: a connection that broke outside a transaction is
+ * reset, at most once a second. Inside a transaction it is not: the rest of
+ * the transaction would silently run in autocommit on the new connection, so
+ * it stays unavailable until the caller has rolled back.
+ */
+static int pg_ready(struct store *s)
+{
+    int64_t now;
+
+    if (PQstatus(s->conn) == CONNECTION_OK)
+        return 0;
+    if (s->tx_open || s->atomic_own)
+        return HOOKD_EUNAVAIL;
+    now = clock_mono_ms();
+    if (s->reset_at_ms != 0 && now - s->reset_at_ms < RESET_INTERVAL_MS)
+        return HOOKD_EUNAVAIL;
+    s->reset_at_ms = now;
+    PQreset(s->conn);
+    if (PQstatus(s->conn) != CONNECTION_OK) {
+        const char *msg = PQerrorMessage(s->conn);
+        log_limited(&s->lim, LOG_WARN, LOG_PART, "postgres: reconnect failed: %.*s", (int)strcspn(msg, "\n"), msg);
+        return HOOKD_EUNAVAIL;
+    }
+    /* A new session: no prepared statements, no LISTEN, no savepoint. */
+    memset(s->prepared, 0, sizeof s->prepared);
+    s->listening = false;
+    s->sp = PG_SP_NONE;
+    s->sp_release_pending = false;
+    log_limiter_reset(&s->lim, LOG_PART, "postgres connection");
+    log_info(LOG_PART, "postgres: reconnected");
+    return 0;
+}
+
+static void postgres_close(struct store *s)
+{
+    if (!s)
+        return;
+    PQfinish(s->conn);
+    free(s);
+}
+
+static int postgres_open(const char *dsn, struct store **out)
+{
+    /* Keywords before dbname are defaults: the DSN's own settings override them. */
+    static const char *const keys[] = {"connect_timeout", "application_name", "client_encoding", "dbname", NULL};
+    const char *values[] = {CONNECT_TIMEOUT_S, "hookd", "UTF8", dsn, NULL};
+    struct store *s;
+    int result;
+
+    *out = NULL;
+    s = calloc(1, sizeof *s);
+    if (!s)
+        return HOOKD_ENOMEM;
+    s->ops = &store_postgres_ops;
+    s->conn = PQconnectdbParams(keys, values, 1);
+    if (!s->conn) {
+        result = HOOKD_ENOMEM;
+        goto fail;
+    }
+    if (PQstatus(s->conn) != CONNECTION_OK) {
+        const char *msg = PQerrorMessage(s->conn);
+        pthread_mutex_lock(&open_log_mu);
+        log_limited(&open_log, LOG_WARN, LOG_PART, "postgres: cannot connect: %.*s", (int)strcspn(msg, "\n"), msg);
+        pthread_mutex_unlock(&open_log_mu);
+        result = HOOKD_EUNAVAIL;
+        goto fail;
+    }
+    PQsetNoticeProcessor(s->conn, notice_log, NULL);
+    *out = s;
+    return 0;
+fail:
+    postgres_close(s);
+    return result;
+}
+
+/* ---- statements ----------------------------------------------------------- */
+
+/* Sends the savepoint that postgres_savepoint() only noted, before the op's
+ * first statement, together with the release of the previous op's one: the
+ * writer's per-op isolation then costs one round trip per op, not two. */
+static int savepoint_flush(struct store *s)
+{
+    int result;
+
+    if (s->sp != PG_SP_WANTED)
+        return 0;
+    result = pg_exec(s, s->sp_release_pending ? "RELEASE SAVEPOINT hookd_op; SAVEPOINT hookd_op"
+                                              : "SAVEPOINT hookd_op");
+    s->sp_release_pending = false;
+    s->sp = result == 0 ? PG_SP_ACTIVE : PG_SP_NONE;
+    return result;
+}
+
+int pg_exec(struct store *s, const char *sql)
+{
+    PGresult *res;
+    int result = pg_ready(s);
+
+    if (result)
+        return result;
+    res = PQexec(s->conn, sql);
+    result = pg_check(s, res);
+    PQclear(res);
+    return result;
+}
+
+int pg_run(struct store *s, int slot, const char *sql, const struct pg_params *p, PGresult **res)
+{
+    static const struct pg_params none = {.n = 0};
+    char name[24];
+    PGresult *r;
+    int result;
+
+    *res = NULL;
+    if (slot < 0 || slot >= PG_SLOTS)
+        return HOOKD_EINVAL;
+    if (!p)
+        p = &none;
+    result = pg_ready(s);
+    if (result == 0)
+        result = savepoint_flush(s);
+    if (result)
+        return result;
+    snprintf(name, sizeof name, "hookd_%d", slot);
+    if (!s->prepared[slot]) {
+        r = PQprepare(s->conn, name, sql, p->n, p->types);
+        result = pg_check(s, r);
+        PQclear(r);
+        if (result)
+            return result;
+        s->prepared[slot] = true;
+    }
+    r = PQexecPrepared(s->conn, name, p->n, p->values, NULL, NULL, 0);
+    result = pg_check(s, r);
+    if (result)
+        PQclear(r);
+    else
+        *res = r;
+    return result;
+}
+
+int pg_run_command(struct store *s, int slot, const char *sql, const struct pg_params *p, int64_t *rows)
+{
+    PGresult *res;
+    int result = pg_run(s, slot, sql, p, &res);
+
+    if (rows)
+        *rows = result == 0 ? strtoll(PQcmdTuples(res), NULL, 10) : 0;
+    PQclear(res);
+    return result;
+}
+
+/* COMMIT through the simple protocol. A transaction that failed earlier
+ * "commits" as a ROLLBACK without an error: that is an error here. */
+static int commit_checked(struct store *s)
+{
+    PGresult *res;
+    int result = pg_ready(s);
+
+    if (result)
+        return result;
+    res = PQexec(s->conn, "COMMIT");
+    result = pg_check(s, res);
+    if (result == 0 && strcmp(PQcmdStatus(res), "COMMIT") != 0) {
+        log_limited(&s->lim, LOG_WARN, LOG_PART, "postgres: the transaction had failed and was rolled back");
+        result = HOOKD_EIO;
+    }
+    PQclear(res);
+    return result;
+}
+
+int pg_atomic_begin(struct store *s)
+{
+    int result;
+
+    s->atomic_own = false;
+    if (s->tx_open)
+        return 0;
+    result = pg_exec(s, "BEGIN");
+    s->atomic_own = result == 0;
+    return result;
+}
+
+int pg_atomic_end(struct store *s, int result)
+{
+    int rc;
+
+    if (!s->atomic_own)
+        return result;
+    if (PQstatus(s->conn) != CONNECTION_OK) {
+        s->atomic_own = false;
+        return result ? result : HOOKD_EUNAVAIL;
+    }
+    if (result == 0) {
+        rc = commit_checked(s);
+        s->atomic_own = false;
+        if (rc == 0)
+            return 0;
+        result = rc;
+    }
+    s->atomic_own = false;
+    if (PQstatus(s->conn) == CONNECTION_OK && pg_exec(s, "ROLLBACK") != 0)
+        log_warn(LOG_PART, "postgres: cannot roll back a failed method");
+    return result;
+}
+
+/* ---- parameters and columns ------------------------------------------------- */
+
+static void param_set(struct pg_params *p, int i, const char *v, Oid type)
+{
+    if (i < 1 || i > PG_MAX_PARAMS)
+        return;
+    p->values[i - 1] = v;
+    p->types[i - 1] = type;
+    if (i > p->n)
+        p->n = i;
+}
+
+void pg_param_text(struct pg_params *p, int i, const char *v) { param_set(p, i, v, PG_OID_TEXT); }
+void pg_param_null(struct pg_params *p, int i, Oid type) { param_set(p, i, NULL, type); }
+void pg_param_text_array(struct pg_params *p, int i, const char *literal) { param_set(p, i, literal, PG_OID_TEXT_ARRAY); }
+void pg_param_i64_array(struct pg_params *p, int i, const char *literal) { param_set(p, i, literal, PG_OID_INT8_ARRAY); }
+void pg_param_bool(struct pg_params *p, int i, bool v) { param_set(p, i, v ? "t" : "f", PG_OID_BOOL); }
+
+void pg_param_i64(struct pg_params *p, int i, int64_t v)
+{
+    if (i < 1 || i > PG_MAX_PARAMS)
+        return;
+    snprintf(p->num[i - 1], sizeof p->num[i - 1], "%" PRId64, v);
+    param_set(p, i, p->num[i - 1], PG_OID_INT8);
+}
+
+void pg_param_int(struct pg_params *p, int i, int v)
+{
+    if (i < 1 || i > PG_MAX_PARAMS)
+        return;
+    snprintf(p->num[i - 1], sizeof p->num[i - 1], "%d", v);
+    param_set(p, i, p->num[i - 1], PG_OID_INT4);
+}
+
+void pg_param_time(struct pg_params *p, int i, int64_t ms)
+{
+    if (ms)
+        pg_param_i64(p, i, ms);
+    else
+        pg_param_null(p, i, PG_OID_INT8);
+}
+
+bool pg_col_null(const PGresult *r, int row, int col) { return PQgetisnull(r, row, col) != 0; }
+
+char *pg_col_str(const PGresult *r, int row, int col, bool *ok)
+{
+    size_t n;
+    char *copy;
+
+    if (PQgetisnull(r, row, col))
+        return NULL;
+    n = (size_t)PQgetlength(r, row, col);
+    copy = malloc(n + 1);
+    if (!copy) {
+        *ok = false;
+        return NULL;
+    }
+    memcpy(copy, PQgetvalue(r, row, col), n);
+    copy[n] = '\0';
+    return copy;
+}
+
+void pg_col_id(const PGresult *r, int row, int col, char out[HOOKD_ID_MAX])
+{
+    snprintf(out, HOOKD_ID_MAX, "%s", PQgetvalue(r, row, col));
+}
+
+int64_t pg_col_i64(const PGresult *r, int row, int col)
+{
+    return PQgetisnull(r, row, col) ? 0 : strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+int pg_list_grow(void **items, size_t n, size_t *cap, size_t item_size)
+{
+    void *grown;
+    size_t new_cap;
+
+    if (n < *cap)
+        goto out;
+    new_cap = *cap ? *cap * 2 : 16;
+    grown = realloc(*items, new_cap * item_size);
+    if (!grown)
+        return HOOKD_ENOMEM;
+    *items = grown;
+    *cap = new_cap;
+out:
+    memset((char *)*items + n * item_size, 0, item_size);
+    return 0;
+}
+
+int pg_list_limit(int limit)
+{
+    if (limit <= 0)
+        return 100;
+    return limit > STORE_LIST_MAX ? STORE_LIST_MAX : limit;
+}
+
+void pg_sql_add(struct pg_sql *q, const char *part)
+{
+    int n;
+
+    if (q->len >= sizeof q->text)
+        return;
+    n = snprintf(q->text + q->len, sizeof q->text - q->len, "%s", part);
+    q->len += n > 0 ? (size_t)n : 0;
+}
+
+/* ---- migrations ----------------------------------------------------------- */
+
+/* A one-off statement with parameters (migrations only: not worth preparing). */
+static int exec_params(struct store *s, const char *sql, int n, const char *const *values, PGresult **out)
+{
+    PGresult *res;
+    int result = pg_ready(s);
+
+    *out = NULL;
+    if (result)
+        return result;
+    res = PQexecParams(s->conn, sql, n, NULL, values, NULL, NULL, 0);
+    result = pg_check(s, res);
+    if (result)
+        PQclear(res);
+    else
+        *out = res;
+    return result;
+}
+
+/* Applies the migrations newer than the recorded version. */
+static int migrate_steps(struct store *s)
+{
+    size_t latest = postgres_migrations_count;
+    char version_text[16], now_text[24];
+    const char *values[2] = {version_text, now_text};
+    PGresult *res;
+    int version, result;
+
+    result = pg_exec(s, "CREATE TABLE IF NOT EXISTS hookd_schema (version INTEGER PRIMARY KEY,"
+                        " applied_at BIGINT NOT NULL)");
+    if (result == 0)
+        result = exec_params(s, "SELECT COALESCE(MAX(version), 0) FROM hookd_schema", 0, NULL, &res);
+    if (result)
+        return result;
+    version = (int)strtol(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    for (size_t i = 0; result == 0 && i < latest; i++) {
+        const struct schema_migration *m = &postgres_migrations[i];
+        if (m->version <= version)
+            continue;
+        snprintf(version_text, sizeof version_text, "%d", m->version);
+        snprintf(now_text, sizeof now_text, "%" PRId64, clock_now_ms());
+        result = pg_exec(s, m->sql);
+        if (result == 0)
+            result = exec_params(s, "INSERT INTO hookd_schema(version, applied_at) VALUES ($1::int, $2::bigint)", 2,
+                                 values, &res);
+        if (result == 0) {
+            PQclear(res);
+            log_info(LOG_PART, "postgres: schema migrated to version %d", m->version);
+        }
+    }
+    if (result == 0 && latest > 0 && version > postgres_migrations[latest - 1].version)
+        log_warn(LOG_PART, "postgres: schema version %d is newer than this build knows (%d)", version,
+                 postgres_migrations[latest - 1].version);
+    return result;
+}
+
+/* One transaction holding an advisory lock: several nodes starting at once
+ * run their migrations one after the other, and the later ones find the
+ * schema current. */
+static int postgres_migrate(struct store *s)
+{
+    int result;
+
+    if (s->tx_open)
+        return HOOKD_EINVAL;
+    result = pg_atomic_begin(s);
+    if (result)
+        return result;
+    result = pg_exec(s, "SELECT pg_advisory_xact_lock(" MIGRATE_LOCK_KEY ")");
+    if (result == 0)
+        result = migrate_steps(s);
+    return pg_atomic_end(s, result);
+}
+
+/* ---- transactions ----------------------------------------------------------- */
+
+static void tx_state_clear(struct store *s)
+{
+    s->tx_open = false;
+    s->sp = PG_SP_NONE;
+    s->sp_release_pending = false;
+}
+
+/* READ COMMITTED: every statement sees what committed before it started. */
+static int postgres_begin(struct store *s)
+{
+    int result;
+
+    if (s->tx_open)
+        return HOOKD_EINVAL;
+    result = pg_exec(s, "BEGIN");
+    if (result == 0) {
+        tx_state_clear(s);
+        s->tx_open = true;
+    }
+    return result;
+}
+
+static int postgres_commit(struct store *s)
+{
+    int result;
+
+    if (!s->tx_open)
+        return HOOKD_EINVAL;
+    result = commit_checked(s);
+    if (result == 0)
+        tx_state_clear(s);
+    return result;
+}
+
+static int postgres_rollback(struct store *s)
+{
+    tx_state_clear(s);
+    /* The server dropped the transaction with the connection: nothing to undo. */
+    if (PQstatus(s->conn) != CONNECTION_OK)
+        return 0;
+    return pg_exec(s, "ROLLBACK");
+}
+
+/* Only noted here; sent with the op's first statement (savepoint_flush). */
+static int postgres_savepoint(struct store *s)
+{
+    if (!s->tx_open || s->sp != PG_SP_NONE)
+        return HOOKD_EINVAL;
+    if (PQstatus(s->conn) != CONNECTION_OK)
+        return HOOKD_EUNAVAIL;
+    s->sp = PG_SP_WANTED;
+    return 0;
+}
+
+/* The RELEASE itself waits for the next op's savepoint (or the commit). An op
+ * that reported success over a failed statement cannot be kept: the whole
+ * transaction is then lost. */
+static int postgres_release(struct store *s)
+{
+    enum pg_savepoint sp = s->sp;
+
+    s->sp = PG_SP_NONE;
+    if (sp == PG_SP_NONE)
+        return HOOKD_EINVAL;
+    if (PQstatus(s->conn) != CONNECTION_OK)
+        return HOOKD_EUNAVAIL;
+    if (PQtransactionStatus(s->conn) == PQTRANS_INERROR) {
+        log_warn(LOG_PART, "postgres: an op succeeded over a failed statement; the batch is rolled back");
+        return HOOKD_EIO;
+    }
+    if (sp == PG_SP_ACTIVE)
+        s->sp_release_pending = true;
+    return 0;
+}
+
+/* Undoes the op and also ends its savepoint, like release does. */
+static int postgres_rollback_to(struct store *s)
+{
+    enum pg_savepoint sp = s->sp;
+
+    s->sp = PG_SP_NONE;
+    if (sp == PG_SP_WANTED)
+        return 0; /* the op sent nothing */
+    if (sp == PG_SP_NONE)
+        return HOOKD_EIO;
+    return pg_exec(s, "ROLLBACK TO SAVEPOINT hookd_op; RELEASE SAVEPOINT hookd_op");
+}
+
+/*
+ * The first call LISTENs and reports a change, so the caller looks once;
+ * later calls read what the socket holds without blocking. After a
+ * reconnect the LISTEN is renewed and a change reported, since
+ * notifications may have been lost meanwhile.
+ */
+static int postgres_changed(struct store *s, bool *changed)
+{
+    PGnotify *n;
+    int result = pg_ready(s);
+
+    *changed = false;
+    if (result)
+        return result;
+    if (!s->listening) {
+        result = pg_exec(s, "LISTEN hookd_outbox");
+        s->listening = result == 0;
+        *changed = result == 0;
+        return result;
+    }
+    if (!PQconsumeInput(s->conn)) {
+        const char *msg = PQerrorMessage(s->conn);
+        log_limited(&s->lim, LOG_WARN, LOG_PART, "postgres: %.*s", (int)strcspn(msg, "\n"), msg);
+        return PQstatus(s->conn) == CONNECTION_BAD ? HOOKD_EUNAVAIL : HOOKD_EIO;
+    }
+    for (int i = 0; i < NOTIFY_DRAIN_MAX && (n = PQnotifies(s->conn)) != NULL; i++) {
+        *changed = true;
+        PQfreemem(n);
+    }
+    return 0;
+}
+
+/* ---- meta ------------------------------------------------------------------- */
+
+static int postgres_meta_get(struct store *s, const char *key, char **value_out)
+{
+    struct pg_params p = {.n = 0};
+    PGresult *res;
+    bool ok = true;
+    int result;
+
+    *value_out = NULL;
+    pg_param_text(&p, 1, key);
+    result = pg_run(s, PG_META_GET, "SELECT value FROM hookd_meta WHERE key = $1", &p, &res);
+    if (result)
+        return result;
+    if (PQntuples(res) == 0) {
+        result = HOOKD_ENOTFOUND;
+    } else {
+        *value_out = pg_col_null(res, 0, 0) ? strdup("") : pg_col_str(res, 0, 0, &ok);
+        result = ok && *value_out ? 0 : HOOKD_ENOMEM;
+    }
+    PQclear(res);
+    return result;
+}
+
+static int postgres_meta_set(struct store *s, const char *key, const char *value)
+{
+    struct pg_params p = {.n = 0};
+
+    if (!key || !value)
+        return HOOKD_EINVAL;
+    pg_param_text(&p, 1, key);
+    pg_param_text(&p, 2, value);
+    return pg_run_command(s, PG_META_SET,
+                          "INSERT INTO hookd_meta(key, value) VALUES ($1, $2)"
+                          " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                          &p, NULL);
+}
+
+/* ---- the method table ------------------------------------------------------- */
+
+const struct store_ops store_postgres_ops = {
+    .version = STORE_OPS_VERSION,
+    .name = "postgres",
+    .single_node = false,
+    .handles = postgres_handles,
+    .open = postgres_open,
+    .close = postgres_close,
+    .migrate = postgres_migrate,
+    .begin = postgres_begin,
+    .commit = postgres_commit,
+    .rollback = postgres_rollback,
+    .savepoint = postgres_savepoint,
+    .release = postgres_release,
+    .rollback_to = postgres_rollback_to,
+    .changed = postgres_changed,
+    .meta_get = postgres_meta_get,
+    .meta_set = postgres_meta_set,
+    .event_insert = postgres_event_insert,
+    .event_get = postgres_event_get,
+    .event_list = postgres_event_list,
+    .outbox_fetch = postgres_outbox_fetch,
+    .outbox_mark_dispatched = postgres_outbox_mark_dispatched,
+    .outbox_pending = postgres_outbox_pending,
+    .endpoint_insert = postgres_endpoint_insert,
+    .endpoint_update = postgres_endpoint_update,
+    .endpoint_get = postgres_endpoint_get,
+    .endpoint_list = postgres_endpoint_list,
+    .endpoint_list_all = postgres_endpoint_list_all,
+    .endpoint_delete = postgres_endpoint_delete,
+    .endpoint_set_enabled = postgres_endpoint_set_enabled,
+    .endpoint_version = postgres_endpoint_version,
+    .delivery_insert = postgres_delivery_insert,
+    .delivery_claim_due = postgres_delivery_claim_due,
+    .delivery_next_due = postgres_delivery_next_due,
+    .delivery_complete = postgres_delivery_complete,
+    .delivery_release = postgres_delivery_release,
+    .delivery_release_node = postgres_delivery_release_node,
+    .delivery_get = postgres_delivery_get,
+    .delivery_list = postgres_delivery_list,
+    .attempt_list = postgres_attempt_list,
+};

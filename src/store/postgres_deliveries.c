@@ -1,0 +1,497 @@
+/*
+ * PostgreSQL backend, deliveries and attempts: inserts from fan-out, claims
+ * under per-endpoint in-flight caps that hold across nodes (FOR UPDATE SKIP
+ * LOCKED, advisory locks per endpoint), fenced completion (the delivery's new
+ * state, its attempt row and a 410's endpoint disable in one statement), lease
+ * release, and the read side.
+ */
+#include "store/postgres_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+
+#define DELIVERY_COLUMNS                                                                                   \
+    "d.id, d.event_id, d.endpoint_id, d.account, d.status, d.attempt_count, d.next_attempt_at, "           \
+    "d.last_status_code, d.last_error, d.first_attempt_at, d.last_attempt_at, d.delivered_at, d.created_at, " \
+    "d.lease_owner, d.lease_until, d.lease_token"
+#define DELIVERY_NCOLS 16
+#define OPEN_STATUSES "('pending', 'retrying')"
+/* First key of the claim's per-endpoint pg_advisory_xact_lock(int, int) ("hkdp"). */
+#define CLAIM_LOCK_CLASS "1751868528"
+
+static bool status_is_open(enum delivery_status st) { return st == DELIVERY_PENDING || st == DELIVERY_RETRYING; }
+
+static bool status_is_valid(int st) { return st >= DELIVERY_PENDING && st <= DELIVERY_SKIPPED; }
+
+static int delivery_read(const PGresult *r, int row, int first, struct delivery *d)
+{
+    bool ok = true;
+    int c = first;
+
+    memset(d, 0, sizeof *d);
+    pg_col_id(r, row, c++, d->id);
+    pg_col_id(r, row, c++, d->event_id);
+    pg_col_id(r, row, c++, d->endpoint_id);
+    d->account = pg_col_str(r, row, c++, &ok);
+    if (delivery_status_parse(PQgetvalue(r, row, c++), &d->status))
+        d->status = DELIVERY_DEAD;
+    d->attempt_count = (int)pg_col_i64(r, row, c++);
+    d->next_attempt_at = pg_col_i64(r, row, c++);
+    d->last_status_code = (int)pg_col_i64(r, row, c++);
+    d->last_error = pg_col_str(r, row, c++, &ok);
+    d->first_attempt_at = pg_col_i64(r, row, c++);
+    d->last_attempt_at = pg_col_i64(r, row, c++);
+    d->delivered_at = pg_col_i64(r, row, c++);
+    d->created_at = pg_col_i64(r, row, c++);
+    d->lease_owner = pg_col_str(r, row, c++, &ok);
+    d->lease_until = pg_col_i64(r, row, c++);
+    d->lease_token = pg_col_i64(r, row, c++);
+    if (!ok) {
+        delivery_free(d);
+        return HOOKD_ENOMEM;
+    }
+    return 0;
+}
+
+int postgres_delivery_insert(struct store *s, const struct delivery *d)
+{
+    struct pg_params p = {.n = 0};
+    int64_t created = d->created_at ? d->created_at : clock_now_ms(), rows = 0;
+    int result;
+
+    if (d->id[0] == '\0' || d->event_id[0] == '\0' || d->endpoint_id[0] == '\0' || !status_is_valid(d->status))
+        return HOOKD_EINVAL;
+    pg_param_text(&p, 1, d->id);
+    pg_param_text(&p, 2, d->event_id);
+    pg_param_text(&p, 3, d->endpoint_id);
+    pg_param_text(&p, 4, d->account);
+    pg_param_text(&p, 5, delivery_status_name(d->status));
+    pg_param_int(&p, 6, d->attempt_count);
+    /* An open delivery without a time is due at once; a final one has none. */
+    pg_param_time(&p, 7, status_is_open(d->status) ? (d->next_attempt_at ? d->next_attempt_at : created) : 0);
+    if (d->last_status_code)
+        pg_param_int(&p, 8, d->last_status_code);
+    else
+        pg_param_null(&p, 8, PG_OID_INT4);
+    pg_param_text(&p, 9, d->last_error);
+    pg_param_time(&p, 10, d->first_attempt_at);
+    pg_param_time(&p, 11, d->last_attempt_at);
+    pg_param_time(&p, 12, d->delivered_at);
+    pg_param_i64(&p, 13, created);
+    pg_param_text(&p, 14, d->lease_owner);
+    pg_param_time(&p, 15, d->lease_owner ? d->lease_until : 0);
+    pg_param_i64(&p, 16, d->lease_token);
+    result = pg_run_command(s, PG_DELIVERY_INSERT,
+                            "INSERT INTO hookd_deliveries(id, event_id, endpoint_id, account, status, attempt_count,"
+                            " next_attempt_at, last_status_code, last_error, first_attempt_at, last_attempt_at,"
+                            " delivered_at, created_at, lease_owner, lease_until, lease_token)"
+                            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)"
+                            " ON CONFLICT DO NOTHING",
+                            &p, &rows);
+    return result == 0 && rows == 0 ? HOOKD_EEXISTS : result;
+}
+
+/* ---- claims ----------------------------------------------------------------- */
+
+/* Appends v as a quoted element to the text[] literal in buf (opened with '{'). */
+static void array_literal_add(char *buf, size_t cap, size_t *len, const char *v)
+{
+    if (*len + 2 * strlen(v) + 4 > cap)
+        return;
+    if (*len > 1)
+        buf[(*len)++] = ',';
+    buf[(*len)++] = '"';
+    for (const char *c = v; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            buf[(*len)++] = '\\';
+        buf[(*len)++] = *c;
+    }
+    buf[(*len)++] = '"';
+    buf[*len] = '\0';
+}
+
+/*
+ * The claim's first statement: the candidates, as a text[] literal (*literal,
+ * heap; NULL when none). They are the enabled endpoints with a due, unleased
+ * delivery that look not full, the limit with the earliest such delivery (no
+ * more can contribute to a claim of limit rows, which also bounds the locks
+ * taken). Each capped one is locked until the transaction ends, so a second
+ * claim for it, on another node, cannot count its leases before these are
+ * committed. The lock is only tried: an endpoint another claim holds right
+ * now is left to it (and no two claims ever wait for each other).
+ */
+static int claim_candidates(struct store *s, int64_t now, int limit, int default_cap, char **literal)
+{
+    struct pg_params p = {.n = 0};
+    PGresult *res;
+    size_t cap = 3, len = 1;
+    int rows, result;
+
+    *literal = NULL;
+    pg_param_i64(&p, 1, now);
+    pg_param_int(&p, 2, default_cap);
+    pg_param_int(&p, 3, limit);
+    result = pg_run(s, PG_DELIVERY_CLAIM_ENDPOINTS,
+                    "SELECT c.id, c.cap <= 0 OR pg_try_advisory_xact_lock(" CLAIM_LOCK_CLASS ", hashtext(c.id))"
+                    " FROM (SELECT * FROM (SELECT e.id, e.cap, f.first_at FROM (SELECT id, CASE WHEN max_in_flight > 0"
+                    "    THEN max_in_flight WHEN $2 > 0 THEN $2 ELSE 0 END AS cap FROM hookd_endpoints WHERE enabled) e"
+                    "   CROSS JOIN LATERAL (SELECT d.next_attempt_at AS first_at FROM hookd_deliveries d"
+                    "    WHERE d.endpoint_id = e.id AND d.status IN " OPEN_STATUSES " AND d.next_attempt_at <= $1"
+                    "    AND (d.lease_owner IS NULL OR d.lease_until < $1) ORDER BY d.next_attempt_at LIMIT 1) f"
+                    "   OFFSET 0) due" /* the leases are counted for endpoints with due rows only */
+                    "  WHERE due.cap <= 0 OR (SELECT count(*) FROM hookd_deliveries x WHERE x.endpoint_id = due.id"
+                    "   AND x.lease_owner IS NOT NULL AND x.lease_until >= $1) < due.cap"
+                    "  ORDER BY due.first_at, due.id LIMIT $3 OFFSET 0) c",
+                    &p, &res);
+    if (result)
+        return result;
+    rows = PQntuples(res);
+    for (int i = 0; i < rows; i++)
+        cap += 2 * (size_t)PQgetlength(res, i, 0) + 3;
+    if (rows > 0) {
+        *literal = malloc(cap);
+        if (!*literal)
+            result = HOOKD_ENOMEM;
+    }
+    if (*literal) {
+        (*literal)[0] = '{';
+        for (int i = 0; i < rows; i++) {
+            if (strcmp(PQgetvalue(res, i, 1), "t") == 0)
+                array_literal_add(*literal, cap, &len, PQgetvalue(res, i, 0));
+        }
+        snprintf(*literal + len, cap - len, "}");
+    }
+    PQclear(res);
+    return result;
+}
+
+/*
+ * The claim's second statement, in a new snapshot taken after the locks:
+ * each candidate's free slots (cap minus its live leases), its earliest due
+ * rows up to that many, the earliest limit of them all locked (SKIP LOCKED:
+ * rows another transaction holds are left to it; a row changed since the
+ * snapshot is checked again) and leased to node, with their events.
+ */
+static int claim_lease(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
+                       int default_cap, const char *candidates, struct job_list *out)
+{
+    struct pg_params p = {.n = 0};
+    PGresult *res;
+    size_t cap = 0;
+    int rows, result;
+
+    pg_param_text(&p, 1, node);
+    pg_param_i64(&p, 2, now);
+    pg_param_i64(&p, 3, lease_until);
+    pg_param_int(&p, 4, limit);
+    pg_param_int(&p, 5, default_cap);
+    pg_param_text_array(&p, 6, candidates);
+    result = pg_run(s, PG_DELIVERY_CLAIM,
+                    "WITH f AS (SELECT c.id, CASE WHEN c.cap > 0 THEN c.cap - (SELECT count(*)::int"
+                    "   FROM hookd_deliveries x WHERE x.endpoint_id = c.id AND x.lease_owner IS NOT NULL"
+                    "   AND x.lease_until >= $2) ELSE $4 END AS free"
+                    "  FROM (SELECT e.id, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"
+                    "   WHEN $5 > 0 THEN $5 ELSE 0 END AS cap"
+                    "   FROM unnest($6) AS k(id) JOIN hookd_endpoints e ON e.id = k.id WHERE e.enabled) c),"
+                    " p AS (SELECT q.id, q.next_attempt_at FROM f CROSS JOIN LATERAL ("
+                    "   SELECT d.id, d.next_attempt_at FROM hookd_deliveries d JOIN hookd_outbox o ON o.id = d.event_id"
+                    "   WHERE d.endpoint_id = f.id AND d.status IN " OPEN_STATUSES " AND d.next_attempt_at <= $2"
+                    "   AND (d.lease_owner IS NULL OR d.lease_until < $2)"
+                    "   ORDER BY d.next_attempt_at, d.id LIMIT least(greatest(f.free, 0), $4)) q"
+                    "  ORDER BY q.next_attempt_at, q.id LIMIT $4),"
+                    " l AS (SELECT d.id FROM hookd_deliveries d WHERE d.id = ANY (ARRAY(SELECT p.id FROM p))"
+                    "  AND d.status IN " OPEN_STATUSES " AND (d.lease_owner IS NULL OR d.lease_until < $2)"
+                    "  FOR UPDATE SKIP LOCKED),"
+                    " u AS (UPDATE hookd_deliveries d SET lease_owner = $1, lease_until = $3,"
+                    "  lease_token = d.lease_token + 1 WHERE d.id = ANY (ARRAY(SELECT l.id FROM l)) RETURNING d.*)"
+                    " SELECT " DELIVERY_COLUMNS ", " PG_EVENT_COLUMNS " FROM u d"
+                    " CROSS JOIN LATERAL (SELECT * FROM hookd_outbox o WHERE o.id = d.event_id) o"
+                    " ORDER BY d.next_attempt_at, d.id",
+                    &p, &res);
+    if (result)
+        return result;
+    rows = PQntuples(res);
+    for (int i = 0; i < rows && result == 0; i++) {
+        struct delivery_job *j;
+        result = pg_list_grow((void **)&out->items, out->n, &cap, sizeof *out->items);
+        if (result)
+            break;
+        j = &out->items[out->n];
+        result = delivery_read(res, i, 0, &j->d);
+        if (result)
+            break;
+        result = postgres_event_read(res, i, DELIVERY_NCOLS, &j->ev);
+        if (result)
+            delivery_free(&j->d);
+        else
+            out->n++;
+    }
+    PQclear(res);
+    return result;
+}
+
+/* Both statements run in one transaction (the caller's, or one of its own), so
+ * the endpoint locks last until the new leases are committed. */
+int postgres_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
+                                int default_cap, struct job_list *out)
+{
+    char *candidates = NULL;
+    int result;
+
+    out->items = NULL;
+    out->n = 0;
+    if (!node || limit <= 0)
+        return HOOKD_EINVAL;
+    limit = pg_list_limit(limit);
+    result = pg_atomic_begin(s);
+    if (result)
+        return result;
+    result = claim_candidates(s, now, limit, default_cap, &candidates);
+    if (result == 0 && candidates)
+        result = claim_lease(s, node, now, lease_until, limit, default_cap, candidates, out);
+    free(candidates);
+    result = pg_atomic_end(s, result);
+    if (result)
+        job_list_free(out);
+    return result;
+}
+
+int postgres_delivery_next_due(struct store *s, int64_t *at)
+{
+    struct pg_params p = {.n = 0};
+    PGresult *res;
+    int result;
+
+    *at = 0;
+    pg_param_i64(&p, 1, clock_now_ms());
+    result = pg_run(s, PG_DELIVERY_NEXT_DUE,
+                    "SELECT d.next_attempt_at FROM hookd_deliveries d JOIN hookd_endpoints e ON e.id = d.endpoint_id"
+                    " WHERE d.status IN " OPEN_STATUSES " AND d.next_attempt_at IS NOT NULL"
+                    " AND (d.lease_owner IS NULL OR d.lease_until < $1) AND e.enabled"
+                    " ORDER BY d.next_attempt_at LIMIT 1",
+                    &p, &res);
+    if (result)
+        return result;
+    if (PQntuples(res) > 0)
+        *at = pg_col_i64(res, 0, 0);
+    else
+        result = HOOKD_ENOTFOUND;
+    PQclear(res);
+    return result;
+}
+
+/* ---- completion and release -------------------------------------------------- */
+
+/*
+ * Fenced: applies only while (lease_owner, lease_token) still match; else
+ * ESTALE and nothing changes. The delivery's update, its attempt row and a
+ * 410's endpoint disable are one statement: atomic without a transaction of
+ * its own, and one round trip.
+ */
+int postgres_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now)
+{
+    const struct attempt *a = &r->attempt;
+    struct pg_params p = {.n = 0};
+    PGresult *res;
+    int64_t started = a->started_at ? a->started_at : now;
+    int result;
+
+    if (!r->delivery_id || !r->lease_owner || !status_is_valid(r->status))
+        return HOOKD_EINVAL;
+    pg_param_text(&p, 1, r->delivery_id);
+    pg_param_text(&p, 2, r->lease_owner);
+    pg_param_i64(&p, 3, r->lease_token);
+    pg_param_text(&p, 4, delivery_status_name(r->status));
+    pg_param_int(&p, 5, a->n);
+    pg_param_time(&p, 6, status_is_open(r->status) ? (r->next_attempt_at ? r->next_attempt_at : now) : 0);
+    if (a->status_code)
+        pg_param_int(&p, 7, a->status_code);
+    else
+        pg_param_null(&p, 7, PG_OID_INT4);
+    pg_param_text(&p, 8, a->error);
+    pg_param_i64(&p, 9, started);
+    pg_param_i64(&p, 10, now);
+    pg_param_int(&p, 11, a->duration_ms);
+    pg_param_text(&p, 12, a->error_class);
+    pg_param_text(&p, 13, a->response);
+    pg_param_text(&p, 14, a->node ? a->node : r->lease_owner);
+    pg_param_text(&p, 15, r->disable_endpoint_reason);
+    result = pg_run(s, PG_DELIVERY_COMPLETE,
+                    "WITH u AS (UPDATE hookd_deliveries SET status = $4, attempt_count = $5, next_attempt_at = $6,"
+                    "  last_status_code = $7, last_error = $8, first_attempt_at = COALESCE(first_attempt_at, $9),"
+                    "  last_attempt_at = $9, delivered_at = CASE WHEN $4 = 'delivered' THEN $10 ELSE delivered_at END,"
+                    "  lease_owner = NULL, lease_until = NULL"
+                    "  WHERE id = $1 AND lease_owner = $2 AND lease_token = $3 RETURNING id, endpoint_id),"
+                    " a AS (INSERT INTO hookd_attempts(delivery_id, n, started_at, duration_ms, status_code,"
+                    "  error_class, error, response, node) SELECT u.id, $5, $9, $11, $7, $12, $8, $13, $14 FROM u),"
+                    " x AS (UPDATE hookd_endpoints e SET enabled = false, disabled_reason = $15, updated_at = $10,"
+                    "  disabled_at = COALESCE(e.disabled_at, $10) FROM u WHERE $15 IS NOT NULL AND e.id = u.endpoint_id)"
+                    " SELECT count(*) FROM u",
+                    &p, &res);
+    if (result)
+        return result;
+    result = pg_col_i64(res, 0, 0) > 0 ? 0 : HOOKD_ESTALE;
+    PQclear(res);
+    return result;
+}
+
+int postgres_delivery_release(struct store *s, const char *id, const char *owner, int64_t token)
+{
+    struct pg_params p = {.n = 0};
+    int64_t rows = 0;
+    int result;
+
+    pg_param_text(&p, 1, id);
+    pg_param_text(&p, 2, owner);
+    pg_param_i64(&p, 3, token);
+    result = pg_run_command(s, PG_DELIVERY_RELEASE,
+                            "UPDATE hookd_deliveries SET lease_owner = NULL, lease_until = NULL"
+                            " WHERE id = $1 AND lease_owner = $2 AND lease_token = $3",
+                            &p, &rows);
+    return result == 0 && rows == 0 ? HOOKD_ESTALE : result;
+}
+
+int postgres_delivery_release_node(struct store *s, const char *node)
+{
+    struct pg_params p = {.n = 0};
+
+    pg_param_text(&p, 1, node);
+    return pg_run_command(s, PG_DELIVERY_RELEASE_NODE,
+                          "UPDATE hookd_deliveries SET lease_owner = NULL, lease_until = NULL"
+                          " WHERE status IN " OPEN_STATUSES " AND lease_owner = $1",
+                          &p, NULL);
+}
+
+/* ---- reads ---------------------------------------------------------------------- */
+
+int postgres_delivery_get(struct store *s, const char *id, struct delivery *out)
+{
+    struct pg_params p = {.n = 0};
+    PGresult *res;
+    int result;
+
+    pg_param_text(&p, 1, id);
+    result = pg_run(s, PG_DELIVERY_GET, "SELECT " DELIVERY_COLUMNS " FROM hookd_deliveries d WHERE d.id = $1", &p,
+                    &res);
+    if (result)
+        return result;
+    result = PQntuples(res) > 0 ? delivery_read(res, 0, 0, out) : HOOKD_ENOTFOUND;
+    PQclear(res);
+    return result;
+}
+
+/* Filter bits of the delivery list; each combination has its own prepared statement. */
+enum {
+    DL_F_EVENT = 1,
+    DL_F_ENDPOINT = 2,
+    DL_F_ACCOUNT = 4,
+    DL_F_STATUS = 8,
+    DL_F_SINCE = 16,
+    DL_F_UNTIL = 32,
+    DL_F_BEFORE = 64,
+};
+
+static int delivery_filter_mask(const struct delivery_filter *f)
+{
+    return (f->event_id ? DL_F_EVENT : 0) | (f->endpoint_id ? DL_F_ENDPOINT : 0) | (f->account ? DL_F_ACCOUNT : 0) |
+           (f->status >= 0 ? DL_F_STATUS : 0) | (f->since ? DL_F_SINCE : 0) | (f->until ? DL_F_UNTIL : 0) |
+           (f->before_id ? DL_F_BEFORE : 0);
+}
+
+/* Newest first; the created_at range is since <= created_at < until. */
+int postgres_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out)
+{
+    static const struct {
+        int bit;
+        const char *sql;
+    } terms[] = {
+        {DL_F_EVENT, " AND d.event_id = $1"},       {DL_F_ENDPOINT, " AND d.endpoint_id = $2"},
+        {DL_F_ACCOUNT, " AND d.account = $3"},      {DL_F_STATUS, " AND d.status = $4"},
+        {DL_F_SINCE, " AND d.created_at >= $5"},    {DL_F_UNTIL, " AND d.created_at < $6"},
+        {DL_F_BEFORE, " AND d.id < $7"},
+    };
+    struct pg_sql q = {.len = 0};
+    struct pg_params p = {.n = 0};
+    PGresult *res;
+    size_t cap = 0;
+    int mask = delivery_filter_mask(f), rows, result;
+
+    out->items = NULL;
+    out->n = 0;
+    if (f->status >= 0 && !status_is_valid(f->status))
+        return HOOKD_EINVAL;
+    pg_sql_add(&q, "SELECT " DELIVERY_COLUMNS " FROM hookd_deliveries d WHERE true");
+    for (size_t i = 0; i < sizeof terms / sizeof terms[0]; i++) {
+        if (mask & terms[i].bit)
+            pg_sql_add(&q, terms[i].sql);
+    }
+    pg_sql_add(&q, " ORDER BY d.id DESC LIMIT $8");
+    pg_param_text(&p, 1, f->event_id);
+    pg_param_text(&p, 2, f->endpoint_id);
+    pg_param_text(&p, 3, f->account);
+    pg_param_text(&p, 4, mask & DL_F_STATUS ? delivery_status_name((enum delivery_status)f->status) : NULL);
+    pg_param_i64(&p, 5, f->since);
+    pg_param_i64(&p, 6, f->until);
+    pg_param_text(&p, 7, f->before_id);
+    pg_param_int(&p, 8, pg_list_limit(f->limit));
+    result = pg_run(s, PG_DELIVERY_LIST + mask, q.text, &p, &res);
+    if (result)
+        return result;
+    rows = PQntuples(res);
+    for (int i = 0; i < rows && result == 0; i++) {
+        result = pg_list_grow((void **)&out->items, out->n, &cap, sizeof *out->items);
+        if (result == 0)
+            result = delivery_read(res, i, 0, &out->items[out->n]);
+        if (result == 0)
+            out->n++;
+    }
+    PQclear(res);
+    if (result)
+        delivery_list_free(out);
+    return result;
+}
+
+int postgres_attempt_list(struct store *s, const char *delivery_id, struct attempt_list *out)
+{
+    struct pg_params p = {.n = 0};
+    PGresult *res;
+    size_t cap = 0;
+    bool ok = true;
+    int rows, result;
+
+    out->items = NULL;
+    out->n = 0;
+    pg_param_text(&p, 1, delivery_id);
+    result = pg_run(s, PG_ATTEMPT_LIST,
+                    "SELECT id, delivery_id, n, started_at, duration_ms, status_code, error_class, error,"
+                    " response, node FROM hookd_attempts WHERE delivery_id = $1 ORDER BY n, id",
+                    &p, &res);
+    if (result)
+        return result;
+    rows = PQntuples(res);
+    for (int i = 0; i < rows && result == 0; i++) {
+        struct attempt *a;
+        result = pg_list_grow((void **)&out->items, out->n, &cap, sizeof *out->items);
+        if (result)
+            break;
+        a = &out->items[out->n++];
+        a->id = pg_col_i64(res, i, 0);
+        pg_col_id(res, i, 1, a->delivery_id);
+        a->n = (int)pg_col_i64(res, i, 2);
+        a->started_at = pg_col_i64(res, i, 3);
+        a->duration_ms = (int)pg_col_i64(res, i, 4);
+        a->status_code = (int)pg_col_i64(res, i, 5);
+        a->error_class = pg_col_str(res, i, 6, &ok);
+        a->error = pg_col_str(res, i, 7, &ok);
+        a->response = pg_col_str(res, i, 8, &ok);
+        a->node = pg_col_str(res, i, 9, &ok);
+        if (!ok)
+            result = HOOKD_ENOMEM;
+    }
+    PQclear(res);
+    if (result)
+        attempt_list_free(out);
+    return result;
+}

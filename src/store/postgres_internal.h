@@ -1,0 +1,168 @@
+/*
+ * Private to the PostgreSQL backend (postgres*.c): the connection struct, its
+ * lazily prepared statements, parameters and result reading, and the
+ * helpers the table families share.
+ */
+#ifndef HOOKD_STORE_POSTGRES_INTERNAL_H
+#define HOOKD_STORE_POSTGRES_INTERNAL_H
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "log.h"
+#include "store/store.h"
+
+/* Slots of the prepared statements (named "hookd_<slot>" on the connection). A
+ * list query has one slot per combination of filters present (a bit mask). */
+enum pg_slot {
+    PG_META_GET,
+    PG_META_SET,
+
+    PG_EVENT_INSERT,
+    PG_EVENT_BY_ID,
+    PG_EVENT_BY_KEY,
+    PG_OUTBOX_FETCH,
+    PG_OUTBOX_MARK,
+    PG_OUTBOX_PENDING,
+    PG_EVENT_LIST,
+    PG_EVENT_LIST_LAST = PG_EVENT_LIST + 15,
+
+    PG_ENDPOINT_INSERT,
+    PG_ENDPOINT_UPDATE,
+    PG_ENDPOINT_GET,
+    PG_ENDPOINT_ALL,
+    PG_ENDPOINT_DELETE,
+    PG_ENDPOINT_SET_ENABLED,
+    PG_ENDPOINT_VERSION,
+    PG_ENDPOINT_LIST,
+    PG_ENDPOINT_LIST_LAST = PG_ENDPOINT_LIST + 3,
+
+    PG_DELIVERY_INSERT,
+    PG_DELIVERY_CLAIM_ENDPOINTS,
+    PG_DELIVERY_CLAIM,
+    PG_DELIVERY_NEXT_DUE,
+    PG_DELIVERY_COMPLETE,
+    PG_DELIVERY_RELEASE,
+    PG_DELIVERY_RELEASE_NODE,
+    PG_DELIVERY_GET,
+    PG_ATTEMPT_LIST,
+    PG_DELIVERY_LIST,
+    PG_DELIVERY_LIST_LAST = PG_DELIVERY_LIST + 127,
+
+    PG_SLOTS
+};
+
+/* The writer's per-op savepoint is sent lazily (see postgres.c). */
+enum pg_savepoint { PG_SP_NONE, PG_SP_WANTED, PG_SP_ACTIVE };
+
+struct store {
+    const struct store_ops *ops; /* first member: store_backend() reads it */
+    PGconn *conn;
+    bool prepared[PG_SLOTS];     /* on this connection; cleared by a reconnect */
+    bool tx_open;                /* inside begin .. commit/rollback */
+    bool atomic_own;             /* pg_atomic_begin opened a transaction of its own */
+    enum pg_savepoint sp;
+    bool sp_release_pending;     /* a released savepoint still exists on the server */
+    bool listening;              /* LISTEN hookd_outbox issued on this connection */
+    int64_t reset_at_ms;         /* monotonic time of the last reconnect attempt */
+    struct log_limiter lim;
+};
+
+/* Parameters of one statement, in text format: $1 is index 1. Every
+ * parameter of a statement is set on every call, with the same type. */
+#define PG_MAX_PARAMS 16
+struct pg_params {
+    int n; /* highest index set */
+    const char *values[PG_MAX_PARAMS];
+    Oid types[PG_MAX_PARAMS];
+    char num[PG_MAX_PARAMS][24];
+};
+void pg_param_text(struct pg_params *p, int i, const char *v); /* NULL: SQL NULL */
+void pg_param_i64(struct pg_params *p, int i, int64_t v);
+void pg_param_int(struct pg_params *p, int i, int v);
+void pg_param_bool(struct pg_params *p, int i, bool v);
+void pg_param_time(struct pg_params *p, int i, int64_t ms); /* 0: SQL NULL */
+void pg_param_null(struct pg_params *p, int i, Oid type);
+/* Arrays, passed as text literals the caller built. */
+void pg_param_text_array(struct pg_params *p, int i, const char *literal);
+void pg_param_i64_array(struct pg_params *p, int i, const char *literal);
+
+/* Type oids (pg_type.h is a server header). */
+#define PG_OID_BOOL 16
+#define PG_OID_INT8 20
+#define PG_OID_INT4 23
+#define PG_OID_TEXT 25
+#define PG_OID_TEXT_ARRAY 1009
+#define PG_OID_INT8_ARRAY 1016
+
+/*
+ * Runs the statement of slot, preparing sql on this connection on first use.
+ * On success *res is the result (the caller PQclear()s it); on failure it is
+ * NULL and the error is mapped (connection loss: HOOKD_EUNAVAIL).
+ */
+__attribute__((warn_unused_result)) int pg_run(struct store *s, int slot, const char *sql, const struct pg_params *p,
+                                               PGresult **res);
+/* pg_run for a statement without result rows; *rows gets the affected row count (may be NULL). */
+__attribute__((warn_unused_result)) int pg_run_command(struct store *s, int slot, const char *sql,
+                                                       const struct pg_params *p, int64_t *rows);
+/* Runs plain SQL text (transaction control, migrations) through the simple protocol. */
+__attribute__((warn_unused_result)) int pg_exec(struct store *s, const char *sql);
+
+/* Several statements as one unit: outside a transaction a BEGIN .. COMMIT of
+ * its own; inside one nothing (the caller's savepoint undoes a failed method).
+ * pg_atomic_end returns result, or the commit's error. Not nestable. */
+__attribute__((warn_unused_result)) int pg_atomic_begin(struct store *s);
+__attribute__((warn_unused_result)) int pg_atomic_end(struct store *s, int result);
+
+/* Column reading. Text: a heap copy or NULL for SQL NULL; *ok turns false on OOM. */
+char *pg_col_str(const PGresult *r, int row, int col, bool *ok);
+void pg_col_id(const PGresult *r, int row, int col, char out[HOOKD_ID_MAX]);
+int64_t pg_col_i64(const PGresult *r, int row, int col); /* NULL reads as 0 */
+bool pg_col_null(const PGresult *r, int row, int col);
+
+/* Grows a list's item array so one more fits (zeroed); returns HOOKD_ENOMEM. */
+__attribute__((warn_unused_result)) int pg_list_grow(void **items, size_t n, size_t *cap, size_t item_size);
+/* A list limit clamped to 1..STORE_LIST_MAX (0 or less: 100). */
+int pg_list_limit(int limit);
+
+/* Bounded SQL text for the list queries assembled from filters. */
+struct pg_sql {
+    char text[2048];
+    size_t len;
+};
+void pg_sql_add(struct pg_sql *q, const char *part);
+
+/* Families (postgres_events.c, postgres_endpoints.c, postgres_deliveries.c). */
+int postgres_event_insert(struct store *s, struct event *ev, struct event *existing);
+int postgres_event_get(struct store *s, const char *id, struct event *out);
+int postgres_event_list(struct store *s, const struct event_filter *f, struct event_list *out);
+int postgres_outbox_fetch(struct store *s, int64_t after_seq, int limit, struct event_list *out);
+int postgres_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n, int64_t at);
+int postgres_outbox_pending(struct store *s, bool *any);
+#define PG_EVENT_COLUMNS                                                                                   \
+    "o.seq, o.id, o.event_type, o.account, o.resource_type, o.resource_id, o.resource_version, o.payload, " \
+    "o.idempotency_key, o.created_at, o.dispatched_at"
+#define PG_EVENT_NCOLS 11
+/* Reads the PG_EVENT_COLUMNS of row starting at column first. */
+__attribute__((warn_unused_result)) int postgres_event_read(const PGresult *r, int row, int first, struct event *ev);
+
+int postgres_endpoint_insert(struct store *s, const struct endpoint *ep);
+int postgres_endpoint_update(struct store *s, const struct endpoint *ep);
+int postgres_endpoint_get(struct store *s, const char *id, struct endpoint *out);
+int postgres_endpoint_list(struct store *s, const struct endpoint_filter *f, struct endpoint_list *out);
+int postgres_endpoint_list_all(struct store *s, struct endpoint_list *out);
+int postgres_endpoint_delete(struct store *s, const char *id);
+int postgres_endpoint_set_enabled(struct store *s, const char *id, bool enabled, const char *reason, int64_t at);
+int postgres_endpoint_version(struct store *s, int64_t *version);
+
+int postgres_delivery_insert(struct store *s, const struct delivery *d);
+int postgres_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
+                                int default_cap, struct job_list *out);
+int postgres_delivery_next_due(struct store *s, int64_t *at);
+int postgres_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now);
+int postgres_delivery_release(struct store *s, const char *id, const char *owner, int64_t token);
+int postgres_delivery_release_node(struct store *s, const char *node);
+int postgres_delivery_get(struct store *s, const char *id, struct delivery *out);
+int postgres_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out);
+int postgres_attempt_list(struct store *s, const char *delivery_id, struct attempt_list *out);
+#endif

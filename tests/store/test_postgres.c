@@ -1,0 +1,264 @@
+/*
+ * What only the PostgreSQL backend has: recovery after the server ended the
+ * session (reconnect, at most once a second, never in the middle of a
+ * transaction), LISTEN renewed after a reconnect, and transactions that a
+ * failed statement aborted. Each test gets a database of its own on the
+ * server of HOOKD_TEST_PG (a postgres:// URL); without it every test fails.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/ids.h"
+#include "store/store.h"
+
+struct fixture {
+    char name[HOOKD_ID_MAX]; /* the test's database */
+    char dsn[512];
+    PGconn *admin;           /* on HOOKD_TEST_PG's own database */
+    struct store *s;
+};
+
+static void admin_exec(struct fixture *fx, const char *sql)
+{
+    PGresult *r = PQexec(fx->admin, sql);
+    ExecStatusType st = PQresultStatus(r);
+
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", sql, PQerrorMessage(fx->admin));
+    PQclear(r);
+}
+
+static int setup(void **state)
+{
+    struct fixture *fx = calloc(1, sizeof *fx);
+    const char *env = getenv("HOOKD_TEST_PG"), *path, *query;
+    char sql[160];
+
+    assert_non_null(fx);
+    if (!env || !env[0]) {
+        free(fx);
+        fail_msg("HOOKD_TEST_PG is not set: start a cluster with scripts/pg.sh start DIR and export its URL");
+    }
+    fx->admin = PQconnectdb(env);
+    if (PQstatus(fx->admin) != CONNECTION_OK)
+        fail_msg("cannot connect to HOOKD_TEST_PG: %s", PQerrorMessage(fx->admin));
+    /* The same URL with a new database name. */
+    id_new(fx->name, "hookd_pgtest_");
+    path = strstr(env, "://");
+    path = path ? strchr(path + 3, '/') : NULL;
+    assert_non_null(path);
+    query = strchr(path, '?');
+    snprintf(fx->dsn, sizeof fx->dsn, "%.*s/%s%s", (int)(path - env), env, fx->name, query ? query : "");
+    snprintf(sql, sizeof sql, "CREATE DATABASE %s", fx->name);
+    admin_exec(fx, sql);
+    assert_int_equal(store_open(fx->dsn, &fx->s), 0);
+    assert_int_equal(store_migrate(fx->s), 0);
+    *state = fx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *fx = *state;
+    char sql[160];
+
+    store_close(fx->s);
+    snprintf(sql, sizeof sql, "DROP DATABASE %s WITH (FORCE)", fx->name);
+    admin_exec(fx, sql);
+    PQfinish(fx->admin);
+    free(fx);
+    return 0;
+}
+
+/* Ends every session of hookd's on the test's database, as a server restart would. */
+static void terminate_sessions(struct fixture *fx)
+{
+    char sql[256];
+
+    snprintf(sql, sizeof sql,
+             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+             " WHERE datname = '%s' AND application_name = 'hookd'",
+             fx->name);
+    admin_exec(fx, sql);
+    usleep(50000);
+}
+
+static int key_lookup(struct store *s, const char *key)
+{
+    char *v = NULL;
+    int r = store_meta_get(s, key, &v);
+
+    free(v);
+    return r;
+}
+
+static void test_reconnect_after_the_session_ended(void **state)
+{
+    struct fixture *fx = *state;
+    char *v = NULL;
+
+    assert_int_equal(store_meta_set(fx->s, "k", "before"), 0);
+    terminate_sessions(fx);
+    assert_int_equal(store_meta_get(fx->s, "k", &v), HOOKD_EUNAVAIL); /* finds the connection gone */
+    assert_null(v);
+    /* The next call reconnects and prepares its statements again. */
+    assert_int_equal(store_meta_get(fx->s, "k", &v), 0);
+    assert_string_equal(v, "before");
+    free(v);
+    assert_int_equal(store_meta_set(fx->s, "k", "after"), 0);
+    assert_int_equal(store_meta_get(fx->s, "k", &v), 0);
+    assert_string_equal(v, "after");
+    free(v);
+}
+
+/* While the server refuses connections, a connection tries again at most once a second. */
+static void test_reconnect_at_most_once_a_second(void **state)
+{
+    struct fixture *fx = *state;
+    char sql[160];
+    bool any;
+
+    snprintf(sql, sizeof sql, "ALTER DATABASE %s ALLOW_CONNECTIONS false", fx->name);
+    admin_exec(fx, sql);
+    terminate_sessions(fx);
+    assert_int_equal(store_outbox_pending(fx->s, &any), HOOKD_EUNAVAIL); /* the lost session */
+    assert_int_equal(store_outbox_pending(fx->s, &any), HOOKD_EUNAVAIL); /* a refused reconnect */
+    snprintf(sql, sizeof sql, "ALTER DATABASE %s ALLOW_CONNECTIONS true", fx->name);
+    admin_exec(fx, sql);
+    assert_int_equal(store_outbox_pending(fx->s, &any), HOOKD_EUNAVAIL); /* too soon to try again */
+    usleep(1100000);
+    assert_int_equal(store_outbox_pending(fx->s, &any), 0);
+}
+
+/* A transaction lost with its session is never continued on a new one. */
+static void test_lost_transaction_is_not_resumed(void **state)
+{
+    struct fixture *fx = *state;
+
+    assert_int_equal(store_begin(fx->s), 0);
+    assert_int_equal(store_meta_set(fx->s, "a", "1"), 0);
+    terminate_sessions(fx);
+    assert_int_equal(store_meta_set(fx->s, "b", "2"), HOOKD_EUNAVAIL);
+    assert_int_equal(store_meta_set(fx->s, "b", "2"), HOOKD_EUNAVAIL); /* no reconnect inside it */
+    assert_int_equal(store_savepoint(fx->s), HOOKD_EUNAVAIL);
+    assert_int_equal(store_commit(fx->s), HOOKD_EUNAVAIL);
+    assert_int_equal(store_rollback(fx->s), 0);
+    assert_int_equal(key_lookup(fx->s, "a"), HOOKD_ENOTFOUND); /* reconnected; nothing was committed */
+    assert_int_equal(key_lookup(fx->s, "b"), HOOKD_ENOTFOUND);
+}
+
+static void test_changed_after_reconnect(void **state)
+{
+    struct fixture *fx = *state;
+    struct store *other;
+    struct event ev = {.type = "order.paid"};
+    bool changed = false;
+    int rc = 0;
+
+    assert_int_equal(store_changed(fx->s, &changed), 0);
+    assert_true(changed); /* the first call: look once */
+    assert_int_equal(store_changed(fx->s, &changed), 0);
+    assert_false(changed);
+    terminate_sessions(fx);
+    /* Until the loss shows on the socket: no change, then an error, then a
+     * reconnect that reports a change (notifications may have been lost). */
+    for (int i = 0; i < 1000; i++) {
+        rc = store_changed(fx->s, &changed);
+        if (rc == 0 && changed)
+            break;
+        assert_true(rc == 0 || rc == HOOKD_EUNAVAIL);
+        usleep(1000);
+    }
+    assert_int_equal(rc, 0);
+    assert_true(changed);
+    assert_int_equal(store_changed(fx->s, &changed), 0);
+    assert_false(changed);
+    /* LISTEN was renewed: another connection's insert is noticed. */
+    assert_int_equal(store_open(fx->dsn, &other), 0);
+    assert_int_equal(store_event_insert(other, &ev, NULL), 0);
+    for (int i = 0; i < 2000 && !changed; i++) {
+        assert_int_equal(store_changed(fx->s, &changed), 0);
+        if (!changed)
+            usleep(1000);
+    }
+    assert_true(changed);
+    store_close(other);
+}
+
+/* Invalid UTF-8 is refused by the server: an SQL error inside the transaction. */
+static int insert_bad_event(struct store *s)
+{
+    struct event ev = {.type = "order.paid", .payload = "{\"a\":\"\xff\"}"};
+
+    return store_event_insert(s, &ev, NULL);
+}
+
+/* The writer's pattern: a failed op rolls back to its savepoint and the batch goes on. */
+static void test_failed_op_rolls_back_to_its_savepoint(void **state)
+{
+    struct fixture *fx = *state;
+
+    assert_int_equal(store_begin(fx->s), 0);
+    assert_int_equal(store_savepoint(fx->s), 0);
+    assert_int_equal(store_meta_set(fx->s, "kept", "1"), 0);
+    assert_int_equal(store_release(fx->s), 0);
+    assert_int_equal(store_savepoint(fx->s), 0);
+    assert_int_equal(store_meta_set(fx->s, "undone", "1"), 0);
+    assert_int_equal(insert_bad_event(fx->s), HOOKD_EINVAL);
+    assert_int_equal(store_rollback_to(fx->s), 0);
+    assert_int_equal(store_savepoint(fx->s), 0);
+    assert_int_equal(store_meta_set(fx->s, "after", "1"), 0);
+    assert_int_equal(store_release(fx->s), 0);
+    assert_int_equal(store_commit(fx->s), 0);
+    assert_int_equal(key_lookup(fx->s, "kept"), 0);
+    assert_int_equal(key_lookup(fx->s, "undone"), HOOKD_ENOTFOUND);
+    assert_int_equal(key_lookup(fx->s, "after"), 0);
+}
+
+/* An aborted transaction is never reported committed. */
+static void test_aborted_transaction_does_not_commit(void **state)
+{
+    struct fixture *fx = *state;
+
+    /* An op that hides its failed statement: its release fails, and so does the batch. */
+    assert_int_equal(store_begin(fx->s), 0);
+    assert_int_equal(store_savepoint(fx->s), 0);
+    assert_int_equal(store_meta_set(fx->s, "x", "1"), 0);
+    assert_int_not_equal(insert_bad_event(fx->s), 0);
+    assert_int_equal(store_release(fx->s), HOOKD_EIO);
+    assert_int_equal(store_rollback(fx->s), 0);
+    assert_int_equal(key_lookup(fx->s, "x"), HOOKD_ENOTFOUND);
+
+    /* Without savepoints: COMMIT of an aborted transaction is a rollback, so an error. */
+    assert_int_equal(store_begin(fx->s), 0);
+    assert_int_equal(store_meta_set(fx->s, "y", "1"), 0);
+    assert_int_not_equal(insert_bad_event(fx->s), 0);
+    assert_int_equal(store_commit(fx->s), HOOKD_EIO);
+    assert_int_equal(store_rollback(fx->s), 0);
+    assert_int_equal(key_lookup(fx->s, "y"), HOOKD_ENOTFOUND);
+    assert_int_equal(store_meta_set(fx->s, "z", "1"), 0); /* the connection is fine */
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_reconnect_after_the_session_ended),
+        T(test_reconnect_at_most_once_a_second),
+        T(test_lost_transaction_is_not_resumed),
+        T(test_changed_after_reconnect),
+        T(test_failed_op_rolls_back_to_its_savepoint),
+        T(test_aborted_transaction_does_not_commit),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
