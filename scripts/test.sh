@@ -78,7 +78,7 @@ for bin in build-asan/tests/unit/* build-asan/tests/store/*; do
 done
 # The conformance suite again on PostgreSQL (a database of its own).
 pg_db() { # name → DSN of a fresh database in the test cluster
-    psql -X -q "$PG_DSN" -c "DROP DATABASE IF EXISTS $1" -c "CREATE DATABASE $1" >/dev/null && echo "${PG_DSN/\/\/\/hookd/\/\/\/$1}"
+    PGOPTIONS="-c client_min_messages=warning" psql -X -q "$PG_DSN" -c "DROP DATABASE IF EXISTS $1" -c "CREATE DATABASE $1" >/dev/null && echo "${PG_DSN/\/\/\/hookd/\/\/\/$1}"
 }
 if [ -n "$PG_DSN" ]; then
     for t in test_store test_store_deliveries test_store_caps test_writer; do
