@@ -72,7 +72,7 @@ $(OUT)/tests/%: tests/%.c $(OUT)/libhookd_internal.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDOPT) -Itests -o $@ $< $(OUT)/libhookd_internal.a $(LIBS) -lcmocka
 
-$(OUT)/bench/%: bench/%.c $(OUT)/libhookd_internal.a
+$(OUT)/bench/%: bench/%.c $(wildcard bench/*.h) $(OUT)/libhookd_internal.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDOPT) -o $@ $< $(OUT)/libhookd_internal.a $(LIBS)
 

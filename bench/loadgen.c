@@ -1,12 +1,14 @@
 /*
- * Delivery benchmark: runs `hookd serve` on a fresh SQLite store, publishes into its outbox through
- * the public C API (hookd_publish), and times every event from its commit to its arrival at an
- * in-process sink. Scenarios: throughput, latency (paced), memory (backlog pending at start).
+ * Delivery benchmark: runs `hookd serve` (one node, or several on PostgreSQL) on a fresh SQLite or
+ * PostgreSQL store, publishes into its outbox through the public C API (hookd_publish or
+ * hookd_publish_pg), and times every event from its commit to its arrival at an in-process sink.
+ * Scenarios: throughput, latency (paced), memory (backlog pending at start).
  */
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -32,6 +34,7 @@
 #include <unistd.h>
 
 #include "hookd.h"
+#include "loadgen_pg.h"
 
 #define NS_PER_MS INT64_C(1000000)
 #define NS_PER_S INT64_C(1000000000)
@@ -45,25 +48,31 @@
 #define STOP_WAIT_MS 10000
 #define RSS_SAMPLE_MS 50
 #define DIR_MAX 2000           /* --dir length, so the scratch paths fit PATH_MAX */
+#define MAX_NODES 8            /* --nodes */
+#define STORE_URL_MAX (PG_DSN_MAX + 64)
 
 extern char **environ;
 
 enum scenario { SC_THROUGHPUT, SC_LATENCY, SC_MEMORY, SC_SINK_ONLY, SC_COUNT };
 static const char *const scenario_names[SC_COUNT] = {"throughput", "latency", "memory", "sink-only"};
 
+enum store_kind { ST_SQLITE, ST_PG, ST_COUNT };
+static const char *const store_names[ST_COUNT] = {"sqlite", "pg"};
+
 /* ---------------------------------------------------------------- options */
 
 struct opts {
     int scenario; /* -1 until a flag selects one */
-    const char *hookd, *dir;
+    int store;    /* enum store_kind */
+    const char *hookd, *dir, *pg_dsn, *pg_script;
     const char *env[MAX_EXTRA_ENV];
     size_t n_env;
     bool keep;
     /* -1 until given, then the scenario's default */
-    long events, endpoints, batch, rate, seconds, pending, max_in_flight, payload_bytes, timeout_s, sink_only_s;
+    long events, endpoints, batch, rate, seconds, pending, max_in_flight, payload_bytes, timeout_s, sink_only_s, nodes;
 };
 
-enum opt_kind { OPT_LONG, OPT_STR, OPT_FLAG, OPT_ENV, OPT_SCENARIO };
+enum opt_kind { OPT_LONG, OPT_STR, OPT_FLAG, OPT_ENV, OPT_SCENARIO, OPT_STORE };
 
 struct opt_def {
     const char *name;
@@ -88,6 +97,10 @@ static const struct opt_def opt_defs[] = {
     NUM("payload-bytes", payload_bytes, 0, PAYLOAD_MAX, -1,           100, 100, 100, -1),
     NUM("timeout", timeout_s, 1, 86400, -1,                           120, 60, 300, -1),
     NUM("sink-only", sink_only_s, 1, 86400, SC_SINK_ONLY,             -1, -1, -1, -1),
+    NUM("nodes", nodes, 1, MAX_NODES, -1,                             1, 1, 1, -1),
+    {"store", OPT_STORE, offsetof(struct opts, store), 0, 0, -1, {0}},
+    {"pg-dsn", OPT_STR, offsetof(struct opts, pg_dsn), 0, 0, -1, {0}},
+    {"pg-script", OPT_STR, offsetof(struct opts, pg_script), 0, 0, -1, {0}},
     {"hookd", OPT_STR, offsetof(struct opts, hookd), 0, 0, -1, {0}},
     {"dir", OPT_STR, offsetof(struct opts, dir), 0, 0, -1, {0}},
     {"keep", OPT_FLAG, offsetof(struct opts, keep), 0, 0, -1, {0}},
@@ -104,7 +117,10 @@ static const char usage_text[] =
     "  memory:     --pending N (100000) --batch B (1000); committed while hookd is stopped\n"
     "  common:     --hookd PATH (build/hookd) --dir PARENT ($TMPDIR or /tmp) --keep\n"
     "              --max-in-flight M (64) --payload-bytes P (100) --timeout SECONDS\n"
-    "              --env KEY=VALUE (repeatable; passed to hookd serve)\n";
+    "              --env KEY=VALUE (repeatable; passed to hookd serve)\n"
+    "  store:      --store sqlite|pg (sqlite); pg starts a throwaway cluster with --pg-script PATH\n"
+    "              (scripts/pg.sh) in the scratch dir, or uses --pg-dsn DSN (implies pg); either way\n"
+    "              in a fresh database. --nodes N (1): hookd processes on that database (pg only)\n";
 
 static int parse_long(const char *s, long min, long max, long *out)
 {
@@ -151,6 +167,14 @@ static int apply_opt(struct opts *o, const struct opt_def *d, const char *val)
             }
         fprintf(stderr, "loadgen: unknown scenario '%s'\n", val);
         return -1;
+    case OPT_STORE:
+        for (int s = 0; s < ST_COUNT; s++)
+            if (strcmp(val, store_names[s]) == 0 || (s == ST_PG && strcmp(val, "postgres") == 0)) {
+                *(int *)field = s;
+                return 0;
+            }
+        fprintf(stderr, "loadgen: --store expects sqlite or pg\n");
+        return -1;
     }
     return -1;
 }
@@ -161,6 +185,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     memset(o, 0, sizeof *o);
     o->scenario = -1;
     o->hookd = "build/hookd";
+    o->pg_script = "scripts/pg.sh";
     o->dir = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
     for (size_t j = 0; j < N_OPT_DEFS; j++)
         if (opt_defs[j].kind == OPT_LONG)
@@ -192,6 +217,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     }
     if (o->scenario == SC_LATENCY)
         o->batch = 1; /* one event per transaction, by definition */
+    if (o->pg_dsn != NULL)
+        o->store = ST_PG;
+    if (o->store == ST_SQLITE && o->nodes > 1) {
+        fprintf(stderr, "loadgen: --nodes > 1 needs --store pg (SQLite is single-node)\n");
+        return 2;
+    }
     return 0;
 }
 
@@ -615,11 +646,11 @@ static long http_status(const char *method, const char *url, const char *token, 
 
 /* ---------------------------------------------------------------- hookd process */
 
+/* One `hookd serve` node. */
 struct hookd_proc {
     pid_t pid;
     int public_port, admin_port;
-    char token[65];
-    char db[PATH_MAX], log[PATH_MAX];
+    char log[PATH_MAX];
     int64_t rss_peak_kib; /* highest VmRSS sampled since the start */
 };
 
@@ -661,11 +692,10 @@ static int64_t proc_status_kib(pid_t pid, const char *key)
     return kib;
 }
 
-/* User + system CPU seconds used so far by pid (hookd), or -1. */
-static double proc_cpu_s(pid_t pid)
+/* From /proc/<pid>/stat: the parent's pid and utime, stime, cutime, cstime (clock ticks). */
+static int proc_stat_read(pid_t pid, long *ppid, long long ticks[4])
 {
     char path[64], buf[1024], *close_paren;
-    unsigned long ut = 0, st = 0;
     FILE *f;
     size_t n;
 
@@ -677,9 +707,41 @@ static double proc_cpu_s(pid_t pid)
     fclose(f);
     /* The command name may hold spaces: fields are counted after its closing parenthesis. */
     if ((close_paren = strrchr(buf, ')')) == NULL ||
-        sscanf(close_paren + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+        sscanf(close_paren + 1, " %*c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %lld %lld %lld %lld", ppid, &ticks[0],
+               &ticks[1], &ticks[2], &ticks[3]) != 5)
         return -1;
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+    return 0;
+}
+
+/* User + system CPU seconds used so far by pid (hookd), or -1. */
+static double proc_cpu_s(pid_t pid)
+{
+    long long t[4];
+    long ppid;
+
+    if (proc_stat_read(pid, &ppid, t) != 0)
+        return -1;
+    return (double)(t[0] + t[1]) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* CPU seconds of root (the postmaster), its live children and the children it reaped, or -1. */
+static double tree_cpu_s(pid_t root)
+{
+    long long t[4], total;
+    long ppid;
+    DIR *d;
+    struct dirent *de;
+
+    if (root <= 0 || proc_stat_read(root, &ppid, t) != 0 || (d = opendir("/proc")) == NULL)
+        return -1;
+    total = t[0] + t[1] + t[2] + t[3];
+    while ((de = readdir(d)) != NULL) {
+        long pid = strtol(de->d_name, NULL, 10);
+        if (pid > 0 && proc_stat_read((pid_t)pid, &ppid, t) == 0 && ppid == (long)root)
+            total += t[0] + t[1];
+    }
+    closedir(d);
+    return (double)total / (double)sysconf(_SC_CLK_TCK);
 }
 
 /* CPU seconds this process (publisher + sink) used so far. */
@@ -728,12 +790,12 @@ static int hookd_alive(struct hookd_proc *h)
     return -1;
 }
 
-/* Starts `hookd serve` configured by the environment alone (inherited HOOKD_* variables are
- * dropped, so runs are reproducible) and waits for GET /healthz = 200. */
-static int hookd_start(struct hookd_proc *h, const struct opts *o)
+/* Starts `hookd serve` on store (a HOOKD_SERVER_STORE value), configured by the environment alone
+ * (inherited HOOKD_* variables are dropped, so runs are reproducible), and waits for GET /healthz = 200. */
+static int hookd_start(struct hookd_proc *h, const struct opts *o, const char *store, const char *token)
 {
     size_t n_env = 0, cap = 0;
-    char **envp = NULL, own[N_OWN_ENV][PATH_MAX + 64], url[96];
+    char **envp = NULL, own[N_OWN_ENV][STORE_URL_MAX + 32], url[96];
     char *argv[] = {(char *)o->hookd, (char *)"serve", NULL};
     int64_t deadline;
     int result = -1;
@@ -743,8 +805,8 @@ static int hookd_start(struct hookd_proc *h, const struct opts *o)
         return -1;
     }
     h->rss_peak_kib = 0;
-    snprintf(own[0], sizeof own[0], "HOOKD_SERVER_STORE=sqlite:%s", h->db);
-    snprintf(own[1], sizeof own[1], "HOOKD_SERVER_ADMIN_TOKEN=%s", h->token);
+    snprintf(own[0], sizeof own[0], "HOOKD_SERVER_STORE=%s", store);
+    snprintf(own[1], sizeof own[1], "HOOKD_SERVER_ADMIN_TOKEN=%s", token);
     snprintf(own[2], sizeof own[2], "HOOKD_SERVER_ADMIN_LISTEN=127.0.0.1:%d", h->admin_port);
     snprintf(own[3], sizeof own[3], "HOOKD_SERVER_PUBLIC_LISTEN=127.0.0.1:%d", h->public_port);
     snprintf(own[4], sizeof own[4], "HOOKD_DELIVERY_ALLOW_PRIVATE_NETWORKS=true");
@@ -823,14 +885,14 @@ static int hookd_stop(struct hookd_proc *h)
     return result;
 }
 
-static int create_endpoints(const struct hookd_proc *h, int sink_port, long k, long max_in_flight)
+static int create_endpoints(const struct hookd_proc *h, const char *token, int sink_port, long k, long max_in_flight)
 {
     char url[96], body[256], resp[2048];
 
     snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/endpoints", h->admin_port);
     snprintf(body, sizeof body, "{\"url\": \"http://127.0.0.1:%d/\", \"max_in_flight\": %ld}", sink_port, max_in_flight);
     for (long i = 0; i < k; i++) {
-        long code = http_status("POST", url, h->token, body, resp, sizeof resp);
+        long code = http_status("POST", url, token, body, resp, sizeof resp);
         if (code != 201) { /* an error body holds no secret */
             fprintf(stderr, "loadgen: POST /v1/endpoints answered %ld: %s\n", code, resp);
             return -1;
@@ -841,35 +903,123 @@ static int create_endpoints(const struct hookd_proc *h, int sink_port, long k, l
 
 /* ---------------------------------------------------------------- publisher */
 
+struct publisher;
+
+/* The application side of each store: its connection, transactions and hookd's publish call. */
+struct store_def {
+    const char *begin_sql; /* SQLite: take the write lock at BEGIN, as an application that writes would */
+    int (*open)(struct publisher *p, const char *target);
+    int (*exec)(struct publisher *p, const char *sql);
+    int (*publish)(struct publisher *p, const struct hookd_event *ev, char id_out[HOOKD_ID_MAX]);
+    const char *(*errmsg)(struct publisher *p);
+    void (*close)(struct publisher *p);
+};
+
 struct publisher {
+    const struct store_def *store;
     sqlite3 *db;
+    PGconn *pg;
     struct ev_table *table;
     struct ev_slot **batch; /* slots of the open transaction's events */
     long payload_bytes, next_seq;
     int64_t first_commit_ns, last_commit_ns;
 };
 
-/* p must be zeroed first; publisher_close is safe after any failure. */
-static int publisher_open(struct publisher *p, const char *db_path, struct ev_table *t, long batch, long payload)
+/* SQLite: busy_timeout 5 s, the connection's default synchronous, so the application's commits are durable. */
+static int sqlite_pub_open(struct publisher *p, const char *path)
 {
-    p->table = t;
-    p->payload_bytes = payload;
-    if ((p->batch = calloc((size_t)batch, sizeof *p->batch)) == NULL ||
-        sqlite3_open_v2(db_path, &p->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
-        fprintf(stderr, "loadgen: open %s: %s\n", db_path, p->db != NULL ? sqlite3_errmsg(p->db) : "no memory");
+    if (sqlite3_open_v2(path, &p->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+        fprintf(stderr, "loadgen: open %s: %s\n", path, p->db != NULL ? sqlite3_errmsg(p->db) : "no memory");
         return -1;
     }
     sqlite3_busy_timeout(p->db, 5000);
     return 0;
 }
 
-static void publisher_close(struct publisher *p)
+static int sqlite_pub_exec(struct publisher *p, const char *sql)
+{
+    return sqlite3_exec(p->db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+}
+
+static int sqlite_pub_publish(struct publisher *p, const struct hookd_event *ev, char id_out[HOOKD_ID_MAX])
+{
+    return hookd_publish(p->db, ev, id_out);
+}
+
+static const char *sqlite_pub_errmsg(struct publisher *p)
+{
+    return sqlite3_errmsg(p->db);
+}
+
+static void sqlite_pub_close(struct publisher *p)
 {
     sqlite3_close(p->db);
+}
+
+/* PostgreSQL: the server's defaults (synchronous_commit on, fsync on), so each COMMIT is durable. */
+static int pg_pub_open(struct publisher *p, const char *dsn)
+{
+    return (p->pg = pg_connect(dsn)) != NULL ? 0 : -1;
+}
+
+/* BEGIN, COMMIT, ROLLBACK: the command tag must echo the command (a failed transaction's COMMIT
+ * "succeeds" with the tag ROLLBACK). */
+static int pg_pub_exec(struct publisher *p, const char *sql)
+{
+    PGresult *r = PQexec(p->pg, sql);
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK && strcmp(PQcmdStatus(r), sql) == 0;
+
+    PQclear(r);
+    return ok ? 0 : -1;
+}
+
+static int pg_pub_publish(struct publisher *p, const struct hookd_event *ev, char id_out[HOOKD_ID_MAX])
+{
+    return hookd_publish_pg(p->pg, ev, id_out);
+}
+
+static const char *pg_pub_errmsg(struct publisher *p)
+{
+    static char msg[512];
+    const char *m = PQerrorMessage(p->pg);
+
+    snprintf(msg, sizeof msg, "%.*s", (int)strcspn(m, "\n"), m[0] != '\0' ? m : "transaction rolled back");
+    return msg;
+}
+
+static void pg_pub_close(struct publisher *p)
+{
+    PQfinish(p->pg);
+}
+
+static const struct store_def store_defs[ST_COUNT] = {
+    [ST_SQLITE] = {"BEGIN IMMEDIATE", sqlite_pub_open, sqlite_pub_exec, sqlite_pub_publish, sqlite_pub_errmsg,
+                   sqlite_pub_close},
+    [ST_PG] = {"BEGIN", pg_pub_open, pg_pub_exec, pg_pub_publish, pg_pub_errmsg, pg_pub_close},
+};
+
+/* p must be zeroed first; publisher_close is safe after any failure. target: the SQLite file or the DSN. */
+static int publisher_open(struct publisher *p, const struct store_def *store, const char *target, struct ev_table *t,
+                          long batch, long payload)
+{
+    p->table = t;
+    p->payload_bytes = payload;
+    p->store = store;
+    if ((p->batch = calloc((size_t)batch, sizeof *p->batch)) == NULL) {
+        fprintf(stderr, "loadgen: no memory for the publisher\n");
+        return -1;
+    }
+    return store->open(p, target);
+}
+
+static void publisher_close(struct publisher *p)
+{
+    if (p->store != NULL)
+        p->store->close(p);
     free(p->batch);
 }
 
-/* BEGIN IMMEDIATE; hookd_publish × n; COMMIT; then stamps each event with the commit time. */
+/* BEGIN; hookd_publish(_pg) × n; COMMIT; then stamps each event with the commit time. */
 static int publish_batch(struct publisher *p, long n)
 {
     static char pad[PAYLOAD_MAX + 1];
@@ -881,13 +1031,13 @@ static int publish_batch(struct publisher *p, long n)
 
     if (pad[0] == '\0')
         memset(pad, 'x', PAYLOAD_MAX);
-    if (sqlite3_exec(p->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
-        fprintf(stderr, "loadgen: BEGIN IMMEDIATE: %s\n", sqlite3_errmsg(p->db));
+    if (p->store->exec(p, p->store->begin_sql) != 0) {
+        fprintf(stderr, "loadgen: %s: %s\n", p->store->begin_sql, p->store->errmsg(p));
         return -1;
     }
     for (long i = 0; i < n && failed == NULL; i++) {
         snprintf(data, sizeof data, "{\"seq\": %ld, \"pad\": \"%.*s\"}", p->next_seq++, (int)p->payload_bytes, pad);
-        if ((r = hookd_publish(p->db, &ev, id)) != 0) {
+        if ((r = p->store->publish(p, &ev, id)) != 0) {
             failed = "hookd_publish";
             break;
         }
@@ -897,11 +1047,11 @@ static int publish_batch(struct publisher *p, long n)
         if (p->batch[i] == NULL)
             failed = "event table full";
     }
-    if (failed == NULL && sqlite3_exec(p->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+    if (failed == NULL && p->store->exec(p, "COMMIT") != 0)
         failed = "COMMIT";
     if (failed != NULL) {
-        fprintf(stderr, "loadgen: %s: %s\n", failed, r != 0 ? hookd_strerror(r) : sqlite3_errmsg(p->db));
-        sqlite3_exec(p->db, "ROLLBACK", NULL, NULL, NULL);
+        fprintf(stderr, "loadgen: %s: %s\n", failed, r != 0 ? hookd_strerror(r) : p->store->errmsg(p));
+        p->store->exec(p, "ROLLBACK");
         return -1;
     }
     now = mono_ns();
@@ -923,28 +1073,113 @@ static int publish_all(struct publisher *p, long events, long batch)
     return 0;
 }
 
-/* ---------------------------------------------------------------- checks and figures */
+/* ---------------------------------------------------------------- the run and its nodes */
 
 struct bench {
     struct opts o;
+    const struct store_def *store;
     char dir[PATH_MAX];
+    char db_path[PATH_MAX];        /* the SQLite file */
+    char store_url[STORE_URL_MAX]; /* HOOKD_SERVER_STORE of every node */
+    const char *target;            /* what the publisher opens: db_path or pg.dsn */
+    char token[65];                /* the admin token, shared by the nodes */
+    struct pg_env pg;
+    double pg_cpu0; /* CPU seconds of our PostgreSQL cluster when the measurement started; -1: none */
     struct ev_table table;
     struct sink sink;
-    struct hookd_proc hookd;
+    struct hookd_proc nodes[MAX_NODES];
 };
+
+/* Starts every node, one after the other (the first migrates the database). */
+static int nodes_start(struct bench *b)
+{
+    for (long i = 0; i < b->o.nodes; i++)
+        if (hookd_start(&b->nodes[i], &b->o, b->store_url, b->token) != 0)
+            return -1;
+    return 0;
+}
+
+/* Stops every node; -1 when one had to be killed or exited with an error (its log tail is printed). */
+static int nodes_stop(struct bench *b)
+{
+    int result = 0;
+
+    for (long i = 0; i < b->o.nodes; i++)
+        if (b->nodes[i].pid > 0 && hookd_stop(&b->nodes[i]) != 0) {
+            print_log_tail(&b->nodes[i]);
+            result = -1;
+        }
+    return result;
+}
+
+static int nodes_alive(struct bench *b)
+{
+    for (long i = 0; i < b->o.nodes; i++)
+        if (hookd_alive(&b->nodes[i]) != 0)
+            return -1;
+    return 0;
+}
+
+static void nodes_sample_rss(struct bench *b)
+{
+    for (long i = 0; i < b->o.nodes; i++) {
+        int64_t rss = proc_status_kib(b->nodes[i].pid, "VmRSS");
+        if (rss > b->nodes[i].rss_peak_kib)
+            b->nodes[i].rss_peak_kib = rss;
+    }
+}
+
+/* The highest peak of any node: max(VmHWM now, highest sample) with hwm, else the highest sample. */
+static double nodes_peak_mib(const struct bench *b, bool hwm)
+{
+    int64_t peak = 0;
+
+    for (long i = 0; i < b->o.nodes; i++) {
+        int64_t h = hwm ? proc_status_kib(b->nodes[i].pid, "VmHWM") : 0;
+        peak = h > peak ? h : peak;
+        peak = b->nodes[i].rss_peak_kib > peak ? b->nodes[i].rss_peak_kib : peak;
+    }
+    return (double)peak / 1024.0;
+}
+
+/* CPU seconds of all nodes; per node into list (", "-separated) when there are several. */
+static double nodes_cpu_s(const struct bench *b, char *list, size_t cap)
+{
+    double total = 0;
+    size_t len = 0;
+
+    list[0] = '\0';
+    for (long i = 0; i < b->o.nodes; i++) {
+        double c = proc_cpu_s(b->nodes[i].pid);
+        total += c;
+        if (b->o.nodes > 1 && len < cap) {
+            int w = snprintf(list + len, cap - len, "%s%.2f", i ? ", " : "", c);
+            len += w > 0 ? (size_t)w : 0;
+        }
+    }
+    return total;
+}
+
+/* CPU seconds our PostgreSQL cluster used since start_with_endpoints, or -1 (SQLite, or a given server). */
+static double pg_cpu_since_start(const struct bench *b)
+{
+    double now = tree_cpu_s(pg_postmaster_pid(&b->pg));
+    return now >= 0 && b->pg_cpu0 >= 0 ? now - b->pg_cpu0 : -1;
+}
+
+/* ---------------------------------------------------------------- checks and figures */
 
 static long report_arrivals(struct bench *b);
 
-/* Waits until `events` events arrived at every endpoint, sampling hookd's RSS every 50 ms. */
+/* Waits until `events` events arrived at every endpoint, sampling the nodes' RSS every 50 ms. */
 static int wait_complete(struct bench *b, long events)
 {
     int64_t deadline = mono_ns() + b->o.timeout_s * NS_PER_S, next_sample = 0;
 
     for (;; sleep_ms(5)) {
-        int64_t now = mono_ns(), rss;
+        int64_t now = mono_ns();
         if (now >= next_sample) {
-            if ((rss = proc_status_kib(b->hookd.pid, "VmRSS")) > b->hookd.rss_peak_kib)
-                b->hookd.rss_peak_kib = rss;
+            nodes_sample_rss(b);
             next_sample = now + RSS_SAMPLE_MS * NS_PER_MS;
         }
         if (atomic_load(&b->table.complete) >= events)
@@ -955,7 +1190,7 @@ static int wait_complete(struct bench *b, long events)
             report_arrivals(b);
             return -1;
         }
-        if (hookd_alive(&b->hookd) != 0)
+        if (nodes_alive(b) != 0)
             return -1;
     }
 }
@@ -1005,11 +1240,14 @@ static double pct_ms(const int64_t *v, size_t n, double p)
 
 /* ---------------------------------------------------------------- scenarios */
 
+/* Starts the nodes, creates the endpoints through the first one, and notes the cluster's CPU time. */
 static int start_with_endpoints(struct bench *b)
 {
-    if (hookd_start(&b->hookd, &b->o) != 0)
+    if (nodes_start(b) != 0 ||
+        create_endpoints(&b->nodes[0], b->token, b->sink.port, b->o.endpoints, b->o.max_in_flight) != 0)
         return -1;
-    return create_endpoints(&b->hookd, b->sink.port, b->o.endpoints, b->o.max_in_flight);
+    b->pg_cpu0 = tree_cpu_s(pg_postmaster_pid(&b->pg));
+    return 0;
 }
 
 /* Commits every event as fast as possible; deliveries/s = N*K / (last arrival - first commit). */
@@ -1018,23 +1256,31 @@ static int run_throughput(struct bench *b)
     struct publisher p = {0};
     long n = b->o.events, k = b->o.endpoints;
     double cpu0 = self_cpu_s();
+    char per_node[128];
     int result = -1;
 
-    if (start_with_endpoints(b) != 0 || publisher_open(&p, b->hookd.db, &b->table, b->o.batch, b->o.payload_bytes) != 0 ||
+    if (start_with_endpoints(b) != 0 ||
+        publisher_open(&p, b->store, b->target, &b->table, b->o.batch, b->o.payload_bytes) != 0 ||
         publish_all(&p, n, b->o.batch) != 0 || wait_complete(b, n) != 0)
         goto out;
     double secs = (double)(atomic_load(&b->table.last_arrival_ns) - p.first_commit_ns) / 1e9;
-    printf("throughput: %ld events x %ld endpoints = %ld deliveries in %.3f s: %.0f deliveries/s\n", n, k, n * k, secs,
-           (double)(n * k) / secs);
+    printf("throughput: %ld events x %ld endpoints = %ld deliveries in %.3f s: %.0f deliveries/s (%ld node%s)\n", n, k,
+           n * k, secs, (double)(n * k) / secs, b->o.nodes, b->o.nodes > 1 ? "s" : "");
     printf("  publish: all %ld events committed %.3f s after the first commit (batch %ld)\n", n,
            (double)(p.last_commit_ns - p.first_commit_ns) / 1e9, b->o.batch);
-    double hookd_cpu = proc_cpu_s(b->hookd.pid), own_cpu = self_cpu_s() - cpu0;
-    printf("  CPU: hookd %.2f s (%.0f deliveries per CPU-second), loadgen %.2f s; hookd peak RSS %.1f MiB\n",
-           hookd_cpu, (double)(n * k) / hookd_cpu, own_cpu, (double)b->hookd.rss_peak_kib / 1024.0);
+    double hookd_cpu = nodes_cpu_s(b, per_node, sizeof per_node), own_cpu = self_cpu_s() - cpu0;
+    double pg_cpu = pg_cpu_since_start(b);
+    printf("  CPU: hookd %.2f s%s%s%s (%.0f deliveries per CPU-second), loadgen %.2f s; hookd peak RSS %.1f MiB\n",
+           hookd_cpu, per_node[0] ? " (nodes: " : "", per_node, per_node[0] ? ")" : "", (double)(n * k) / hookd_cpu,
+           own_cpu, nodes_peak_mib(b, false));
+    if (pg_cpu >= 0)
+        printf("  CPU: postgres %.2f s during the run; hookd + postgres %.0f deliveries per CPU-second\n", pg_cpu,
+               (double)(n * k) / (hookd_cpu + pg_cpu));
     if (report_arrivals(b) != 0)
         goto out;
-    printf("RESULT scenario=throughput deliveries_per_s=%.0f events=%ld endpoints=%ld seconds=%.3f hookd_cpu_s=%.2f\n",
-           (double)(n * k) / secs, n, k, secs, hookd_cpu);
+    printf("RESULT scenario=throughput deliveries_per_s=%.0f events=%ld endpoints=%ld seconds=%.3f hookd_cpu_s=%.2f "
+           "store=%s nodes=%ld pg_cpu_s=%.2f\n",
+           (double)(n * k) / secs, n, k, secs, hookd_cpu, store_names[b->o.store], b->o.nodes, pg_cpu);
     result = 0;
 out:
     publisher_close(&p);
@@ -1050,7 +1296,7 @@ static int run_latency(struct bench *b)
     size_t m = 0;
     int result = -1;
 
-    if (start_with_endpoints(b) != 0 || publisher_open(&p, b->hookd.db, &b->table, 1, b->o.payload_bytes) != 0)
+    if (start_with_endpoints(b) != 0 || publisher_open(&p, b->store, b->target, &b->table, 1, b->o.payload_bytes) != 0)
         goto out;
     start = mono_ns() + 10 * NS_PER_MS;
     for (long i = 0; i < n; i++) {
@@ -1077,15 +1323,17 @@ static int run_latency(struct bench *b)
     printf("latency: %ld events, one per transaction, at %ld/s (achieved %.1f/s; %ld commits started >1 ms late)\n", n,
            b->o.rate, achieved, late);
     if (achieved < 0.95 * (double)b->o.rate)
-        printf("  WARNING: the publisher fell behind its schedule (BEGIN IMMEDIATE waits for the write lock); "
-               "the figures below are at %.0f/s, not %ld/s\n", achieved, b->o.rate);
+        printf("  WARNING: the publisher fell behind its schedule (its transactions took longer than the period; on "
+               "SQLite BEGIN IMMEDIATE waits for hookd's write lock); the figures below are at %.0f/s, not %ld/s\n",
+               achieved, b->o.rate);
     printf("  commit->arrival: p50 %.3f ms, p90 %.3f ms, p99 %.3f ms, max %.3f ms\n", pct_ms(lat, m, 0.50),
            pct_ms(lat, m, 0.90), pct_ms(lat, m, 0.99), pct_ms(lat, m, 1.0));
     if (report_arrivals(b) != 0)
         goto out;
     printf("RESULT scenario=latency p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f max_ms=%.3f rate=%ld achieved_rate=%.1f "
-           "events=%ld\n",
-           pct_ms(lat, m, 0.50), pct_ms(lat, m, 0.90), pct_ms(lat, m, 0.99), pct_ms(lat, m, 1.0), b->o.rate, achieved, n);
+           "events=%ld store=%s nodes=%ld\n",
+           pct_ms(lat, m, 0.50), pct_ms(lat, m, 0.90), pct_ms(lat, m, 0.99), pct_ms(lat, m, 1.0), b->o.rate, achieved, n,
+           store_names[b->o.store], b->o.nodes);
     result = 0;
 out:
     free(lat);
@@ -1099,30 +1347,31 @@ static int run_memory(struct bench *b)
 {
     struct publisher p = {0};
     long n = b->o.pending, k = b->o.endpoints;
-    int64_t started, hwm;
+    char per_node[128];
+    int64_t started;
     int result = -1;
 
     if (start_with_endpoints(b) != 0)
         goto out;
-    hookd_stop(&b->hookd); /* says so itself when the stop was unclean; the store stays usable */
-    if (publisher_open(&p, b->hookd.db, &b->table, b->o.batch, b->o.payload_bytes) != 0 ||
+    nodes_stop(b); /* says so itself when a stop was unclean; the store stays usable */
+    if (publisher_open(&p, b->store, b->target, &b->table, b->o.batch, b->o.payload_bytes) != 0 ||
         publish_all(&p, n, b->o.batch) != 0)
         goto out;
     printf("memory: %ld events committed while hookd was stopped (%.3f s)\n", n,
            (double)(p.last_commit_ns - p.first_commit_ns) / 1e9);
     started = mono_ns();
-    if (hookd_start(&b->hookd, &b->o) != 0 || wait_complete(b, n) != 0)
+    if (nodes_start(b) != 0 || wait_complete(b, n) != 0)
         goto out;
     double secs = (double)(atomic_load(&b->table.last_arrival_ns) - started) / 1e9;
-    hwm = proc_status_kib(b->hookd.pid, "VmHWM");
-    double peak = (double)(hwm > b->hookd.rss_peak_kib ? hwm : b->hookd.rss_peak_kib) / 1024.0;
+    double peak = nodes_peak_mib(b, true), sampled = nodes_peak_mib(b, false);
     printf("  drained %ld deliveries in %.3f s from start (%.0f deliveries/s, hookd CPU %.2f s)\n", n * k, secs,
-           (double)(n * k) / secs, proc_cpu_s(b->hookd.pid));
-    printf("  hookd RSS: peak %.1f MiB (VmHWM %.1f MiB, highest 50 ms sample %.1f MiB)\n", peak, (double)hwm / 1024.0,
-           (double)b->hookd.rss_peak_kib / 1024.0);
+           (double)(n * k) / secs, nodes_cpu_s(b, per_node, sizeof per_node));
+    printf("  hookd RSS: peak %.1f MiB (highest 50 ms sample %.1f MiB%s)\n", peak, sampled,
+           b->o.nodes > 1 ? "; the highest node" : "");
     if (report_arrivals(b) != 0)
         goto out;
-    printf("RESULT scenario=memory peak_rss_mib=%.1f pending=%ld endpoints=%ld drain_seconds=%.3f\n", peak, n, k, secs);
+    printf("RESULT scenario=memory peak_rss_mib=%.1f pending=%ld endpoints=%ld drain_seconds=%.3f store=%s nodes=%ld\n",
+           peak, n, k, secs, store_names[b->o.store], b->o.nodes);
     result = 0;
 out:
     publisher_close(&p);
@@ -1150,7 +1399,8 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
     return remove(path);
 }
 
-/* The scratch directory, store path, log path and a random admin token. */
+/* The scratch directory, the store (a SQLite path, or a fresh PostgreSQL database), the nodes'
+ * log paths and a random admin token. */
 static int prepare_scratch(struct bench *b)
 {
     unsigned char raw[24];
@@ -1164,29 +1414,70 @@ static int prepare_scratch(struct bench *b)
         return -1;
     }
     snprintf(b->dir, sizeof b->dir, "%.2000s/hookd-bench.XXXXXX", b->o.dir);
-    if (mkdtemp(b->dir) == NULL || getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) {
+    if (mkdtemp(b->dir) == NULL) {
         perror("loadgen: scratch dir");
+        b->dir[0] = '\0';
+        return -1;
+    }
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) {
+        perror("loadgen: getrandom");
         return -1;
     }
     for (size_t i = 0; i < sizeof raw; i++)
-        snprintf(b->hookd.token + 2 * i, 3, "%02x", raw[i]);
+        snprintf(b->token + 2 * i, 3, "%02x", raw[i]);
     explicit_bzero(raw, sizeof raw);
-    snprintf(b->hookd.db, sizeof b->hookd.db, "%.2100s/hookd.db", b->dir);
-    snprintf(b->hookd.log, sizeof b->hookd.log, "%.2100s/hookd.log", b->dir);
-    printf("scenario %s: hookd %s, store %s\n", scenario_names[b->o.scenario], b->o.hookd, b->hookd.db);
+    for (long i = 0; i < b->o.nodes; i++)
+        snprintf(b->nodes[i].log, sizeof b->nodes[i].log, i == 0 ? "%.2100s/hookd.log" : "%.2100s/hookd-%ld.log",
+                 b->dir, i + 1);
+    if (b->o.store == ST_PG) {
+        if (pg_env_setup(&b->pg, b->o.pg_dsn, b->dir) != 0)
+            return -1;
+        snprintf(b->store_url, sizeof b->store_url, "%s", b->pg.dsn);
+        b->target = b->pg.dsn;
+        /* the DSN is not printed: a given one may hold a password */
+        printf("scenario %s: hookd %s x %ld node%s, store: PostgreSQL database %s (%s)\n", scenario_names[b->o.scenario],
+               b->o.hookd, b->o.nodes, b->o.nodes > 1 ? "s" : "", b->pg.dbname,
+               b->pg.cluster[0] ? "throwaway cluster" : "given server");
+    } else {
+        snprintf(b->db_path, sizeof b->db_path, "%.2100s/hookd.db", b->dir);
+        snprintf(b->store_url, sizeof b->store_url, "sqlite:%.2100s", b->db_path);
+        b->target = b->db_path;
+        printf("scenario %s: hookd %s, store %s\n", scenario_names[b->o.scenario], b->o.hookd, b->db_path);
+    }
     return 0;
+}
+
+/* SIGINT, SIGTERM, SIGHUP: stop the nodes and the cluster, then die of the signal. */
+static struct bench *signal_bench;
+
+static void on_signal(int sig)
+{
+    for (int i = 0; signal_bench != NULL && i < MAX_NODES; i++)
+        if (signal_bench->nodes[i].pid > 0)
+            kill(signal_bench->nodes[i].pid, SIGTERM);
+    pg_emergency_stop();
+    signal(sig, SIG_DFL);
+    raise(sig);
 }
 
 int main(int argc, char **argv)
 {
     static struct bench b; /* large (the sink's connection table): static, zeroed */
+    static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa = {.sa_handler = on_signal};
     int result = 1, r = parse_opts(argc, argv, &b.o);
     long events[SC_COUNT] = {b.o.events, b.o.rate * b.o.seconds, b.o.pending, 65536};
 
     if (r != 0)
         return r;
     signal(SIGPIPE, SIG_IGN);
+    signal_bench = &b;
+    for (size_t i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++)
+        sigaction(stop_signals[i], &sa, NULL);
     setvbuf(stdout, NULL, _IOLBF, 0);
+    b.store = &store_defs[b.o.store];
+    b.pg.script = b.o.pg_script;
+    b.pg_cpu0 = -1;
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 ||
         table_init(&b.table, (size_t)events[b.o.scenario] + 1024, (uint32_t)b.o.endpoints) != 0)
         return 1;
@@ -1194,16 +1485,17 @@ int main(int argc, char **argv)
         goto out_table;
     if (b.o.scenario == SC_SINK_ONLY) {
         result = scenario_fns[SC_SINK_ONLY](&b);
-    } else if (prepare_scratch(&b) == 0) {
-        result = scenario_fns[b.o.scenario](&b) == 0 ? 0 : 1;
-        if (hookd_stop(&b.hookd) != 0)
-            print_log_tail(&b.hookd);
-        if (b.o.keep || result != 0)
-            printf("kept %s (hookd.log, hookd.db)\n", b.dir);
-        else
+    } else {
+        if (prepare_scratch(&b) == 0)
+            result = scenario_fns[b.o.scenario](&b) == 0 ? 0 : 1;
+        nodes_stop(&b);
+        pg_env_teardown(&b.pg, b.o.keep || result != 0); /* kept: the cluster is stopped, its data stays */
+        if (b.dir[0] != '\0' && (b.o.keep || result != 0))
+            printf("kept %s (hookd*.log, %s)\n", b.dir, b.o.store == ST_PG ? "pg/ with the stopped cluster" : "hookd.db");
+        else if (b.dir[0] != '\0')
             nftw(b.dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     }
-    explicit_bzero(b.hookd.token, sizeof b.hookd.token);
+    explicit_bzero(b.token, sizeof b.token);
     sink_stop(&b.sink);
 out_table:
     table_free(&b.table);
