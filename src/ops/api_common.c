@@ -734,3 +734,15 @@ int api_endpoint_rotate(struct endpoint *ep, const char *new_secret, int64_t now
     ep->n_secrets = n;
     return 0;
 }
+
+void api_reply_with_children(struct http_response *res, json_t *obj, const char *key, json_t *arr)
+{
+    if (!obj || !arr || json_object_set_new(obj, key, arr) != 0) {
+        if (!obj)
+            json_decref(arr);
+        json_decref(obj);
+        http_reply_error(res, 500, "internal", "out of memory");
+        return;
+    }
+    http_reply_json(res, 200, obj);
+}

@@ -87,6 +87,9 @@ json_t *api_list_json(json_t *data, const char *next_cursor);
 
 json_t *api_event_json(const struct event *ev);
 json_t *api_delivery_json(const struct delivery *d);
+/* Replies 200 with obj plus obj[key] = arr (a record with its children); takes
+ * ownership of both (either may be NULL after a failed allocation: then 500). */
+void api_reply_with_children(struct http_response *res, json_t *obj, const char *key, json_t *arr);
 json_t *api_attempt_json(const struct attempt *a);
 /* with_secret: also "secret" (the newest key only) and "secrets": [{created_at, expires_at}] of live ones. */
 json_t *api_endpoint_json(const struct endpoint *ep, bool with_secret, int64_t now);

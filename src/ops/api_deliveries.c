@@ -84,14 +84,7 @@ void api_deliveries_get(struct http_request *req, struct http_response *res, voi
     arr = json_array();
     for (size_t i = 0; arr && i < al.n; i++)
         json_array_append_new(arr, api_attempt_json(&al.items[i]));
-    if (!j || !arr || json_object_set_new(j, "attempts", arr) != 0) {
-        if (!j)
-            json_decref(arr);
-        json_decref(j);
-        http_reply_error(res, 500, "internal", "out of memory");
-    } else {
-        http_reply_json(res, 200, j);
-    }
+    api_reply_with_children(res, j, "attempts", arr);
 out:
     attempt_list_free(&al);
     delivery_free(&dl);

@@ -279,14 +279,7 @@ void api_events_get(struct http_request *req, struct http_response *res, void *c
     arr = json_array();
     for (size_t i = 0; arr && i < dl.n; i++)
         json_array_append_new(arr, api_delivery_json(&dl.items[i]));
-    if (!j || !arr || json_object_set_new(j, "deliveries", arr) != 0) {
-        if (!j)
-            json_decref(arr);
-        json_decref(j);
-        http_reply_error(res, 500, "internal", "out of memory");
-    } else {
-        http_reply_json(res, 200, j);
-    }
+    api_reply_with_children(res, j, "deliveries", arr);
 out:
     delivery_list_free(&dl);
     event_free(&ev);
