@@ -61,7 +61,15 @@ void claims_maybe(struct dispatcher *q, int64_t now)
     room = dispatcher_room(q);
     if (room <= 0)
         return;
-    if (!atomic_exchange(&q->claim_wanted, false) && now < q->next_wake_at)
+    /*
+     * A result queued since the last claim frees its lease when it commits.
+     * When the caps held due rows back, the claim goes at once, right behind
+     * the results in the writer's queue: it then runs in their transaction
+     * (or a later one), sees their leases gone and fills the slots without
+     * waiting for a commit of its own first.
+     */
+    if (!atomic_exchange(&q->claim_wanted, false) && now < q->next_wake_at &&
+        !(q->due_held_back && q->freed_since_claim))
         return;
     memset(&q->claim, 0, sizeof q->claim);
     q->claim.limit = room < CLAIM_BATCH_MAX ? room : CLAIM_BATCH_MAX;
@@ -77,6 +85,7 @@ void claims_maybe(struct dispatcher *q, int64_t now)
         return;
     }
     q->claim_in_flight = true;
+    q->freed_since_claim = false;
     q->outstanding_ops++;
     /* Completions committed from now on lower this again; the claim's answer sets the rest. */
     q->next_wake_at = NEVER;
@@ -152,7 +161,7 @@ void rewrite_due(struct dispatcher *q, int64_t mono, bool drop)
         if (drop)
             dispatcher_job_free(q, j);
         else
-            dispatcher_job_submit(q, j, dispatcher_op_record, JOB_RECORDING);
+            dispatcher_job_submit(q, j, JOB_RECORDING);
         j = next;
     }
 }

@@ -91,10 +91,29 @@ static void inbox_finished(struct job *j, int result)
 
 /* ---- writer ops (fn on the writer thread inside the batch; done after commit) -- */
 
-int dispatcher_op_record(struct store *s, void *arg)
+static int op_record(struct store *s, void *arg)
 {
     struct job *j = arg;
     return store_delivery_complete(s, &j->result, j->recorded_now);
+}
+
+/* Attempt results queued one after another: one multi-row write (the latest of their times is "now"). */
+static int group_record(struct store *s, void *const *args, size_t n, int *results)
+{
+    struct delivery_result *rs = malloc(n * sizeof *rs);
+    int64_t now = 0;
+    int rc;
+
+    if (rs == NULL)
+        return HOOKD_ENOMEM; /* the writer then records them one by one */
+    for (size_t i = 0; i < n; i++) {
+        const struct job *j = args[i];
+        rs[i] = j->result;
+        now = j->recorded_now > now ? j->recorded_now : now;
+    }
+    rc = store_delivery_complete_many(s, rs, n, now, results);
+    free(rs);
+    return rc;
 }
 
 static int op_release(struct store *s, void *arg)
@@ -106,18 +125,23 @@ static int op_release(struct store *s, void *arg)
 static void op_job_done(void *arg, int result) { inbox_finished(arg, result); }
 
 /*
- * Queues fn for j; on refusal (the writer is stopping) the job is dropped and
- * its lease left to expire. Attempt results are deferred: they wait a few
- * milliseconds for company in the writer, so at low rates they share the
- * fan-out's commit instead of adding one fsync (and one write-lock hold, which
- * the application's own commits would queue behind) per delivery.
+ * Queues the job's write for its phase (JOB_RECORDING: the attempt result;
+ * JOB_RELEASING: the lease given back); on refusal (the writer is stopping)
+ * the job is dropped and its lease left to expire. The writes are deferred:
+ * they wait a few milliseconds for company in the writer, so at low rates
+ * they share the fan-out's commit instead of adding one fsync (and one
+ * write-lock hold, which the application's own commits would queue behind)
+ * per delivery, and results queued together become one statement.
  */
-void dispatcher_job_submit(struct dispatcher *q, struct job *j, write_fn fn, enum job_phase phase)
+void dispatcher_job_submit(struct dispatcher *q, struct job *j, enum job_phase phase)
 {
     int rc;
 
     j->phase = phase;
-    rc = writer_submit_deferred(q->d->writer, fn, op_job_done, j);
+    if (phase == JOB_RECORDING)
+        rc = writer_submit_grouped(q->d->writer, op_record, group_record, op_job_done, j);
+    else
+        rc = writer_submit_deferred(q->d->writer, op_release, op_job_done, j);
     if (rc != 0) {
         log_limited(&q->lim_writer, LOG_WARN, PART, "cannot queue a write for %s: %s (its lease will expire)",
                     j->dj.d.id, hookd_strerror(rc));
@@ -216,7 +240,7 @@ static void endpoint_release_all(struct dispatcher *q, struct ep_state *st)
 
     while ((j = fifo_pop(st)) != NULL) {
         log_debug(PART, "releasing %s: endpoint %s is %s", j->dj.d.id, st->id, st->present ? "disabled" : "gone");
-        dispatcher_job_submit(q, j, op_release, JOB_RELEASING);
+        dispatcher_job_submit(q, j, JOB_RELEASING);
     }
 }
 
@@ -318,7 +342,8 @@ static void job_record(struct dispatcher *q, struct job *j, const struct request
     int64_t now = clock_now_ms();
 
     job_set_result(j, &j->ep->policy, o, response, started_at, now, rnd01(q), q->d->node);
-    dispatcher_job_submit(q, j, dispatcher_op_record, JOB_RECORDING);
+    dispatcher_job_submit(q, j, JOB_RECORDING);
+    q->freed_since_claim = true;
 }
 
 /* Collects finished transfers: frees their slot at once, then records the attempt. */
@@ -366,9 +391,6 @@ static void job_finished(struct dispatcher *q, struct job *j)
             job_log_result(j);
             if (j->result.status == DELIVERY_RETRYING)
                 q->next_wake_at = min64(q->next_wake_at, j->result.next_attempt_at);
-            /* The lease is gone: a due delivery the endpoint's cap held back may be claimed now. */
-            if (q->due_held_back)
-                q->next_wake_at = 0;
             if (j->result.disable_endpoint_reason != NULL)
                 atomic_store(&q->endpoints_dirty, true);
         } else if (j->op_result == HOOKD_ESTALE) {

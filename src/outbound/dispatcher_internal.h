@@ -6,9 +6,8 @@
  *
  *   dispatcher_inbox_wake_needed  under mu: whether this message must wake the loop
  *   dispatcher_job_free           drop a job and give its window slot back
- *   dispatcher_job_submit         queue a job's writer op (record or release)
+ *   dispatcher_job_submit         queue a job's writer op for its phase (record, grouped; or release)
  *   dispatcher_jobs_accept        file claimed or handed-over jobs under their endpoints
- *   dispatcher_op_record          the writer op that records an attempt (fenced)
  *   claims_maybe / claims_finished   start a claim when due and room allows; take its answer
  *   rewrite_later / rewrite_due   keep a refused result; resubmit (or drop at stop) when due
  */
@@ -74,6 +73,7 @@ struct dispatcher {
     struct claim claim;
     int64_t next_wake_at;      /* wall ms of the next claim */
     bool due_held_back;        /* the last claim left due rows behind (per-endpoint caps) */
+    bool freed_since_claim;    /* an attempt result was queued after the last claim: its lease goes with it */
     int64_t endpoints_checked_mono;
     struct job_table jobs;
     /* Attempts whose record failed while the store was down: the result is
@@ -88,9 +88,8 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 bool dispatcher_inbox_wake_needed(struct dispatcher *q);
 void dispatcher_job_free(struct dispatcher *q, struct job *j);
-void dispatcher_job_submit(struct dispatcher *q, struct job *j, write_fn fn, enum job_phase phase);
+void dispatcher_job_submit(struct dispatcher *q, struct job *j, enum job_phase phase);
 void dispatcher_jobs_accept(struct dispatcher *q, struct job_list *list);
-int dispatcher_op_record(struct store *s, void *arg);
 
 void claims_maybe(struct dispatcher *q, int64_t now);
 void claims_finished(struct dispatcher *q, int64_t now);

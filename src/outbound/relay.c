@@ -4,11 +4,13 @@
  * has room, fans them out into deliveries leased to this node.
  *
  * Two ways, by store:
- *  - shared stores (several nodes): one writer op claims the rows, inserts the
- *    deliveries unleased, marks the rows, and then claims due deliveries within
- *    every endpoint's in-flight cap (which counts every node's leases), so a
- *    slow endpoint cannot fill the window; the dispatcher gets the claimed
- *    ones after the commit and claims the rest as caps free up.
+ *  - shared stores (several nodes): one transaction on the relay's own
+ *    connection (beside the writer's, so fan-out and attempt results proceed
+ *    in parallel) locks the rows, inserts the deliveries unleased, marks the
+ *    rows, and then claims due deliveries within every endpoint's in-flight
+ *    cap (which counts every node's leases), so a slow endpoint cannot fill
+ *    the window; the dispatcher gets the claimed ones after the commit and
+ *    claims the rest as caps free up.
  *  - single-node stores (SQLite): the rows are read, the deliveries handed to
  *    the dispatcher at once, and their recording follows in a deferred writer
  *    op. No other node can fan out the same rows, a crash before the record
@@ -50,21 +52,15 @@ struct relay {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t wake_cv; /* relay_wake, relay_stop */
-    pthread_cond_t op_cv;   /* the fan-out op finished */
     bool wake;
     atomic_bool stop;
 
-    /* The one fan-out op in flight: set up by the relay thread, filled on the
-     * writer thread, read back after op_done (all under mu's happens-before). */
-    bool op_done;
-    int op_result;
-    int op_limit;
-    size_t op_fetched;
+    /* Relay thread only: the jobs of the fan-out being made. */
     struct job_list op_jobs;
     size_t op_jobs_cap;
     bool op_left_due; /* shared store: the fan-out left due deliveries unclaimed */
 
-    /* Writer thread only (inside the op): endpoints, reloaded when their version moves. */
+    /* Relay thread only: endpoints, reloaded when their version moves. */
     struct endpoint_list eps;
     int64_t eps_version;
     bool eps_loaded;
@@ -211,28 +207,26 @@ static void delivery_plan(struct relay *r, const struct event *ev, const struct 
     *out = d;
 }
 
-/* Inserts one unleased delivery of ev to ep; *pending counts the sendable ones. */
-static int fan_out_one(struct relay *r, struct store *s, const struct event *ev, const struct endpoint *ep,
-                       bool valid_json, int64_t now, size_t *pending)
+/* Appends d to the plan (a growable array). */
+static int plan_add(struct delivery **ds, size_t *n, size_t *cap, const struct delivery *d)
 {
-    struct delivery d;
-    int rc;
-
-    delivery_plan(r, ev, ep, valid_json, false, now, &d);
-    rc = store_delivery_insert(s, &d);
-    /* Present already: a fan-out that crashed before marking the row did it; the claim finds it. */
-    if (rc == HOOKD_EEXISTS)
-        return 0;
-    if (rc == 0 && d.status == DELIVERY_PENDING)
-        (*pending)++;
-    return rc;
+    if (*n == *cap) {
+        size_t grown_cap = *cap == 0 ? 64 : *cap * 2;
+        struct delivery *grown = realloc(*ds, grown_cap * sizeof *grown);
+        if (grown == NULL)
+            return HOOKD_ENOMEM;
+        *ds = grown;
+        *cap = grown_cap;
+    }
+    (*ds)[(*n)++] = *d;
+    return 0;
 }
 
 /*
  * Leases, in the fan-out's transaction, what the window has room for among the
  * due deliveries (the new ones are due now), within every endpoint's in-flight
- * cap over all nodes. Room is read here, on the writer thread, so claims of
- * the dispatcher queued before this op are already counted in it.
+ * cap over all nodes. A claim of the dispatcher running at the same time may
+ * take the same room: the window is then exceeded by at most one batch.
  */
 static int claim_new(struct relay *r, struct store *s, int64_t now, size_t pending)
 {
@@ -253,21 +247,26 @@ static int claim_new(struct relay *r, struct store *s, int64_t now, size_t pendi
     return 0;
 }
 
-static int op_fanout(struct store *s, void *arg)
+/*
+ * Fetches (and on shared stores locks) undispatched rows, inserts their
+ * deliveries unleased in one statement (rows present already, from a fan-out
+ * that crashed before marking its events, are kept), marks the rows, then
+ * leases what the caps allow.
+ */
+static int fanout_rows(struct relay *r, struct store *s, int limit, size_t *fetched)
 {
-    struct relay *r = arg;
     struct event_list evs = {0};
+    struct delivery *ds = NULL;
+    size_t n_ds = 0, cap = 0, pending = 0;
     int64_t now = clock_now_ms();
     int64_t *seqs = NULL;
-    size_t pending = 0;
     int rc;
 
-    r->op_fetched = 0;
     r->op_left_due = false;
-    rc = store_outbox_fetch(s, 0, r->op_limit, &evs);
+    rc = store_outbox_fetch(s, 0, limit, &evs);
     if (rc != 0 || evs.n == 0)
         goto out;
-    r->op_fetched = evs.n;
+    *fetched = evs.n;
     rc = endpoints_current(r, s);
     if (rc != 0)
         goto out;
@@ -276,47 +275,58 @@ static int op_fanout(struct store *s, void *arg)
         rc = HOOKD_ENOMEM;
         goto out;
     }
-    for (size_t i = 0; i < evs.n; i++) {
+    for (size_t i = 0; i < evs.n && rc == 0; i++) {
         const struct event *ev = &evs.items[i];
         bool valid = payload_is_json(ev->payload);
 
         seqs[i] = ev->seq;
-        for (size_t k = 0; k < r->eps.n; k++) {
+        for (size_t k = 0; k < r->eps.n && rc == 0; k++) {
+            struct delivery d;
             if (!endpoint_wants(&r->eps.items[k], ev))
                 continue;
-            rc = fan_out_one(r, s, ev, &r->eps.items[k], valid, now, &pending);
-            if (rc != 0)
-                goto out;
+            delivery_plan(r, ev, &r->eps.items[k], valid, false, now, &d);
+            pending += d.status == DELIVERY_PENDING;
+            rc = plan_add(&ds, &n_ds, &cap, &d);
         }
     }
-    rc = store_outbox_mark_dispatched(s, seqs, evs.n, now);
+    if (rc == 0)
+        rc = store_delivery_insert_many(s, ds, n_ds);
+    if (rc == 0)
+        rc = store_outbox_mark_dispatched(s, seqs, evs.n, now);
     if (rc == 0)
         rc = claim_new(r, s, now, pending);
 out:
-    if (rc != 0)
-        job_list_free(&r->op_jobs); /* rolled back with the savepoint */
+    free(ds);
     free(seqs);
     event_list_free(&evs);
     return rc;
 }
 
-/* After the commit: the deliveries exist, so the dispatcher may send them. On failure they were rolled back. */
-static void op_fanout_done(void *arg, int result)
+/*
+ * One shared-store fan-out in its own transaction on the relay's connection.
+ * Only after the commit may the dispatcher send what it claimed: on failure
+ * everything was rolled back (the rows stay undispatched, the claims unmade).
+ */
+static int fan_out_batch(struct relay *r, int limit, size_t *fetched)
 {
-    struct relay *r = arg;
+    int rc;
 
-    if (result == 0 && r->op_jobs.n > 0)
+    *fetched = 0;
+    rc = store_begin(r->rd);
+    if (rc != 0)
+        return rc;
+    rc = fanout_rows(r, r->rd, limit, fetched);
+    rc = rc == 0 ? store_commit(r->rd) : rc;
+    if (rc != 0 && store_rollback(r->rd) != 0)
+        log_limited(&r->lim, LOG_WARN, PART, "rollback after a failed fan-out failed too");
+    if (rc == 0 && r->op_jobs.n > 0)
         dispatcher_enqueue(r->d->dispatcher, &r->op_jobs);
     /* Deliveries left in the store for the caps: the dispatcher claims them when slots free up. */
-    if (result == 0 && r->op_left_due)
+    if (rc == 0 && r->op_left_due)
         dispatcher_wake(r->d->dispatcher);
     job_list_free(&r->op_jobs);
     r->op_jobs_cap = 0;
-    pthread_mutex_lock(&r->mu);
-    r->op_result = result;
-    r->op_done = true;
-    pthread_cond_signal(&r->op_cv);
-    pthread_mutex_unlock(&r->mu);
+    return rc;
 }
 
 /* ---- single-node hand-off ------------------------------------------------ */
@@ -339,16 +349,12 @@ static void handoff_free(struct handoff *h)
     free(h);
 }
 
+/* Rows recorded by an earlier run are kept as they are; the send that follows is a harmless repeat. */
 static int op_record_handoff(struct store *s, void *arg)
 {
     struct handoff *h = arg;
-    int rc = 0;
+    int rc = store_delivery_insert_many(s, h->ds, h->n_ds);
 
-    for (size_t i = 0; i < h->n_ds && rc == 0; i++) {
-        rc = store_delivery_insert(s, &h->ds[i]);
-        if (rc == HOOKD_EEXISTS)
-            rc = 0; /* recorded by an earlier run; the send that follows is a harmless repeat */
-    }
     if (rc == 0)
         rc = store_outbox_mark_dispatched(s, h->seqs, h->evs.n, h->now);
     return rc;
@@ -413,23 +419,13 @@ static int hand_off_batch(struct relay *r, int limit, size_t *fetched)
         for (size_t k = 0; k < r->eps.n; k++) {
             if (!endpoint_wants(&r->eps.items[k], ev))
                 continue;
-            if (h->n_ds == cap) {
-                struct delivery *grown;
-                cap = cap == 0 ? 64 : cap * 2;
-                grown = realloc(h->ds, cap * sizeof *grown);
-                if (grown == NULL) {
-                    rc = HOOKD_ENOMEM;
-                    goto fail;
-                }
-                h->ds = grown;
-            }
-            delivery_plan(r, ev, &r->eps.items[k], valid, true, h->now, &h->ds[h->n_ds]);
-            if (h->ds[h->n_ds].status == DELIVERY_PENDING) {
-                rc = job_add(r, &h->ds[h->n_ds], ev);
-                if (rc != 0)
-                    goto fail;
-            }
-            h->n_ds++;
+            struct delivery d;
+            delivery_plan(r, ev, &r->eps.items[k], valid, true, h->now, &d);
+            rc = plan_add(&h->ds, &h->n_ds, &cap, &d);
+            if (rc == 0 && d.status == DELIVERY_PENDING)
+                rc = job_add(r, &d, ev);
+            if (rc != 0)
+                goto fail;
         }
     }
     *fetched = h->evs.n;
@@ -452,28 +448,6 @@ fail:
 }
 
 /* ---- the relay thread ---------------------------------------------------- */
-
-/* Runs one fan-out op and waits for its commit; the writer always answers once it accepted the op. */
-static int fan_out_batch(struct relay *r, int limit, size_t *fetched)
-{
-    int rc;
-
-    pthread_mutex_lock(&r->mu);
-    r->op_done = false;
-    r->op_limit = limit;
-    r->op_fetched = 0;
-    pthread_mutex_unlock(&r->mu);
-    rc = writer_submit(r->d->writer, op_fanout, op_fanout_done, r);
-    if (rc != 0)
-        return rc;
-    pthread_mutex_lock(&r->mu);
-    while (!r->op_done)
-        pthread_cond_wait(&r->op_cv, &r->mu);
-    rc = r->op_result;
-    *fetched = r->op_fetched;
-    pthread_mutex_unlock(&r->mu);
-    return rc;
-}
 
 static void backoff(struct relay *r, const char *what, int rc)
 {
@@ -527,8 +501,8 @@ static bool fan_out_pending(struct relay *r)
             rc = hand_off_batch(r, limit, &fetched);
         else
             rc = fan_out_batch(r, limit, &fetched);
-        if (rc == HOOKD_EUNAVAIL)
-            return false; /* the writer is stopping, and so are we */
+        if (rc != 0 && atomic_load(&r->stop))
+            return false;
         if (rc != 0) {
             backoff(r, "fan-out failed", rc);
             return true;
@@ -600,7 +574,6 @@ static void relay_free(struct relay *r)
     job_list_free(&r->op_jobs);
     store_close(r->rd);
     pthread_cond_destroy(&r->wake_cv);
-    pthread_cond_destroy(&r->op_cv);
     pthread_mutex_destroy(&r->mu);
     free(r);
 }
@@ -621,7 +594,6 @@ int relay_start(struct daemon *d, struct relay **out)
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&r->wake_cv, &attr);
     pthread_condattr_destroy(&attr);
-    pthread_cond_init(&r->op_cv, NULL);
     /* The change check needs a connection from the start, or the first commits would go unnoticed. */
     rc = store_open(d->cfg.store, &r->rd);
     if (rc != 0)

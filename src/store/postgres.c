@@ -349,6 +349,98 @@ void pg_param_time(struct pg_params *p, int i, int64_t ms)
         pg_param_null(p, i, PG_OID_INT8);
 }
 
+/* ---- array literals ---------------------------------------------------------- */
+
+static bool array_reserve(struct pg_array *a, size_t more)
+{
+    size_t cap;
+    char *grown;
+
+    if (a->failed)
+        return false;
+    if (a->len + more + 2 <= a->cap) /* room for the closing "}" and NUL too */
+        return true;
+    cap = a->cap ? a->cap : 256;
+    while (cap < a->len + more + 2)
+        cap *= 2;
+    grown = realloc(a->buf, cap);
+    if (!grown) {
+        a->failed = true;
+        return false;
+    }
+    a->buf = grown;
+    a->cap = cap;
+    return true;
+}
+
+/* Opens the literal on the first element, else adds the separator. */
+static bool array_next(struct pg_array *a, size_t more)
+{
+    if (!array_reserve(a, more + 1))
+        return false;
+    a->buf[a->len] = a->len == 0 ? '{' : ',';
+    a->len++;
+    return true;
+}
+
+void pg_array_text(struct pg_array *a, const char *v)
+{
+    if (!v) {
+        if (array_next(a, 4)) {
+            memcpy(a->buf + a->len, "NULL", 4);
+            a->len += 4;
+        }
+        return;
+    }
+    if (!array_next(a, 2 * strlen(v) + 2))
+        return;
+    a->buf[a->len++] = '"';
+    for (const char *c = v; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            a->buf[a->len++] = '\\';
+        a->buf[a->len++] = *c;
+    }
+    a->buf[a->len++] = '"';
+}
+
+void pg_array_i64(struct pg_array *a, int64_t v)
+{
+    char num[24];
+    int n = snprintf(num, sizeof num, "%" PRId64, v);
+
+    if (array_next(a, (size_t)n)) {
+        memcpy(a->buf + a->len, num, (size_t)n);
+        a->len += (size_t)n;
+    }
+}
+
+void pg_array_time(struct pg_array *a, int64_t ms)
+{
+    if (ms)
+        pg_array_i64(a, ms);
+    else
+        pg_array_text(a, NULL);
+}
+
+const char *pg_array_end(struct pg_array *a)
+{
+    if (!array_reserve(a, 2))
+        return NULL;
+    if (a->len == 0)
+        memcpy(a->buf, "{}", 3);
+    else
+        memcpy(a->buf + a->len, "}", 2);
+    return a->buf;
+}
+
+void pg_array_free(struct pg_array *a)
+{
+    free(a->buf);
+    memset(a, 0, sizeof *a);
+}
+
+/* ---- columns -------------------------------------------------------------------- */
+
 bool pg_col_null(const PGresult *r, int row, int col) { return PQgetisnull(r, row, col) != 0; }
 
 char *pg_col_str(const PGresult *r, int row, int col, bool *ok)
@@ -684,9 +776,11 @@ const struct store_ops store_postgres_ops = {
     .endpoint_set_enabled = postgres_endpoint_set_enabled,
     .endpoint_version = postgres_endpoint_version,
     .delivery_insert = postgres_delivery_insert,
+    .delivery_insert_many = postgres_delivery_insert_many,
     .delivery_claim_due = postgres_delivery_claim_due,
     .delivery_next_due = postgres_delivery_next_due,
     .delivery_complete = postgres_delivery_complete,
+    .delivery_complete_many = postgres_delivery_complete_many,
     .delivery_release = postgres_delivery_release,
     .delivery_release_node = postgres_delivery_release_node,
     .delivery_get = postgres_delivery_get,

@@ -18,12 +18,24 @@
     "d.lease_owner, d.lease_until, d.lease_token"
 #define DELIVERY_NCOLS 16
 #define OPEN_STATUSES "('pending', 'retrying')"
+/*
+ * hookd_inflight mirrors every live lease (schema v3: the caps count it, so
+ * that no index of hookd_deliveries covers a lease column and leasing is a HOT
+ * update). Each statement that sets or clears leases keeps it in step: these
+ * are the CTE bodies, over a CTE `src` of changed rows (id, endpoint_id,
+ * lease_owner, lease_until).
+ */
+#define INFLIGHT_RECORD(src)                                                                                   \
+    "INSERT INTO hookd_inflight(delivery_id, endpoint_id, owner, lease_until)"                                 \
+    " SELECT id, endpoint_id, lease_owner, COALESCE(lease_until, 0) FROM " src " WHERE lease_owner IS NOT NULL" \
+    " ON CONFLICT (delivery_id) DO UPDATE SET endpoint_id = excluded.endpoint_id, owner = excluded.owner,"     \
+    " lease_until = excluded.lease_until"
+#define INFLIGHT_DROP(src) "DELETE FROM hookd_inflight f USING " src " WHERE f.delivery_id = " src ".id"
+/* Live leases of the endpoint whose id is the SQL expression ep, at time now (a parameter). */
+#define INFLIGHT_COUNT(ep, now) \
+    "(SELECT count(*)::int FROM hookd_inflight x WHERE x.endpoint_id = " ep " AND x.lease_until >= " now ")"
 /* First key of the claim's per-endpoint pg_advisory_xact_lock(int, int) ("hkdp"). */
 #define CLAIM_LOCK_CLASS "1751868528"
-
-static bool status_is_open(enum delivery_status st) { return st == DELIVERY_PENDING || st == DELIVERY_RETRYING; }
-
-static bool status_is_valid(int st) { return st >= DELIVERY_PENDING && st <= DELIVERY_SKIPPED; }
 
 static int delivery_read(const PGresult *r, int row, int first, struct delivery *d)
 {
@@ -59,9 +71,10 @@ int postgres_delivery_insert(struct store *s, const struct delivery *d)
 {
     struct pg_params p = {.n = 0};
     int64_t created = d->created_at ? d->created_at : clock_now_ms(), rows = 0;
+    PGresult *res;
     int result;
 
-    if (d->id[0] == '\0' || d->event_id[0] == '\0' || d->endpoint_id[0] == '\0' || !status_is_valid(d->status))
+    if (!delivery_insertable(d))
         return HOOKD_EINVAL;
     pg_param_text(&p, 1, d->id);
     pg_param_text(&p, 2, d->event_id);
@@ -70,7 +83,7 @@ int postgres_delivery_insert(struct store *s, const struct delivery *d)
     pg_param_text(&p, 5, delivery_status_name(d->status));
     pg_param_int(&p, 6, d->attempt_count);
     /* An open delivery without a time is due at once; a final one has none. */
-    pg_param_time(&p, 7, status_is_open(d->status) ? (d->next_attempt_at ? d->next_attempt_at : created) : 0);
+    pg_param_time(&p, 7, delivery_status_open(d->status) ? (d->next_attempt_at ? d->next_attempt_at : created) : 0);
     if (d->last_status_code)
         pg_param_int(&p, 8, d->last_status_code);
     else
@@ -83,14 +96,85 @@ int postgres_delivery_insert(struct store *s, const struct delivery *d)
     pg_param_text(&p, 14, d->lease_owner);
     pg_param_time(&p, 15, d->lease_owner ? d->lease_until : 0);
     pg_param_i64(&p, 16, d->lease_token);
-    result = pg_run_command(s, PG_DELIVERY_INSERT,
-                            "INSERT INTO hookd_deliveries(id, event_id, endpoint_id, account, status, attempt_count,"
-                            " next_attempt_at, last_status_code, last_error, first_attempt_at, last_attempt_at,"
-                            " delivered_at, created_at, lease_owner, lease_until, lease_token)"
-                            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)"
-                            " ON CONFLICT DO NOTHING",
-                            &p, &rows);
-    return result == 0 && rows == 0 ? HOOKD_EEXISTS : result;
+    result = pg_run(s, PG_DELIVERY_INSERT,
+                    "WITH i AS (INSERT INTO hookd_deliveries(id, event_id, endpoint_id, account, status, attempt_count,"
+                    "  next_attempt_at, last_status_code, last_error, first_attempt_at, last_attempt_at,"
+                    "  delivered_at, created_at, lease_owner, lease_until, lease_token)"
+                    "  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)"
+                    "  ON CONFLICT DO NOTHING RETURNING id, endpoint_id, lease_owner, lease_until),"
+                    " f AS (" INFLIGHT_RECORD("i") ")"
+                    " SELECT count(*) FROM i",
+                    &p, &res);
+    if (result)
+        return result;
+    rows = pg_col_i64(res, 0, 0);
+    PQclear(res);
+    return rows == 0 ? HOOKD_EEXISTS : 0;
+}
+
+/* The columns of delivery_insert as arrays, one element per row. */
+enum { INS_ID, INS_EVENT, INS_ENDPOINT, INS_ACCOUNT, INS_STATUS, INS_ATTEMPTS, INS_NEXT, INS_CODE, INS_ERROR,
+       INS_FIRST, INS_LAST, INS_DELIVERED, INS_CREATED, INS_OWNER, INS_UNTIL, INS_TOKEN, INS_COLUMNS };
+
+/* One statement for every row: the arrays are unnested into rows server-side. */
+int postgres_delivery_insert_many(struct store *s, const struct delivery *ds, size_t n)
+{
+    struct pg_array a[INS_COLUMNS] = {{0}};
+    struct pg_params p = {.n = 0};
+    int64_t now = clock_now_ms();
+    int result = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        if (!delivery_insertable(&ds[i]))
+            return HOOKD_EINVAL;
+    }
+    if (n == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct delivery *d = &ds[i];
+        int64_t created = d->created_at ? d->created_at : now;
+        pg_array_text(&a[INS_ID], d->id);
+        pg_array_text(&a[INS_EVENT], d->event_id);
+        pg_array_text(&a[INS_ENDPOINT], d->endpoint_id);
+        pg_array_text(&a[INS_ACCOUNT], d->account);
+        pg_array_text(&a[INS_STATUS], delivery_status_name(d->status));
+        pg_array_i64(&a[INS_ATTEMPTS], d->attempt_count);
+        /* An open delivery without a time is due at once; a final one has none. */
+        pg_array_time(&a[INS_NEXT], delivery_status_open(d->status) ? (d->next_attempt_at ? d->next_attempt_at : created) : 0);
+        pg_array_time(&a[INS_CODE], d->last_status_code);
+        pg_array_text(&a[INS_ERROR], d->last_error);
+        pg_array_time(&a[INS_FIRST], d->first_attempt_at);
+        pg_array_time(&a[INS_LAST], d->last_attempt_at);
+        pg_array_time(&a[INS_DELIVERED], d->delivered_at);
+        pg_array_i64(&a[INS_CREATED], created);
+        pg_array_text(&a[INS_OWNER], d->lease_owner);
+        pg_array_time(&a[INS_UNTIL], d->lease_owner ? d->lease_until : 0);
+        pg_array_i64(&a[INS_TOKEN], d->lease_token);
+    }
+    for (int c = 0; c < INS_COLUMNS; c++) {
+        static const bool text[INS_COLUMNS] = {[INS_ID] = true, [INS_EVENT] = true, [INS_ENDPOINT] = true,
+                                               [INS_ACCOUNT] = true, [INS_STATUS] = true, [INS_ERROR] = true,
+                                               [INS_OWNER] = true};
+        const char *literal = pg_array_end(&a[c]);
+        if (!literal)
+            result = HOOKD_ENOMEM;
+        else if (text[c])
+            pg_param_text_array(&p, c + 1, literal);
+        else
+            pg_param_i64_array(&p, c + 1, literal);
+    }
+    if (result == 0)
+        result = pg_run_command(s, PG_DELIVERY_INSERT_MANY,
+                                "WITH i AS (INSERT INTO hookd_deliveries(id, event_id, endpoint_id, account, status,"
+                                "  attempt_count, next_attempt_at, last_status_code, last_error, first_attempt_at,"
+                                "  last_attempt_at, delivered_at, created_at, lease_owner, lease_until, lease_token)"
+                                "  SELECT * FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
+                                "  $15, $16) ON CONFLICT DO NOTHING RETURNING id, endpoint_id, lease_owner, lease_until)"
+                                " " INFLIGHT_RECORD("i"),
+                                &p, NULL);
+    for (int c = 0; c < INS_COLUMNS; c++)
+        pg_array_free(&a[c]);
+    return result;
 }
 
 /* ---- claims ----------------------------------------------------------------- */
@@ -141,8 +225,7 @@ static int claim_candidates(struct store *s, int64_t now, int limit, int default
                     "    WHERE d.endpoint_id = e.id AND d.status IN " OPEN_STATUSES " AND d.next_attempt_at <= $1"
                     "    AND (d.lease_owner IS NULL OR d.lease_until < $1) ORDER BY d.next_attempt_at LIMIT 1) f"
                     "   OFFSET 0) due" /* the leases are counted for endpoints with due rows only */
-                    "  WHERE due.cap <= 0 OR (SELECT count(*) FROM hookd_deliveries x WHERE x.endpoint_id = due.id"
-                    "   AND x.lease_owner IS NOT NULL AND x.lease_until >= $1) < due.cap"
+                    "  WHERE due.cap <= 0 OR " INFLIGHT_COUNT("due.id", "$1") " < due.cap"
                     "  ORDER BY due.first_at, due.id LIMIT $3 OFFSET 0) c",
                     &p, &res);
     if (result)
@@ -189,25 +272,26 @@ static int claim_lease(struct store *s, const char *node, int64_t now, int64_t l
     pg_param_int(&p, 5, default_cap);
     pg_param_text_array(&p, 6, candidates);
     result = pg_run(s, PG_DELIVERY_CLAIM,
-                    "WITH f AS (SELECT c.id, CASE WHEN c.cap > 0 THEN c.cap - (SELECT count(*)::int"
-                    "   FROM hookd_deliveries x WHERE x.endpoint_id = c.id AND x.lease_owner IS NOT NULL"
-                    "   AND x.lease_until >= $2) ELSE $4 END AS free"
+                    "WITH f AS (SELECT c.id, CASE WHEN c.cap > 0 THEN c.cap - " INFLIGHT_COUNT("c.id", "$2")
+                    "   ELSE $4 END AS free"
                     "  FROM (SELECT e.id, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"
                     "   WHEN $5 > 0 THEN $5 ELSE 0 END AS cap"
                     "   FROM unnest($6) AS k(id) JOIN hookd_endpoints e ON e.id = k.id WHERE e.enabled) c),"
-                    " p AS (SELECT q.id, q.next_attempt_at FROM f CROSS JOIN LATERAL ("
-                    "   SELECT d.id, d.next_attempt_at FROM hookd_deliveries d JOIN hookd_outbox o ON o.id = d.event_id"
+                    /* Locked as they are read, in the index's order: rows another claim holds are skipped. */
+                    " l AS (SELECT q.tid FROM f CROSS JOIN LATERAL ("
+                    "   SELECT d.ctid AS tid, d.next_attempt_at, d.id FROM hookd_deliveries d"
                     "   WHERE d.endpoint_id = f.id AND d.status IN " OPEN_STATUSES " AND d.next_attempt_at <= $2"
                     "   AND (d.lease_owner IS NULL OR d.lease_until < $2)"
-                    "   ORDER BY d.next_attempt_at, d.id LIMIT least(greatest(f.free, 0), $4)) q"
+                    "   AND EXISTS (SELECT 1 FROM hookd_outbox o WHERE o.id = d.event_id)"
+                    "   ORDER BY d.next_attempt_at, d.id LIMIT least(greatest(f.free, 0), $4)"
+                    "   FOR UPDATE OF d SKIP LOCKED) q"
                     "  ORDER BY q.next_attempt_at, q.id LIMIT $4),"
-                    " l AS (SELECT d.id FROM hookd_deliveries d WHERE d.id = ANY (ARRAY(SELECT p.id FROM p))"
-                    "  AND d.status IN " OPEN_STATUSES " AND (d.lease_owner IS NULL OR d.lease_until < $2)"
-                    "  FOR UPDATE SKIP LOCKED),"
                     " u AS (UPDATE hookd_deliveries d SET lease_owner = $1, lease_until = $3,"
-                    "  lease_token = d.lease_token + 1 WHERE d.id = ANY (ARRAY(SELECT l.id FROM l)) RETURNING d.*)"
+                    "  lease_token = d.lease_token + 1 WHERE d.ctid = ANY (ARRAY(SELECT l.tid FROM l))"
+                    "  AND d.status IN " OPEN_STATUSES " AND (d.lease_owner IS NULL OR d.lease_until < $2) RETURNING d.*),"
+                    " i AS (" INFLIGHT_RECORD("u") ")"
                     " SELECT " DELIVERY_COLUMNS ", " PG_EVENT_COLUMNS " FROM u d"
-                    " CROSS JOIN LATERAL (SELECT * FROM hookd_outbox o WHERE o.id = d.event_id) o"
+                    " JOIN hookd_outbox o ON o.id = d.event_id"
                     " ORDER BY d.next_attempt_at, d.id",
                     &p, &res);
     if (result)
@@ -298,14 +382,14 @@ int postgres_delivery_complete(struct store *s, const struct delivery_result *r,
     int64_t started = a->started_at ? a->started_at : now;
     int result;
 
-    if (!r->delivery_id || !r->lease_owner || !status_is_valid(r->status))
+    if (!delivery_result_valid(r))
         return HOOKD_EINVAL;
     pg_param_text(&p, 1, r->delivery_id);
     pg_param_text(&p, 2, r->lease_owner);
     pg_param_i64(&p, 3, r->lease_token);
     pg_param_text(&p, 4, delivery_status_name(r->status));
     pg_param_int(&p, 5, a->n);
-    pg_param_time(&p, 6, status_is_open(r->status) ? (r->next_attempt_at ? r->next_attempt_at : now) : 0);
+    pg_param_time(&p, 6, delivery_status_open(r->status) ? (r->next_attempt_at ? r->next_attempt_at : now) : 0);
     if (a->status_code)
         pg_param_int(&p, 7, a->status_code);
     else
@@ -324,6 +408,7 @@ int postgres_delivery_complete(struct store *s, const struct delivery_result *r,
                     "  last_attempt_at = $9, delivered_at = CASE WHEN $4 = 'delivered' THEN $10 ELSE delivered_at END,"
                     "  lease_owner = NULL, lease_until = NULL"
                     "  WHERE id = $1 AND lease_owner = $2 AND lease_token = $3 RETURNING id, endpoint_id),"
+                    " f AS (" INFLIGHT_DROP("u") "),"
                     " a AS (INSERT INTO hookd_attempts(delivery_id, n, started_at, duration_ms, status_code,"
                     "  error_class, error, response, node) SELECT u.id, $5, $9, $11, $7, $12, $8, $13, $14 FROM u),"
                     " x AS (UPDATE hookd_endpoints e SET enabled = false, disabled_reason = $15, updated_at = $10,"
@@ -337,30 +422,147 @@ int postgres_delivery_complete(struct store *s, const struct delivery_result *r,
     return result;
 }
 
+/* The columns of a batch of results, one element per valid result. */
+enum { CM_ID, CM_OWNER, CM_TOKEN, CM_STATUS, CM_N, CM_NEXT, CM_CODE, CM_ERROR, CM_STARTED, CM_DURATION,
+       CM_CLASS, CM_RESPONSE, CM_NODE, CM_DISABLE, CM_COLUMNS };
+
+static int id_cmp(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* results[i] from the ids the statement returned (the deliveries it changed); the rest were fenced out. */
+static int complete_many_results(const PGresult *res, const struct delivery_result *rs, size_t n, int *results)
+{
+    int rows = PQntuples(res);
+    const char **done = malloc(((size_t)rows + 1) * sizeof *done);
+
+    if (!done)
+        return HOOKD_ENOMEM;
+    for (int i = 0; i < rows; i++)
+        done[i] = PQgetvalue(res, i, 0);
+    qsort(done, (size_t)rows, sizeof *done, id_cmp);
+    for (size_t i = 0; i < n; i++) {
+        if (results[i] != 0)
+            continue; /* invalid: never sent */
+        results[i] = bsearch(&rs[i].delivery_id, done, (size_t)rows, sizeof *done, id_cmp) ? 0 : HOOKD_ESTALE;
+    }
+    free(done);
+    return 0;
+}
+
+/*
+ * One statement for the whole batch, as postgres_delivery_complete does for
+ * one: the arrays become rows, the fenced update keeps those whose lease is
+ * still theirs, and only those get their attempt row and (410) the endpoint
+ * disabled.
+ */
+int postgres_delivery_complete_many(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,
+                                    int *results)
+{
+    struct pg_array a[CM_COLUMNS] = {{0}};
+    struct pg_params p = {.n = 0};
+    PGresult *res = NULL;
+    size_t valid = 0;
+    int result = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        const struct delivery_result *r = &rs[i];
+        const struct attempt *at = &r->attempt;
+        results[i] = delivery_result_valid(r) ? 0 : HOOKD_EINVAL;
+        if (results[i])
+            continue;
+        valid++;
+        pg_array_text(&a[CM_ID], r->delivery_id);
+        pg_array_text(&a[CM_OWNER], r->lease_owner);
+        pg_array_i64(&a[CM_TOKEN], r->lease_token);
+        pg_array_text(&a[CM_STATUS], delivery_status_name(r->status));
+        pg_array_i64(&a[CM_N], at->n);
+        pg_array_time(&a[CM_NEXT], delivery_status_open(r->status) ? (r->next_attempt_at ? r->next_attempt_at : now) : 0);
+        pg_array_time(&a[CM_CODE], at->status_code);
+        pg_array_text(&a[CM_ERROR], at->error);
+        pg_array_i64(&a[CM_STARTED], at->started_at ? at->started_at : now);
+        pg_array_i64(&a[CM_DURATION], at->duration_ms);
+        pg_array_text(&a[CM_CLASS], at->error_class);
+        pg_array_text(&a[CM_RESPONSE], at->response);
+        pg_array_text(&a[CM_NODE], at->node ? at->node : r->lease_owner);
+        pg_array_text(&a[CM_DISABLE], r->disable_endpoint_reason);
+    }
+    if (valid == 0)
+        goto out;
+    for (int c = 0; c < CM_COLUMNS; c++) {
+        static const bool number[CM_COLUMNS] = {[CM_TOKEN] = true, [CM_N] = true, [CM_NEXT] = true,
+                                                [CM_CODE] = true, [CM_STARTED] = true, [CM_DURATION] = true};
+        const char *literal = pg_array_end(&a[c]);
+        if (!literal)
+            result = HOOKD_ENOMEM;
+        else if (number[c])
+            pg_param_i64_array(&p, c + 1, literal);
+        else
+            pg_param_text_array(&p, c + 1, literal);
+    }
+    pg_param_i64(&p, CM_COLUMNS + 1, now);
+    if (result == 0)
+        result = pg_run(s, PG_DELIVERY_COMPLETE_MANY,
+                        "WITH r AS (SELECT * FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+                        "  AS r(id, owner, token, status, n, next_at, code, error, started, duration, class, response,"
+                        "  node, disable)),"
+                        " u AS (UPDATE hookd_deliveries d SET status = r.status, attempt_count = r.n,"
+                        "  next_attempt_at = r.next_at, last_status_code = r.code, last_error = r.error,"
+                        "  first_attempt_at = COALESCE(d.first_attempt_at, r.started), last_attempt_at = r.started,"
+                        "  delivered_at = CASE WHEN r.status = 'delivered' THEN $15 ELSE d.delivered_at END,"
+                        "  lease_owner = NULL, lease_until = NULL"
+                        "  FROM r WHERE d.id = r.id AND d.lease_owner = r.owner AND d.lease_token = r.token"
+                        "  RETURNING d.id, d.endpoint_id, r.n, r.started, r.duration, r.code, r.class, r.error,"
+                        "  r.response, r.node, r.disable),"
+                        " f AS (" INFLIGHT_DROP("u") "),"
+                        " a AS (INSERT INTO hookd_attempts(delivery_id, n, started_at, duration_ms, status_code,"
+                        "  error_class, error, response, node)"
+                        "  SELECT u.id, u.n, u.started, u.duration, u.code, u.class, u.error, u.response, u.node FROM u),"
+                        " x AS (UPDATE hookd_endpoints e SET enabled = false, disabled_reason = z.disable, updated_at = $15,"
+                        "  disabled_at = COALESCE(e.disabled_at, $15)"
+                        "  FROM (SELECT endpoint_id, min(disable) AS disable FROM u WHERE disable IS NOT NULL"
+                        "   GROUP BY endpoint_id) z WHERE e.id = z.endpoint_id)"
+                        " SELECT id FROM u",
+                        &p, &res);
+    if (result == 0)
+        result = complete_many_results(res, rs, n, results);
+    PQclear(res);
+out:
+    for (int c = 0; c < CM_COLUMNS; c++)
+        pg_array_free(&a[c]);
+    return result;
+}
+
 int postgres_delivery_release(struct store *s, const char *id, const char *owner, int64_t token)
 {
     struct pg_params p = {.n = 0};
-    int64_t rows = 0;
+    PGresult *res;
     int result;
 
     pg_param_text(&p, 1, id);
     pg_param_text(&p, 2, owner);
     pg_param_i64(&p, 3, token);
-    result = pg_run_command(s, PG_DELIVERY_RELEASE,
-                            "UPDATE hookd_deliveries SET lease_owner = NULL, lease_until = NULL"
-                            " WHERE id = $1 AND lease_owner = $2 AND lease_token = $3",
-                            &p, &rows);
-    return result == 0 && rows == 0 ? HOOKD_ESTALE : result;
+    result = pg_run(s, PG_DELIVERY_RELEASE,
+                    "WITH u AS (UPDATE hookd_deliveries SET lease_owner = NULL, lease_until = NULL"
+                    "  WHERE id = $1 AND lease_owner = $2 AND lease_token = $3 RETURNING id),"
+                    " f AS (" INFLIGHT_DROP("u") ")"
+                    " SELECT count(*) FROM u",
+                    &p, &res);
+    if (result)
+        return result;
+    result = pg_col_i64(res, 0, 0) > 0 ? 0 : HOOKD_ESTALE;
+    PQclear(res);
+    return result;
 }
 
+/* Found through hookd_inflight, which holds every lease (the deliveries have no index on the owner). */
 int postgres_delivery_release_node(struct store *s, const char *node)
 {
     struct pg_params p = {.n = 0};
 
     pg_param_text(&p, 1, node);
     return pg_run_command(s, PG_DELIVERY_RELEASE_NODE,
-                          "UPDATE hookd_deliveries SET lease_owner = NULL, lease_until = NULL"
-                          " WHERE status IN " OPEN_STATUSES " AND lease_owner = $1",
+                          "WITH x AS (DELETE FROM hookd_inflight WHERE owner = $1 RETURNING delivery_id)"
+                          " UPDATE hookd_deliveries d SET lease_owner = NULL, lease_until = NULL FROM x"
+                          " WHERE d.id = x.delivery_id AND d.lease_owner = $1 AND d.status IN " OPEN_STATUSES,
                           &p, NULL);
 }
 
@@ -420,7 +622,7 @@ int postgres_delivery_list(struct store *s, const struct delivery_filter *f, str
 
     out->items = NULL;
     out->n = 0;
-    if (f->status >= 0 && !status_is_valid(f->status))
+    if (f->status >= 0 && !delivery_status_valid(f->status))
         return HOOKD_EINVAL;
     pg_sql_add(&q, "SELECT " DELIVERY_COLUMNS " FROM hookd_deliveries d WHERE true");
     for (size_t i = 0; i < sizeof terms / sizeof terms[0]; i++) {

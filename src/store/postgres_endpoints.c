@@ -192,7 +192,8 @@ int postgres_endpoint_delete(struct store *s, const char *id)
                     "WITH del AS (DELETE FROM hookd_endpoints WHERE id = $1 RETURNING id),"
                     " kill AS (UPDATE hookd_deliveries SET status = 'dead', last_error = 'endpoint deleted',"
                     "  next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL"
-                    "  WHERE endpoint_id = $1 AND status IN ('pending', 'retrying') AND EXISTS (SELECT 1 FROM del))"
+                    "  WHERE endpoint_id = $1 AND status IN ('pending', 'retrying') AND EXISTS (SELECT 1 FROM del)),"
+                    " gone AS (DELETE FROM hookd_inflight WHERE endpoint_id = $1 AND EXISTS (SELECT 1 FROM del))"
                     " SELECT count(*) FROM del",
                     &p, &res);
     if (result)

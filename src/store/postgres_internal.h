@@ -38,10 +38,12 @@ enum pg_slot {
     PG_ENDPOINT_LIST_LAST = PG_ENDPOINT_LIST + 3,
 
     PG_DELIVERY_INSERT,
+    PG_DELIVERY_INSERT_MANY,
     PG_DELIVERY_CLAIM_ENDPOINTS,
     PG_DELIVERY_CLAIM,
     PG_DELIVERY_NEXT_DUE,
     PG_DELIVERY_COMPLETE,
+    PG_DELIVERY_COMPLETE_MANY,
     PG_DELIVERY_RELEASE,
     PG_DELIVERY_RELEASE_NODE,
     PG_DELIVERY_GET,
@@ -86,6 +88,24 @@ void pg_param_null(struct pg_params *p, int i, Oid type);
 /* Arrays, passed as text literals the caller built. */
 void pg_param_text_array(struct pg_params *p, int i, const char *literal);
 void pg_param_i64_array(struct pg_params *p, int i, const char *literal);
+
+/*
+ * An array literal ("{…}") built element by element, for the statements that
+ * take one array per column and unnest them into rows: one round trip and one
+ * plan for a whole batch. Elements are quoted and escaped; NULL is SQL NULL.
+ * An allocation failure is remembered and reported by pg_array_end.
+ */
+struct pg_array {
+    char *buf; /* heap; free with pg_array_free */
+    size_t len, cap;
+    bool failed;
+};
+void pg_array_text(struct pg_array *a, const char *v);
+void pg_array_i64(struct pg_array *a, int64_t v);
+void pg_array_time(struct pg_array *a, int64_t ms); /* 0: NULL */
+/* Closes the literal (no element may follow); returns it (owned by a) or NULL on allocation failure. */
+const char *pg_array_end(struct pg_array *a);
+void pg_array_free(struct pg_array *a);
 
 /* Type oids (pg_type.h is a server header). */
 #define PG_OID_BOOL 16
@@ -156,10 +176,13 @@ int postgres_endpoint_set_enabled(struct store *s, const char *id, bool enabled,
 int postgres_endpoint_version(struct store *s, int64_t *version);
 
 int postgres_delivery_insert(struct store *s, const struct delivery *d);
+int postgres_delivery_insert_many(struct store *s, const struct delivery *ds, size_t n);
 int postgres_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
                                 int default_cap, struct job_list *out);
 int postgres_delivery_next_due(struct store *s, int64_t *at);
 int postgres_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now);
+int postgres_delivery_complete_many(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,
+                                    int *results);
 int postgres_delivery_release(struct store *s, const char *id, const char *owner, int64_t token);
 int postgres_delivery_release_node(struct store *s, const char *node);
 int postgres_delivery_get(struct store *s, const char *id, struct delivery *out);

@@ -19,10 +19,6 @@
 #define ATTEMPT_LIST_MAX 10000 /* bound of one delivery's attempt list */
 #define CLAIM_ENDPOINTS_MAX 1000000 /* bound of the claim's endpoint loop */
 
-static bool status_is_open(enum delivery_status st) { return st == DELIVERY_PENDING || st == DELIVERY_RETRYING; }
-
-static bool status_is_valid(int st) { return st >= DELIVERY_PENDING && st <= DELIVERY_SKIPPED; }
-
 static int delivery_read(sqlite3_stmt *st, int first, struct delivery *d)
 {
     bool ok = true;
@@ -59,7 +55,7 @@ int sqlite_delivery_insert(struct store *s, const struct delivery *d)
     int64_t created = d->created_at ? d->created_at : clock_now_ms();
     int changes = 0, result;
 
-    if (d->id[0] == '\0' || d->event_id[0] == '\0' || d->endpoint_id[0] == '\0' || !status_is_valid(d->status))
+    if (!delivery_insertable(d))
         return HOOKD_EINVAL;
     result = sq_stmt(s, SQ_DELIVERY_INSERT,
                      "INSERT INTO hookd_deliveries(id, event_id, endpoint_id, account, status, attempt_count,"
@@ -77,7 +73,7 @@ int sqlite_delivery_insert(struct store *s, const struct delivery *d)
     sq_bind_text(st, 5, delivery_status_name(d->status));
     sqlite3_bind_int(st, 6, d->attempt_count);
     /* An open delivery without a time is due at once; a final one has none. */
-    if (status_is_open(d->status))
+    if (delivery_status_open(d->status))
         sqlite3_bind_int64(st, 7, d->next_attempt_at ? d->next_attempt_at : created);
     if (d->last_status_code)
         sqlite3_bind_int(st, 8, d->last_status_code);
@@ -91,6 +87,26 @@ int sqlite_delivery_insert(struct store *s, const struct delivery *d)
     sqlite3_bind_int64(st, 16, d->lease_token);
     result = sq_run(s, st, &changes);
     return result == 0 && changes == 0 ? HOOKD_EEXISTS : result;
+}
+
+/* One prepared statement per row: SQLite runs in-process, so a row costs no round trip. */
+int sqlite_delivery_insert_many(struct store *s, const struct delivery *ds, size_t n)
+{
+    int result = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        if (!delivery_insertable(&ds[i]))
+            return HOOKD_EINVAL;
+    }
+    result = sq_atomic_begin(s);
+    if (result)
+        return result;
+    for (size_t i = 0; i < n && result == 0; i++) {
+        result = sqlite_delivery_insert(s, &ds[i]);
+        if (result == HOOKD_EEXISTS)
+            result = 0;
+    }
+    return sq_atomic_end(s, result);
 }
 
 /* Leases the selected rows: lease_token + 1 is the new fencing token. */
@@ -403,14 +419,15 @@ static int endpoint_disable_of(struct store *s, const char *delivery_id, const c
     return sq_run(s, st, NULL);
 }
 
-/* Fenced: applies only while (lease_owner, lease_token) still match; else ESTALE and nothing changes. */
-int sqlite_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now)
+/* Fenced: applies only while (lease_owner, lease_token) still match; else
+ * ESTALE and nothing changes. No savepoint of its own: the callers' one. */
+static int complete_one(struct store *s, const struct delivery_result *r, int64_t now)
 {
     sqlite3_stmt *st;
     int64_t started = r->attempt.started_at ? r->attempt.started_at : now;
     int changes = 0, result;
 
-    if (!r->delivery_id || !r->lease_owner || !status_is_valid(r->status))
+    if (!delivery_result_valid(r))
         return HOOKD_EINVAL;
     result = sq_stmt(s, SQ_DELIVERY_COMPLETE,
                      "UPDATE hookd_deliveries SET status = ?4, attempt_count = ?5, next_attempt_at = ?6,"
@@ -419,8 +436,6 @@ int sqlite_delivery_complete(struct store *s, const struct delivery_result *r, i
                      " lease_owner = NULL, lease_until = NULL"
                      " WHERE id = ?1 AND lease_owner = ?2 AND lease_token = ?3",
                      &st);
-    if (result == 0)
-        result = sq_atomic_begin(s);
     if (result)
         return result;
     sq_bind_text(st, 1, r->delivery_id);
@@ -428,7 +443,7 @@ int sqlite_delivery_complete(struct store *s, const struct delivery_result *r, i
     sqlite3_bind_int64(st, 3, r->lease_token);
     sq_bind_text(st, 4, delivery_status_name(r->status));
     sqlite3_bind_int(st, 5, r->attempt.n);
-    if (status_is_open(r->status))
+    if (delivery_status_open(r->status))
         sqlite3_bind_int64(st, 6, r->next_attempt_at ? r->next_attempt_at : now);
     if (r->attempt.status_code)
         sqlite3_bind_int(st, 7, r->attempt.status_code);
@@ -442,6 +457,33 @@ int sqlite_delivery_complete(struct store *s, const struct delivery_result *r, i
         result = attempt_insert(s, r, started);
     if (result == 0 && r->disable_endpoint_reason)
         result = endpoint_disable_of(s, r->delivery_id, r->disable_endpoint_reason, now);
+    return result;
+}
+
+int sqlite_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now)
+{
+    int result = sq_atomic_begin(s);
+
+    if (result)
+        return result;
+    return sq_atomic_end(s, complete_one(s, r, now));
+}
+
+/* Each result alone, all inside one savepoint when outside a transaction. A
+ * fenced-out or invalid result changes nothing (delivery_complete checks the
+ * lease before it writes), so only another error spoils the call. */
+int sqlite_delivery_complete_many(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,
+                                  int *results)
+{
+    int result = sq_atomic_begin(s);
+
+    if (result)
+        return result;
+    for (size_t i = 0; i < n && result == 0; i++) {
+        results[i] = complete_one(s, &rs[i], now);
+        if (results[i] != HOOKD_ESTALE && results[i] != HOOKD_EINVAL)
+            result = results[i];
+    }
     return sq_atomic_end(s, result);
 }
 
@@ -531,7 +573,7 @@ int sqlite_delivery_list(struct store *s, const struct delivery_filter *f, struc
 
     out->items = NULL;
     out->n = 0;
-    if (f->status >= 0 && !status_is_valid(f->status))
+    if (f->status >= 0 && !delivery_status_valid(f->status))
         return HOOKD_EINVAL;
     sq_sql_add(&q, "SELECT " DELIVERY_COLUMNS " FROM hookd_deliveries d WHERE 1");
     for (size_t i = 0; i < sizeof terms / sizeof terms[0]; i++) {

@@ -145,10 +145,13 @@ int sqlite_endpoint_set_enabled(struct store *s, const char *id, bool enabled, c
 int sqlite_endpoint_version(struct store *s, int64_t *version);
 
 int sqlite_delivery_insert(struct store *s, const struct delivery *d);
+int sqlite_delivery_insert_many(struct store *s, const struct delivery *ds, size_t n);
 int sqlite_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
                               int default_cap, struct job_list *out);
 int sqlite_delivery_next_due(struct store *s, int64_t *at);
 int sqlite_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now);
+int sqlite_delivery_complete_many(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,
+                                  int *results);
 int sqlite_delivery_release(struct store *s, const char *id, const char *owner, int64_t token);
 int sqlite_delivery_release_node(struct store *s, const char *node);
 int sqlite_delivery_get(struct store *s, const char *id, struct delivery *out);

@@ -156,6 +156,11 @@ int store_endpoint_set_enabled(struct store *s, const char *id, bool enabled, co
 int store_endpoint_version(struct store *s, int64_t *version) { STORE_CALL(s, endpoint_version, version); }
 int store_delivery_insert(struct store *s, const struct delivery *d) { STORE_CALL(s, delivery_insert, d); }
 
+int store_delivery_insert_many(struct store *s, const struct delivery *ds, size_t n)
+{
+    STORE_CALL(s, delivery_insert_many, ds, n);
+}
+
 int store_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
                              int default_cap, struct job_list *out)
 {
@@ -167,6 +172,12 @@ int store_delivery_next_due(struct store *s, int64_t *at) { STORE_CALL(s, delive
 int store_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now)
 {
     STORE_CALL(s, delivery_complete, r, now);
+}
+
+int store_delivery_complete_many(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,
+                                 int *results)
+{
+    STORE_CALL(s, delivery_complete_many, rs, n, now, results);
 }
 
 int store_delivery_release(struct store *s, const char *id, const char *owner, int64_t token)
@@ -235,6 +246,19 @@ int delivery_status_parse(const char *s, enum delivery_status *out)
         }
     }
     return HOOKD_EINVAL;
+}
+
+bool delivery_status_valid(int st) { return st >= DELIVERY_PENDING && st <= DELIVERY_SKIPPED; }
+bool delivery_status_open(enum delivery_status st) { return st == DELIVERY_PENDING || st == DELIVERY_RETRYING; }
+
+bool delivery_insertable(const struct delivery *d)
+{
+    return d->id[0] != '\0' && d->event_id[0] != '\0' && d->endpoint_id[0] != '\0' && delivery_status_valid((int)d->status);
+}
+
+bool delivery_result_valid(const struct delivery_result *r)
+{
+    return r->delivery_id && r->lease_owner && delivery_status_valid((int)r->status);
 }
 
 /* ---- records ------------------------------------------------------------ */

@@ -22,9 +22,11 @@
  *   outbox_pending        is there any undispatched row (cheap)
  *   endpoint_*            CRUD on hookd_endpoints
  *   delivery_insert       one delivery per (event, endpoint); EEXISTS if present
+ *   delivery_insert_many  many at once (one statement on postgres); present ones are skipped
  *   delivery_claim_due    lease due deliveries to a node within per-endpoint in-flight caps, bump fencing token
  *   delivery_next_due     earliest next_attempt_at of unleased due-able rows
  *   delivery_complete     fenced: record an attempt and the delivery's new state
+ *   delivery_complete_many  the same for many results at once, a result code for each
  *   delivery_release      fenced: drop one lease without an attempt (endpoint disabled meanwhile)
  *   delivery_release_node drop every lease a node holds (start-up of that node)
  *   delivery_get/list, attempt_list   read deliveries and attempts
@@ -105,6 +107,8 @@ enum delivery_status {
 };
 const char *delivery_status_name(enum delivery_status s);
 int delivery_status_parse(const char *s, enum delivery_status *out);
+bool delivery_status_valid(int st);
+bool delivery_status_open(enum delivery_status st); /* pending or retrying */
 
 struct delivery {
     char id[HOOKD_ID_MAX];
@@ -122,6 +126,8 @@ struct delivery {
     int64_t lease_token;      /* fencing token, bumped by every claim */
 };
 void delivery_free(struct delivery *d);
+/* What delivery_insert requires of a row: its three ids and a valid status. */
+bool delivery_insertable(const struct delivery *d);
 
 /* A claimed delivery with what the dispatcher needs of its event. */
 struct delivery_job {
@@ -154,6 +160,8 @@ struct delivery_result {
     struct attempt attempt;      /* n = attempt_count after this attempt */
     const char *disable_endpoint_reason; /* non-NULL: also disable the endpoint (410) */
 };
+/* What delivery_complete requires: the delivery, the lease and a valid status. */
+bool delivery_result_valid(const struct delivery_result *r);
 
 /* ---- lists and filters ------------------------------------------------ */
 
@@ -246,6 +254,9 @@ struct store_ops {
     int (*endpoint_version)(struct store *s, int64_t *version);
 
     int (*delivery_insert)(struct store *s, const struct delivery *d);
+    /* All of ds, or none (EINVAL when one is invalid); a (event, endpoint) pair or id already present is
+     * skipped, not an error. Runs in the caller's transaction, or in one of its own. */
+    int (*delivery_insert_many)(struct store *s, const struct delivery *ds, size_t n);
     /*
      * Leases up to limit (1..STORE_LIST_MAX) due deliveries (pending or retrying, next_attempt_at <= now,
      * unleased or lease expired, endpoint enabled, event present) to node until lease_until, earliest
@@ -258,6 +269,13 @@ struct store_ops {
                               int default_cap, struct job_list *out);
     int (*delivery_next_due)(struct store *s, int64_t *at); /* ENOTFOUND when nothing is scheduled */
     int (*delivery_complete)(struct store *s, const struct delivery_result *r, int64_t now); /* ESTALE if fenced out */
+    /*
+     * delivery_complete for n results: results[i] is 0, ESTALE (fenced out) or EINVAL, and a result other
+     * than 0 changed nothing. Returns 0 once every results[i] is set; on an error return the results are
+     * undefined and the caller rolls back what the call did (the writer's savepoint).
+     */
+    int (*delivery_complete_many)(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,
+                                  int *results);
     int (*delivery_release)(struct store *s, const char *id, const char *owner, int64_t token); /* ESTALE if fenced out */
     int (*delivery_release_node)(struct store *s, const char *node);
     int (*delivery_get)(struct store *s, const char *id, struct delivery *out);
@@ -310,10 +328,13 @@ STORE_WRAPPER store_endpoint_delete(struct store *s, const char *id);
 STORE_WRAPPER store_endpoint_set_enabled(struct store *s, const char *id, bool enabled, const char *reason, int64_t at);
 STORE_WRAPPER store_endpoint_version(struct store *s, int64_t *version);
 STORE_WRAPPER store_delivery_insert(struct store *s, const struct delivery *d);
+STORE_WRAPPER store_delivery_insert_many(struct store *s, const struct delivery *ds, size_t n);
 STORE_WRAPPER store_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
                                        int default_cap, struct job_list *out);
 STORE_WRAPPER store_delivery_next_due(struct store *s, int64_t *at);
 STORE_WRAPPER store_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now);
+STORE_WRAPPER store_delivery_complete_many(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,
+                                           int *results);
 STORE_WRAPPER store_delivery_release(struct store *s, const char *id, const char *owner, int64_t token);
 STORE_WRAPPER store_delivery_release_node(struct store *s, const char *node);
 STORE_WRAPPER store_delivery_get(struct store *s, const char *id, struct delivery *out);

@@ -21,6 +21,7 @@
 
 struct write_op {
     write_fn fn;
+    write_group_fn group; /* NULL: runs alone */
     write_done_fn done;
     void *arg;
     int result;
@@ -71,18 +72,79 @@ static int with_busy_retry(struct store *s, int (*step)(struct store *))
 static int begin_step(struct store *s) { return store_begin(s); }
 static int commit_step(struct store *s) { return store_commit(s); }
 
-/* Runs every op of the batch in its own savepoint; returns 0, or the error
- * that makes the whole transaction unusable. */
+/* Runs one op in its own savepoint; returns 0, or the error that makes the
+ * whole transaction unusable. */
+static int op_run_alone(struct store *s, struct write_op *op)
+{
+    int result = store_savepoint(s);
+
+    if (result)
+        return result;
+    op->result = op->fn(s, op->arg);
+    return op->result < 0 ? store_rollback_to(s) : store_release(s);
+}
+
+/*
+ * Runs the n ops from first (one group, consecutive) in one call inside one
+ * savepoint. When the call fails as a whole, its savepoint is rolled back and
+ * the ops run alone, so one bad op still spoils only itself.
+ */
+static int group_run(struct store *s, struct write_op *first, size_t n)
+{
+    void **args = malloc(n * sizeof *args);
+    int *results = malloc(n * sizeof *results);
+    struct write_op *op = first;
+    int rc, result = 0;
+
+    if (!args || !results)
+        goto alone; /* no room for the group: one by one still works */
+    for (size_t i = 0; i < n; i++, op = op->next)
+        args[i] = op->arg;
+    result = store_savepoint(s);
+    if (result)
+        goto out;
+    rc = first->group(s, args, n, results);
+    if (rc < 0) {
+        result = store_rollback_to(s);
+        if (result)
+            goto out;
+        goto alone;
+    }
+    result = store_release(s);
+    if (result)
+        goto out;
+    op = first;
+    for (size_t i = 0; i < n; i++, op = op->next)
+        op->result = results[i];
+    goto out;
+alone:
+    op = first;
+    for (size_t i = 0; i < n && result == 0; i++, op = op->next)
+        result = op_run_alone(s, op);
+out:
+    free(args);
+    free(results);
+    return result;
+}
+
+/* Runs every op of the batch in its own savepoint, or with the consecutive
+ * ops of its group in one; returns 0, or the error that makes the whole
+ * transaction unusable. */
 static int batch_run_ops(struct store *s, struct write_op *batch)
 {
+    struct write_op *op = batch;
     int result = 0;
 
-    for (struct write_op *op = batch; op && result == 0; op = op->next) {
-        result = store_savepoint(s);
-        if (result)
-            break;
-        op->result = op->fn(s, op->arg);
-        result = op->result < 0 ? store_rollback_to(s) : store_release(s);
+    while (op && result == 0) {
+        struct write_op *last = op;
+        size_t n = 1;
+
+        while (op->group && last->next && last->next->group == op->group) {
+            last = last->next;
+            n++;
+        }
+        result = n > 1 ? group_run(s, op, n) : op_run_alone(s, op);
+        op = last->next;
     }
     return result;
 }
@@ -244,7 +306,7 @@ void writer_stop(struct writer *w)
     free(w);
 }
 
-static int submit(struct writer *w, write_fn fn, write_done_fn done, void *arg, bool deferred)
+static int submit(struct writer *w, write_fn fn, write_group_fn group, write_done_fn done, void *arg, bool deferred)
 {
     struct write_op *op;
     int result = 0;
@@ -255,6 +317,7 @@ static int submit(struct writer *w, write_fn fn, write_done_fn done, void *arg, 
     if (!op)
         return HOOKD_ENOMEM;
     op->fn = fn;
+    op->group = group;
     op->done = done;
     op->arg = arg;
     op->deferred = deferred;
@@ -285,12 +348,17 @@ static int submit(struct writer *w, write_fn fn, write_done_fn done, void *arg, 
 
 int writer_submit(struct writer *w, write_fn fn, write_done_fn done, void *arg)
 {
-    return submit(w, fn, done, arg, false);
+    return submit(w, fn, NULL, done, arg, false);
 }
 
 int writer_submit_deferred(struct writer *w, write_fn fn, write_done_fn done, void *arg)
 {
-    return submit(w, fn, done, arg, true);
+    return submit(w, fn, NULL, done, arg, true);
+}
+
+int writer_submit_grouped(struct writer *w, write_fn fn, write_group_fn group, write_done_fn done, void *arg)
+{
+    return submit(w, fn, group, done, arg, true);
 }
 
 /* A writer_exec call: the op, and the caller waiting on its own condvar. */

@@ -11,6 +11,9 @@
  *   writer_submit_deferred  the same for an op nobody waits on soon (attempt
  *                  results): it may wait up to max_defer_us for other ops, so
  *                  it rarely costs a commit of its own
+ *   writer_submit_grouped  a deferred op that runs in one call with the ops of
+ *                  the same group queued right next to it (attempt results:
+ *                  one multi-row statement instead of one per delivery)
  *   writer_exec    queue an op and wait for its committed result
  *   writer_stats   batches and ops committed so far (metrics, tests)
  */
@@ -28,6 +31,14 @@ typedef int (*write_fn)(struct store *s, void *arg);
  * then the commit's error). Must not block; it may submit further ops. */
 typedef void (*write_done_fn)(void *arg, int result);
 
+/*
+ * Runs n ops of one group, queued one after another, as one call (args in
+ * queue order) and sets results[i] for each; an op given a negative result
+ * must have changed nothing. A negative return means the call could not be
+ * done as a whole: what it did is rolled back and each op runs alone (fn).
+ */
+typedef int (*write_group_fn)(struct store *s, void *const *args, size_t n, int *results);
+
 struct writer_options {
     int max_batch;         /* ops per transaction; default 512 */
     int64_t max_wait_us;   /* extra time to gather a batch once one op is queued; default 0 */
@@ -41,6 +52,8 @@ void writer_stop(struct writer *w);
 __attribute__((warn_unused_result)) int writer_submit(struct writer *w, write_fn fn, write_done_fn done, void *arg);
 __attribute__((warn_unused_result)) int writer_submit_deferred(struct writer *w, write_fn fn, write_done_fn done,
                                                                void *arg);
+__attribute__((warn_unused_result)) int writer_submit_grouped(struct writer *w, write_fn fn, write_group_fn group,
+                                                              write_done_fn done, void *arg);
 /* fn's result once committed, or the commit error. */
 __attribute__((warn_unused_result)) int writer_exec(struct writer *w, write_fn fn, void *arg);
 

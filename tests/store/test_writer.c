@@ -1,6 +1,7 @@
 /*
  * The single writer (group commit, per-op savepoints, results after commit,
- * draining stop, commit failures and BUSY retries) and the read pool.
+ * deferred and grouped ops, draining stop, commit failures and BUSY retries)
+ * and the read pool.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -311,6 +312,278 @@ static void test_stop_drains(void **state)
     free(ops);
 }
 
+/* ---- grouped ops ------------------------------------------------------------- */
+
+#define GROUP_MAX_CALLS 8
+#define GROUP_MAX_OPS 16
+
+/* What the group fns and fn saw; written on the writer thread, read after writer_stop. */
+struct group_log {
+    int group_calls;
+    size_t sizes[GROUP_MAX_CALLS];
+    void *args[GROUP_MAX_CALLS][GROUP_MAX_OPS];
+    write_group_fn fns[GROUP_MAX_CALLS];
+    int fn_calls;
+    bool overflow;                  /* more calls or ops than the log holds */
+    int fail_group;                 /* non-zero: the group fn writes group_key, then returns this */
+    char group_key[HOOKD_ID_MAX];
+};
+
+/* A grouped op: writes its key ("group" in a group call, "alone" through fn). */
+struct grouped_op {
+    char key[HOOKD_ID_MAX];
+    struct group_log *log;
+    int group_result;  /* what the group fn reports for it; negative: it writes nothing */
+    int fail_with;     /* what fn returns after its write */
+    atomic_int done_calls;
+    int done_result;
+};
+
+static int grouped_fn(struct store *s, void *arg)
+{
+    struct grouped_op *op = arg;
+    int r = store_meta_set(s, op->key, "alone");
+
+    op->log->fn_calls++;
+    return r ? r : op->fail_with;
+}
+
+static int group_body(write_group_fn self, struct store *s, void *const *args, size_t n, int *results)
+{
+    struct group_log *log = ((struct grouped_op *)args[0])->log;
+    int call = log->group_calls++;
+
+    /* No cmocka assert here: this runs on the writer thread. The test checks overflow. */
+    if (call >= GROUP_MAX_CALLS || n > GROUP_MAX_OPS) {
+        log->overflow = true;
+        return HOOKD_EINVAL;
+    }
+    log->sizes[call] = n;
+    log->fns[call] = self;
+    for (size_t i = 0; i < n; i++)
+        log->args[call][i] = args[i];
+    if (log->fail_group) {
+        int r = store_meta_set(s, log->group_key, "group");
+        return r ? r : log->fail_group;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct grouped_op *op = args[i];
+        results[i] = op->group_result;
+        if (op->group_result >= 0) {
+            int r = store_meta_set(s, op->key, "group");
+            if (r)
+                return r;
+        }
+    }
+    return 0;
+}
+
+static int group_a(struct store *s, void *const *args, size_t n, int *results)
+{
+    return group_body(group_a, s, args, n, results);
+}
+
+static int group_b(struct store *s, void *const *args, size_t n, int *results)
+{
+    return group_body(group_b, s, args, n, results);
+}
+
+static void grouped_done(void *arg, int result)
+{
+    struct grouped_op *op = arg;
+
+    op->done_result = result;
+    atomic_fetch_add(&op->done_calls, 1);
+}
+
+static void grouped_init(struct grouped_op *op, struct group_log *log)
+{
+    memset(op, 0, sizeof *op);
+    id_new(op->key, "wg_");
+    op->log = log;
+}
+
+/* The value of key as another connection sees it: "group", "alone", or NULL when absent. */
+static void key_expect(struct store *s, const char *key, const char *want)
+{
+    char *v = NULL;
+    int r = store_meta_get(s, key, &v);
+
+    if (want) {
+        assert_int_equal(r, 0);
+        assert_string_equal(v, want);
+    } else {
+        assert_int_equal(r, HOOKD_ENOTFOUND);
+    }
+    free(v);
+}
+
+/* Grouped ops wait (deferred) until an urgent op arrives: a long max_defer_us makes the batch deterministic. */
+static const struct writer_options group_opt = {.max_defer_us = 5000000};
+
+/* Ops of one group queued back to back: one group call, args in queue order, a result for each. */
+static void test_grouped_ops_run_in_one_call(void **state)
+{
+    struct fixture *fx = *state;
+    struct writer *w;
+    struct writer_stats st;
+    struct group_log log = {0};
+    struct grouped_op ops[5];
+    struct put_op urgent;
+
+    for (int i = 0; i < 5; i++)
+        grouped_init(&ops[i], &log);
+    ops[1].group_result = HOOKD_EINVAL; /* each op gets its own result, failures included */
+    ops[3].group_result = HOOKD_ESTALE;
+    put_init(&urgent);
+    assert_int_equal(writer_start(fx->dsn, &group_opt, &w), 0);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(writer_submit_grouped(w, grouped_fn, group_a, grouped_done, &ops[i]), 0);
+    usleep(50000);
+    assert_int_equal(atomic_load(&ops[0].done_calls), 0); /* deferred: waiting for company */
+    assert_int_equal(writer_exec(w, put_fn, &urgent), 0);
+    writer_stats(w, &st);
+    assert_int_equal(st.batches, 1);
+    assert_int_equal(st.ops, 6);
+    writer_stop(w);
+
+    assert_false(log.overflow);
+    assert_int_equal(log.group_calls, 1);
+    assert_int_equal(log.fn_calls, 0);
+    assert_int_equal(log.sizes[0], 5);
+    assert_ptr_equal(log.fns[0], group_a);
+    for (int i = 0; i < 5; i++)
+        assert_ptr_equal(log.args[0][i], &ops[i]);
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(atomic_load(&ops[i].done_calls), 1);
+        assert_int_equal(ops[i].done_result, ops[i].group_result);
+    }
+    for (int i = 0; i < 5; i++)
+        key_expect(fx->reader, ops[i].key, ops[i].group_result < 0 ? NULL : "group");
+    key_expect(fx->reader, urgent.key, "v");
+}
+
+/* A group call that fails as a whole is undone, and each op runs alone through fn with fn's result. */
+static void test_failed_group_runs_ops_alone(void **state)
+{
+    struct fixture *fx = *state;
+    struct writer *w;
+    struct writer_stats st;
+    struct group_log log = {.fail_group = HOOKD_EIO};
+    struct grouped_op ops[4];
+    struct put_op urgent;
+
+    id_new(log.group_key, "wgk_");
+    for (int i = 0; i < 4; i++)
+        grouped_init(&ops[i], &log);
+    ops[2].fail_with = HOOKD_ECONFLICT; /* fn fails for this one: only its own write is undone */
+    put_init(&urgent);
+    assert_int_equal(writer_start(fx->dsn, &group_opt, &w), 0);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(writer_submit_grouped(w, grouped_fn, group_a, grouped_done, &ops[i]), 0);
+    assert_int_equal(writer_exec(w, put_fn, &urgent), 0);
+    writer_stats(w, &st);
+    assert_int_equal(st.batches, 1);
+    assert_int_equal(st.failed_commits, 0);
+    writer_stop(w);
+
+    assert_false(log.overflow);
+    assert_int_equal(log.group_calls, 1);
+    assert_int_equal(log.sizes[0], 4);
+    assert_int_equal(log.fn_calls, 4);
+    key_expect(fx->reader, log.group_key, NULL); /* the group's write was rolled back */
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(atomic_load(&ops[i].done_calls), 1);
+        assert_int_equal(ops[i].done_result, i == 2 ? HOOKD_ECONFLICT : 0);
+        key_expect(fx->reader, ops[i].key, i == 2 ? NULL : "alone");
+    }
+    key_expect(fx->reader, urgent.key, "v");
+}
+
+/* Only consecutive ops of one group run together: a plain op, or another group's op, in between splits them. */
+static void test_group_split_by_other_ops(void **state)
+{
+    struct fixture *fx = *state;
+    struct writer *w;
+    struct writer_stats st;
+    struct group_log log = {0};
+    struct grouped_op a[5], b[3];
+    struct put_op plain, urgent;
+    int multi = 0, single = 0;
+
+    for (int i = 0; i < 5; i++)
+        grouped_init(&a[i], &log);
+    for (int i = 0; i < 3; i++)
+        grouped_init(&b[i], &log);
+    put_init(&plain);
+    put_init(&urgent);
+    assert_int_equal(writer_start(fx->dsn, &group_opt, &w), 0);
+    /* Queue: a0 a1 plain a2 a3 b0 a4 b1 b2, then the urgent op that lets the batch go. */
+    assert_int_equal(writer_submit_grouped(w, grouped_fn, group_a, grouped_done, &a[0]), 0);
+    assert_int_equal(writer_submit_grouped(w, grouped_fn, group_a, grouped_done, &a[1]), 0);
+    assert_int_equal(writer_submit_deferred(w, put_fn, put_done, &plain), 0);
+    assert_int_equal(writer_submit_grouped(w, grouped_fn, group_a, grouped_done, &a[2]), 0);
+    assert_int_equal(writer_submit_grouped(w, grouped_fn, group_a, grouped_done, &a[3]), 0);
+    assert_int_equal(writer_submit_grouped(w, grouped_fn, group_b, grouped_done, &b[0]), 0);
+    assert_int_equal(writer_submit_grouped(w, grouped_fn, group_a, grouped_done, &a[4]), 0);
+    assert_int_equal(writer_submit_grouped(w, grouped_fn, group_b, grouped_done, &b[1]), 0);
+    assert_int_equal(writer_submit_grouped(w, grouped_fn, group_b, grouped_done, &b[2]), 0);
+    assert_int_equal(writer_exec(w, put_fn, &urgent), 0);
+    writer_stats(w, &st);
+    assert_int_equal(st.batches, 1);
+    assert_int_equal(st.ops, 10);
+    writer_stop(w);
+
+    assert_false(log.overflow);
+    /* The runs of two or more: a0 a1, a2 a3 and b1 b2, each in one call of its own group fn, in queue order. */
+    for (int c = 0; c < log.group_calls; c++) {
+        if (log.sizes[c] == 1) {
+            /* A run of one (b0, a4) may go to its group fn alone, or to fn. */
+            assert_true((log.fns[c] == group_b && log.args[c][0] == &b[0]) ||
+                        (log.fns[c] == group_a && log.args[c][0] == &a[4]));
+            single++;
+            continue;
+        }
+        assert_int_equal(log.sizes[c], 2);
+        switch (multi++) {
+        case 0:
+            assert_ptr_equal(log.fns[c], group_a);
+            assert_ptr_equal(log.args[c][0], &a[0]);
+            assert_ptr_equal(log.args[c][1], &a[1]);
+            break;
+        case 1:
+            assert_ptr_equal(log.fns[c], group_a);
+            assert_ptr_equal(log.args[c][0], &a[2]);
+            assert_ptr_equal(log.args[c][1], &a[3]);
+            break;
+        case 2:
+            assert_ptr_equal(log.fns[c], group_b);
+            assert_ptr_equal(log.args[c][0], &b[1]);
+            assert_ptr_equal(log.args[c][1], &b[2]);
+            break;
+        default:
+            fail_msg("unexpected group call %d", c);
+        }
+    }
+    assert_int_equal(multi, 3);
+    assert_int_equal(single + log.fn_calls, 2); /* b0 and a4, each run once */
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(atomic_load(&a[i].done_calls), 1);
+        assert_int_equal(a[i].done_result, 0);
+    }
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(atomic_load(&b[i].done_calls), 1);
+        assert_int_equal(b[i].done_result, 0);
+    }
+    for (int i = 0; i < 4; i++)
+        key_expect(fx->reader, a[i].key, "group");
+    key_expect(fx->reader, b[1].key, "group");
+    key_expect(fx->reader, b[2].key, "group");
+    key_expect(fx->reader, plain.key, "v");
+    assert_int_equal(atomic_load(&plain.done_calls), 1);
+    assert_int_equal(plain.done_result, 0);
+}
+
 /* ---- failures ----------------------------------------------------------------- */
 
 static void test_commit_failure_reported_to_every_op(void **state)
@@ -422,6 +695,9 @@ int main(void)
         T(test_done_after_commit),
         T(test_deferred_ops),
         T(test_stop_drains),
+        T(test_grouped_ops_run_in_one_call),
+        T(test_failed_group_runs_ops_alone),
+        T(test_group_split_by_other_ops),
         T(test_commit_failure_reported_to_every_op),
         T(test_busy_begin_is_retried),
         T(test_waits_for_foreign_write_lock),

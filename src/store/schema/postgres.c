@@ -131,8 +131,45 @@ static const char schema_v1[] =
     "CREATE TRIGGER hookd_endpoints_bump AFTER INSERT OR UPDATE OR DELETE ON hookd_endpoints"
     " FOR EACH ROW EXECUTE FUNCTION hookd_endpoints_bump();";
 
+/* The claim reads each endpoint's due rows in (next_attempt_at, id) order and
+ * stops at its limit: with id in the index it needs no sort, so a claim costs
+ * what it takes, not the endpoint's whole backlog. */
+static const char schema_v2[] =
+    "CREATE INDEX hookd_deliveries_endpoint_due_v2 ON hookd_deliveries(endpoint_id, next_attempt_at, id)"
+    " WHERE status IN ('pending', 'retrying');"
+    "DROP INDEX hookd_deliveries_endpoint_due;"
+    "ALTER INDEX hookd_deliveries_endpoint_due_v2 RENAME TO hookd_deliveries_endpoint_due;";
+
+/*
+ * The leases each endpoint holds, for the in-flight caps, move out of the
+ * deliveries' indexes into a narrow table of their own (one row per leased
+ * delivery, kept by the claim, completion and release statements). Then no
+ * index of hookd_deliveries covers a lease column, so a claim's update of
+ * lease_owner, lease_until and lease_token is a HOT update: a new row version
+ * on the same page and no index entries, where it used to add one to each of
+ * the table's seven indexes. Rows whose lease_until has passed count for
+ * nothing; the next claim of the delivery overwrites them.
+ */
+static const char schema_v3[] =
+    "CREATE TABLE hookd_inflight ("
+    " delivery_id TEXT COLLATE \"C\" NOT NULL PRIMARY KEY,"
+    " endpoint_id TEXT COLLATE \"C\" NOT NULL,"
+    " owner TEXT NOT NULL,"
+    " lease_until BIGINT NOT NULL"
+    ") WITH (" CHURN_STORAGE ");"
+    "CREATE INDEX hookd_inflight_endpoint ON hookd_inflight(endpoint_id, lease_until);"
+    "INSERT INTO hookd_inflight(delivery_id, endpoint_id, owner, lease_until)"
+    " SELECT id, endpoint_id, lease_owner, COALESCE(lease_until, 0) FROM hookd_deliveries"
+    " WHERE lease_owner IS NOT NULL AND status IN ('pending', 'retrying');"
+    "DROP INDEX hookd_deliveries_leased;"
+    /* A claim leases runs of neighbouring rows, and a HOT update needs room on
+     * the row's own page: half of each page is left free (new pages only). */
+    "ALTER TABLE hookd_deliveries SET (fillfactor = 50);";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
+    {2, schema_v2},
+    {3, schema_v3},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];

@@ -105,9 +105,17 @@ static const char schema_v2[] =
     "CREATE INDEX hookd_deliveries_leased ON hookd_deliveries(endpoint_id, lease_until)"
     " WHERE lease_owner IS NOT NULL;";
 
+/* The claim's order, (next_attempt_at, id), straight from the index: no sort
+ * of an endpoint's backlog per claim (the PostgreSQL schema's version 2). */
+static const char schema_v3[] =
+    "DROP INDEX hookd_deliveries_endpoint_due;"
+    "CREATE INDEX hookd_deliveries_endpoint_due ON hookd_deliveries(endpoint_id, next_attempt_at, id)"
+    " WHERE status IN ('pending', 'retrying');";
+
 const struct schema_migration sqlite_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
+    {3, schema_v3},
 };
 
 const size_t sqlite_migrations_count = sizeof sqlite_migrations / sizeof sqlite_migrations[0];
