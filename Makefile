@@ -42,8 +42,9 @@ STORE_SRCS := $(wildcard tests/store/test_*.c)
 TOOL_SRCS  := $(wildcard tests/tools/*.c)
 TEST_BINS  := $(UNIT_SRCS:tests/%.c=$(OUT)/tests/%) $(STORE_SRCS:tests/%.c=$(OUT)/tests/%) \
               $(TOOL_SRCS:tests/%.c=$(OUT)/tests/%)
+# bench/*.c are one program, the load generator: loadgen.c (scenarios, main) and its modules.
 BENCH_SRCS := $(wildcard bench/*.c)
-BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(OUT)/bench/%)
+BENCH_BINS := $(OUT)/bench/loadgen
 
 .PHONY: all build asan test run bench deps clean tests-build bench-build
 all build: $(OUT)/hookd $(OUT)/libhookd.a
@@ -72,9 +73,9 @@ $(OUT)/tests/%: tests/%.c $(OUT)/libhookd_internal.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDOPT) -Itests -o $@ $< $(OUT)/libhookd_internal.a $(LIBS) -lcmocka
 
-$(OUT)/bench/%: bench/%.c $(wildcard bench/*.h) $(OUT)/libhookd_internal.a
+$(OUT)/bench/loadgen: $(BENCH_SRCS) $(wildcard bench/*.h) $(OUT)/libhookd_internal.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDOPT) -o $@ $< $(OUT)/libhookd_internal.a $(LIBS)
+	$(CC) $(CFLAGS) $(LDOPT) -o $@ $(BENCH_SRCS) $(OUT)/libhookd_internal.a $(LIBS)
 
 tests-build: $(OUT)/hookd $(OUT)/libhookd.a $(TEST_BINS)
 bench-build: $(OUT)/hookd $(BENCH_BINS)

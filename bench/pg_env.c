@@ -1,49 +1,40 @@
 /*
- * The PostgreSQL side of the delivery benchmark, included by loadgen.c only: a throwaway cluster from
- * scripts/pg.sh (or a server given by DSN), a fresh database per run, the URI that hookd and the
- * publisher use, the publisher's libpq connection, and an emergency stop for signals.
+ * The PostgreSQL side of a run: starts and stops a throwaway cluster through scripts/pg.sh (or uses
+ * a server given by DSN), creates and drops the run's database, and arms the emergency stop.
  */
-#ifndef LOADGEN_PG_H
-#define LOADGEN_PG_H
-
 #include <errno.h>
 #include <fcntl.h>
-#include <libpq-fe.h>
-#include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#define PG_DSN_MAX 2048
+#include "clock.h"
+#include "pg_env.h"
+
 #define PG_SCRIPT_TIMEOUT_S 120 /* one scripts/pg.sh call (initdb + start, or stop) */
 #define PG_OUT_MAX 4096         /* what a scripts/pg.sh call may print */
+
+/* CLOCK_MONOTONIC in milliseconds. */
+static int64_t mono_ms(void)
+{
+    return mono_ns() / NS_PER_MS;
+}
 
 /* libpq keywords that loadgen's own connections set before the DSN's (which override them):
  * bounded connects and statements. */
 static const char *const pg_conn_keys[] = {"connect_timeout", "options", "application_name", "dbname", NULL};
-
-struct pg_env {
-    const char *script;          /* scripts/pg.sh */
-    char cluster[PATH_MAX];      /* the cluster loadgen started, "" when a DSN was given */
-    char server_dsn[PG_DSN_MAX]; /* where CREATE DATABASE runs */
-    char dbname[64];             /* the fresh database, "" until created */
-    char dsn[PG_DSN_MAX];        /* server_dsn with dbname: hookd's store and the publisher's connection */
-};
 
 /* For the signal handler: argv of `bash scripts/pg.sh stop DIR`, set while a cluster runs. */
 static char pg_stop_script[PATH_MAX], pg_stop_dir[PATH_MAX];
 static char *pg_stop_argv[] = {(char *)"/bin/bash", pg_stop_script, (char *)"stop", pg_stop_dir, NULL};
 static volatile sig_atomic_t pg_stop_armed;
 
-/* Async-signal-safe: stops and removes the running cluster, if any (pg_ctl -w bounds the wait). */
-static void pg_emergency_stop(void)
+void pg_emergency_stop(void)
 {
     extern char **environ;
     pid_t pid;
@@ -61,13 +52,6 @@ static void pg_emergency_stop(void)
             ;
 }
 
-static int64_t pg_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Runs `timeout S bash SCRIPT CMD DIR [ARG]`; its stdout (trimmed, capped) goes to out. The read
  * is bounded too, in case a grandchild kept the pipe open. Returns the exit status or -1. */
 static int pg_script(const struct pg_env *e, const char *cmd, const char *dir, const char *arg, char *out, size_t cap)
@@ -77,7 +61,7 @@ static int pg_script(const struct pg_env *e, const char *cmd, const char *dir, c
                     NULL};
     int fds[2], status = 0;
     size_t len = 0;
-    int64_t deadline = pg_mono_ms() + (PG_SCRIPT_TIMEOUT_S + 10) * 1000;
+    int64_t deadline = mono_ms() + (PG_SCRIPT_TIMEOUT_S + 10) * 1000;
     pid_t pid;
 
     snprintf(secs, sizeof secs, "%d", PG_SCRIPT_TIMEOUT_S);
@@ -94,7 +78,7 @@ static int pg_script(const struct pg_env *e, const char *cmd, const char *dir, c
     close(fds[1]);
     while (pid > 0) {
         struct pollfd p = {.fd = fds[0], .events = POLLIN};
-        int64_t left = deadline - pg_mono_ms();
+        int64_t left = deadline - mono_ms();
         char chunk[512];
         ssize_t r;
         if (left <= 0 || poll(&p, 1, (int)left) == 0) {
@@ -119,9 +103,7 @@ static int pg_script(const struct pg_env *e, const char *cmd, const char *dir, c
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/* A connection for loadgen itself (10 s connect timeout, 60 s statement timeout), or NULL after
- * saying why. */
-static PGconn *pg_connect(const char *dsn)
+PGconn *pg_connect(const char *dsn)
 {
     const char *values[] = {"10", "-c statement_timeout=60000", "hookd-loadgen", dsn, NULL};
     PGconn *c = PQconnectdbParams(pg_conn_keys, values, 1);
@@ -200,11 +182,7 @@ out:
     return result;
 }
 
-/*
- * Starts a cluster in scratch/pg unless given_dsn names a server, then creates a fresh database
- * hookd_bench_<random> there and sets e->dsn. pg_env_teardown undoes it (also after a failure).
- */
-static int pg_env_setup(struct pg_env *e, const char *given_dsn, const char *scratch)
+int pg_env_setup(struct pg_env *e, const char *given_dsn, const char *scratch)
 {
     unsigned char raw[6];
     char sql[128], out[PG_OUT_MAX];
@@ -227,7 +205,7 @@ static int pg_env_setup(struct pg_env *e, const char *given_dsn, const char *scr
         snprintf(pg_stop_script, sizeof pg_stop_script, "%s", e->script);
         snprintf(pg_stop_dir, sizeof pg_stop_dir, "%s", e->cluster);
         pg_stop_armed = 1; /* before the start: a signal during initdb also cleans up */
-        int64_t t0 = pg_mono_ms();
+        int64_t t0 = mono_ms();
         if ((result = pg_script(e, "start", e->cluster, NULL, out, sizeof out)) != 0) {
             fprintf(stderr, "loadgen: %s start %s failed (%d)\n", e->script, e->cluster, result);
             return -1;
@@ -239,7 +217,7 @@ static int pg_env_setup(struct pg_env *e, const char *given_dsn, const char *scr
             return -1;
         }
         snprintf(e->server_dsn, sizeof e->server_dsn, "%.2047s", last);
-        printf("postgres: cluster %s started in %.1f s\n", e->cluster, (double)(pg_mono_ms() - t0) / 1000.0);
+        printf("postgres: cluster %s started in %.1f s\n", e->cluster, (double)(mono_ms() - t0) / 1000.0);
     }
     if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
         return -1;
@@ -259,8 +237,7 @@ static int pg_env_setup(struct pg_env *e, const char *given_dsn, const char *scr
     return pg_uri_for_db(e->server_dsn, e->dbname, e->dsn, sizeof e->dsn);
 }
 
-/* Drops the database (a given server) or stops the cluster; keep: the cluster's data stays (stopped). */
-static void pg_env_teardown(struct pg_env *e, bool keep)
+void pg_env_teardown(struct pg_env *e, bool keep)
 {
     char sql[128], out[PG_OUT_MAX];
     PGconn *c;
@@ -278,8 +255,7 @@ static void pg_env_teardown(struct pg_env *e, bool keep)
     e->dbname[0] = '\0';
 }
 
-/* The postmaster's pid from DIR/data/postmaster.pid, or -1 (no cluster of ours). */
-static pid_t pg_postmaster_pid(const struct pg_env *e)
+pid_t pg_postmaster_pid(const struct pg_env *e)
 {
     char path[PATH_MAX + 32], line[32] = "";
     FILE *f;
@@ -295,5 +271,3 @@ static pid_t pg_postmaster_pid(const struct pg_env *e)
     long pid = strtol(line, NULL, 10);
     return pid > 0 ? (pid_t)pid : -1;
 }
-
-#endif
