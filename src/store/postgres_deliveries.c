@@ -30,7 +30,8 @@
     " SELECT id, endpoint_id, lease_owner, COALESCE(lease_until, 0) FROM " src " WHERE lease_owner IS NOT NULL" \
     " ON CONFLICT (delivery_id) DO UPDATE SET endpoint_id = excluded.endpoint_id, owner = excluded.owner,"     \
     " lease_until = excluded.lease_until"
-#define INFLIGHT_DROP(src) "DELETE FROM hookd_inflight f USING " src " WHERE f.delivery_id = " src ".id"
+/* By key, not a join: a join may be planned as a scan of the whole (churning) table. */
+#define INFLIGHT_DROP(src) "DELETE FROM hookd_inflight WHERE delivery_id = ANY (ARRAY(SELECT id FROM " src "))"
 /* Live leases of the endpoint whose id is the SQL expression ep, at time now (a parameter). */
 #define INFLIGHT_COUNT(ep, now) \
     "(SELECT count(*)::int FROM hookd_inflight x WHERE x.endpoint_id = " ep " AND x.lease_until >= " now ")"

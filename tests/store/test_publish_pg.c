@@ -39,14 +39,14 @@ static PGconn *connect_or_fail(const char *dsn)
 
 static int setup(void **state)
 {
-    struct fixture *fx = calloc(1, sizeof *fx);
+    const char *dsn = getenv("HOOKD_TEST_PG");
+    struct fixture *fx;
 
-    assert_non_null(fx);
-    fx->dsn = getenv("HOOKD_TEST_PG");
-    if (!fx->dsn || !fx->dsn[0]) {
-        free(fx);
+    if (!dsn || !dsn[0])
         fail_msg("HOOKD_TEST_PG is not set: start a cluster with scripts/pg.sh start DIR and export its URL");
-    }
+    fx = calloc(1, sizeof *fx);
+    assert_non_null(fx);
+    fx->dsn = dsn;
     assert_int_equal(store_open(fx->dsn, &fx->hookd), 0);
     assert_int_equal(store_migrate(fx->hookd), 0);
     fx->app = connect_or_fail(fx->dsn);

@@ -16,6 +16,7 @@
 #include "core/envelope.h"
 #include "core/filter.h"
 #include "core/ids.h"
+#include "core/json_check.h"
 #include "core/timefmt.h"
 #include "hookd.h"
 
@@ -520,6 +521,103 @@ static void test_envelope_minimal(void **state)
 
 /* ---- errors ---- */
 
+static bool json_ok(const char *s) { return json_text_valid(s, strlen(s)); }
+
+static void test_json_check_table(void **state)
+{
+    static const char *const good[] = {
+        "{}", "[]", "0", "-0", "1.5e-3", "12E+10", "-1.0", "\"\"", "true", "false", "null", " \t\r\n{ \"a\" : [1, 2, {\"b\": null}] } \n",
+        "{\"esc\":\"\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\u00e9 \\uD83D\"}", "\"caf\xc3\xa9\"", "[[[[[]]]]]",
+        "{\"a\":1,\"b\":{\"c\":[true,false,null]}}",
+    };
+    static const char *const bad[] = {
+        "", " ", "{", "}", "[", "]", "[1,]", "[,1]", "{\"a\":1,}", "{\"a\"}", "{\"a\" 1}", "{1:2}", "{'a':1}",
+        "01", "1.", ".5", "-", "1e", "1e+", "+1", "0x10", "NaN", "tru", "nul", "True", "\"abc", "\"a\\x\"",
+        "\"\\u12G4\"", "\"\\u12\"", "\"tab\there\"", "[1 2]", "{} {}", "1 2", "[1]]", "[[1]", "{\"a\":1}}",
+        "\"a\"\"b\"", "[\"a\\\"]",
+    };
+    char deep[JSON_CHECK_MAX_DEPTH * 2 + 3];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        if (!json_ok(good[i]))
+            fail_msg("refused valid JSON: %s", good[i]);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (json_ok(bad[i]))
+            fail_msg("accepted invalid JSON: %s", bad[i]);
+    }
+    assert_false(json_text_valid("[1]\0", 4)); /* a NUL after the value */
+    assert_false(json_text_valid("\"a\0b\"", 5)); /* a NUL inside a string */
+    assert_true(json_text_valid("[1] trailing", 3)); /* only len bytes count */
+    assert_false(json_text_valid(NULL, 0));
+    /* Nesting up to the limit is fine; one more level is refused (no recursion, no overflow). */
+    memset(deep, '[', JSON_CHECK_MAX_DEPTH);
+    memset(deep + JSON_CHECK_MAX_DEPTH, ']', JSON_CHECK_MAX_DEPTH);
+    assert_true(json_text_valid(deep, 2 * JSON_CHECK_MAX_DEPTH));
+    memset(deep, '[', JSON_CHECK_MAX_DEPTH + 1);
+    memset(deep + JSON_CHECK_MAX_DEPTH + 1, ']', JSON_CHECK_MAX_DEPTH + 1);
+    assert_false(json_text_valid(deep, 2 * JSON_CHECK_MAX_DEPTH + 2));
+}
+
+/* Differential: random edits of valid documents, judged by jansson too (ASCII only, no \u escapes,
+ * shallow: where the two may rightly differ, in encoding checks and depth limits, nothing is generated;
+ * numbers too large for a double are JSON, which jansson refuses). */
+static void test_json_check_matches_jansson(void **state)
+{
+    static const char *const seeds[] = {
+        "{\"a\":[1,2.5,-3e2,true,false,null,\"x\\ny\"],\"b\":{}}", "[0,{\"k\":[[]]},\"s\"]", "-12.25E-2",
+        "{\"nested\":{\"deeper\":{\"list\":[1,[2,[3]]]}}}",
+    };
+    static const char alphabet[] = "{}[],:\"\\ 0123456789-+.eEtruefalsn";
+    uint64_t rng = 0x9e3779b97f4a7c15u;
+    json_error_t err;
+    char doc[128];
+
+    (void)state;
+    for (int i = 0; i < 20000; i++) {
+        const char *seed = seeds[i % (sizeof seeds / sizeof seeds[0])];
+        size_t len = strlen(seed);
+        int edits;
+        json_t *v;
+        bool ours, theirs;
+
+        memcpy(doc, seed, len + 1);
+        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+        edits = 1 + (int)(rng % 3);
+        for (int e = 0; e < edits; e++) {
+            rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+            size_t at = (size_t)(rng % len);
+            char ch = alphabet[(rng >> 20) % (sizeof alphabet - 1)];
+            switch ((rng >> 40) % 3) {
+            case 0: /* replace */
+                doc[at] = ch;
+                break;
+            case 1: /* delete */
+                memmove(doc + at, doc + at + 1, len - at);
+                len--;
+                break;
+            default: /* insert */
+                if (len + 2 < sizeof doc) {
+                    memmove(doc + at + 1, doc + at, len - at + 1);
+                    doc[at] = ch;
+                    len++;
+                }
+            }
+            if (len == 0)
+                break;
+        }
+        ours = json_text_valid(doc, len);
+        v = json_loadb(doc, len, JSON_DECODE_ANY, &err);
+        theirs = v != NULL;
+        json_decref(v);
+        if (!theirs && json_error_code(&err) == json_error_numeric_overflow)
+            continue; /* syntax is fine; jansson cannot hold the number as a double */
+        if (ours != theirs)
+            fail_msg("json_text_valid says %d, jansson %d: %.*s", ours, theirs, (int)len, doc);
+    }
+}
+
 static void test_strerror(void **state)
 {
     assert_string_equal(hookd_strerror(HOOKD_OK), "success");
@@ -535,6 +633,8 @@ static void test_strerror(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_json_check_table),
+        cmocka_unit_test(test_json_check_matches_jansson),
         cmocka_unit_test(test_id_shape),
         cmocka_unit_test(test_id_unique),
         cmocka_unit_test(test_id_sortable),
