@@ -197,6 +197,15 @@ int daemon_run(const struct config *cfg)
         log_error("serve", "cannot start the store writer: %s", hookd_strerror(r));
         goto out;
     }
+    /* On a shared store claims get a connection of their own: they then run
+     * beside the attempt results instead of taking turns with them. */
+    if (!store_find(cfg->store)->single_node) {
+        r = writer_start(cfg->store, &wopt, &d->claimer);
+        if (r != 0) {
+            log_error("serve", "cannot start the claim writer: %s", hookd_strerror(r));
+            goto out;
+        }
+    }
     r = store_pool_create(cfg->store, 8, &d->readers);
     if (r != 0)
         goto out;
@@ -227,6 +236,8 @@ out:
         relay_stop(d->relay);
     if (d->dispatcher != NULL)
         dispatcher_stop(d->dispatcher);
+    if (d->claimer != NULL)
+        writer_stop(d->claimer);
     if (d->writer != NULL)
         writer_stop(d->writer);
     if (d->readers != NULL)

@@ -19,6 +19,7 @@ struct daemon {
     char node[128];              /* lease owner name of this process */
     char admin_token[256];       /* effective token (configured or generated) */
     struct writer *writer;
+    struct writer *claimer;      /* shared stores: the dispatcher's claims, beside the writer; NULL: on the writer */
     struct store_pool *readers;
     struct relay *relay;
     struct dispatcher *dispatcher;

@@ -63,13 +63,14 @@ void claims_maybe(struct dispatcher *q, int64_t now)
         return;
     /*
      * A result queued since the last claim frees its lease when it commits.
-     * When the caps held due rows back, the claim goes at once, right behind
-     * the results in the writer's queue: it then runs in their transaction
-     * (or a later one), sees their leases gone and fills the slots without
-     * waiting for a commit of its own first.
+     * When the caps held due rows back and claims share the writer, the claim
+     * goes at once, right behind the results in the writer's queue: it then
+     * runs in their transaction (or a later one), sees their leases gone and
+     * fills the slots without waiting for a commit of its own first. (With a
+     * claim writer of its own, job_finished asks for it after the commit.)
      */
     if (!atomic_exchange(&q->claim_wanted, false) && now < q->next_wake_at &&
-        !(q->due_held_back && q->freed_since_claim))
+        !(q->due_held_back && q->freed_since_claim && q->d->claimer == NULL))
         return;
     memset(&q->claim, 0, sizeof q->claim);
     q->claim.limit = room < CLAIM_BATCH_MAX ? room : CLAIM_BATCH_MAX;
@@ -77,7 +78,7 @@ void claims_maybe(struct dispatcher *q, int64_t now)
     q->claim.lease_until = now + q->d->cfg.lease_ms;
     /* The claimed rows take window slots before they arrive; the unused rest is given back on return. */
     atomic_fetch_add(&q->held, q->claim.limit);
-    rc = writer_submit(q->d->writer, op_claim, op_claim_done, q);
+    rc = writer_submit(q->d->claimer != NULL ? q->d->claimer : q->d->writer, op_claim, op_claim_done, q);
     if (rc != 0) {
         atomic_fetch_sub(&q->held, q->claim.limit);
         log_limited(&q->lim_writer, LOG_WARN, PART, "cannot queue a claim: %s", hookd_strerror(rc));

@@ -391,6 +391,9 @@ static void job_finished(struct dispatcher *q, struct job *j)
             job_log_result(j);
             if (j->result.status == DELIVERY_RETRYING)
                 q->next_wake_at = min64(q->next_wake_at, j->result.next_attempt_at);
+            /* Claims on a connection of their own see the freed lease only now. */
+            if (q->due_held_back && q->d->claimer != NULL)
+                q->next_wake_at = 0;
             if (j->result.disable_endpoint_reason != NULL)
                 atomic_store(&q->endpoints_dirty, true);
         } else if (j->op_result == HOOKD_ESTALE) {
@@ -545,8 +548,12 @@ static void *dispatcher_main(void *arg)
             schedule(q);
         }
         curl_multi_perform(q->multi, &running);
-        if (transfers_finish(q) > 0 && !atomic_load(&q->stopping))
+        if (transfers_finish(q) > 0 && !atomic_load(&q->stopping)) {
+            /* Due deliveries wait for the leases these results free: no waiting for company. */
+            if (q->due_held_back && q->d->claimer != NULL)
+                writer_flush(q->d->writer);
             continue; /* slots opened: start what waits before sleeping */
+        }
         curl_multi_poll(q->multi, NULL, 0, atomic_load(&q->stopping) ? 50 : poll_timeout(q, now, mono), NULL);
     }
     return leak ? q : NULL;

@@ -36,6 +36,7 @@ struct writer {
     struct write_op *head, *tail;
     size_t queued;
     size_t urgent;              /* queued ops that are not deferred */
+    bool flush;                 /* writer_flush: take what is queued now */
     bool stopping;
     struct writer_stats stats;  /* under mu */
     struct writer_options opt;
@@ -191,7 +192,7 @@ static void batch_wait(struct writer *w)
     struct timespec deadline;
 
     for (;;) {
-        if (w->stopping || (w->head && (w->urgent > 0 || w->queued >= (size_t)w->opt.max_batch)))
+        if (w->stopping || (w->head && (w->urgent > 0 || w->flush || w->queued >= (size_t)w->opt.max_batch)))
             break;
         if (!w->head) {
             pthread_cond_wait(&w->cv, &w->mu);
@@ -236,8 +237,10 @@ static void *writer_main(void *arg)
             n++;
         }
         w->head = last->next;
-        if (!w->head)
+        if (!w->head) {
             w->tail = NULL;
+            w->flush = false;
+        }
         w->queued -= n;
         last->next = NULL;
         pthread_mutex_unlock(&w->mu);
@@ -359,6 +362,16 @@ int writer_submit_deferred(struct writer *w, write_fn fn, write_done_fn done, vo
 int writer_submit_grouped(struct writer *w, write_fn fn, write_group_fn group, write_done_fn done, void *arg)
 {
     return submit(w, fn, group, done, arg, true);
+}
+
+void writer_flush(struct writer *w)
+{
+    pthread_mutex_lock(&w->mu);
+    if (w->head) {
+        w->flush = true;
+        pthread_cond_signal(&w->cv);
+    }
+    pthread_mutex_unlock(&w->mu);
 }
 
 /* A writer_exec call: the op, and the caller waiting on its own condvar. */

@@ -14,6 +14,7 @@
  *   writer_submit_grouped  a deferred op that runs in one call with the ops of
  *                  the same group queued right next to it (attempt results:
  *                  one multi-row statement instead of one per delivery)
+ *   writer_flush   let the deferred ops queued so far go now, without waiting for company
  *   writer_exec    queue an op and wait for its committed result
  *   writer_stats   batches and ops committed so far (metrics, tests)
  */
@@ -54,6 +55,7 @@ __attribute__((warn_unused_result)) int writer_submit_deferred(struct writer *w,
                                                                void *arg);
 __attribute__((warn_unused_result)) int writer_submit_grouped(struct writer *w, write_fn fn, write_group_fn group,
                                                               write_done_fn done, void *arg);
+void writer_flush(struct writer *w);
 /* fn's result once committed, or the commit error. */
 __attribute__((warn_unused_result)) int writer_exec(struct writer *w, write_fn fn, void *arg);
 
