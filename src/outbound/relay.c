@@ -6,11 +6,11 @@
  * Two ways, by store:
  *  - shared stores (several nodes): one transaction on the relay's own
  *    connection (beside the writer's, so fan-out and attempt results proceed
- *    in parallel) locks the rows, inserts the deliveries unleased, marks the
- *    rows, and then claims due deliveries within every endpoint's in-flight
- *    cap (which counts every node's leases), so a slow endpoint cannot fill
- *    the window; the dispatcher gets the claimed ones after the commit and
- *    claims the rest as caps free up.
+ *    in parallel) locks the rows, asks for each endpoint's free in-flight
+ *    slots (its cap minus every node's leases), inserts the deliveries, those
+ *    that fit already leased to this node, and marks the rows; the dispatcher
+ *    gets the leased ones after the commit and claims the rest as caps free
+ *    up, so a slow endpoint cannot fill the window.
  *  - single-node stores (SQLite): the rows are read, the deliveries handed to
  *    the dispatcher at once, and their recording follows in a deferred writer
  *    op. No other node can fan out the same rows, a crash before the record
@@ -42,7 +42,6 @@
 #define TURN_MS 1             /* longest sleep between change checks: half of it is commit→fan-out latency */
 #define SAFETY_POLL_MS 1000   /* re-check the outbox even without any signal */
 #define FANOUT_BATCH_MAX 256  /* events per writer op */
-#define FANOUT_CLAIM_MAX 256  /* deliveries a shared-store fan-out leases at once */
 #define ROUNDS_PER_TURN 64    /* full batches in a row before the next change check */
 #define BACKOFF_MIN_MS 10
 #define BACKOFF_MAX_MS 1000
@@ -222,45 +221,70 @@ static int plan_add(struct delivery **ds, size_t *n, size_t *cap, const struct d
     return 0;
 }
 
-/*
- * Leases, in the fan-out's transaction, what the window has room for among the
- * due deliveries (the new ones are due now), within every endpoint's in-flight
- * cap over all nodes. A claim of the dispatcher running at the same time may
- * take the same room: the window is then exceeded by at most one batch.
- */
-static int claim_new(struct relay *r, struct store *s, int64_t now, size_t pending)
-{
-    int room = dispatcher_room(r->d->dispatcher);
-    int limit = room < FANOUT_CLAIM_MAX ? room : FANOUT_CLAIM_MAX;
-    int rc;
+/* Where each endpoint's slots are kept during one fan-out (index into ids/slots; -1: none wanted). */
+struct fanout_slots {
+    const char **ids;
+    int *slots;
+    int *of_endpoint; /* per r->eps item */
+    size_t n;
+};
 
-    r->op_left_due = pending > 0;
-    if (pending == 0 || limit <= 0)
-        return 0;
-    rc = store_delivery_claim_due(s, r->d->node, now, now + r->d->cfg.lease_ms, limit,
-                                  r->d->cfg.endpoint_max_in_flight, &r->op_jobs);
-    if (rc != 0)
-        return rc;
-    r->op_jobs_cap = r->op_jobs.n; /* the claim sized the array */
-    /* Fewer than the new ones (caps), or a full claim (more may be due): the dispatcher looks again. */
-    r->op_left_due = r->op_jobs.n < pending || (int)r->op_jobs.n == limit;
-    return 0;
+static void fanout_slots_free(struct fanout_slots *fs)
+{
+    free(fs->ids);
+    free(fs->slots);
+    free(fs->of_endpoint);
 }
 
 /*
- * Fetches (and on shared stores locks) undispatched rows, inserts their
- * deliveries unleased in one statement (rows present already, from a fan-out
- * that crashed before marking its events, are kept), marks the rows, then
- * leases what the caps allow.
+ * Asks the store how many of the new deliveries of each endpoint may go out
+ * leased at once: the endpoints that get sendable deliveries from these
+ * events, within their in-flight caps over all nodes, and none for a
+ * capped endpoint whose older due deliveries still wait (claims take those
+ * first).
+ */
+static int fanout_slots_get(struct relay *r, struct store *s, const struct event_list *evs, const bool *valid,
+                            int64_t now, struct fanout_slots *fs)
+{
+    memset(fs, 0, sizeof *fs);
+    fs->of_endpoint = malloc((r->eps.n + 1) * sizeof *fs->of_endpoint);
+    fs->ids = malloc((r->eps.n + 1) * sizeof *fs->ids);
+    fs->slots = malloc((r->eps.n + 1) * sizeof *fs->slots);
+    if (fs->of_endpoint == NULL || fs->ids == NULL || fs->slots == NULL)
+        return HOOKD_ENOMEM;
+    for (size_t k = 0; k < r->eps.n; k++) {
+        const struct endpoint *ep = &r->eps.items[k];
+        fs->of_endpoint[k] = -1;
+        for (size_t i = 0; i < evs->n && ep->enabled; i++) {
+            if (valid[i] && endpoint_wants(ep, &evs->items[i])) {
+                fs->of_endpoint[k] = (int)fs->n;
+                fs->ids[fs->n++] = ep->id;
+                break;
+            }
+        }
+    }
+    return store_delivery_slots(s, now, r->d->cfg.endpoint_max_in_flight, fs->ids, fs->n, fs->slots);
+}
+
+/*
+ * Fetches (and locks) undispatched rows, inserts their deliveries in one
+ * statement, marks the rows. Deliveries that fit their endpoint's free slots
+ * and the dispatcher's window go in already leased to this node (and to the
+ * dispatcher after the commit): in the usual case, no backlog, that saves a
+ * claim per delivery. The rest go in unleased for the dispatcher's claims.
+ * Rows present already (a fan-out that crashed before marking its events)
+ * are kept as they are.
  */
 static int fanout_rows(struct relay *r, struct store *s, int limit, size_t *fetched)
 {
     struct event_list evs = {0};
+    struct fanout_slots fs = {0};
     struct delivery *ds = NULL;
-    size_t n_ds = 0, cap = 0, pending = 0;
+    size_t n_ds = 0, cap = 0, left = 0;
     int64_t now = clock_now_ms();
     int64_t *seqs = NULL;
-    int rc;
+    bool *valid = NULL;
+    int room, rc;
 
     r->op_left_due = false;
     rc = store_outbox_fetch(s, 0, limit, &evs);
@@ -271,33 +295,49 @@ static int fanout_rows(struct relay *r, struct store *s, int limit, size_t *fetc
     if (rc != 0)
         goto out;
     seqs = malloc(evs.n * sizeof *seqs);
-    if (seqs == NULL) {
+    valid = malloc(evs.n * sizeof *valid);
+    if (seqs == NULL || valid == NULL) {
         rc = HOOKD_ENOMEM;
         goto out;
     }
+    for (size_t i = 0; i < evs.n; i++) {
+        seqs[i] = evs.items[i].seq;
+        valid[i] = payload_is_json(evs.items[i].payload);
+    }
+    rc = fanout_slots_get(r, s, &evs, valid, now, &fs);
+    room = dispatcher_room(r->d->dispatcher);
     for (size_t i = 0; i < evs.n && rc == 0; i++) {
         const struct event *ev = &evs.items[i];
-        bool valid = payload_is_json(ev->payload);
 
-        seqs[i] = ev->seq;
         for (size_t k = 0; k < r->eps.n && rc == 0; k++) {
+            int *free_slots = fs.of_endpoint[k] >= 0 ? &fs.slots[fs.of_endpoint[k]] : NULL;
+            bool leased;
             struct delivery d;
             if (!endpoint_wants(&r->eps.items[k], ev))
                 continue;
-            delivery_plan(r, ev, &r->eps.items[k], valid, false, now, &d);
-            pending += d.status == DELIVERY_PENDING;
-            rc = plan_add(&ds, &n_ds, &cap, &d);
+            leased = free_slots != NULL && *free_slots > 0 && room > 0;
+            delivery_plan(r, ev, &r->eps.items[k], valid[i], leased, now, &d);
+            if (d.status == DELIVERY_PENDING && leased) {
+                (*free_slots)--;
+                room--;
+                rc = job_add(r, &d, ev);
+            } else if (d.status == DELIVERY_PENDING) {
+                left++;
+            }
+            if (rc == 0)
+                rc = plan_add(&ds, &n_ds, &cap, &d);
         }
     }
     if (rc == 0)
         rc = store_delivery_insert_many(s, ds, n_ds);
     if (rc == 0)
         rc = store_outbox_mark_dispatched(s, seqs, evs.n, now);
-    if (rc == 0)
-        rc = claim_new(r, s, now, pending);
+    r->op_left_due = left > 0;
 out:
+    fanout_slots_free(&fs);
     free(ds);
     free(seqs);
+    free(valid);
     event_list_free(&evs);
     return rc;
 }

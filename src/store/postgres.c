@@ -44,6 +44,28 @@ static const struct {
     {"22", HOOKD_EINVAL, false},      /* data exceptions */
 };
 
+/*
+ * Connection trouble goes through one limiter for the whole process: an
+ * outage breaks every connection (writer, claims, relay, readers) at once, and
+ * each reporting it on its own would multiply the lines by their number.
+ */
+static pthread_mutex_t conn_log_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct log_limiter conn_log; /* under conn_log_mu */
+
+static void conn_log_warn(const char *what, const char *msg)
+{
+    pthread_mutex_lock(&conn_log_mu);
+    log_limited(&conn_log, LOG_WARN, LOG_PART, "postgres: %s%.*s", what, (int)strcspn(msg, "\n"), msg);
+    pthread_mutex_unlock(&conn_log_mu);
+}
+
+static void conn_log_reset(void)
+{
+    pthread_mutex_lock(&conn_log_mu);
+    log_limiter_reset(&conn_log, LOG_PART, "postgres connections");
+    pthread_mutex_unlock(&conn_log_mu);
+}
+
 /* Maps a failed result (or none: out of memory, or the connection broke) to
  * a hookd_error, logging unexpected ones at most at the limiter's pace. Only
  * the primary message is logged: details may quote row values. */
@@ -67,7 +89,11 @@ static int pg_fail(struct store *s, const PGresult *res)
         err = HOOKD_ENOMEM;
     if (!msg)
         msg = PQerrorMessage(s->conn);
-    if (!quiet)
+    if (quiet)
+        return err;
+    if (err == HOOKD_EUNAVAIL)
+        conn_log_warn("", msg);
+    else
         log_limited(&s->lim, LOG_WARN, LOG_PART, "postgres: %.*s (%s)", (int)strcspn(msg, "\n"), msg,
                     state ? state : "no SQLSTATE");
     return err;
@@ -97,8 +123,6 @@ static bool postgres_handles(const char *dsn)
 }
 
 /* Open failures repeat at every retry of a caller while the server is down. */
-static pthread_mutex_t open_log_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct log_limiter open_log;
 
 /*
  * Before any statement: a connection that broke outside a transaction is
@@ -121,7 +145,7 @@ static int pg_ready(struct store *s)
     PQreset(s->conn);
     if (PQstatus(s->conn) != CONNECTION_OK) {
         const char *msg = PQerrorMessage(s->conn);
-        log_limited(&s->lim, LOG_WARN, LOG_PART, "postgres: reconnect failed: %.*s", (int)strcspn(msg, "\n"), msg);
+        conn_log_warn("reconnect failed: ", msg);
         return HOOKD_EUNAVAIL;
     }
     /* A new session: no prepared statements, no LISTEN, no savepoint. */
@@ -129,7 +153,7 @@ static int pg_ready(struct store *s)
     s->listening = false;
     s->sp = PG_SP_NONE;
     s->sp_release_pending = false;
-    log_limiter_reset(&s->lim, LOG_PART, "postgres connection");
+    conn_log_reset();
     log_info(LOG_PART, "postgres: reconnected");
     return 0;
 }
@@ -162,9 +186,7 @@ static int postgres_open(const char *dsn, struct store **out)
     }
     if (PQstatus(s->conn) != CONNECTION_OK) {
         const char *msg = PQerrorMessage(s->conn);
-        pthread_mutex_lock(&open_log_mu);
-        log_limited(&open_log, LOG_WARN, LOG_PART, "postgres: cannot connect: %.*s", (int)strcspn(msg, "\n"), msg);
-        pthread_mutex_unlock(&open_log_mu);
+        conn_log_warn("cannot connect: ", msg);
         result = HOOKD_EUNAVAIL;
         goto fail;
     }
@@ -778,6 +800,7 @@ const struct store_ops store_postgres_ops = {
     .delivery_insert = postgres_delivery_insert,
     .delivery_insert_many = postgres_delivery_insert_many,
     .delivery_claim_due = postgres_delivery_claim_due,
+    .delivery_slots = postgres_delivery_slots,
     .delivery_next_due = postgres_delivery_next_due,
     .delivery_complete = postgres_delivery_complete,
     .delivery_complete_many = postgres_delivery_complete_many,

@@ -317,6 +317,92 @@ static int claim_lease(struct store *s, const char *node, int64_t now, int64_t l
     return result;
 }
 
+/* ---- slots for a fan-out --------------------------------------------------------- */
+
+/*
+ * Two statements, as in a claim: first the locks of the capped endpoints
+ * (tried only: one another node holds gets no slots now), then, in a snapshot
+ * taken after them, each endpoint's free slots. Results come by position
+ * (WITH ORDINALITY), so unknown and disabled ids simply keep 0.
+ */
+int postgres_delivery_slots(struct store *s, int64_t now, int default_cap, const char *const *endpoint_ids, size_t n,
+                            int *slots)
+{
+    struct pg_array ids = {0};
+    struct pg_params p = {.n = 0};
+    PGresult *res = NULL;
+    const char *literal;
+    int result;
+
+    for (size_t i = 0; i < n; i++) {
+        slots[i] = 0;
+        pg_array_text(&ids, endpoint_ids[i]);
+    }
+    if (n == 0)
+        return 0;
+    literal = pg_array_end(&ids);
+    if (!literal) {
+        pg_array_free(&ids);
+        return HOOKD_ENOMEM;
+    }
+    result = pg_atomic_begin(s);
+    if (result) {
+        pg_array_free(&ids);
+        return result;
+    }
+    pg_param_text_array(&p, 1, literal);
+    pg_param_int(&p, 2, default_cap);
+    result = pg_run(s, PG_DELIVERY_SLOTS_LOCK,
+                    "SELECT k.i, c.cap <= 0 OR pg_try_advisory_xact_lock(" CLAIM_LOCK_CLASS ", hashtext(c.id))"
+                    " FROM unnest($1::text[]) WITH ORDINALITY AS k(id, i)"
+                    " JOIN LATERAL (SELECT e.id, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"
+                    "  WHEN $2 > 0 THEN $2 ELSE 0 END AS cap FROM hookd_endpoints e WHERE e.id = k.id AND e.enabled) c"
+                    " ON true",
+                    &p, &res);
+    if (result == 0) {
+        /* Locked (or uncapped) ones are marked here and counted by the second statement. */
+        for (int r = 0; r < PQntuples(res); r++) {
+            int64_t i = pg_col_i64(res, r, 0);
+            if (i >= 1 && (size_t)i <= n && strcmp(PQgetvalue(res, r, 1), "t") == 0)
+                slots[i - 1] = -1; /* ours to count */
+        }
+        PQclear(res);
+        res = NULL;
+        p = (struct pg_params){.n = 0};
+        pg_param_text_array(&p, 1, literal);
+        pg_param_int(&p, 2, default_cap);
+        pg_param_i64(&p, 3, now);
+        result = pg_run(s, PG_DELIVERY_SLOTS,
+                        "SELECT k.i, CASE WHEN c.cap <= 0 THEN -1"
+                        "  WHEN EXISTS (SELECT 1 FROM hookd_deliveries d WHERE d.endpoint_id = c.id"
+                        "   AND d.status IN " OPEN_STATUSES " AND d.next_attempt_at <= $3"
+                        "   AND (d.lease_owner IS NULL OR d.lease_until < $3)) THEN 0"
+                        "  ELSE greatest(c.cap - " INFLIGHT_COUNT("c.id", "$3") ", 0) END"
+                        " FROM unnest($1::text[]) WITH ORDINALITY AS k(id, i)"
+                        " JOIN LATERAL (SELECT e.id, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"
+                        "  WHEN $2 > 0 THEN $2 ELSE 0 END AS cap FROM hookd_endpoints e WHERE e.id = k.id AND e.enabled) c"
+                        " ON true",
+                        &p, &res);
+    }
+    if (result == 0) {
+        for (int r = 0; r < PQntuples(res); r++) {
+            int64_t i = pg_col_i64(res, r, 0), v = pg_col_i64(res, r, 1);
+            if (i >= 1 && (size_t)i <= n && slots[i - 1] == -1)
+                slots[i - 1] = v < 0 ? STORE_SLOTS_UNCAPPED : (int)v;
+        }
+        for (size_t i = 0; i < n; i++)
+            slots[i] = slots[i] < 0 ? 0 : slots[i]; /* locked, then gone or disabled meanwhile */
+    }
+    PQclear(res);
+    pg_array_free(&ids);
+    result = pg_atomic_end(s, result);
+    if (result) {
+        for (size_t i = 0; i < n; i++)
+            slots[i] = 0;
+    }
+    return result;
+}
+
 /* Both statements run in one transaction (the caller's, or one of its own), so
  * the endpoint locks last until the new leases are committed. */
 int postgres_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,

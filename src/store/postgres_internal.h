@@ -42,6 +42,8 @@ enum pg_slot {
     PG_DELIVERY_CLAIM_ENDPOINTS,
     PG_DELIVERY_CLAIM,
     PG_DELIVERY_NEXT_DUE,
+    PG_DELIVERY_SLOTS_LOCK,
+    PG_DELIVERY_SLOTS,
     PG_DELIVERY_COMPLETE,
     PG_DELIVERY_COMPLETE_MANY,
     PG_DELIVERY_RELEASE,
@@ -179,6 +181,8 @@ int postgres_delivery_insert(struct store *s, const struct delivery *d);
 int postgres_delivery_insert_many(struct store *s, const struct delivery *ds, size_t n);
 int postgres_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
                                 int default_cap, struct job_list *out);
+int postgres_delivery_slots(struct store *s, int64_t now, int default_cap, const char *const *endpoint_ids, size_t n,
+                            int *slots);
 int postgres_delivery_next_due(struct store *s, int64_t *at);
 int postgres_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now);
 int postgres_delivery_complete_many(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,

@@ -493,6 +493,7 @@ const struct store_ops store_sqlite_ops = {
     .delivery_insert = sqlite_delivery_insert,
     .delivery_insert_many = sqlite_delivery_insert_many,
     .delivery_claim_due = sqlite_delivery_claim_due,
+    .delivery_slots = sqlite_delivery_slots,
     .delivery_next_due = sqlite_delivery_next_due,
     .delivery_complete = sqlite_delivery_complete,
     .delivery_complete_many = sqlite_delivery_complete_many,

@@ -354,6 +354,41 @@ int sqlite_delivery_claim_due(struct store *s, const char *node, int64_t now, in
     return result;
 }
 
+/* One endpoint at a time: SQLite runs in-process and has one writer, so there is no one to lock out. */
+int sqlite_delivery_slots(struct store *s, int64_t now, int default_cap, const char *const *endpoint_ids, size_t n,
+                          int *slots)
+{
+    sqlite3_stmt *st;
+    int result = sq_stmt(s, SQ_DELIVERY_SLOTS,
+                         "SELECT CASE WHEN c.cap <= 0 THEN -1"
+                         "  WHEN EXISTS (SELECT 1 FROM hookd_deliveries d INDEXED BY hookd_deliveries_endpoint_due"
+                         "   WHERE d.endpoint_id = c.id AND d.status IN ('pending', 'retrying') AND d.next_attempt_at <= ?2"
+                         "   AND (d.lease_owner IS NULL OR d.lease_until < ?2)) THEN 0"
+                         "  ELSE max(c.cap - (SELECT count(*) FROM hookd_deliveries x INDEXED BY hookd_deliveries_leased"
+                         "   WHERE x.endpoint_id = c.id AND x.lease_owner IS NOT NULL AND x.lease_until >= ?2), 0) END"
+                         " FROM (SELECT e.id, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"
+                         "  WHEN ?3 > 0 THEN ?3 ELSE 0 END AS cap FROM hookd_endpoints e WHERE e.id = ?1 AND e.enabled) c",
+                         &st);
+
+    for (size_t i = 0; i < n; i++)
+        slots[i] = 0;
+    for (size_t i = 0; i < n && result == 0; i++) {
+        int rc;
+        sq_bind_text(st, 1, endpoint_ids[i]);
+        sqlite3_bind_int64(st, 2, now);
+        sqlite3_bind_int(st, 3, default_cap);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            int64_t v = sqlite3_column_int64(st, 0);
+            slots[i] = v < 0 ? STORE_SLOTS_UNCAPPED : (int)v;
+        } else if (rc != SQLITE_DONE) {
+            result = sq_error(s, rc);
+        }
+        sqlite3_reset(st);
+    }
+    return result;
+}
+
 int sqlite_delivery_next_due(struct store *s, int64_t *at)
 {
     sqlite3_stmt *st;

@@ -54,6 +54,7 @@ enum sq_slot {
     SQ_DELIVERY_JOB,
     SQ_DELIVERY_LEASE,
     SQ_DELIVERY_NEXT_DUE,
+    SQ_DELIVERY_SLOTS,
     SQ_DELIVERY_COMPLETE,
     SQ_ATTEMPT_INSERT,
     SQ_DELIVERY_DISABLE_ENDPOINT,
@@ -148,6 +149,8 @@ int sqlite_delivery_insert(struct store *s, const struct delivery *d);
 int sqlite_delivery_insert_many(struct store *s, const struct delivery *ds, size_t n);
 int sqlite_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
                               int default_cap, struct job_list *out);
+int sqlite_delivery_slots(struct store *s, int64_t now, int default_cap, const char *const *endpoint_ids, size_t n,
+                          int *slots);
 int sqlite_delivery_next_due(struct store *s, int64_t *at);
 int sqlite_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now);
 int sqlite_delivery_complete_many(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,

@@ -167,6 +167,12 @@ int store_delivery_claim_due(struct store *s, const char *node, int64_t now, int
     STORE_CALL(s, delivery_claim_due, node, now, lease_until, limit, default_cap, out);
 }
 
+int store_delivery_slots(struct store *s, int64_t now, int default_cap, const char *const *endpoint_ids, size_t n,
+                         int *slots)
+{
+    STORE_CALL(s, delivery_slots, now, default_cap, endpoint_ids, n, slots);
+}
+
 int store_delivery_next_due(struct store *s, int64_t *at) { STORE_CALL(s, delivery_next_due, at); }
 
 int store_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now)

@@ -24,6 +24,7 @@
  *   delivery_insert       one delivery per (event, endpoint); EEXISTS if present
  *   delivery_insert_many  many at once (one statement on postgres); present ones are skipped
  *   delivery_claim_due    lease due deliveries to a node within per-endpoint in-flight caps, bump fencing token
+ *   delivery_slots        how many new deliveries of each endpoint a fan-out may insert already leased
  *   delivery_next_due     earliest next_attempt_at of unleased due-able rows
  *   delivery_complete     fenced: record an attempt and the delivery's new state
  *   delivery_complete_many  the same for many results at once, a result code for each
@@ -166,6 +167,7 @@ bool delivery_result_valid(const struct delivery_result *r);
 /* ---- lists and filters ------------------------------------------------ */
 
 #define STORE_LIST_MAX 1000
+#define STORE_SLOTS_UNCAPPED INT32_MAX /* delivery_slots of an endpoint without an in-flight cap */
 
 struct event_filter {
     const char *type;    /* exact; NULL: any */
@@ -267,6 +269,18 @@ struct store_ops {
      */
     int (*delivery_claim_due)(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
                               int default_cap, struct job_list *out);
+    /*
+     * The in-flight slots a fan-out may fill at once with new deliveries of each of the n distinct
+     * endpoint_ids, into slots[i]: the endpoint's cap (as in delivery_claim_due) minus the deliveries
+     * leased by anyone with lease_until >= now, at least 0; STORE_SLOTS_UNCAPPED when it has no cap
+     * (due rows then never wait for slots); 0 when the endpoint is unknown or disabled, when due
+     * deliveries of a capped endpoint wait unleased (claims serve them first, in order), or when another
+     * node is deciding for it at this moment. A capped endpoint
+     * with slots stays locked to the caller's transaction, like a claim's, so no other node can count
+     * the same slots before this one's leases commit: call it inside the transaction that inserts them.
+     */
+    int (*delivery_slots)(struct store *s, int64_t now, int default_cap, const char *const *endpoint_ids, size_t n,
+                          int *slots);
     int (*delivery_next_due)(struct store *s, int64_t *at); /* ENOTFOUND when nothing is scheduled */
     int (*delivery_complete)(struct store *s, const struct delivery_result *r, int64_t now); /* ESTALE if fenced out */
     /*
@@ -331,6 +345,8 @@ STORE_WRAPPER store_delivery_insert(struct store *s, const struct delivery *d);
 STORE_WRAPPER store_delivery_insert_many(struct store *s, const struct delivery *ds, size_t n);
 STORE_WRAPPER store_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
                                        int default_cap, struct job_list *out);
+STORE_WRAPPER store_delivery_slots(struct store *s, int64_t now, int default_cap, const char *const *endpoint_ids,
+                                   size_t n, int *slots);
 STORE_WRAPPER store_delivery_next_due(struct store *s, int64_t *at);
 STORE_WRAPPER store_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now);
 STORE_WRAPPER store_delivery_complete_many(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,

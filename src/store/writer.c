@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
@@ -150,6 +151,34 @@ static int batch_run_ops(struct store *s, struct write_op *batch)
     return result;
 }
 
+/*
+ * A store that is unavailable fails every writer's batches at once (the
+ * daemon may run two: ops and claims): those failures share one limiter, so
+ * an outage costs a few lines, not a few per writer.
+ */
+static pthread_mutex_t outage_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct log_limiter outage_lim; /* under outage_mu */
+static atomic_bool outage_logged;
+
+static void batch_failed_log(struct writer *w, size_t n, int result)
+{
+    if (result != HOOKD_EUNAVAIL) {
+        log_limited(&w->fail_log, LOG_ERROR, LOG_PART, "batch of %zu ops failed: %s", n, hookd_strerror(result));
+        return;
+    }
+    pthread_mutex_lock(&outage_mu);
+    log_limited(&outage_lim, LOG_ERROR, LOG_PART, "batch of %zu ops failed: %s", n, hookd_strerror(result));
+    pthread_mutex_unlock(&outage_mu);
+    atomic_store(&outage_logged, true);
+}
+
+static void outage_log_reset(void)
+{
+    pthread_mutex_lock(&outage_mu);
+    log_limiter_reset(&outage_lim, LOG_PART, "commits");
+    pthread_mutex_unlock(&outage_mu);
+}
+
 /* One transaction for the whole batch; on failure every op gets the error. */
 static void batch_commit(struct writer *w, struct write_op *batch, size_t n)
 {
@@ -165,9 +194,11 @@ static void batch_commit(struct writer *w, struct write_op *batch, size_t n)
     if (result) {
         for (struct write_op *op = batch; op; op = op->next)
             op->result = result;
-        log_limited(&w->fail_log, LOG_ERROR, LOG_PART, "batch of %zu ops failed: %s", n, hookd_strerror(result));
+        batch_failed_log(w, n, result);
     } else {
         log_limiter_reset(&w->fail_log, LOG_PART, "commits");
+        if (atomic_exchange(&outage_logged, false))
+            outage_log_reset();
     }
     pthread_mutex_lock(&w->mu);
     w->stats.batches += result == 0;
