@@ -224,7 +224,7 @@ static int claim_candidates(struct store *s, int64_t now, int limit, int default
                     "    THEN max_in_flight WHEN $2 > 0 THEN $2 ELSE 0 END AS cap FROM hookd_endpoints WHERE enabled) e"
                     "   CROSS JOIN LATERAL (SELECT d.next_attempt_at AS first_at FROM hookd_deliveries d"
                     "    WHERE d.endpoint_id = e.id AND d.status IN " OPEN_STATUSES " AND d.next_attempt_at <= $1"
-                    "    AND (d.lease_owner IS NULL OR d.lease_until < $1) ORDER BY d.next_attempt_at LIMIT 1) f"
+                    "    AND (d.lease_owner IS NULL OR d.lease_until < $1) ORDER BY d.next_attempt_at, d.id LIMIT 1) f"
                     "   OFFSET 0) due" /* the leases are counted for endpoints with due rows only */
                     "  WHERE due.cap <= 0 OR " INFLIGHT_COUNT("due.id", "$1") " < due.cap"
                     "  ORDER BY due.first_at, due.id LIMIT $3 OFFSET 0) c",
@@ -438,14 +438,16 @@ int postgres_delivery_next_due(struct store *s, int64_t *at)
     *at = 0;
     pg_param_i64(&p, 1, clock_now_ms());
     result = pg_run(s, PG_DELIVERY_NEXT_DUE,
-                    "SELECT d.next_attempt_at FROM hookd_deliveries d JOIN hookd_endpoints e ON e.id = d.endpoint_id"
-                    " WHERE d.status IN " OPEN_STATUSES " AND d.next_attempt_at IS NOT NULL"
-                    " AND (d.lease_owner IS NULL OR d.lease_until < $1) AND e.enabled"
-                    " ORDER BY d.next_attempt_at LIMIT 1",
+                    "SELECT min(f.at) FROM hookd_endpoints e CROSS JOIN LATERAL ("
+                    "  SELECT d.next_attempt_at AS at FROM hookd_deliveries d WHERE d.endpoint_id = e.id"
+                    "  AND d.status IN " OPEN_STATUSES " AND d.next_attempt_at IS NOT NULL"
+                    "  AND (d.lease_owner IS NULL OR d.lease_until < $1)"
+                    "  ORDER BY d.next_attempt_at, d.id LIMIT 1) f"
+                    " WHERE e.enabled",
                     &p, &res);
     if (result)
         return result;
-    if (PQntuples(res) > 0)
+    if (PQntuples(res) > 0 && !pg_col_null(res, 0, 0))
         *at = pg_col_i64(res, 0, 0);
     else
         result = HOOKD_ENOTFOUND;

@@ -162,6 +162,11 @@ static const char schema_v3[] =
     " SELECT id, endpoint_id, lease_owner, COALESCE(lease_until, 0) FROM hookd_deliveries"
     " WHERE lease_owner IS NOT NULL AND status IN ('pending', 'retrying');"
     "DROP INDEX hookd_deliveries_leased;"
+    /* Every "earliest due" question is asked per endpoint, through
+     * hookd_deliveries_endpoint_due: an index on next_attempt_at alone only
+     * cost an entry per insert and retry, and tempted the planner into
+     * walking all endpoints' rows in time order for one endpoint's. */
+    "DROP INDEX hookd_deliveries_due;"
     /* A claim leases runs of neighbouring rows, and a HOT update needs room on
      * the row's own page: half of each page is left free (new pages only). */
     "ALTER TABLE hookd_deliveries SET (fillfactor = 50);";
