@@ -523,8 +523,11 @@ static bool fan_out_pending(struct relay *r)
         int room, limit, rc;
 
         rc = r->rd != NULL ? 0 : store_open(r->d->cfg.store, &r->rd);
-        if (rc == 0)
+        /* A shared store's fan-out finds out itself, in the round trip that locks the rows. */
+        if (rc == 0 && store_backend(r->rd)->single_node)
             rc = store_outbox_pending(r->rd, &any);
+        else
+            any = rc == 0;
         if (rc != 0) {
             store_close(r->rd);
             r->rd = NULL;
