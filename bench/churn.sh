@@ -26,14 +26,21 @@ ROUND_TIMEOUT=${CHURN_ROUND_TIMEOUT:-300}
 WORK=${BENCH_DIR:-build/bench-work}
 HOOKD=build/hookd
 LOADGEN=build/bench/loadgen
-TABLES="hookd_outbox hookd_deliveries hookd_attempts"
+TABLES="hookd_outbox hookd_deliveries hookd_attempts hookd_inflight" # o/d/a/i in the columns, in this order
+TABLES_SQL="array[$(printf "'%s'," $TABLES | sed 's/,$//')]"              # the same, as a SQL text[]
 AV_OPTIONS="autovacuum_vacuum_scale_factor, autovacuum_vacuum_threshold, autovacuum_vacuum_insert_scale_factor, autovacuum_analyze_scale_factor"
 PAD=$(printf 'x%.0s' $(seq 1 100)) # the payload size of loadgen's events
 
 # The hot queries, as hookd runs them (zero rows once a round is delivered: what they cost then is
-# the dead index entries and pages they walk).
+# the dead index entries and pages they walk). The claim is asked per endpoint, as claim_lease() does
+# (src/store/postgres_deliveries.c, without its caps and event join): since migration 3 dropped
+# hookd_deliveries_due, a due query over all endpoints can only scan the whole of
+# hookd_deliveries_endpoint_due and sort what it finds.
 Q_OUTBOX="SELECT o.* FROM hookd_outbox o WHERE o.dispatched_at IS NULL AND o.seq > 0 ORDER BY o.seq LIMIT 256 FOR UPDATE SKIP LOCKED"
-Q_CLAIM="SELECT d.id FROM hookd_deliveries d WHERE d.status IN ('pending', 'retrying') AND d.next_attempt_at <= hookd_now_ms() AND (d.lease_owner IS NULL OR d.lease_until < hookd_now_ms()) ORDER BY d.next_attempt_at, d.id LIMIT 256 FOR UPDATE SKIP LOCKED"
+Q_CLAIM="SELECT q.id FROM hookd_endpoints e CROSS JOIN LATERAL (SELECT d.id, d.next_attempt_at FROM hookd_deliveries d
+  WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'retrying') AND d.next_attempt_at <= hookd_now_ms()
+  AND (d.lease_owner IS NULL OR d.lease_until < hookd_now_ms()) ORDER BY d.next_attempt_at, d.id LIMIT 256
+  FOR UPDATE OF d SKIP LOCKED) q WHERE e.enabled ORDER BY q.next_attempt_at, q.id LIMIT 256"
 
 for bin in "$HOOKD" "$LOADGEN"; do
     [ -x "$bin" ] || { echo "churn: $bin missing (make build bench-build)" >&2; exit 1; }
@@ -99,6 +106,9 @@ explain_ms() {
     done
     printf '%s (%s)' "$(printf '%s\n' "${times[@]}" | sort -g | sed -n 3p)" "${bufs:-0}"
 }
+
+# One row of a mode's table: round, secs, deliv/s, the 4 sizes, dead, av, the 2 query times.
+ROW_FMT='%5s %6s %7s %9s %9s %9s %9s %23s %12s %13s %13s\n'
 
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
 
@@ -195,9 +205,9 @@ run_mode() {
     echo "   autovacuum server defaults: $(q "SELECT string_agg(name || '=' || setting, ', ' ORDER BY name) FROM pg_settings
         WHERE name IN ('autovacuum_vacuum_scale_factor', 'autovacuum_vacuum_threshold', 'autovacuum_vacuum_insert_scale_factor', 'autovacuum_naptime')")"
     echo "   dead = n_dead_tup at the round's end (before its purge); sizes (pg_total_relation_size) and query times after the purge;"
-    echo "   av = autovacuum runs so far (outbox/deliveries/attempts); query: median ms of 5 EXPLAIN ANALYZE (buffers)"
-    printf '%5s %6s %7s %9s %9s %9s %23s %9s %13s %13s\n' round secs deliv/s outbox deliveries attempts \
-        "dead o/d/a" "av o/d/a" "q outbox" "q claim" | tee "$WORK/churn-$mode.txt"
+    echo "   o/d/a/i = outbox/deliveries/attempts/inflight; av = autovacuum runs so far; query: median ms of 5 EXPLAIN ANALYZE (buffers)"
+    printf "$ROW_FMT" round secs deliv/s outbox deliveries attempts inflight \
+        "dead o/d/a/i" "av o/d/a/i" "q outbox" "q claim" | tee "$WORK/churn-$mode.txt"
     local starts=() seq_next=1
     for ((r = 1; r <= ROUNDS; r++)); do
         local t_ms secs dead av sizes deleted cutoff
@@ -218,8 +228,8 @@ run_mode() {
             return 1
         fi
         sleep 1 # table statistics reach pg_stat_user_tables within a second
-        dead=$(q "SELECT string_agg(n_dead_tup::text, '/' ORDER BY array_position(array['hookd_outbox','hookd_deliveries','hookd_attempts'], relname::text))
-            FROM pg_stat_user_tables WHERE relname IN ('hookd_outbox', 'hookd_deliveries', 'hookd_attempts')")
+        dead=$(q "SELECT string_agg(n_dead_tup::text, '/' ORDER BY array_position($TABLES_SQL, relname::text))
+            FROM pg_stat_user_tables WHERE relname = ANY ($TABLES_SQL)")
         cutoff=""
         [ $((r - RETAIN + 1)) -ge 1 ] && cutoff=${starts[r - RETAIN + 1]}
         if [ -n "$cutoff" ]; then
@@ -227,6 +237,8 @@ run_mode() {
 BEGIN;
 WITH a AS (DELETE FROM hookd_attempts a USING hookd_deliveries d WHERE a.delivery_id = d.id AND d.status = 'delivered'
     AND d.delivered_at >= $run_start AND d.delivered_at < $cutoff RETURNING 1) SELECT count(*) FROM a;
+WITH i AS (DELETE FROM hookd_inflight i USING hookd_deliveries d WHERE i.delivery_id = d.id AND d.status = 'delivered'
+    AND d.delivered_at >= $run_start AND d.delivered_at < $cutoff RETURNING 1) SELECT count(*) FROM i;
 WITH d AS (DELETE FROM hookd_deliveries WHERE status = 'delivered' AND delivered_at >= $run_start
     AND delivered_at < $cutoff RETURNING 1) SELECT count(*) FROM d;
 WITH o AS (DELETE FROM hookd_outbox o WHERE dispatched_at >= $run_start AND dispatched_at < $cutoff
@@ -234,17 +246,19 @@ WITH o AS (DELETE FROM hookd_outbox o WHERE dispatched_at >= $run_start AND disp
 COMMIT;
 SQL
             ) || return 1
-            echo "round $r purge: deleted attempts/deliveries/outbox $(paste -sd/ <<<"$deleted")" >>"$scratch/purge.log"
+            echo "round $r purge: deleted attempts/inflight/deliveries/outbox $(paste -sd/ <<<"$deleted")" >>"$scratch/purge.log"
         fi
-        sizes=$(q "SELECT pg_total_relation_size('hookd_outbox') || ' ' || pg_total_relation_size('hookd_deliveries') || ' ' || pg_total_relation_size('hookd_attempts')")
-        av=$(q "SELECT string_agg(autovacuum_count::text, '/' ORDER BY array_position(array['hookd_outbox','hookd_deliveries','hookd_attempts'], relname::text))
-            FROM pg_stat_user_tables WHERE relname IN ('hookd_outbox', 'hookd_deliveries', 'hookd_attempts')")
-        read -r s_o s_d s_a <<<"$sizes"
-        printf '%5s %6s %7s %9s %9s %9s %23s %9s %13s %13s\n' "$r" "$secs" "$((EVENTS * ENDPOINTS * 1000 / (t_ms > 0 ? t_ms : 1)))" \
-            "$(mib "$s_o")M" "$(mib "$s_d")M" "$(mib "$s_a")M" "$dead" "$av" "$(explain_ms "$Q_OUTBOX")" \
+        sizes=$(q "SELECT string_agg(pg_total_relation_size(t)::text, ' ' ORDER BY n) FROM unnest($TABLES_SQL) WITH ORDINALITY AS u(t, n)")
+        av=$(q "SELECT string_agg(autovacuum_count::text, '/' ORDER BY array_position($TABLES_SQL, relname::text))
+            FROM pg_stat_user_tables WHERE relname = ANY ($TABLES_SQL)")
+        read -r s_o s_d s_a s_i <<<"$sizes"
+        printf "$ROW_FMT" "$r" "$secs" "$((EVENTS * ENDPOINTS * 1000 / (t_ms > 0 ? t_ms : 1)))" \
+            "$(mib "$s_o")M" "$(mib "$s_d")M" "$(mib "$s_a")M" "$(mib "$s_i")M" "$dead" "$av" "$(explain_ms "$Q_OUTBOX")" \
             "$(explain_ms "$Q_CLAIM")" | tee -a "$WORK/churn-$mode.txt"
     done
     echo "   purges: $(tail -1 "$scratch/purge.log" 2>/dev/null || echo none) (last round)"
+    echo "   hookd_inflight rows purged over all rounds: $(awk '{ split($NF, c, "/"); n += c[2] } END { print n + 0 }' \
+        "$scratch/purge.log" 2>/dev/null || echo 0); left after the last round: $(q "SELECT count(*) FROM hookd_inflight")"
     cleanup
 }
 
@@ -263,15 +277,16 @@ for mode in $MODES; do
 done
 
 echo
-echo "== comparison (last round; growth = total size of the 3 tables, last round / round $((ROUNDS < 2 ? 1 : 2)))"
-printf '%-8s %12s %8s %26s %14s %14s\n' mode "total size" growth "max dead o/d/a" "q outbox" "q claim"
+echo "== comparison (last round; growth = total size of the 4 tables, last round / round $((ROUNDS < 2 ? 1 : 2)))"
+printf '%-8s %12s %8s %26s %14s %14s %12s\n' mode "total size" growth "max dead o/d/a/i" "q outbox" "q claim" "av o/d/a/i"
 for mode in $MODES; do
     f="$WORK/churn-$mode.txt"
     [ -f "$f" ] || continue
     awk -v mode="$mode" -v base=$((ROUNDS < 2 ? 1 : 2)) 'NR > 1 {
-        tot = $4 + $5 + $6; if ($1 == base) b = tot
-        split($7, d, "/"); for (i = 1; i <= 3; i++) if (d[i] > m[i]) m[i] = d[i]
-        last = tot; qo = $9 " " $10; qc = $11 " " $12 }
-        END { printf "%-8s %11.1fM %7.2fx %26s %14s %14s\n", mode, last, (b > 0 ? last / b : 0), m[1] + 0 "/" m[2] + 0 "/" m[3] + 0, qo, qc }' "$f"
+        tot = $4 + $5 + $6 + $7; if ($1 == base) b = tot
+        split($8, d, "/"); for (i = 1; i <= 4; i++) if (d[i] > m[i]) m[i] = d[i]
+        last = tot; av = $9; qo = $10 " " $11; qc = $12 " " $13 }
+        END { printf "%-8s %11.1fM %7.2fx %26s %14s %14s %12s\n", mode, last, (b > 0 ? last / b : 0),
+            m[1] + 0 "/" m[2] + 0 "/" m[3] + 0 "/" m[4] + 0, qo, qc, av }' "$f"
 done
 exit "$failed"

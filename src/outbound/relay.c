@@ -272,8 +272,10 @@ static int fanout_slots_get(struct relay *r, struct store *s, const struct event
  * and the dispatcher's window go in already leased to this node (and to the
  * dispatcher after the commit): in the usual case, no backlog, that saves a
  * claim per delivery. The rest go in unleased for the dispatcher's claims.
- * Rows present already (a fan-out that crashed before marking its events)
- * are kept as they are.
+ * A row present already is kept as it is (insert and mark commit together,
+ * so only a row marked undispatched by hand can meet its old deliveries);
+ * the job made for it then sends a repeat with the same webhook-id, whose
+ * result the lease fences out.
  */
 static int fanout_rows(struct relay *r, struct store *s, int limit, size_t *fetched)
 {
