@@ -321,9 +321,9 @@ static int claim_lease(struct store *s, const char *node, int64_t now, int64_t l
 
 /*
  * Two statements, as in a claim: first the locks of the capped endpoints
- * (tried only: one another node holds gets no slots now), then, in a snapshot
- * taken after them, each endpoint's free slots. Results come by position
- * (WITH ORDINALITY), so unknown and disabled ids simply keep 0.
+ * without a backlog (tried only: one another node holds gets no slots now),
+ * then, in a snapshot taken after them, each endpoint's free slots. Results
+ * come by position (WITH ORDINALITY), so unknown and disabled ids keep 0.
  */
 int postgres_delivery_slots(struct store *s, int64_t now, int default_cap, const char *const *endpoint_ids, size_t n,
                             int *slots)
@@ -352,8 +352,14 @@ int postgres_delivery_slots(struct store *s, int64_t now, int default_cap, const
     }
     pg_param_text_array(&p, 1, literal);
     pg_param_int(&p, 2, default_cap);
+    pg_param_i64(&p, 3, now);
     result = pg_run(s, PG_DELIVERY_SLOTS_LOCK,
-                    "SELECT k.i, c.cap <= 0 OR pg_try_advisory_xact_lock(" CLAIM_LOCK_CLASS ", hashtext(c.id))"
+                    "SELECT k.i, CASE WHEN c.cap <= 0 THEN true"
+                    /* A backlog means no slots anyway: its claims must not find the endpoint locked. */
+                    "  WHEN EXISTS (SELECT 1 FROM hookd_deliveries d WHERE d.endpoint_id = c.id"
+                    "   AND d.status IN " OPEN_STATUSES " AND d.next_attempt_at <= $3"
+                    "   AND (d.lease_owner IS NULL OR d.lease_until < $3)) THEN false"
+                    "  ELSE pg_try_advisory_xact_lock(" CLAIM_LOCK_CLASS ", hashtext(c.id)) END"
                     " FROM unnest($1::text[]) WITH ORDINALITY AS k(id, i)"
                     " JOIN LATERAL (SELECT e.id, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"
                     "  WHEN $2 > 0 THEN $2 ELSE 0 END AS cap FROM hookd_endpoints e WHERE e.id = k.id AND e.enabled) c"
