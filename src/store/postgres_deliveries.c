@@ -68,63 +68,21 @@ static int delivery_read(const PGresult *r, int row, int first, struct delivery 
     return 0;
 }
 
-int postgres_delivery_insert(struct store *s, const struct delivery *d)
-{
-    struct pg_params p = {.n = 0};
-    int64_t created = d->created_at ? d->created_at : clock_now_ms(), rows = 0;
-    PGresult *res;
-    int result;
-
-    if (!delivery_insertable(d))
-        return HOOKD_EINVAL;
-    pg_param_text(&p, 1, d->id);
-    pg_param_text(&p, 2, d->event_id);
-    pg_param_text(&p, 3, d->endpoint_id);
-    pg_param_text(&p, 4, d->account);
-    pg_param_text(&p, 5, delivery_status_name(d->status));
-    pg_param_int(&p, 6, d->attempt_count);
-    /* An open delivery without a time is due at once; a final one has none. */
-    pg_param_time(&p, 7, delivery_status_open(d->status) ? (d->next_attempt_at ? d->next_attempt_at : created) : 0);
-    if (d->last_status_code)
-        pg_param_int(&p, 8, d->last_status_code);
-    else
-        pg_param_null(&p, 8, PG_OID_INT4);
-    pg_param_text(&p, 9, d->last_error);
-    pg_param_time(&p, 10, d->first_attempt_at);
-    pg_param_time(&p, 11, d->last_attempt_at);
-    pg_param_time(&p, 12, d->delivered_at);
-    pg_param_i64(&p, 13, created);
-    pg_param_text(&p, 14, d->lease_owner);
-    pg_param_time(&p, 15, d->lease_owner ? d->lease_until : 0);
-    pg_param_i64(&p, 16, d->lease_token);
-    result = pg_run(s, PG_DELIVERY_INSERT,
-                    "WITH i AS (INSERT INTO hookd_deliveries(id, event_id, endpoint_id, account, status, attempt_count,"
-                    "  next_attempt_at, last_status_code, last_error, first_attempt_at, last_attempt_at,"
-                    "  delivered_at, created_at, lease_owner, lease_until, lease_token)"
-                    "  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)"
-                    "  ON CONFLICT DO NOTHING RETURNING id, endpoint_id, lease_owner, lease_until),"
-                    " f AS (" INFLIGHT_RECORD("i") ")"
-                    " SELECT count(*) FROM i",
-                    &p, &res);
-    if (result)
-        return result;
-    rows = pg_col_i64(res, 0, 0);
-    PQclear(res);
-    return rows == 0 ? HOOKD_EEXISTS : 0;
-}
-
 /* The columns of delivery_insert as arrays, one element per row. */
 enum { INS_ID, INS_EVENT, INS_ENDPOINT, INS_ACCOUNT, INS_STATUS, INS_ATTEMPTS, INS_NEXT, INS_CODE, INS_ERROR,
        INS_FIRST, INS_LAST, INS_DELIVERED, INS_CREATED, INS_OWNER, INS_UNTIL, INS_TOKEN, INS_COLUMNS };
 
-/* One statement for every row: the arrays are unnested into rows server-side. */
-int postgres_delivery_insert_many(struct store *s, const struct delivery *ds, size_t n)
+/* One statement for every row: the arrays are unnested into rows server-side.
+ * *inserted counts the rows that were not present already. */
+static int insert_rows(struct store *s, const struct delivery *ds, size_t n, int64_t *inserted)
 {
     struct pg_array a[INS_COLUMNS] = {{0}};
     struct pg_params p = {.n = 0};
+    PGresult *res = NULL;
     int64_t now = clock_now_ms();
     int result = 0;
 
+    *inserted = 0;
     for (size_t i = 0; i < n; i++) {
         if (!delivery_insertable(&ds[i]))
             return HOOKD_EINVAL;
@@ -165,17 +123,37 @@ int postgres_delivery_insert_many(struct store *s, const struct delivery *ds, si
             pg_param_i64_array(&p, c + 1, literal);
     }
     if (result == 0)
-        result = pg_run_command(s, PG_DELIVERY_INSERT_MANY,
-                                "WITH i AS (INSERT INTO hookd_deliveries(id, event_id, endpoint_id, account, status,"
-                                "  attempt_count, next_attempt_at, last_status_code, last_error, first_attempt_at,"
-                                "  last_attempt_at, delivered_at, created_at, lease_owner, lease_until, lease_token)"
-                                "  SELECT * FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
-                                "  $15, $16) ON CONFLICT DO NOTHING RETURNING id, endpoint_id, lease_owner, lease_until)"
-                                " " INFLIGHT_RECORD("i"),
-                                &p, NULL);
+        result = pg_run(s, PG_DELIVERY_INSERT_MANY,
+                        "WITH i AS (INSERT INTO hookd_deliveries(id, event_id, endpoint_id, account, status,"
+                        "  attempt_count, next_attempt_at, last_status_code, last_error, first_attempt_at,"
+                        "  last_attempt_at, delivered_at, created_at, lease_owner, lease_until, lease_token)"
+                        "  SELECT * FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
+                        "  $15, $16) ON CONFLICT DO NOTHING RETURNING id, endpoint_id, lease_owner, lease_until),"
+                        " f AS (" INFLIGHT_RECORD("i") ")"
+                        " SELECT count(*) FROM i",
+                        &p, &res);
+    if (result == 0)
+        *inserted = pg_col_i64(res, 0, 0);
+    PQclear(res);
     for (int c = 0; c < INS_COLUMNS; c++)
         pg_array_free(&a[c]);
     return result;
+}
+
+int postgres_delivery_insert_many(struct store *s, const struct delivery *ds, size_t n)
+{
+    int64_t inserted;
+
+    return insert_rows(s, ds, n, &inserted);
+}
+
+/* The one-row case of the same statement: one plan and one text to keep right. */
+int postgres_delivery_insert(struct store *s, const struct delivery *d)
+{
+    int64_t inserted;
+    int result = insert_rows(s, d, 1, &inserted);
+
+    return result == 0 && inserted == 0 ? HOOKD_EEXISTS : result;
 }
 
 /* ---- claims ----------------------------------------------------------------- */
@@ -463,60 +441,6 @@ int postgres_delivery_next_due(struct store *s, int64_t *at)
 
 /* ---- completion and release -------------------------------------------------- */
 
-/*
- * Fenced: applies only while (lease_owner, lease_token) still match; else
- * ESTALE and nothing changes. The delivery's update, its attempt row and a
- * 410's endpoint disable are one statement: atomic without a transaction of
- * its own, and one round trip.
- */
-int postgres_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now)
-{
-    const struct attempt *a = &r->attempt;
-    struct pg_params p = {.n = 0};
-    PGresult *res;
-    int64_t started = a->started_at ? a->started_at : now;
-    int result;
-
-    if (!delivery_result_valid(r))
-        return HOOKD_EINVAL;
-    pg_param_text(&p, 1, r->delivery_id);
-    pg_param_text(&p, 2, r->lease_owner);
-    pg_param_i64(&p, 3, r->lease_token);
-    pg_param_text(&p, 4, delivery_status_name(r->status));
-    pg_param_int(&p, 5, a->n);
-    pg_param_time(&p, 6, delivery_status_open(r->status) ? (r->next_attempt_at ? r->next_attempt_at : now) : 0);
-    if (a->status_code)
-        pg_param_int(&p, 7, a->status_code);
-    else
-        pg_param_null(&p, 7, PG_OID_INT4);
-    pg_param_text(&p, 8, a->error);
-    pg_param_i64(&p, 9, started);
-    pg_param_i64(&p, 10, now);
-    pg_param_int(&p, 11, a->duration_ms);
-    pg_param_text(&p, 12, a->error_class);
-    pg_param_text(&p, 13, a->response);
-    pg_param_text(&p, 14, a->node ? a->node : r->lease_owner);
-    pg_param_text(&p, 15, r->disable_endpoint_reason);
-    result = pg_run(s, PG_DELIVERY_COMPLETE,
-                    "WITH u AS (UPDATE hookd_deliveries SET status = $4, attempt_count = $5, next_attempt_at = $6,"
-                    "  last_status_code = $7, last_error = $8, first_attempt_at = COALESCE(first_attempt_at, $9),"
-                    "  last_attempt_at = $9, delivered_at = CASE WHEN $4 = 'delivered' THEN $10 ELSE delivered_at END,"
-                    "  lease_owner = NULL, lease_until = NULL"
-                    "  WHERE id = $1 AND lease_owner = $2 AND lease_token = $3 RETURNING id, endpoint_id),"
-                    " f AS (" INFLIGHT_DROP("u") "),"
-                    " a AS (INSERT INTO hookd_attempts(delivery_id, n, started_at, duration_ms, status_code,"
-                    "  error_class, error, response, node) SELECT u.id, $5, $9, $11, $7, $12, $8, $13, $14 FROM u),"
-                    " x AS (UPDATE hookd_endpoints e SET enabled = false, disabled_reason = $15, updated_at = $10,"
-                    "  disabled_at = COALESCE(e.disabled_at, $10) FROM u WHERE $15 IS NOT NULL AND e.id = u.endpoint_id)"
-                    " SELECT count(*) FROM u",
-                    &p, &res);
-    if (result)
-        return result;
-    result = pg_col_i64(res, 0, 0) > 0 ? 0 : HOOKD_ESTALE;
-    PQclear(res);
-    return result;
-}
-
 /* The columns of a batch of results, one element per valid result. */
 enum { CM_ID, CM_OWNER, CM_TOKEN, CM_STATUS, CM_N, CM_NEXT, CM_CODE, CM_ERROR, CM_STARTED, CM_DURATION,
        CM_CLASS, CM_RESPONSE, CM_NODE, CM_DISABLE, CM_COLUMNS };
@@ -544,10 +468,10 @@ static int complete_many_results(const PGresult *res, const struct delivery_resu
 }
 
 /*
- * One statement for the whole batch, as postgres_delivery_complete does for
- * one: the arrays become rows, the fenced update keeps those whose lease is
- * still theirs, and only those get their attempt row and (410) the endpoint
- * disabled.
+ * One statement for the whole batch (atomic without a transaction of its
+ * own): the arrays become rows, the fenced update keeps those whose lease is
+ * still theirs, and only those get their attempt row, their lease dropped from
+ * hookd_inflight and (410) the endpoint disabled.
  */
 int postgres_delivery_complete_many(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,
                                     int *results)
@@ -624,6 +548,16 @@ out:
     for (int c = 0; c < CM_COLUMNS; c++)
         pg_array_free(&a[c]);
     return result;
+}
+
+/* Fenced: applies only while (lease_owner, lease_token) still match; else
+ * ESTALE and nothing changes. The one-result case of complete_many. */
+int postgres_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now)
+{
+    int one = 0;
+    int result = postgres_delivery_complete_many(s, r, 1, now, &one);
+
+    return result ? result : one;
 }
 
 int postgres_delivery_release(struct store *s, const char *id, const char *owner, int64_t token)
