@@ -28,7 +28,8 @@ struct opts {
     size_t n_env;
     bool keep;
     /* -1 until given, then the scenario's default */
-    long events, endpoints, batch, rate, seconds, pending, max_in_flight, payload_bytes, timeout_s, sink_only_s, nodes;
+    long events, endpoints, batch, rate, seconds, pending, max_in_flight, payload_bytes, timeout_s, sink_only_s, nodes,
+        publishers;
 };
 
 /* Fills o from argv; returns 0, or 2 after printing the usage. --help prints it and exits 0. */

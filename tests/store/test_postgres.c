@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/ids.h"
+#include "store/postgres_internal.h"
 #include "store/store.h"
 
 struct fixture {
@@ -248,6 +249,46 @@ static void test_aborted_transaction_does_not_commit(void **state)
     assert_int_equal(store_meta_set(fx->s, "z", "1"), 0); /* the connection is fine */
 }
 
+/* A setting of the store's own session, read through its connection. */
+static void assert_setting(struct store *s, const char *name, const char *want)
+{
+    char sql[96];
+    PGresult *r;
+
+    snprintf(sql, sizeof sql, "SELECT current_setting('%s')", name);
+    r = PQexec(s->conn, sql);
+    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+    assert_string_equal(PQgetvalue(r, 0, 0), want);
+    PQclear(r);
+}
+
+/*
+ * hookd's sessions price sequential and bitmap scans out (plans made while
+ * the tables were nearly empty must not scan whole backlogs later) and run
+ * without the JIT; a DSN that sets options of its own gets those instead.
+ */
+static void test_session_planner_settings(void **state)
+{
+    struct fixture *fx = *state;
+    struct store *own = NULL;
+    char dsn[640];
+
+    assert_setting(fx->s, "enable_seqscan", "off");
+    assert_setting(fx->s, "enable_bitmapscan", "off");
+    assert_setting(fx->s, "jit", "off");
+    /* The same after a reconnect. */
+    terminate_sessions(fx);
+    assert_int_equal(key_lookup(fx->s, "k"), HOOKD_EUNAVAIL);
+    assert_int_equal(key_lookup(fx->s, "k"), HOOKD_ENOTFOUND);
+    assert_setting(fx->s, "enable_seqscan", "off");
+
+    snprintf(dsn, sizeof dsn, "%s%coptions=-c%%20enable_seqscan%%3Don", fx->dsn, strchr(fx->dsn, '?') ? '&' : '?');
+    assert_int_equal(store_open(dsn, &own), 0);
+    assert_setting(own, "enable_seqscan", "on");
+    assert_setting(own, "enable_bitmapscan", "on");
+    store_close(own);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -259,6 +300,7 @@ int main(void)
         T(test_changed_after_reconnect),
         T(test_failed_op_rolls_back_to_its_savepoint),
         T(test_aborted_transaction_does_not_commit),
+        T(test_session_planner_settings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
