@@ -120,7 +120,7 @@ void claims_finished(struct dispatcher *q, int64_t now)
         job_list_free(&c->jobs);
         return;
     }
-    dispatcher_jobs_accept(q, &c->jobs);
+    dispatcher_jobs_accept(q, &c->jobs, 0);
     q->due_held_back = got < c->limit && c->next_due <= c->now;
     if (got == c->limit)
         q->next_wake_at = now; /* a full batch: more may be due */

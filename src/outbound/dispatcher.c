@@ -288,7 +288,7 @@ static bool lease_renewed(struct dispatcher *q, struct job *fresh)
 }
 
 /* Files handed-over jobs under their endpoints; unknown endpoints trigger one reload. */
-void dispatcher_jobs_accept(struct dispatcher *q, struct job_list *list)
+void dispatcher_jobs_accept(struct dispatcher *q, struct job_list *list, uint64_t fanout)
 {
     bool reloaded = false;
 
@@ -305,6 +305,7 @@ void dispatcher_jobs_accept(struct dispatcher *q, struct job_list *list)
             continue;
         }
         j->dj = *dj;
+        j->fanout = fanout;
         memset(dj, 0, sizeof *dj);
         if (lease_renewed(q, j))
             continue;
@@ -342,8 +343,51 @@ static void job_record(struct dispatcher *q, struct job *j, const struct request
     int64_t now = clock_now_ms();
 
     job_set_result(j, &j->ep->policy, o, response, started_at, now, rnd01(q), q->d->node);
-    dispatcher_job_submit(q, j, JOB_RECORDING);
     q->freed_since_claim = true;
+    if (j->fanout > q->fanouts_decided) {
+        /* Its fan-out may not have committed yet: the write would not find the row. */
+        j->phase = JOB_RECORDING;
+        j->next = NULL;
+        if (q->parked_tail != NULL)
+            q->parked_tail->next = j;
+        else
+            q->parked = j;
+        q->parked_tail = j;
+        return;
+    }
+    dispatcher_job_submit(q, j, JOB_RECORDING);
+}
+
+/*
+ * The fan-outs up to decided have ended: their held results go to the writer.
+ * At stop (drop_rest) the results of fan-outs still open are dropped: their
+ * leases expire, if those fan-outs commit at all.
+ */
+static void parked_release(struct dispatcher *q, uint64_t decided, bool drop_rest)
+{
+    struct job *j = q->parked, *keep = NULL, *keep_tail = NULL;
+
+    if (decided > q->fanouts_decided)
+        q->fanouts_decided = decided;
+    q->parked = q->parked_tail = NULL;
+    while (j != NULL) {
+        struct job *next = j->next;
+        j->next = NULL;
+        if (j->fanout <= q->fanouts_decided) {
+            dispatcher_job_submit(q, j, JOB_RECORDING);
+        } else if (drop_rest) {
+            dispatcher_job_free(q, j);
+        } else {
+            if (keep_tail != NULL)
+                keep_tail->next = j;
+            else
+                keep = j;
+            keep_tail = j;
+        }
+        j = next;
+    }
+    q->parked = keep;
+    q->parked_tail = keep_tail;
 }
 
 /* Collects finished transfers: frees their slot at once, then records the attempt. */
@@ -424,12 +468,14 @@ static void inbox_drain(struct dispatcher *q, int64_t now)
 {
     struct batch *batches;
     struct job *finished;
+    uint64_t decided;
     bool claimed;
 
     pthread_mutex_lock(&q->mu);
     batches = q->batches;
     finished = q->finished;
     claimed = q->claim_finished;
+    decided = q->fanouts_decided_posted;
     q->batches = q->batches_tail = NULL;
     q->finished = q->finished_tail = NULL;
     q->claim_finished = false;
@@ -449,11 +495,14 @@ static void inbox_drain(struct dispatcher *q, int64_t now)
             atomic_fetch_sub(&q->held, (int)batches->jobs.n);
             job_list_free(&batches->jobs);
         } else {
-            dispatcher_jobs_accept(q, &batches->jobs);
+            dispatcher_jobs_accept(q, &batches->jobs, batches->fanout);
         }
         free(batches);
         batches = next;
     }
+    /* After the batches: a fan-out's decision is posted after its jobs. */
+    if (decided > q->fanouts_decided || (q->parked != NULL && atomic_load(&q->stopping)))
+        parked_release(q, decided, atomic_load(&q->stopping));
 }
 
 static void endpoints_refresh(struct dispatcher *q, int64_t mono)
@@ -485,6 +534,7 @@ static void abandon_queued(struct dispatcher *q)
 {
     endpoint_cache_each(&q->cache, abandon_endpoint_queue, q);
     rewrite_due(q, 0, true);
+    parked_release(q, 0, true);
 }
 
 static void abandon_in_flight(struct dispatcher *q)
@@ -631,23 +681,25 @@ fail:
     return rc;
 }
 
-void dispatcher_enqueue(struct dispatcher *q, struct job_list *jobs)
+/* Posts a batch to the inbox; false when it was dropped (no memory, or stopping). */
+static bool batch_post(struct dispatcher *q, struct job_list *jobs, uint64_t fanout)
 {
     struct batch *b;
     bool wake;
 
     if (jobs->n == 0) {
         job_list_free(jobs);
-        return;
+        return false;
     }
     b = malloc(sizeof *b);
     if (b == NULL || atomic_load(&q->stopping)) {
         /* Dropped: the leases expire and the deliveries are claimed again. */
         free(b);
         job_list_free(jobs);
-        return;
+        return false;
     }
     b->jobs = *jobs;
+    b->fanout = fanout;
     b->next = NULL;
     jobs->items = NULL;
     jobs->n = 0;
@@ -658,6 +710,31 @@ void dispatcher_enqueue(struct dispatcher *q, struct job_list *jobs)
     else
         q->batches = b;
     q->batches_tail = b;
+    wake = dispatcher_inbox_wake_needed(q);
+    pthread_mutex_unlock(&q->mu);
+    if (wake)
+        curl_multi_wakeup(q->multi);
+    return true;
+}
+
+void dispatcher_enqueue(struct dispatcher *q, struct job_list *jobs) { (void)batch_post(q, jobs, 0); }
+
+uint64_t dispatcher_enqueue_tentative(struct dispatcher *q, struct job_list *jobs)
+{
+    uint64_t fanout = atomic_fetch_add(&q->fanouts, 1) + 1;
+
+    return batch_post(q, jobs, fanout) ? fanout : 0;
+}
+
+void dispatcher_fanout_decided(struct dispatcher *q, uint64_t fanout)
+{
+    bool wake;
+
+    if (fanout == 0)
+        return;
+    pthread_mutex_lock(&q->mu);
+    if (fanout > q->fanouts_decided_posted)
+        q->fanouts_decided_posted = fanout;
     wake = dispatcher_inbox_wake_needed(q);
     pthread_mutex_unlock(&q->mu);
     if (wake)

@@ -7,7 +7,8 @@
  *   dispatcher_inbox_wake_needed  under mu: whether this message must wake the loop
  *   dispatcher_job_free           drop a job and give its window slot back
  *   dispatcher_job_submit         queue a job's writer op for its phase (record, grouped; or release)
- *   dispatcher_jobs_accept        file claimed or handed-over jobs under their endpoints
+ *   dispatcher_jobs_accept        file claimed or handed-over jobs under their endpoints (fanout: see
+ *                                 dispatcher_enqueue_tentative; 0 for claims)
  *   claims_maybe / claims_finished   start a claim when due and room allows; take its answer
  *   rewrite_later / rewrite_due   keep a refused result; resubmit (or drop at stop) when due
  */
@@ -31,6 +32,7 @@
 /* A job_list handed over by the relay or returned by a claim, waiting in the inbox. */
 struct batch {
     struct job_list jobs;
+    uint64_t fanout; /* dispatcher_enqueue_tentative's number for them (0: committed already) */
     struct batch *next;
 };
 
@@ -58,6 +60,9 @@ struct dispatcher {
     struct job *finished, *finished_tail; /* writer ops done (recorded or released) */
     bool claim_finished;
     bool woken; /* a wake-up is pending: later messages need not send another */
+    uint64_t fanouts_decided_posted; /* dispatcher_fanout_decided: every fan-out up to it has ended */
+
+    atomic_uint_least64_t fanouts; /* the last number dispatcher_enqueue_tentative gave out */
 
     /* loop thread only */
     struct endpoint_cache cache;
@@ -76,6 +81,10 @@ struct dispatcher {
     bool freed_since_claim;    /* an attempt result was queued after the last claim: its lease goes with it */
     int64_t endpoints_checked_mono;
     struct job_table jobs;
+    /* Results of jobs whose fan-out may still roll back: held until it has ended
+     * (fanouts_decided), for a write before its commit would miss the delivery row. */
+    struct job *parked, *parked_tail;
+    uint64_t fanouts_decided;
     /* Attempts whose record failed while the store was down: the result is
      * known, so it is written again later instead of the delivery being sent again. */
     struct job *rewrite, *rewrite_tail;
@@ -89,7 +98,7 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 bool dispatcher_inbox_wake_needed(struct dispatcher *q);
 void dispatcher_job_free(struct dispatcher *q, struct job *j);
 void dispatcher_job_submit(struct dispatcher *q, struct job *j, enum job_phase phase);
-void dispatcher_jobs_accept(struct dispatcher *q, struct job_list *list);
+void dispatcher_jobs_accept(struct dispatcher *q, struct job_list *list, uint64_t fanout);
 
 void claims_maybe(struct dispatcher *q, int64_t now);
 void claims_finished(struct dispatcher *q, int64_t now);

@@ -35,6 +35,7 @@ struct job {
     struct job *next;       /* endpoint FIFO while queued, inbox list once its writer op is done */
     struct job *index_next; /* job_table chain */
     enum job_phase phase;
+    uint64_t fanout;        /* the relay's fan-out that handed it over before its commit (0: none) */
     int op_result;          /* writer result, set by the done callback */
     /* The attempt, filled when the transfer ends and recorded by delivery_complete. */
     struct delivery_result result;

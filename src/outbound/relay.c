@@ -6,11 +6,14 @@
  * Two ways, by store:
  *  - shared stores (several nodes): one transaction on the relay's own
  *    connection (beside the writer's, so fan-out and attempt results proceed
- *    in parallel) locks the rows, asks for each endpoint's free in-flight
- *    slots (its cap minus every node's leases), inserts the deliveries, those
- *    that fit already leased to this node, and marks the rows; the dispatcher
- *    gets the leased ones after the commit and claims the rest as caps free
- *    up, so a slow endpoint cannot fill the window.
+ *    in parallel) locks and marks the rows, asks for each endpoint's free
+ *    in-flight slots (its cap minus every node's leases), and inserts the
+ *    deliveries, those that fit already leased to this node. The leased ones
+ *    go to the dispatcher before the commit (the rows stay locked meanwhile,
+ *    so no other node can fan them out): the commit's fsync leaves the
+ *    commit→arrival path, and their results wait for the commit in the
+ *    dispatcher. The rest are claimed as caps free up, so a slow endpoint
+ *    cannot fill the window.
  *  - single-node stores (SQLite): the rows are read, the deliveries handed to
  *    the dispatcher at once, and their recording follows in a deferred writer
  *    op. No other node can fan out the same rows, a crash before the record
@@ -267,11 +270,11 @@ static int fanout_slots_get(struct relay *r, struct store *s, const struct event
 }
 
 /*
- * Fetches (and locks) undispatched rows, inserts their deliveries in one
- * statement, marks the rows. Deliveries that fit their endpoint's free slots
- * and the dispatcher's window go in already leased to this node (and to the
- * dispatcher after the commit): in the usual case, no backlog, that saves a
- * claim per delivery. The rest go in unleased for the dispatcher's claims.
+ * Fetches (and locks) undispatched rows, marks them, inserts their deliveries
+ * in one statement. Deliveries that fit their endpoint's free slots and the
+ * dispatcher's window go in already leased to this node (and to the
+ * dispatcher right after the insert): in the usual case, no backlog, that
+ * saves a claim per delivery. The rest go in unleased for the dispatcher's claims.
  * A row present already is kept as it is (insert and mark commit together,
  * so only a row marked undispatched by hand can meet its old deliveries);
  * the job made for it then sends a repeat with the same webhook-id, whose
@@ -293,9 +296,6 @@ static int fanout_rows(struct relay *r, struct store *s, int limit, size_t *fetc
     if (rc != 0 || evs.n == 0)
         goto out;
     *fetched = evs.n;
-    rc = endpoints_current(r, s);
-    if (rc != 0)
-        goto out;
     seqs = malloc(evs.n * sizeof *seqs);
     valid = malloc(evs.n * sizeof *valid);
     if (seqs == NULL || valid == NULL) {
@@ -306,7 +306,12 @@ static int fanout_rows(struct relay *r, struct store *s, int limit, size_t *fetc
         seqs[i] = evs.items[i].seq;
         valid[i] = payload_is_json(evs.items[i].payload);
     }
-    rc = fanout_slots_get(r, s, &evs, valid, now, &fs);
+    /* Marked first (it commits with the rest either way), so the insert is the last statement before the sends. */
+    rc = store_outbox_mark_dispatched(s, seqs, evs.n, now);
+    if (rc == 0)
+        rc = endpoints_current(r, s);
+    if (rc == 0)
+        rc = fanout_slots_get(r, s, &evs, valid, now, &fs);
     room = dispatcher_room(r->d->dispatcher);
     for (size_t i = 0; i < evs.n && rc == 0; i++) {
         const struct event *ev = &evs.items[i];
@@ -332,8 +337,6 @@ static int fanout_rows(struct relay *r, struct store *s, int limit, size_t *fetc
     }
     if (rc == 0)
         rc = store_delivery_insert_many(s, ds, n_ds);
-    if (rc == 0)
-        rc = store_outbox_mark_dispatched(s, seqs, evs.n, now);
     r->op_left_due = left > 0;
 out:
     fanout_slots_free(&fs);
@@ -346,11 +349,15 @@ out:
 
 /*
  * One shared-store fan-out in its own transaction on the relay's connection.
- * Only after the commit may the dispatcher send what it claimed: on failure
- * everything was rolled back (the rows stay undispatched, the claims unmade).
+ * The leased deliveries go to the dispatcher once inserted, before the
+ * commit; their results wait for dispatcher_fanout_decided(). If the commit
+ * fails, everything is rolled back (the rows stay undispatched, the leases
+ * unmade): whatever was sent meanwhile is sent again, with the same
+ * webhook-id, when the rows are fanned out again.
  */
 static int fan_out_batch(struct relay *r, int limit, size_t *fetched)
 {
+    uint64_t fanout = 0;
     int rc;
 
     *fetched = 0;
@@ -358,11 +365,12 @@ static int fan_out_batch(struct relay *r, int limit, size_t *fetched)
     if (rc != 0)
         return rc;
     rc = fanout_rows(r, r->rd, limit, fetched);
+    if (rc == 0 && r->op_jobs.n > 0)
+        fanout = dispatcher_enqueue_tentative(r->d->dispatcher, &r->op_jobs);
     rc = rc == 0 ? store_commit(r->rd) : rc;
     if (rc != 0 && store_rollback(r->rd) != 0)
         log_limited(&r->lim, LOG_WARN, PART, "rollback after a failed fan-out failed too");
-    if (rc == 0 && r->op_jobs.n > 0)
-        dispatcher_enqueue(r->d->dispatcher, &r->op_jobs);
+    dispatcher_fanout_decided(r->d->dispatcher, fanout);
     /* Deliveries left in the store for the caps: the dispatcher claims them when slots free up. */
     if (rc == 0 && r->op_left_due)
         dispatcher_wake(r->d->dispatcher);

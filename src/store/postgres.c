@@ -27,12 +27,18 @@
  * estimates lag behind, and with them it sometimes prefers a sequential scan,
  * or a bitmap scan plus a sort, that reads the whole backlog (measured: 67 ms
  * where the index walk takes 0.3 ms). Both are therefore priced out on
- * hookd's own connections; a query with no other way still gets one. The
- * price they add would make such a plan look expensive enough to be compiled
- * by the JIT (200 ms per run, measured): JIT is off too, as it is best for
- * short queries anyway. A DSN that sets options itself replaces these.
+ * hookd's own connections; a query with no other way still gets one. With
+ * them gone, a statement's generic plan is as good as a plan made for its
+ * parameters, so hookd's prepared statements keep their generic plans
+ * instead of being planned again at every run (the server does that for
+ * statements with array parameters: 0.3 ms each, two of them per fan-out).
+ * The price added to the priced-out paths would make a plan that needs one
+ * look expensive enough to be compiled by the JIT (200 ms per run,
+ * measured): JIT is off too, as it is best for short queries anyway. A DSN
+ * that sets options itself replaces these.
  */
-#define PLANNER_OPTIONS "-c enable_seqscan=off -c enable_bitmapscan=off -c jit=off"
+#define PLANNER_OPTIONS \
+    "-c enable_seqscan=off -c enable_bitmapscan=off -c plan_cache_mode=force_generic_plan -c jit=off"
 #define MIGRATE_LOCK_KEY "7236281835447235940" /* pg_advisory_xact_lock key of migrations ("dkoohpgm") */
 #define NOTIFY_DRAIN_MAX 1000000     /* bound of one changed() drain */
 
@@ -214,38 +220,109 @@ fail:
 
 /* ---- statements ----------------------------------------------------------- */
 
-/* Sends the savepoint that postgres_savepoint() only noted, before the op's
- * first statement, together with the release of the previous op's one: the
- * writer's per-op isolation then costs one round trip per op, not two. */
-static int savepoint_flush(struct store *s)
-{
-    int result;
-
-    if (s->sp != PG_SP_WANTED)
-        return 0;
-    result = pg_exec(s, s->sp_release_pending ? "RELEASE SAVEPOINT hookd_op; SAVEPOINT hookd_op"
-                                              : "SAVEPOINT hookd_op");
-    s->sp_release_pending = false;
-    s->sp = result == 0 ? PG_SP_ACTIVE : PG_SP_NONE;
-    return result;
-}
-
 int pg_exec(struct store *s, const char *sql)
 {
     PGresult *res;
+    char *joined = NULL;
     int result = pg_ready(s);
 
     if (result)
         return result;
-    res = PQexec(s->conn, sql);
+    if (s->begin_pending) {
+        /* The simple protocol takes several statements at once. */
+        size_t n = strlen(sql) + sizeof "BEGIN; ";
+        joined = malloc(n);
+        if (!joined)
+            return HOOKD_ENOMEM;
+        snprintf(joined, n, "BEGIN; %s", sql);
+        s->begin_pending = false;
+    }
+    res = PQexec(s->conn, joined ? joined : sql);
     result = pg_check(s, res);
     PQclear(res);
+    free(joined);
+    return result;
+}
+
+/*
+ * What a statement may have to carry along: a BEGIN that store_begin() only
+ * noted, the writer's savepoint for the op (postgres_savepoint() notes it,
+ * with the release of the previous op's one), and the statement's PREPARE the
+ * first time. They go in one pipeline with the statement: one round trip
+ * instead of up to four, which is most of what a short transaction costs.
+ */
+enum { PIPE_BEGIN, PIPE_RELEASE, PIPE_SAVEPOINT, PIPE_PREPARE, PIPE_EXEC, PIPE_PARTS };
+
+static bool pipe_send(struct store *s, int part, const char *name, const char *sql, const struct pg_params *p)
+{
+    static const char *const fixed[] = {[PIPE_BEGIN] = "BEGIN", [PIPE_RELEASE] = "RELEASE SAVEPOINT hookd_op",
+                                        [PIPE_SAVEPOINT] = "SAVEPOINT hookd_op"};
+
+    if (part == PIPE_PREPARE)
+        return PQsendPrepare(s->conn, name, sql, p->n, p->types) == 1;
+    if (part == PIPE_EXEC)
+        return PQsendQueryPrepared(s->conn, name, p->n, p->values, NULL, NULL, 0) == 1;
+    return PQsendQueryParams(s->conn, fixed[part], 0, NULL, NULL, NULL, NULL, 0) == 1;
+}
+
+/* Sends the wanted parts in one pipeline and reads their results: the
+ * statement's into *res, and 0 or the error of the first part that failed. */
+static int run_pipelined(struct store *s, const bool want[PIPE_PARTS], const char *name, const char *sql,
+                         const struct pg_params *p, bool ok[PIPE_PARTS], PGresult **res)
+{
+    PGresult *failed = NULL, *r;
+    bool sent = PQenterPipelineMode(s->conn) == 1;
+    int result = 0;
+
+    for (int i = 0; i < PIPE_PARTS; i++) {
+        ok[i] = false;
+        if (want[i] && sent)
+            sent = pipe_send(s, i, name, sql, p);
+    }
+    sent = sent && PQpipelineSync(s->conn) == 1;
+    for (int i = 0; i < PIPE_PARTS && sent; i++) {
+        if (!want[i])
+            continue;
+        r = PQgetResult(s->conn);
+        if (!r) {
+            sent = false;
+            break;
+        }
+        ok[i] = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
+        if (ok[i] && i == PIPE_EXEC) {
+            *res = r;
+        } else if (!ok[i] && !failed && PQresultStatus(r) != PGRES_PIPELINE_ABORTED) {
+            failed = r;
+        } else {
+            PQclear(r);
+        }
+        while ((r = PQgetResult(s->conn)) != NULL) /* the end of this part's results */
+            PQclear(r);
+    }
+    /* Up to the sync, which ends the pipeline. */
+    while (sent && (r = PQgetResult(s->conn)) != NULL) {
+        bool sync = PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+        PQclear(r);
+        if (sync)
+            break;
+    }
+    PQexitPipelineMode(s->conn);
+    if (failed)
+        result = pg_fail(s, failed);
+    else if (!sent || !ok[PIPE_EXEC])
+        result = pg_fail(s, NULL);
+    PQclear(failed);
+    if (result) {
+        PQclear(*res);
+        *res = NULL;
+    }
     return result;
 }
 
 int pg_run(struct store *s, int slot, const char *sql, const struct pg_params *p, PGresult **res)
 {
     static const struct pg_params none = {.n = 0};
+    bool want[PIPE_PARTS] = {false}, ok[PIPE_PARTS];
     char name[24];
     PGresult *r;
     int result;
@@ -256,25 +333,31 @@ int pg_run(struct store *s, int slot, const char *sql, const struct pg_params *p
     if (!p)
         p = &none;
     result = pg_ready(s);
-    if (result == 0)
-        result = savepoint_flush(s);
     if (result)
         return result;
     snprintf(name, sizeof name, "hookd_%d", slot);
-    if (!s->prepared[slot]) {
-        r = PQprepare(s->conn, name, sql, p->n, p->types);
+    want[PIPE_BEGIN] = s->begin_pending;
+    want[PIPE_RELEASE] = s->sp == PG_SP_WANTED && s->sp_release_pending;
+    want[PIPE_SAVEPOINT] = s->sp == PG_SP_WANTED;
+    want[PIPE_PREPARE] = !s->prepared[slot];
+    if (!want[PIPE_BEGIN] && !want[PIPE_SAVEPOINT] && !want[PIPE_PREPARE]) {
+        r = PQexecPrepared(s->conn, name, p->n, p->values, NULL, NULL, 0);
         result = pg_check(s, r);
-        PQclear(r);
         if (result)
-            return result;
-        s->prepared[slot] = true;
+            PQclear(r);
+        else
+            *res = r;
+        return result;
     }
-    r = PQexecPrepared(s->conn, name, p->n, p->values, NULL, NULL, 0);
-    result = pg_check(s, r);
-    if (result)
-        PQclear(r);
-    else
-        *res = r;
+    want[PIPE_EXEC] = true;
+    result = run_pipelined(s, want, name, sql, p, ok, res);
+    s->begin_pending = false;
+    if (want[PIPE_SAVEPOINT]) {
+        s->sp_release_pending = false;
+        s->sp = ok[PIPE_SAVEPOINT] ? PG_SP_ACTIVE : PG_SP_NONE;
+    }
+    if (ok[PIPE_PREPARE])
+        s->prepared[slot] = true;
     return result;
 }
 
@@ -308,6 +391,7 @@ static int commit_checked(struct store *s)
     return result;
 }
 
+/* The BEGIN goes with the method's first statement. */
 int pg_atomic_begin(struct store *s)
 {
     int result;
@@ -315,8 +399,9 @@ int pg_atomic_begin(struct store *s)
     s->atomic_own = false;
     if (s->tx_open)
         return 0;
-    result = pg_exec(s, "BEGIN");
+    result = pg_ready(s);
     s->atomic_own = result == 0;
+    s->begin_pending = result == 0;
     return result;
 }
 
@@ -326,6 +411,11 @@ int pg_atomic_end(struct store *s, int result)
 
     if (!s->atomic_own)
         return result;
+    if (s->begin_pending) { /* nothing was sent */
+        s->begin_pending = false;
+        s->atomic_own = false;
+        return result;
+    }
     if (PQstatus(s->conn) != CONNECTION_OK) {
         s->atomic_own = false;
         return result ? result : HOOKD_EUNAVAIL;
@@ -623,21 +713,24 @@ static int postgres_migrate(struct store *s)
 static void tx_state_clear(struct store *s)
 {
     s->tx_open = false;
+    s->begin_pending = false;
     s->sp = PG_SP_NONE;
     s->sp_release_pending = false;
 }
 
-/* READ COMMITTED: every statement sees what committed before it started. */
+/* READ COMMITTED: every statement sees what committed before it started.
+ * The BEGIN itself goes with the transaction's first statement (pg_run). */
 static int postgres_begin(struct store *s)
 {
     int result;
 
     if (s->tx_open)
         return HOOKD_EINVAL;
-    result = pg_exec(s, "BEGIN");
+    result = pg_ready(s);
     if (result == 0) {
         tx_state_clear(s);
         s->tx_open = true;
+        s->begin_pending = true;
     }
     return result;
 }
@@ -648,6 +741,10 @@ static int postgres_commit(struct store *s)
 
     if (!s->tx_open)
         return HOOKD_EINVAL;
+    if (s->begin_pending) { /* no statement: nothing to commit */
+        tx_state_clear(s);
+        return 0;
+    }
     result = commit_checked(s);
     if (result == 0)
         tx_state_clear(s);
@@ -656,14 +753,18 @@ static int postgres_commit(struct store *s)
 
 static int postgres_rollback(struct store *s)
 {
+    bool sent = !s->begin_pending;
+
     tx_state_clear(s);
+    if (!sent)
+        return 0;
     /* The server dropped the transaction with the connection: nothing to undo. */
     if (PQstatus(s->conn) != CONNECTION_OK)
         return 0;
     return pg_exec(s, "ROLLBACK");
 }
 
-/* Only noted here; sent with the op's first statement (savepoint_flush). */
+/* Only noted here; sent with the op's first statement (pg_run). */
 static int postgres_savepoint(struct store *s)
 {
     if (!s->tx_open || s->sp != PG_SP_NONE)

@@ -63,6 +63,7 @@ struct store {
     bool prepared[PG_SLOTS];     /* on this connection; cleared by a reconnect */
     bool tx_open;                /* inside begin .. commit/rollback */
     bool atomic_own;             /* pg_atomic_begin opened a transaction of its own */
+    bool begin_pending;          /* BEGIN not sent yet: it goes with the first statement */
     enum pg_savepoint sp;
     bool sp_release_pending;     /* a released savepoint still exists on the server */
     bool listening;              /* LISTEN hookd_outbox issued on this connection */

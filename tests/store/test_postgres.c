@@ -264,8 +264,8 @@ static void assert_setting(struct store *s, const char *name, const char *want)
 
 /*
  * hookd's sessions price sequential and bitmap scans out (plans made while
- * the tables were nearly empty must not scan whole backlogs later) and run
- * without the JIT; a DSN that sets options of its own gets those instead.
+ * the tables were nearly empty must not scan whole backlogs later), keep
+ * generic plans and run without the JIT; a DSN that sets options of its own gets those instead.
  */
 static void test_session_planner_settings(void **state)
 {
@@ -276,6 +276,7 @@ static void test_session_planner_settings(void **state)
     assert_setting(fx->s, "enable_seqscan", "off");
     assert_setting(fx->s, "enable_bitmapscan", "off");
     assert_setting(fx->s, "jit", "off");
+    assert_setting(fx->s, "plan_cache_mode", "force_generic_plan");
     /* The same after a reconnect. */
     terminate_sessions(fx);
     assert_int_equal(key_lookup(fx->s, "k"), HOOKD_EUNAVAIL);

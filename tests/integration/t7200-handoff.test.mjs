@@ -1,0 +1,88 @@
+// On PostgreSQL the relay hands a fan-out's deliveries to the dispatcher before
+// its transaction commits (the rows stay locked), so the commit's fsync is off
+// the commit→arrival path. Their attempt results must still wait for that
+// commit: written before it, they would miss the delivery row and leave it
+// leased until the lease ran out (60 s here), to be sent again. And when the
+// commit fails, what was already sent is sent again with the same webhook-id
+// once the events are fanned out anew, and only the committed attempt is kept.
+// A deferred constraint trigger on hookd_deliveries makes the fan-out's commit
+// slow, or fail, for one endpoint's deliveries.
+// PostgreSQL only (HOOKD_TEST_BACKEND=postgres): on SQLite these are reported skipped.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { BACKEND, startDaemon, startCountingSink, waitFor } from '../lib/harness.mjs';
+
+const skip = BACKEND === 'postgres' ? false
+  : 'the relay hands over before the commit on a shared store only: run with HOOKD_TEST_BACKEND=postgres';
+
+/** Installs a trigger that runs `body` (plpgsql) at the commit of every insert of endpoint epId's deliveries. */
+function atFanOutCommit(d, epId, body) {
+  d.sql(`CREATE SEQUENCE test_commits;
+    CREATE FUNCTION test_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN ${body} RETURN NULL; END $$;
+    CREATE CONSTRAINT TRIGGER test_at_commit AFTER INSERT ON hookd_deliveries
+      DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.endpoint_id = '${epId}')
+      EXECUTE FUNCTION test_at_commit();`);
+}
+
+test('results of a fan-out sent before its commit wait for the commit', { skip, timeout: 60000 }, async () => {
+  let sink, d;
+  try {
+    sink = await startCountingSink({ keepArrivals: true });
+    d = await startDaemon({ HOOKD_DELIVERY_LEASE: '60s' });
+    const ep = await d.createEndpoint({ url: sink.url('/slow-commit'), event_types: ['ho.*'] });
+    // 400 ms between the insert of the deliveries and the end of their commit.
+    atFanOutCommit(d, ep.id, 'PERFORM pg_sleep(0.4);');
+    const published = [];
+    for (let i = 0; i < 5; i++) published.push((await d.publish({ type: 'ho.slow', data: { i } })).id);
+
+    // Sent before the commit: the first arrival comes while the delivery row is not visible yet.
+    await waitFor(() => sink.total >= 1, { timeoutMs: 5000, what: 'the first arrival' });
+    const visibleAtArrival = d.sql(`SELECT count(*) FROM hookd_deliveries WHERE event_id = '${published[0]}'`);
+    assert.equal(visibleAtArrival, '0', 'the send did not wait for the fan-out to commit');
+
+    // Each delivered once, its attempt recorded, well within the lease.
+    for (const id of published) {
+      const [dl] = await d.waitDelivery(id, 'delivered', 5000);
+      assert.equal(dl.attempt_count, 1);
+      const { body } = await d.api('GET', `/v1/deliveries/${dl.id}`);
+      assert.equal(body.attempts.length, 1);
+      assert.equal(body.attempts[0].status_code, 200);
+    }
+    assert.equal(sink.distinct('/slow-commit'), published.length);
+    assert.deepEqual(sink.repeats(), []);
+    assert.equal(d.sql('SELECT count(*) FROM hookd_inflight'), '0', 'no lease is left behind');
+  } finally {
+    await d?.cleanup();
+    await sink?.stop();
+  }
+});
+
+test('a fan-out whose commit fails is sent again with the same webhook-id and recorded once', { skip, timeout: 60000 }, async () => {
+  let sink, d;
+  try {
+    sink = await startCountingSink();
+    d = await startDaemon({ HOOKD_DELIVERY_LEASE: '60s', HOOKD_SERVER_LOG_LEVEL: 'error' });
+    const ep = await d.createEndpoint({ url: sink.url('/fails'), event_types: ['hf.*'] });
+    // The first two fan-outs of this endpoint's deliveries fail at commit (a sequence is not rolled back).
+    atFanOutCommit(d, ep.id, `IF nextval('test_commits') <= 2 THEN
+        PERFORM pg_sleep(0.2); RAISE EXCEPTION 'injected commit failure'; END IF;`);
+    const id = (await d.publish({ type: 'hf.once', data: {} })).id;
+
+    const [dl] = await d.waitDelivery(id, 'delivered', 10000);
+    // Sent by each of the three fan-outs, always as the same message.
+    await waitFor(() => sink.total >= 3, { timeoutMs: 5000, what: 'three arrivals' });
+    assert.equal(sink.distinct('/fails'), 1);
+    assert.deepEqual(sink.repeats(), [['/fails', id, 3]]);
+    // Only the committed fan-out's delivery exists, with its one attempt.
+    assert.equal(d.sql(`SELECT count(*) FROM hookd_deliveries WHERE event_id = '${id}'`), '1');
+    assert.equal(dl.attempt_count, 1);
+    const { body } = await d.api('GET', `/v1/deliveries/${dl.id}`);
+    assert.equal(body.attempts.length, 1);
+    assert.equal(d.sql('SELECT count(*) FROM hookd_inflight'), '0', 'no lease is left behind');
+    assert.notEqual(d.sql(`SELECT dispatched_at FROM hookd_outbox WHERE id = '${id}'`), '');
+  } finally {
+    await d?.cleanup();
+    await sink?.stop();
+  }
+});
