@@ -29,7 +29,7 @@ struct opts {
     bool keep;
     /* -1 until given, then the scenario's default */
     long events, endpoints, batch, rate, seconds, pending, max_in_flight, payload_bytes, timeout_s, sink_only_s, nodes,
-        publishers;
+        publishers, warmup;
 };
 
 /* Fills o from argv; returns 0, or 2 after printing the usage. --help prints it and exits 0. */

@@ -28,6 +28,7 @@ struct ev_slot {
     int64_t commit_ns; /* 0 until the publishing transaction committed */
     int64_t first_ns;
     uint32_t arrivals;
+    bool warmup; /* latency: published during the warm-up, not measured */
 };
 
 /* Open addressing, preallocated and never resized, so slot pointers stay valid. Shared by the

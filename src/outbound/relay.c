@@ -23,13 +23,16 @@
 #include "outbound/relay.h"
 
 #include <jansson.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/clock.h"
 #include "core/filter.h"
@@ -53,8 +56,7 @@ struct relay {
     struct daemon *d;
     pthread_t thread;
     pthread_mutex_t mu;
-    pthread_cond_t wake_cv; /* relay_wake, relay_stop */
-    bool wake;
+    int wake_fd; /* eventfd: relay_wake, relay_stop */
     atomic_bool stop;
 
     /* Relay thread only: the jobs of the fan-out being made. */
@@ -80,13 +82,11 @@ struct relay {
 
 /* ---- the fan-out op (writer thread) -------------------------------------- */
 
-static int endpoints_current(struct relay *r, struct store *s)
+/* Reloads the endpoints unless those loaded are of the given version. */
+static int endpoints_of_version(struct relay *r, struct store *s, int64_t version)
 {
-    int64_t version = 0;
-    int rc = store_endpoint_version(s, &version);
+    int rc;
 
-    if (rc != 0)
-        return rc;
     if (r->eps_loaded && version == r->eps_version)
         return 0;
     endpoint_list_free(&r->eps);
@@ -97,6 +97,14 @@ static int endpoints_current(struct relay *r, struct store *s)
     r->eps_version = version;
     r->eps_loaded = true;
     return 0;
+}
+
+static int endpoints_current(struct relay *r, struct store *s)
+{
+    int64_t version = 0;
+    int rc = store_endpoint_version(s, &version);
+
+    return rc != 0 ? rc : endpoints_of_version(r, s, version);
 }
 
 static bool endpoint_wants(const struct endpoint *ep, const struct event *ev)
@@ -270,8 +278,8 @@ static int fanout_slots_get(struct relay *r, struct store *s, const struct event
 }
 
 /*
- * Fetches (and locks) undispatched rows, marks them, inserts their deliveries
- * in one statement. Deliveries that fit their endpoint's free slots and the
+ * Takes (locks and marks) undispatched rows, inserts their deliveries in one
+ * statement. Deliveries that fit their endpoint's free slots and the
  * dispatcher's window go in already leased to this node (and to the
  * dispatcher right after the insert): in the usual case, no backlog, that
  * saves a claim per delivery. The rest go in unleased for the dispatcher's claims.
@@ -286,30 +294,24 @@ static int fanout_rows(struct relay *r, struct store *s, int limit, size_t *fetc
     struct fanout_slots fs = {0};
     struct delivery *ds = NULL;
     size_t n_ds = 0, cap = 0, left = 0;
-    int64_t now = clock_now_ms();
-    int64_t *seqs = NULL;
+    int64_t now = clock_now_ms(), version = 0;
     bool *valid = NULL;
     int room, rc;
 
     r->op_left_due = false;
-    rc = store_outbox_fetch(s, 0, limit, &evs);
+    /* Locked and marked at once (it commits with the rest either way), with the endpoints' version. */
+    rc = store_outbox_take(s, limit, now, &evs, &version);
     if (rc != 0 || evs.n == 0)
         goto out;
     *fetched = evs.n;
-    seqs = malloc(evs.n * sizeof *seqs);
     valid = malloc(evs.n * sizeof *valid);
-    if (seqs == NULL || valid == NULL) {
+    if (valid == NULL) {
         rc = HOOKD_ENOMEM;
         goto out;
     }
-    for (size_t i = 0; i < evs.n; i++) {
-        seqs[i] = evs.items[i].seq;
+    for (size_t i = 0; i < evs.n; i++)
         valid[i] = payload_is_json(evs.items[i].payload);
-    }
-    /* Marked first (it commits with the rest either way), so the insert is the last statement before the sends. */
-    rc = store_outbox_mark_dispatched(s, seqs, evs.n, now);
-    if (rc == 0)
-        rc = endpoints_current(r, s);
+    rc = endpoints_of_version(r, s, version);
     if (rc == 0)
         rc = fanout_slots_get(r, s, &evs, valid, now, &fs);
     room = dispatcher_room(r->d->dispatcher);
@@ -341,7 +343,6 @@ static int fanout_rows(struct relay *r, struct store *s, int limit, size_t *fetc
 out:
     fanout_slots_free(&fs);
     free(ds);
-    free(seqs);
     free(valid);
     event_list_free(&evs);
     return rc;
@@ -367,7 +368,13 @@ static int fan_out_batch(struct relay *r, int limit, size_t *fetched)
     rc = fanout_rows(r, r->rd, limit, fetched);
     if (rc == 0 && r->op_jobs.n > 0)
         fanout = dispatcher_enqueue_tentative(r->d->dispatcher, &r->op_jobs);
-    rc = rc == 0 ? store_commit(r->rd) : rc;
+    /*
+     * Not waiting for the disk: the fan-out acknowledges nothing. Undone by a
+     * crash of the server, its rows are fanned out again (and sent again with
+     * the same webhook-ids); and the first attempt result written after it,
+     * durably, makes it durable too, for the log is flushed in order.
+     */
+    rc = rc == 0 ? store_commit_lazy(r->rd) : rc;
     if (rc != 0 && store_rollback(r->rd) != 0)
         log_limited(&r->lim, LOG_WARN, PART, "rollback after a failed fan-out failed too");
     dispatcher_fanout_decided(r->d->dispatcher, fanout);
@@ -570,39 +577,54 @@ static bool fan_out_pending(struct relay *r)
     return true;
 }
 
-/* Waits up to TURN_MS for a wake-up; returns false when stopping. */
-static bool wait_turn(struct relay *r, bool *woken)
+/*
+ * Waits up to timeout_ms for a wake-up (relay_wake, relay_stop) or for the
+ * store's change descriptor to turn readable (fd >= 0: a PostgreSQL
+ * notification); returns false when stopping.
+ */
+static bool wait_turn(struct relay *r, int fd, int timeout_ms, bool *woken)
 {
-    struct timespec until;
-    bool stop;
+    struct pollfd fds[2] = {{.fd = r->wake_fd, .events = POLLIN}, {.fd = fd, .events = POLLIN}};
+    uint64_t n;
 
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_nsec += TURN_MS * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
-    pthread_mutex_lock(&r->mu);
-    if (!r->wake && !atomic_load(&r->stop))
-        pthread_cond_timedwait(&r->wake_cv, &r->mu, &until);
-    *woken = r->wake;
-    r->wake = false;
-    stop = atomic_load(&r->stop);
-    pthread_mutex_unlock(&r->mu);
-    return !stop;
+    *woken = false;
+    if (atomic_load(&r->stop))
+        return false;
+    if (poll(fds, fd >= 0 ? 2 : 1, timeout_ms) > 0 && (fds[0].revents & POLLIN) &&
+        read(r->wake_fd, &n, sizeof n) == (ssize_t)sizeof n)
+        *woken = true;
+    return !atomic_load(&r->stop);
+}
+
+/*
+ * How long the next wait may last. While rows may be left (no room in the
+ * dispatcher's window, a back-off) or without a change descriptor (SQLite's
+ * data_version is asked every turn), TURN_MS; with one (a PostgreSQL
+ * LISTEN), until the safety poll, since a notification ends the wait at once.
+ */
+static int turn_ms(bool backlog, int fd, int64_t polled_at, int64_t mono)
+{
+    int64_t left = polled_at + SAFETY_POLL_MS - mono;
+
+    if (backlog || fd < 0)
+        return TURN_MS;
+    return left < TURN_MS ? TURN_MS : (int)left;
 }
 
 static void *relay_main(void *arg)
 {
     struct relay *r = arg;
     bool backlog = true; /* look at once: rows may have been left by a previous run */
+    bool again = false;  /* a notification is waiting already: no wait at all */
     int64_t polled_at = clock_mono_ms();
     bool woken = false;
+    int fd = -1;
 
-    while (wait_turn(r, &woken)) {
+    while (wait_turn(r, fd, again ? 0 : turn_ms(backlog, fd, polled_at, clock_mono_ms()), &woken)) {
         int64_t mono = clock_mono_ms();
-        bool look = woken || backlog, changed = false;
+        bool look = woken || backlog || again, changed = false;
 
+        again = false;
         /* Every commit anywhere (ours included) moves the data version; outbox_pending then filters cheaply. */
         if (r->rd != NULL && store_changed(r->rd, &changed) == 0 && changed)
             look = true;
@@ -612,9 +634,13 @@ static void *relay_main(void *arg)
         }
         if (!look || mono < r->retry_at_mono) {
             backlog = backlog || look;
-            continue;
+        } else {
+            backlog = fan_out_pending(r);
         }
-        backlog = fan_out_pending(r);
+        fd = r->rd != NULL ? store_changed_fd(r->rd) : -1;
+        /* Notifications that came in with the fan-out's results wait in the connection, not on the socket. */
+        if (fd >= 0 && store_changed(r->rd, &changed) == 0 && changed)
+            again = true;
     }
     return NULL;
 }
@@ -626,7 +652,8 @@ static void relay_free(struct relay *r)
     endpoint_list_free(&r->eps);
     job_list_free(&r->op_jobs);
     store_close(r->rd);
-    pthread_cond_destroy(&r->wake_cv);
+    if (r->wake_fd >= 0)
+        close(r->wake_fd);
     pthread_mutex_destroy(&r->mu);
     free(r);
 }
@@ -634,7 +661,6 @@ static void relay_free(struct relay *r)
 int relay_start(struct daemon *d, struct relay **out)
 {
     struct relay *r = calloc(1, sizeof *r);
-    pthread_condattr_t attr;
     int rc;
 
     *out = NULL;
@@ -643,10 +669,11 @@ int relay_start(struct daemon *d, struct relay **out)
     r->d = d;
     r->rewind_to = -1;
     pthread_mutex_init(&r->mu, NULL);
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&r->wake_cv, &attr);
-    pthread_condattr_destroy(&attr);
+    r->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (r->wake_fd < 0) {
+        rc = HOOKD_EIO;
+        goto fail;
+    }
     /* The change check needs a connection from the start, or the first commits would go unnoticed. */
     rc = store_open(d->cfg.store, &r->rd);
     if (rc != 0)
@@ -663,24 +690,27 @@ fail:
     return rc;
 }
 
+static void wake_write(struct relay *r)
+{
+    uint64_t one = 1;
+
+    /* Only fails when the counter is about to overflow: the relay is awake then anyway. */
+    if (write(r->wake_fd, &one, sizeof one) != (ssize_t)sizeof one)
+        return;
+}
+
 void relay_wake(struct relay *r)
 {
-    if (r == NULL)
-        return;
-    pthread_mutex_lock(&r->mu);
-    r->wake = true;
-    pthread_cond_signal(&r->wake_cv);
-    pthread_mutex_unlock(&r->mu);
+    if (r != NULL)
+        wake_write(r);
 }
 
 void relay_stop(struct relay *r)
 {
     if (r == NULL)
         return;
-    pthread_mutex_lock(&r->mu);
     atomic_store(&r->stop, true);
-    pthread_cond_signal(&r->wake_cv);
-    pthread_mutex_unlock(&r->mu);
+    wake_write(r);
     pthread_join(r->thread, NULL);
     relay_free(r);
 }

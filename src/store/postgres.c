@@ -245,57 +245,59 @@ int pg_exec(struct store *s, const char *sql)
 }
 
 /*
- * What a statement may have to carry along: a BEGIN that store_begin() only
+ * What statements may have to carry along: a BEGIN that store_begin() only
  * noted, the writer's savepoint for the op (postgres_savepoint() notes it,
- * with the release of the previous op's one), and the statement's PREPARE the
- * first time. They go in one pipeline with the statement: one round trip
- * instead of up to four, which is most of what a short transaction costs.
+ * with the release of the previous op's one), and each statement's PREPARE
+ * the first time. They go in one pipeline with the statements: one round
+ * trip instead of one each, which is most of what a short transaction costs.
  */
-enum { PIPE_BEGIN, PIPE_RELEASE, PIPE_SAVEPOINT, PIPE_PREPARE, PIPE_EXEC, PIPE_PARTS };
+enum part_kind { PART_BEGIN, PART_RELEASE, PART_SAVEPOINT, PART_PREPARE, PART_EXEC };
+#define PIPE_PARTS_MAX (3 + 2 * PG_PIPELINE_MAX)
 
-static bool pipe_send(struct store *s, int part, const char *name, const char *sql, const struct pg_params *p)
+struct part {
+    enum part_kind kind;
+    int stmt; /* PREPARE, EXEC: index into the statements */
+    bool ok;
+};
+
+static bool part_send(struct store *s, const struct part *pt, const struct pg_stmt *st, const char *name)
 {
-    static const char *const fixed[] = {[PIPE_BEGIN] = "BEGIN", [PIPE_RELEASE] = "RELEASE SAVEPOINT hookd_op",
-                                        [PIPE_SAVEPOINT] = "SAVEPOINT hookd_op"};
+    static const char *const fixed[] = {[PART_BEGIN] = "BEGIN", [PART_RELEASE] = "RELEASE SAVEPOINT hookd_op",
+                                        [PART_SAVEPOINT] = "SAVEPOINT hookd_op"};
 
-    if (part == PIPE_PREPARE)
-        return PQsendPrepare(s->conn, name, sql, p->n, p->types) == 1;
-    if (part == PIPE_EXEC)
-        return PQsendQueryPrepared(s->conn, name, p->n, p->values, NULL, NULL, 0) == 1;
-    return PQsendQueryParams(s->conn, fixed[part], 0, NULL, NULL, NULL, NULL, 0) == 1;
+    if (pt->kind == PART_PREPARE)
+        return PQsendPrepare(s->conn, name, st->sql, st->p->n, st->p->types) == 1;
+    if (pt->kind == PART_EXEC)
+        return PQsendQueryPrepared(s->conn, name, st->p->n, st->p->values, NULL, NULL, 0) == 1;
+    return PQsendQueryParams(s->conn, fixed[pt->kind], 0, NULL, NULL, NULL, NULL, 0) == 1;
 }
 
-/* Sends the wanted parts in one pipeline and reads their results: the
- * statement's into *res, and 0 or the error of the first part that failed. */
-static int run_pipelined(struct store *s, const bool want[PIPE_PARTS], const char *name, const char *sql,
-                         const struct pg_params *p, bool ok[PIPE_PARTS], PGresult **res)
+/* Sends the parts in one pipeline and reads their results: each EXEC's into
+ * res[its statement], and 0 or the error of the first part that failed. */
+static int run_pipelined(struct store *s, struct part *parts, int n, const struct pg_stmt *st, char (*names)[24],
+                         PGresult **res)
 {
     PGresult *failed = NULL, *r;
-    bool sent = PQenterPipelineMode(s->conn) == 1;
+    bool sent = PQenterPipelineMode(s->conn) == 1, all_ok = true;
     int result = 0;
 
-    for (int i = 0; i < PIPE_PARTS; i++) {
-        ok[i] = false;
-        if (want[i] && sent)
-            sent = pipe_send(s, i, name, sql, p);
-    }
+    for (int i = 0; i < n && sent; i++)
+        sent = part_send(s, &parts[i], &st[parts[i].stmt], names[parts[i].stmt]);
     sent = sent && PQpipelineSync(s->conn) == 1;
-    for (int i = 0; i < PIPE_PARTS && sent; i++) {
-        if (!want[i])
-            continue;
+    for (int i = 0; i < n && sent; i++) {
         r = PQgetResult(s->conn);
         if (!r) {
             sent = false;
             break;
         }
-        ok[i] = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
-        if (ok[i] && i == PIPE_EXEC) {
-            *res = r;
-        } else if (!ok[i] && !failed && PQresultStatus(r) != PGRES_PIPELINE_ABORTED) {
+        parts[i].ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
+        all_ok = all_ok && parts[i].ok;
+        if (parts[i].ok && parts[i].kind == PART_EXEC)
+            res[parts[i].stmt] = r;
+        else if (!parts[i].ok && !failed && PQresultStatus(r) != PGRES_PIPELINE_ABORTED)
             failed = r;
-        } else {
+        else
             PQclear(r);
-        }
         while ((r = PQgetResult(s->conn)) != NULL) /* the end of this part's results */
             PQclear(r);
     }
@@ -309,56 +311,80 @@ static int run_pipelined(struct store *s, const bool want[PIPE_PARTS], const cha
     PQexitPipelineMode(s->conn);
     if (failed)
         result = pg_fail(s, failed);
-    else if (!sent || !ok[PIPE_EXEC])
+    else if (!sent || !all_ok)
         result = pg_fail(s, NULL);
     PQclear(failed);
+    return result;
+}
+
+int pg_run_many(struct store *s, const struct pg_stmt *st, int n, PGresult **res)
+{
+    static const struct pg_params none = {.n = 0};
+    struct pg_stmt stmts[PG_PIPELINE_MAX];
+    struct part parts[PIPE_PARTS_MAX];
+    char names[PG_PIPELINE_MAX][24];
+    int np = 0, savepoint = -1, result;
+
+    for (int i = 0; i < n && i < PG_PIPELINE_MAX; i++)
+        res[i] = NULL;
+    if (n < 1 || n > PG_PIPELINE_MAX)
+        return HOOKD_EINVAL;
+    for (int i = 0; i < n; i++) {
+        if (st[i].slot < 0 || st[i].slot >= PG_SLOTS)
+            return HOOKD_EINVAL;
+        stmts[i] = st[i];
+        stmts[i].p = st[i].p ? st[i].p : &none;
+        snprintf(names[i], sizeof names[i], "hookd_%d", st[i].slot);
+    }
+    result = pg_ready(s);
+    if (result)
+        return result;
+    if (s->begin_pending)
+        parts[np++] = (struct part){.kind = PART_BEGIN};
+    if (s->sp == PG_SP_WANTED && s->sp_release_pending)
+        parts[np++] = (struct part){.kind = PART_RELEASE};
+    if (s->sp == PG_SP_WANTED) {
+        savepoint = np;
+        parts[np++] = (struct part){.kind = PART_SAVEPOINT};
+    }
+    for (int i = 0; i < n; i++) {
+        if (!s->prepared[st[i].slot])
+            parts[np++] = (struct part){.kind = PART_PREPARE, .stmt = i};
+        parts[np++] = (struct part){.kind = PART_EXEC, .stmt = i};
+    }
+    if (np == 1) { /* the statement alone: no pipeline needed */
+        PGresult *r = PQexecPrepared(s->conn, names[0], stmts[0].p->n, stmts[0].p->values, NULL, NULL, 0);
+        result = pg_check(s, r);
+        if (result)
+            PQclear(r);
+        else
+            res[0] = r;
+        return result;
+    }
+    result = run_pipelined(s, parts, np, stmts, names, res);
+    s->begin_pending = false;
+    if (savepoint >= 0) {
+        s->sp_release_pending = false;
+        s->sp = parts[savepoint].ok ? PG_SP_ACTIVE : PG_SP_NONE;
+    }
+    for (int i = 0; i < np; i++) {
+        if (parts[i].kind == PART_PREPARE && parts[i].ok)
+            s->prepared[stmts[parts[i].stmt].slot] = true;
+    }
     if (result) {
-        PQclear(*res);
-        *res = NULL;
+        for (int i = 0; i < n; i++) {
+            PQclear(res[i]);
+            res[i] = NULL;
+        }
     }
     return result;
 }
 
 int pg_run(struct store *s, int slot, const char *sql, const struct pg_params *p, PGresult **res)
 {
-    static const struct pg_params none = {.n = 0};
-    bool want[PIPE_PARTS] = {false}, ok[PIPE_PARTS];
-    char name[24];
-    PGresult *r;
-    int result;
+    struct pg_stmt st = {.slot = slot, .sql = sql, .p = p};
 
-    *res = NULL;
-    if (slot < 0 || slot >= PG_SLOTS)
-        return HOOKD_EINVAL;
-    if (!p)
-        p = &none;
-    result = pg_ready(s);
-    if (result)
-        return result;
-    snprintf(name, sizeof name, "hookd_%d", slot);
-    want[PIPE_BEGIN] = s->begin_pending;
-    want[PIPE_RELEASE] = s->sp == PG_SP_WANTED && s->sp_release_pending;
-    want[PIPE_SAVEPOINT] = s->sp == PG_SP_WANTED;
-    want[PIPE_PREPARE] = !s->prepared[slot];
-    if (!want[PIPE_BEGIN] && !want[PIPE_SAVEPOINT] && !want[PIPE_PREPARE]) {
-        r = PQexecPrepared(s->conn, name, p->n, p->values, NULL, NULL, 0);
-        result = pg_check(s, r);
-        if (result)
-            PQclear(r);
-        else
-            *res = r;
-        return result;
-    }
-    want[PIPE_EXEC] = true;
-    result = run_pipelined(s, want, name, sql, p, ok, res);
-    s->begin_pending = false;
-    if (want[PIPE_SAVEPOINT]) {
-        s->sp_release_pending = false;
-        s->sp = ok[PIPE_SAVEPOINT] ? PG_SP_ACTIVE : PG_SP_NONE;
-    }
-    if (ok[PIPE_PREPARE])
-        s->prepared[slot] = true;
-    return result;
+    return pg_run_many(s, &st, 1, res);
 }
 
 int pg_run_command(struct store *s, int slot, const char *sql, const struct pg_params *p, int64_t *rows)
@@ -374,14 +400,14 @@ int pg_run_command(struct store *s, int slot, const char *sql, const struct pg_p
 
 /* COMMIT through the simple protocol. A transaction that failed earlier
  * "commits" as a ROLLBACK without an error: that is an error here. */
-static int commit_checked(struct store *s)
+static int commit_checked(struct store *s, const char *sql)
 {
     PGresult *res;
     int result = pg_ready(s);
 
     if (result)
         return result;
-    res = PQexec(s->conn, "COMMIT");
+    res = PQexec(s->conn, sql);
     result = pg_check(s, res);
     if (result == 0 && strcmp(PQcmdStatus(res), "COMMIT") != 0) {
         log_limited(&s->lim, LOG_WARN, LOG_PART, "postgres: the transaction had failed and was rolled back");
@@ -421,7 +447,7 @@ int pg_atomic_end(struct store *s, int result)
         return result ? result : HOOKD_EUNAVAIL;
     }
     if (result == 0) {
-        rc = commit_checked(s);
+        rc = commit_checked(s, "COMMIT");
         s->atomic_own = false;
         if (rc == 0)
             return 0;
@@ -735,7 +761,7 @@ static int postgres_begin(struct store *s)
     return result;
 }
 
-static int postgres_commit(struct store *s)
+static int commit_tx(struct store *s, const char *sql)
 {
     int result;
 
@@ -745,10 +771,19 @@ static int postgres_commit(struct store *s)
         tx_state_clear(s);
         return 0;
     }
-    result = commit_checked(s);
+    result = commit_checked(s, sql);
     if (result == 0)
         tx_state_clear(s);
     return result;
+}
+
+static int postgres_commit(struct store *s) { return commit_tx(s, "COMMIT"); }
+
+/* One round trip: the setting and the COMMIT go as one simple query; the
+ * setting only lasts until the transaction ends. */
+static int postgres_commit_lazy(struct store *s)
+{
+    return commit_tx(s, "SET LOCAL synchronous_commit TO off; COMMIT");
 }
 
 static int postgres_rollback(struct store *s)
@@ -841,6 +876,12 @@ static int postgres_changed(struct store *s, bool *changed)
     return 0;
 }
 
+/* Notifications arrive on the socket once LISTEN is on (changed() turns it on). */
+static int postgres_changed_fd(struct store *s)
+{
+    return s->listening && PQstatus(s->conn) == CONNECTION_OK ? PQsocket(s->conn) : -1;
+}
+
 /* ---- meta ------------------------------------------------------------------- */
 
 static int postgres_meta_get(struct store *s, const char *key, char **value_out)
@@ -891,11 +932,13 @@ const struct store_ops store_postgres_ops = {
     .migrate = postgres_migrate,
     .begin = postgres_begin,
     .commit = postgres_commit,
+    .commit_lazy = postgres_commit_lazy,
     .rollback = postgres_rollback,
     .savepoint = postgres_savepoint,
     .release = postgres_release,
     .rollback_to = postgres_rollback_to,
     .changed = postgres_changed,
+    .changed_fd = postgres_changed_fd,
     .meta_get = postgres_meta_get,
     .meta_set = postgres_meta_set,
     .event_insert = postgres_event_insert,
@@ -904,6 +947,7 @@ const struct store_ops store_postgres_ops = {
     .outbox_fetch = postgres_outbox_fetch,
     .outbox_mark_dispatched = postgres_outbox_mark_dispatched,
     .outbox_pending = postgres_outbox_pending,
+    .outbox_take = postgres_outbox_take,
     .endpoint_insert = postgres_endpoint_insert,
     .endpoint_update = postgres_endpoint_update,
     .endpoint_get = postgres_endpoint_get,

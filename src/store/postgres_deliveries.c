@@ -306,8 +306,26 @@ static int claim_lease(struct store *s, const char *node, int64_t now, int64_t l
 
 /* ---- slots for a fan-out --------------------------------------------------------- */
 
+/* The capped endpoints without a backlog, locked if free (true), and the rest (true: uncapped, false). */
+#define SLOTS_LOCK_SQL                                                                                         \
+    "SELECT k.i, CASE WHEN c.cap <= 0 THEN true"                                                               \
+    /* A backlog means no slots anyway: its claims must not find the endpoint locked. */                       \
+    "  WHEN " BACKLOG_OF("c.id", "$3") " THEN false"                                                           \
+    "  ELSE pg_try_advisory_xact_lock(" CLAIM_LOCK_CLASS ", hashtext(c.id)) END"                              \
+    " FROM unnest($1::text[]) WITH ORDINALITY AS k(id, i)"                                                    \
+    " JOIN LATERAL (SELECT e.id, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"                          \
+    "  WHEN $2 > 0 THEN $2 ELSE 0 END AS cap FROM hookd_endpoints e WHERE e.id = k.id AND e.enabled) c ON true"
+/* Each endpoint's free slots: -1 uncapped, 0 with a backlog, else its cap minus every node's leases. */
+#define SLOTS_COUNT_SQL                                                                                        \
+    "SELECT k.i, CASE WHEN c.cap <= 0 THEN -1"                                                                 \
+    "  WHEN " BACKLOG_OF("c.id", "$3") " THEN 0"                                                               \
+    "  ELSE greatest(c.cap - " INFLIGHT_COUNT("c.id", "$3") ", 0) END"                                         \
+    " FROM unnest($1::text[]) WITH ORDINALITY AS k(id, i)"                                                    \
+    " JOIN LATERAL (SELECT e.id, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"                          \
+    "  WHEN $2 > 0 THEN $2 ELSE 0 END AS cap FROM hookd_endpoints e WHERE e.id = k.id AND e.enabled) c ON true"
+
 /*
- * Two statements, as in a claim: first the locks of the capped endpoints
+ * Two statements in one round trip, as in a claim: first the locks of the capped endpoints
  * without a backlog (tried only: one another node holds gets no slots now),
  * then, in a snapshot taken after them, each endpoint's free slots. Results
  * come by position (WITH ORDINALITY), so unknown and disabled ids keep 0.
@@ -317,7 +335,7 @@ int postgres_delivery_slots(struct store *s, int64_t now, int default_cap, const
 {
     struct pg_array ids = {0};
     struct pg_params p = {.n = 0};
-    PGresult *res = NULL;
+    PGresult *res[2] = {NULL, NULL};
     const char *literal;
     int result;
 
@@ -340,49 +358,27 @@ int postgres_delivery_slots(struct store *s, int64_t now, int default_cap, const
     pg_param_text_array(&p, 1, literal);
     pg_param_int(&p, 2, default_cap);
     pg_param_i64(&p, 3, now);
-    result = pg_run(s, PG_DELIVERY_SLOTS_LOCK,
-                    "SELECT k.i, CASE WHEN c.cap <= 0 THEN true"
-                    /* A backlog means no slots anyway: its claims must not find the endpoint locked. */
-                    "  WHEN " BACKLOG_OF("c.id", "$3") " THEN false"
-                    "  ELSE pg_try_advisory_xact_lock(" CLAIM_LOCK_CLASS ", hashtext(c.id)) END"
-                    " FROM unnest($1::text[]) WITH ORDINALITY AS k(id, i)"
-                    " JOIN LATERAL (SELECT e.id, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"
-                    "  WHEN $2 > 0 THEN $2 ELSE 0 END AS cap FROM hookd_endpoints e WHERE e.id = k.id AND e.enabled) c"
-                    " ON true",
-                    &p, &res);
+    /* Both in one round trip; the second's snapshot is taken after the first has run. */
+    result = pg_run_many(s, (const struct pg_stmt[]){{PG_DELIVERY_SLOTS_LOCK, SLOTS_LOCK_SQL, &p},
+                                                     {PG_DELIVERY_SLOTS, SLOTS_COUNT_SQL, &p}},
+                         2, res);
     if (result == 0) {
-        /* Locked (or uncapped) ones are marked here and counted by the second statement. */
-        for (int r = 0; r < PQntuples(res); r++) {
-            int64_t i = pg_col_i64(res, r, 0);
-            if (i >= 1 && (size_t)i <= n && strcmp(PQgetvalue(res, r, 1), "t") == 0)
-                slots[i - 1] = -1; /* ours to count */
+        /* Locked (or uncapped) ones are ours to count; the rest keep 0. */
+        for (int r = 0; r < PQntuples(res[0]); r++) {
+            int64_t i = pg_col_i64(res[0], r, 0);
+            if (i >= 1 && (size_t)i <= n && strcmp(PQgetvalue(res[0], r, 1), "t") == 0)
+                slots[i - 1] = -1;
         }
-        PQclear(res);
-        res = NULL;
-        p = (struct pg_params){.n = 0};
-        pg_param_text_array(&p, 1, literal);
-        pg_param_int(&p, 2, default_cap);
-        pg_param_i64(&p, 3, now);
-        result = pg_run(s, PG_DELIVERY_SLOTS,
-                        "SELECT k.i, CASE WHEN c.cap <= 0 THEN -1"
-                        "  WHEN " BACKLOG_OF("c.id", "$3") " THEN 0"
-                        "  ELSE greatest(c.cap - " INFLIGHT_COUNT("c.id", "$3") ", 0) END"
-                        " FROM unnest($1::text[]) WITH ORDINALITY AS k(id, i)"
-                        " JOIN LATERAL (SELECT e.id, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"
-                        "  WHEN $2 > 0 THEN $2 ELSE 0 END AS cap FROM hookd_endpoints e WHERE e.id = k.id AND e.enabled) c"
-                        " ON true",
-                        &p, &res);
-    }
-    if (result == 0) {
-        for (int r = 0; r < PQntuples(res); r++) {
-            int64_t i = pg_col_i64(res, r, 0), v = pg_col_i64(res, r, 1);
+        for (int r = 0; r < PQntuples(res[1]); r++) {
+            int64_t i = pg_col_i64(res[1], r, 0), v = pg_col_i64(res[1], r, 1);
             if (i >= 1 && (size_t)i <= n && slots[i - 1] == -1)
                 slots[i - 1] = v < 0 ? STORE_SLOTS_UNCAPPED : (int)v;
         }
         for (size_t i = 0; i < n; i++)
             slots[i] = slots[i] < 0 ? 0 : slots[i]; /* locked, then gone or disabled meanwhile */
     }
-    PQclear(res);
+    PQclear(res[0]);
+    PQclear(res[1]);
     pg_array_free(&ids);
     result = pg_atomic_end(s, result);
     if (result) {

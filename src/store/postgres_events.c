@@ -243,6 +243,45 @@ int postgres_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t
     return result;
 }
 
+/*
+ * Lock, mark and read in one statement: the rows are picked and locked in seq
+ * order (skipping those another transaction holds), marked, and returned with
+ * the endpoints version the same snapshot sees, so that a fan-out knows in one
+ * round trip what to fan out and whether its endpoint list is current.
+ */
+int postgres_outbox_take(struct store *s, int limit, int64_t at, struct event_list *out, int64_t *endpoints_version)
+{
+    struct pg_params p = {.n = 0};
+    PGresult *res;
+    int result;
+
+    out->items = NULL;
+    out->n = 0;
+    pg_param_int(&p, 1, pg_list_limit(limit));
+    pg_param_i64(&p, 2, at);
+    result = pg_atomic_begin(s);
+    if (result)
+        return result;
+    result = pg_run(s, PG_OUTBOX_TAKE,
+                    "WITH c AS (SELECT o.seq FROM hookd_outbox o WHERE o.dispatched_at IS NULL"
+                    "  ORDER BY o.seq LIMIT $1 FOR UPDATE SKIP LOCKED),"
+                    " u AS (UPDATE hookd_outbox o SET dispatched_at = $2"
+                    "  WHERE o.seq = ANY (ARRAY(SELECT c.seq FROM c)) RETURNING o.*)"
+                    " SELECT " PG_EVENT_COLUMNS ", (SELECT value::bigint FROM hookd_meta WHERE key = 'endpoints_version')"
+                    " FROM u o ORDER BY o.seq",
+                    &p, &res);
+    if (result == 0) {
+        result = event_rows(res, out);
+        if (result == 0 && out->n > 0)
+            *endpoints_version = pg_col_i64(res, 0, PG_EVENT_NCOLS);
+        PQclear(res);
+    }
+    result = pg_atomic_end(s, result);
+    if (result)
+        event_list_free(out);
+    return result;
+}
+
 /* Called every few milliseconds: one probe of the partial index. */
 int postgres_outbox_pending(struct store *s, bool *any)
 {

@@ -24,6 +24,7 @@ enum pg_slot {
     PG_OUTBOX_FETCH,
     PG_OUTBOX_MARK,
     PG_OUTBOX_PENDING,
+    PG_OUTBOX_TAKE,
     PG_EVENT_LIST,
     PG_EVENT_LIST_LAST = PG_EVENT_LIST + 15,
 
@@ -123,6 +124,22 @@ void pg_array_free(struct pg_array *a);
  */
 __attribute__((warn_unused_result)) int pg_run(struct store *s, int slot, const char *sql, const struct pg_params *p,
                                                PGresult **res);
+/* One statement of pg_run_many. */
+struct pg_stmt {
+    int slot;
+    const char *sql;
+    const struct pg_params *p; /* NULL: none */
+};
+#define PG_PIPELINE_MAX 4
+/*
+ * Runs up to PG_PIPELINE_MAX statements in one round trip (a libpq pipeline),
+ * one after the other on the server, each in a snapshot of its own as
+ * always in READ COMMITTED. res[i] gets statement i's result; on failure
+ * (the first failed statement's error) every res[i] is NULL, and the
+ * statements after the failed one did not run.
+ */
+__attribute__((warn_unused_result)) int pg_run_many(struct store *s, const struct pg_stmt *st, int n,
+                                                    PGresult **res);
 /* pg_run for a statement without result rows; *rows gets the affected row count (may be NULL). */
 __attribute__((warn_unused_result)) int pg_run_command(struct store *s, int slot, const char *sql,
                                                        const struct pg_params *p, int64_t *rows);
@@ -160,6 +177,7 @@ int postgres_event_list(struct store *s, const struct event_filter *f, struct ev
 int postgres_outbox_fetch(struct store *s, int64_t after_seq, int limit, struct event_list *out);
 int postgres_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n, int64_t at);
 int postgres_outbox_pending(struct store *s, bool *any);
+int postgres_outbox_take(struct store *s, int limit, int64_t at, struct event_list *out, int64_t *endpoints_version);
 #define PG_EVENT_COLUMNS                                                                                   \
     "o.seq, o.id, o.event_type, o.account, o.resource_type, o.resource_id, o.resource_version, o.payload, " \
     "o.idempotency_key, o.created_at, o.dispatched_at"

@@ -393,6 +393,13 @@ static int sqlite_rollback_to(struct store *s)
 }
 
 /* PRAGMA data_version reads no table: it changes when another connection commits. */
+/* PRAGMA data_version has nothing to wait on: the relay asks every millisecond. */
+static int sqlite_changed_fd(struct store *s)
+{
+    (void)s;
+    return -1;
+}
+
 static int sqlite_changed(struct store *s, bool *changed)
 {
     sqlite3_stmt *st;
@@ -469,11 +476,13 @@ const struct store_ops store_sqlite_ops = {
     .migrate = sqlite_migrate,
     .begin = sqlite_begin,
     .commit = sqlite_commit,
+    .commit_lazy = sqlite_commit,
     .rollback = sqlite_rollback,
     .savepoint = sqlite_savepoint,
     .release = sqlite_release,
     .rollback_to = sqlite_rollback_to,
     .changed = sqlite_changed,
+    .changed_fd = sqlite_changed_fd,
     .meta_get = sqlite_meta_get,
     .meta_set = sqlite_meta_set,
     .event_insert = sqlite_event_insert,
@@ -482,6 +491,7 @@ const struct store_ops store_sqlite_ops = {
     .outbox_fetch = sqlite_outbox_fetch,
     .outbox_mark_dispatched = sqlite_outbox_mark_dispatched,
     .outbox_pending = sqlite_outbox_pending,
+    .outbox_take = sqlite_outbox_take,
     .endpoint_insert = sqlite_endpoint_insert,
     .endpoint_update = sqlite_endpoint_update,
     .endpoint_get = sqlite_endpoint_get,

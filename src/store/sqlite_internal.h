@@ -129,6 +129,7 @@ int sqlite_event_list(struct store *s, const struct event_filter *f, struct even
 int sqlite_outbox_fetch(struct store *s, int64_t after_seq, int limit, struct event_list *out);
 int sqlite_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n, int64_t at);
 int sqlite_outbox_pending(struct store *s, bool *any);
+int sqlite_outbox_take(struct store *s, int limit, int64_t at, struct event_list *out, int64_t *endpoints_version);
 /* Reads the EVENT_COLUMNS starting at column first. */
 #define SQ_EVENT_COLUMNS                                                                                   \
     "o.seq, o.id, o.event_type, o.account, o.resource_type, o.resource_id, o.resource_version, o.payload, " \

@@ -105,11 +105,18 @@ static int fault_check(const char *method)
 int store_migrate(struct store *s) { STORE_CALL(s, migrate); }
 int store_begin(struct store *s) { STORE_CALL(s, begin); }
 int store_commit(struct store *s) { STORE_CALL(s, commit); }
+int store_commit_lazy(struct store *s) { STORE_CALL(s, commit_lazy); }
 int store_rollback(struct store *s) { STORE_CALL(s, rollback); }
 int store_savepoint(struct store *s) { STORE_CALL(s, savepoint); }
 int store_release(struct store *s) { STORE_CALL(s, release); }
 int store_rollback_to(struct store *s) { STORE_CALL(s, rollback_to); }
 int store_changed(struct store *s, bool *changed) { STORE_CALL(s, changed, changed); }
+int store_changed_fd(struct store *s)
+{
+    int fd = fault_check("changed_fd");
+
+    return fd != 0 || !store_backend(s)->changed_fd ? -1 : store_backend(s)->changed_fd(s);
+}
 int store_meta_get(struct store *s, const char *key, char **value_out) { STORE_CALL(s, meta_get, key, value_out); }
 int store_meta_set(struct store *s, const char *key, const char *value) { STORE_CALL(s, meta_set, key, value); }
 
@@ -136,6 +143,12 @@ int store_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n,
 }
 
 int store_outbox_pending(struct store *s, bool *any) { STORE_CALL(s, outbox_pending, any); }
+int store_outbox_take(struct store *s, int limit, int64_t at, struct event_list *out, int64_t *endpoints_version)
+{
+    out->items = NULL;
+    out->n = 0;
+    STORE_CALL(s, outbox_take, limit, at, out, endpoints_version);
+}
 int store_endpoint_insert(struct store *s, const struct endpoint *ep) { STORE_CALL(s, endpoint_insert, ep); }
 int store_endpoint_update(struct store *s, const struct endpoint *ep) { STORE_CALL(s, endpoint_update, ep); }
 int store_endpoint_get(struct store *s, const char *id, struct endpoint *out) { STORE_CALL(s, endpoint_get, id, out); }

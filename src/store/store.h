@@ -12,14 +12,17 @@
  *   open/close            connect to "sqlite:PATH" / "postgres://…"; disconnect
  *   migrate               create or upgrade the hookd_ tables (safe to run concurrently)
  *   begin/commit/rollback the writer's batch transaction
+ *   commit_lazy           commit without waiting for durability (for what acknowledges nothing)
  *   savepoint/release/rollback_to   per-op isolation inside a batch (rollback_to also ends the savepoint)
  *   changed               cheap "did anyone commit outbox rows since last call" check
+ *   changed_fd            a descriptor that turns readable when changed may have news (-1: none, poll)
  *   meta_get/meta_set     small key/value settings (hookd_meta)
  *   event_insert          outbox insert with optional idempotency key
  *   event_get/event_list  read events
  *   outbox_fetch          undispatched outbox rows after a seq, oldest first (claims them on postgres)
  *   outbox_mark_dispatched  set dispatched_at for fanned-out rows
  *   outbox_pending        is there any undispatched row (cheap)
+ *   outbox_take           fetch, lock and mark undispatched rows in one step, with the endpoints version
  *   endpoint_*            CRUD on hookd_endpoints
  *   delivery_insert       one delivery per (event, endpoint); EEXISTS if present
  *   delivery_insert_many  many at once (one statement on postgres); present ones are skipped
@@ -226,12 +229,23 @@ struct store_ops {
 
     int (*begin)(struct store *s);
     int (*commit)(struct store *s);
+    /* Commits without waiting for the commit to be durable, for a transaction
+     * that acknowledges nothing: a crash of the store server may undo it,
+     * until a later durable commit on any connection makes it durable too
+     * (PostgreSQL: synchronous_commit off for this transaction; SQLite:
+     * commit). */
+    int (*commit_lazy)(struct store *s);
     int (*rollback)(struct store *s);
     int (*savepoint)(struct store *s);
     int (*release)(struct store *s);
     int (*rollback_to)(struct store *s);
     /* Sets *changed when another connection committed since the last call. */
     int (*changed)(struct store *s, bool *changed);
+    /* A descriptor to poll for reading: readable when changed() may report a
+     * change (a notification arrived, or the connection broke). -1 when the
+     * backend has none (SQLite: call changed() every millisecond or so) or
+     * while the connection is down. Valid until the next call on s. */
+    int (*changed_fd)(struct store *s);
 
     int (*meta_get)(struct store *s, const char *key, char **value_out); /* ENOTFOUND when absent */
     int (*meta_set)(struct store *s, const char *key, const char *value);
@@ -244,6 +258,12 @@ struct store_ops {
     int (*outbox_fetch)(struct store *s, int64_t after_seq, int limit, struct event_list *out);
     int (*outbox_mark_dispatched)(struct store *s, const int64_t *seqs, size_t n, int64_t at);
     int (*outbox_pending)(struct store *s, bool *any);
+    /* Up to limit undispatched rows, oldest first, marked dispatched at `at`,
+     * with *endpoints_version (endpoint_version) as of the same moment (left
+     * alone when no row came). Inside a transaction the rows stay locked
+     * until it ends, and rows another transaction holds are skipped; outside
+     * one, the call is atomic by itself. One round trip on PostgreSQL. */
+    int (*outbox_take)(struct store *s, int limit, int64_t at, struct event_list *out, int64_t *endpoints_version);
 
     int (*endpoint_insert)(struct store *s, const struct endpoint *ep);
     int (*endpoint_update)(struct store *s, const struct endpoint *ep); /* whole row by id */
@@ -320,17 +340,21 @@ void store_fault_inject(const char *method, int n, int err);
 STORE_WRAPPER store_migrate(struct store *s);
 STORE_WRAPPER store_begin(struct store *s);
 STORE_WRAPPER store_commit(struct store *s);
+STORE_WRAPPER store_commit_lazy(struct store *s);
 STORE_WRAPPER store_rollback(struct store *s);
 STORE_WRAPPER store_savepoint(struct store *s);
 STORE_WRAPPER store_release(struct store *s);
 STORE_WRAPPER store_rollback_to(struct store *s);
 STORE_WRAPPER store_changed(struct store *s, bool *changed);
+int store_changed_fd(struct store *s); /* the descriptor, or -1 (also for a fault injected) */
 STORE_WRAPPER store_meta_get(struct store *s, const char *key, char **value_out);
 STORE_WRAPPER store_meta_set(struct store *s, const char *key, const char *value);
 STORE_WRAPPER store_event_insert(struct store *s, struct event *ev, struct event *existing);
 STORE_WRAPPER store_event_get(struct store *s, const char *id, struct event *out);
 STORE_WRAPPER store_event_list(struct store *s, const struct event_filter *f, struct event_list *out);
 STORE_WRAPPER store_outbox_fetch(struct store *s, int64_t after_seq, int limit, struct event_list *out);
+STORE_WRAPPER store_outbox_take(struct store *s, int limit, int64_t at, struct event_list *out,
+                                int64_t *endpoints_version);
 STORE_WRAPPER store_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n, int64_t at);
 STORE_WRAPPER store_outbox_pending(struct store *s, bool *any);
 STORE_WRAPPER store_endpoint_insert(struct store *s, const struct endpoint *ep);

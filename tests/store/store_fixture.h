@@ -72,6 +72,13 @@ FIXTURE static int teardown(void **state)
 
 /* ---- helpers ----------------------------------------------------------- */
 
+/* Skips the test unless fx's store is PostgreSQL (several connections decide at once only there). */
+FIXTURE static void postgres_only(struct fixture *fx)
+{
+    if (strcmp(store_backend(fx->s)->name, "postgres") != 0)
+        skip(); /* SQLite has one writer: no other connection decides at the same time */
+}
+
 FIXTURE static void event_make(struct fixture *fx, const char *type, struct event *ev)
 {
     memset(ev, 0, sizeof *ev);

@@ -353,6 +353,124 @@ static void test_outbox_fetch_mark_pending(void **state)
         event_free(&evs[i]);
 }
 
+static void endpoint_fill(struct endpoint *ep, const char *account);
+
+/* Whether the row of event id is marked dispatched, read through a connection of its own. */
+static int64_t dispatched_at_elsewhere(struct fixture *fx, const char *id)
+{
+    struct store *b = NULL;
+    struct event got;
+    int64_t at;
+
+    assert_int_equal(store_open(fx->dsn, &b), 0);
+    assert_int_equal(store_event_get(b, id, &got), 0);
+    at = got.dispatched_at;
+    event_free(&got);
+    store_close(b);
+    return at;
+}
+
+/* take = fetch + mark + endpoint_version in one step, oldest first, within the caller's transaction. */
+static void test_outbox_take(void **state)
+{
+    struct fixture *fx = *state;
+    struct event evs[3], got;
+    struct event_list l;
+    struct endpoint ep;
+    int64_t version = -1, want;
+    bool any;
+
+    drain_outbox(fx);
+    endpoint_fill(&ep, fx->account);
+    assert_int_equal(store_endpoint_insert(fx->s, &ep), 0);
+    assert_int_equal(store_endpoint_version(fx->s, &want), 0);
+    for (int i = 0; i < 3; i++)
+        event_make(fx, "order.paid", &evs[i]);
+
+    assert_int_equal(store_outbox_take(fx->s, 2, 777, &l, &version), 0);
+    assert_int_equal(l.n, 2);
+    assert_string_equal(l.items[0].id, evs[0].id);
+    assert_string_equal(l.items[1].id, evs[1].id);
+    assert_string_equal(l.items[0].type, "order.paid");
+    assert_int_equal(version, want);
+    event_list_free(&l);
+    assert_int_equal(store_event_get(fx->s, evs[0].id, &got), 0);
+    assert_int_equal(got.dispatched_at, 777);
+    event_free(&got);
+    assert_int_equal(store_outbox_pending(fx->s, &any), 0);
+    assert_true(any);
+
+    /* Rolled back with the caller's transaction: the row is undispatched again. */
+    assert_int_equal(store_begin(fx->s), 0);
+    assert_int_equal(store_outbox_take(fx->s, 10, 778, &l, &version), 0);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.items[0].id, evs[2].id);
+    event_list_free(&l);
+    assert_int_equal(store_rollback(fx->s), 0);
+    assert_int_equal(dispatched_at_elsewhere(fx, evs[2].id), 0);
+
+    /* Committed without waiting for the disk: visible to others all the same. */
+    assert_int_equal(store_begin(fx->s), 0);
+    assert_int_equal(store_outbox_take(fx->s, 10, 779, &l, &version), 0);
+    assert_int_equal(l.n, 1);
+    event_list_free(&l);
+    assert_int_equal(store_commit_lazy(fx->s), 0);
+    assert_int_equal(dispatched_at_elsewhere(fx, evs[2].id), 779);
+
+    /* Nothing left: no rows, and the version is left alone. */
+    version = -5;
+    assert_int_equal(store_outbox_take(fx->s, 10, 780, &l, &version), 0);
+    assert_int_equal(l.n, 0);
+    assert_int_equal(version, -5);
+    assert_int_equal(store_outbox_pending(fx->s, &any), 0);
+    assert_false(any);
+    /* A transaction with no statement commits (lazily or not) as nothing. */
+    assert_int_equal(store_begin(fx->s), 0);
+    assert_int_equal(store_commit_lazy(fx->s), 0);
+    assert_int_equal(store_begin(fx->s), 0);
+    assert_int_equal(store_commit(fx->s), 0);
+    endpoint_free(&ep);
+    for (int i = 0; i < 3; i++)
+        event_free(&evs[i]);
+}
+
+/* PostgreSQL: rows another transaction took are skipped, not waited for, and come back if it rolls back. */
+static void test_outbox_take_skips_locked(void **state)
+{
+    struct fixture *fx = *state;
+    struct store *b = NULL;
+    struct event evs[2];
+    struct event_list l;
+    int64_t version = 0;
+
+    postgres_only(fx);
+    drain_outbox(fx);
+    for (int i = 0; i < 2; i++)
+        event_make(fx, "order.paid", &evs[i]);
+    assert_int_equal(store_open(fx->dsn, &b), 0);
+    assert_int_equal(store_begin(fx->s), 0);
+    assert_int_equal(store_outbox_take(fx->s, 1, 900, &l, &version), 0);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.items[0].id, evs[0].id);
+    event_list_free(&l);
+
+    assert_int_equal(store_begin(b), 0);
+    assert_int_equal(store_outbox_take(b, 10, 901, &l, &version), 0);
+    assert_int_equal(l.n, 1); /* the other one, at once */
+    assert_string_equal(l.items[0].id, evs[1].id);
+    event_list_free(&l);
+    assert_int_equal(store_commit(b), 0);
+
+    assert_int_equal(store_rollback(fx->s), 0);
+    assert_int_equal(store_outbox_take(b, 10, 902, &l, &version), 0);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.items[0].id, evs[0].id);
+    event_list_free(&l);
+    store_close(b);
+    for (int i = 0; i < 2; i++)
+        event_free(&evs[i]);
+}
+
 /* ---- endpoints ------------------------------------------------------------ */
 
 static void endpoint_fill(struct endpoint *ep, const char *account)
@@ -558,6 +676,8 @@ int main(void)
         T(test_event_idempotency_key),
         T(test_event_list_filters_cursor),
         T(test_outbox_fetch_mark_pending),
+        T(test_outbox_take),
+        T(test_outbox_take_skips_locked),
         T(test_endpoint_crud),
         T(test_endpoint_list_filters_cursor),
         T(test_endpoint_version_changes),

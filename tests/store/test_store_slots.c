@@ -344,13 +344,6 @@ static void test_slots_fanout_in_transaction(void **state)
     endpoint_free(&ep);
 }
 
-/* Skips the test unless fx's store is PostgreSQL (several connections decide at once only there). */
-static void postgres_only(struct fixture *fx)
-{
-    if (strcmp(store_backend(fx->s)->name, "postgres") != 0)
-        skip(); /* SQLite has one writer: no other connection decides at the same time */
-}
-
 /*
  * PostgreSQL: a capped endpoint that got slots stays locked to the caller's transaction. A second
  * connection, in its own transaction, gets 0 for it (but its slots for others) until the first
