@@ -32,7 +32,7 @@ static const struct opt_def opt_defs[] = {
     NUM("batch", batch, 1, 100000, -1,                                500, 1, 1000, -1),
     NUM("rate", rate, 1, 100000, SC_LATENCY,                          -1, 1000, -1, -1),
     NUM("seconds", seconds, 1, 3600, SC_LATENCY,                      -1, 10, -1, -1),
-    NUM("publishers", publishers, 1, 64, -1,                          -1, 2, -1, -1),
+    NUM("publishers", publishers, 1, 64, -1,                          -1, 3, -1, -1),
     NUM("warmup", warmup, 0, 600, -1,                                 -1, 1, -1, -1),
     NUM("pending", pending, 1, 10000000, SC_MEMORY,                   -1, -1, 100000, -1),
     NUM("max-in-flight", max_in_flight, 1, 100000, -1,                64, 64, 64, -1),
@@ -55,7 +55,7 @@ static const char usage_text[] =
     "usage: loadgen [--scenario throughput|latency|memory] [options]\n"
     "       loadgen --sink-only SECONDS\n"
     "  throughput: --events N (20000) --endpoints K (4) --batch B (500)\n"
-    "  latency:    --rate R (1000) --seconds S (10) --warmup W (1) --publishers P (2); one event\n"
+    "  latency:    --rate R (1000) --seconds S (10) --warmup W (1) --publishers P (3); one event\n"
     "              per transaction, K=1, the schedule's events taken in turn by P application\n"
     "              connections; the first W seconds at the same rate are delivered, not measured\n"
     "  memory:     --pending N (100000) --batch B (1000); committed while hookd is stopped\n"
