@@ -249,6 +249,86 @@ static void test_aborted_transaction_does_not_commit(void **state)
     assert_int_equal(store_meta_set(fx->s, "z", "1"), 0); /* the connection is fine */
 }
 
+/* The count of hookd_meta rows whose key starts with prefix, through a connection of the test's own. */
+static int meta_keys(struct fixture *fx, const char *prefix)
+{
+    PGconn *c = PQconnectdb(fx->dsn);
+    char sql[160];
+    PGresult *r;
+    int n;
+
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM hookd_meta WHERE key LIKE '%s%%'", prefix);
+    r = PQexec(c, sql);
+    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+    n = atoi(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    PQfinish(c);
+    return n;
+}
+
+/*
+ * Several statements in one pipeline (pg_run_many): each result comes back;
+ * when one fails, its error is returned, no result is, and the statements
+ * after it do not run; a BEGIN still pending goes first, so a failure leaves
+ * the transaction to be rolled back as a whole.
+ */
+/* Slots no store method of this test uses (each slot is one statement text on a connection). */
+#define SLOT_INSERT (PG_DELIVERY_LIST_LAST - 0)
+#define SLOT_COUNT (PG_DELIVERY_LIST_LAST - 1)
+#define SLOT_INSERT_B (PG_DELIVERY_LIST_LAST - 2)
+#define SLOT_FAIL (PG_DELIVERY_LIST_LAST - 3)
+
+static void test_pipelined_statements(void **state)
+{
+    struct fixture *fx = *state;
+    struct pg_params p = {.n = 0};
+    PGresult *res[3];
+
+    pg_param_text(&p, 1, "pipe.a");
+    assert_int_equal(pg_run_many(fx->s,
+                                 (const struct pg_stmt[]){
+                                     {SLOT_INSERT, "INSERT INTO hookd_meta(key, value) VALUES ($1, 'x')", &p},
+                                     {SLOT_COUNT, "SELECT count(*) FROM hookd_meta WHERE key = $1", &p},
+                                 },
+                                 2, res),
+                     0);
+    assert_non_null(res[0]);
+    assert_string_equal(PQgetvalue(res[1], 0, 0), "1"); /* the second saw the first */
+    PQclear(res[0]);
+    PQclear(res[1]);
+
+    /* The first fails (a duplicate key): nothing comes back, the second never ran. */
+    assert_int_equal(pg_run_many(fx->s,
+                                 (const struct pg_stmt[]){
+                                     {SLOT_INSERT, "INSERT INTO hookd_meta(key, value) VALUES ($1, 'x')", &p},
+                                     {SLOT_INSERT_B, "INSERT INTO hookd_meta(key, value) VALUES ($1 || '.b', 'y')", &p},
+                                 },
+                                 2, res),
+                     HOOKD_EEXISTS);
+    assert_null(res[0]);
+    assert_null(res[1]);
+    assert_int_equal(meta_keys(fx, "pipe."), 1);
+
+    /* In a transaction whose BEGIN is still pending: the failure aborts it, the rollback undoes the rest. */
+    assert_int_equal(store_begin(fx->s), 0);
+    pg_param_text(&p, 1, "pipe.c");
+    assert_int_equal(pg_run_many(fx->s,
+                                 (const struct pg_stmt[]){
+                                     {SLOT_INSERT_B, "INSERT INTO hookd_meta(key, value) VALUES ($1 || '.b', 'y')", &p},
+                                     {SLOT_FAIL, "SELECT 1 / 0 WHERE $1 IS NOT NULL", &p},
+                                 },
+                                 2, res),
+                     HOOKD_EINVAL); /* division by zero: a data exception */
+    assert_null(res[0]); /* the insert's result is dropped with the failure */
+    assert_int_equal(store_commit(fx->s), HOOKD_EIO);
+    assert_int_equal(store_rollback(fx->s), 0);
+    assert_int_equal(meta_keys(fx, "pipe.c"), 0);
+    /* The connection is fine afterwards, and its statements stay prepared. */
+    assert_int_equal(store_meta_set(fx->s, "pipe.d", "1"), 0);
+    assert_int_equal(meta_keys(fx, "pipe."), 2);
+}
+
 /* A setting of the store's own session, read through its connection. */
 static void assert_setting(struct store *s, const char *name, const char *want)
 {
@@ -302,6 +382,7 @@ int main(void)
         T(test_failed_op_rolls_back_to_its_savepoint),
         T(test_aborted_transaction_does_not_commit),
         T(test_session_planner_settings),
+        T(test_pipelined_statements),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
