@@ -200,7 +200,15 @@ int daemon_run(const struct config *cfg)
     /* On a shared store claims get a connection of their own: they then run
      * beside the attempt results instead of taking turns with them. */
     if (!store_find(cfg->store)->single_node) {
-        r = writer_start(cfg->store, &wopt, &d->claimer);
+        /*
+         * Its commits need not wait for the disk: a claim acknowledges
+         * nothing. A server crash that undoes one only means its deliveries
+         * are claimed and sent again (same webhook-id), and the first attempt
+         * result written durably after it makes it durable too.
+         */
+        struct writer_options copt = wopt;
+        copt.lazy_commit = true;
+        r = writer_start(cfg->store, &copt, &d->claimer);
         if (r != 0) {
             log_error("serve", "cannot start the claim writer: %s", hookd_strerror(r));
             goto out;

@@ -73,6 +73,7 @@ static int with_busy_retry(struct store *s, int (*step)(struct store *))
 
 static int begin_step(struct store *s) { return store_begin(s); }
 static int commit_step(struct store *s) { return store_commit(s); }
+static int commit_lazy_step(struct store *s) { return store_commit_lazy(s); }
 
 /* Runs one op in its own savepoint; returns 0, or the error that makes the
  * whole transaction unusable. */
@@ -187,7 +188,7 @@ static void batch_commit(struct writer *w, struct write_op *batch, size_t n)
     if (result == 0) {
         result = batch_run_ops(w->s, batch);
         if (result == 0)
-            result = with_busy_retry(w->s, commit_step);
+            result = with_busy_retry(w->s, w->opt.lazy_commit ? commit_lazy_step : commit_step);
         if (result && store_rollback(w->s) != 0)
             log_warn(LOG_PART, "rollback after a failed batch failed too");
     }

@@ -20,6 +20,7 @@
  */
 #ifndef HOOKD_STORE_WRITER_H
 #define HOOKD_STORE_WRITER_H
+#include <stdbool.h>
 #include <stdint.h>
 #include "store/store.h"
 
@@ -44,6 +45,8 @@ struct writer_options {
     int max_batch;         /* ops per transaction; default 512 */
     int64_t max_wait_us;   /* extra time to gather a batch once one op is queued; default 0 */
     int64_t max_defer_us;  /* longest wait of a deferred op for a batch; default 5000 */
+    bool lazy_commit;      /* commit without waiting for the disk (store_commit_lazy): only for a
+                            * writer whose ops acknowledge nothing, such as claims */
 };
 
 __attribute__((warn_unused_result)) int writer_start(const char *dsn, const struct writer_options *opt,

@@ -618,6 +618,31 @@ static void test_commit_failure_reported_to_every_op(void **state)
     assert_int_equal(key_lookup(fx->reader, after.key), 0);
 }
 
+/* A lazy_commit writer (claims) commits through commit_lazy, and what it commits is there for others. */
+static void test_lazy_commit(void **state)
+{
+    struct fixture *fx = *state;
+    struct writer_options opt = {.lazy_commit = true};
+    struct writer *w;
+    struct put_op failed, fine, later;
+
+    assert_int_equal(writer_start(fx->dsn, &opt, &w), 0);
+    store_fault_inject("commit_lazy", 1, HOOKD_EIO);
+    put_init(&failed);
+    assert_int_equal(writer_exec(w, put_fn, &failed), HOOKD_EIO);
+    /* The plain commit is not what it calls. */
+    store_fault_inject("commit", 1, HOOKD_EIO);
+    put_init(&fine);
+    assert_int_equal(writer_exec(w, put_fn, &fine), 0);
+    store_fault_inject(NULL, 0, 0);
+    put_init(&later);
+    assert_int_equal(writer_exec(w, put_fn, &later), 0);
+    writer_stop(w);
+    assert_int_equal(key_lookup(fx->reader, failed.key), HOOKD_ENOTFOUND);
+    assert_int_equal(key_lookup(fx->reader, fine.key), 0);
+    assert_int_equal(key_lookup(fx->reader, later.key), 0);
+}
+
 static void test_busy_begin_is_retried(void **state)
 {
     struct fixture *fx = *state;
@@ -699,6 +724,7 @@ int main(void)
         T(test_failed_group_runs_ops_alone),
         T(test_group_split_by_other_ops),
         T(test_commit_failure_reported_to_every_op),
+        T(test_lazy_commit),
         T(test_busy_begin_is_retried),
         T(test_waits_for_foreign_write_lock),
         T(test_pool),
