@@ -144,35 +144,21 @@ static int event_rows(const PGresult *res, struct event_list *out)
     return result;
 }
 
-/* Filter bits of the event list; each combination has its own prepared statement. */
-enum { EV_F_TYPE = 1, EV_F_ACCOUNT = 2, EV_F_SINCE = 4, EV_F_UNTIL = 8 };
-
 /* Newest first; the created_at range is since <= created_at < until. */
 int postgres_event_list(struct store *s, const struct event_filter *f, struct event_list *out)
 {
-    static const struct {
-        int bit;
-        const char *sql;
-    } terms[] = {
-        {EV_F_TYPE, " AND o.event_type = $1"},
-        {EV_F_ACCOUNT, " AND o.account = $2"},
-        {EV_F_SINCE, " AND o.created_at >= $3"},
-        {EV_F_UNTIL, " AND o.created_at < $4"},
-    };
+    char terms[FILTER_SQL_MAX];
     struct pg_sql q = {.len = 0};
     struct pg_params p = {.n = 0};
     PGresult *res;
-    int mask = (f->type ? EV_F_TYPE : 0) | (f->account ? EV_F_ACCOUNT : 0) | (f->since ? EV_F_SINCE : 0) |
-               (f->until ? EV_F_UNTIL : 0);
+    int mask = event_filter_mask(f);
     int result;
 
     out->items = NULL;
     out->n = 0;
     pg_sql_add(&q, "SELECT " PG_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.seq < $5");
-    for (size_t i = 0; i < sizeof terms / sizeof terms[0]; i++) {
-        if (mask & terms[i].bit)
-            pg_sql_add(&q, terms[i].sql);
-    }
+    event_filter_sql(mask, '$', terms);
+    pg_sql_add(&q, terms);
     pg_sql_add(&q, " ORDER BY o.seq DESC LIMIT $6");
     /* Every parameter is declared, used by this combination or not. */
     pg_param_text(&p, 1, f->type);

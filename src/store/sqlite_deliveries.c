@@ -571,36 +571,10 @@ int sqlite_delivery_get(struct store *s, const char *id, struct delivery *out)
     return result;
 }
 
-/* Filter bits of the delivery list; each combination has its own cached statement. */
-enum {
-    DL_F_EVENT = 1,
-    DL_F_ENDPOINT = 2,
-    DL_F_ACCOUNT = 4,
-    DL_F_STATUS = 8,
-    DL_F_SINCE = 16,
-    DL_F_UNTIL = 32,
-    DL_F_BEFORE = 64,
-};
-
-static int delivery_filter_mask(const struct delivery_filter *f)
-{
-    return (f->event_id ? DL_F_EVENT : 0) | (f->endpoint_id ? DL_F_ENDPOINT : 0) | (f->account ? DL_F_ACCOUNT : 0) |
-           (f->status >= 0 ? DL_F_STATUS : 0) | (f->since ? DL_F_SINCE : 0) | (f->until ? DL_F_UNTIL : 0) |
-           (f->before_id ? DL_F_BEFORE : 0);
-}
-
 /* Newest first; the created_at range is since <= created_at < until. */
 int sqlite_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out)
 {
-    static const struct {
-        int bit;
-        const char *sql;
-    } terms[] = {
-        {DL_F_EVENT, " AND d.event_id = ?1"},       {DL_F_ENDPOINT, " AND d.endpoint_id = ?2"},
-        {DL_F_ACCOUNT, " AND d.account = ?3"},      {DL_F_STATUS, " AND d.status = ?4"},
-        {DL_F_SINCE, " AND d.created_at >= ?5"},    {DL_F_UNTIL, " AND d.created_at < ?6"},
-        {DL_F_BEFORE, " AND d.id < ?7"},
-    };
+    char terms[FILTER_SQL_MAX];
     struct sq_sql q = {.len = 0};
     sqlite3_stmt *st;
     size_t cap = 0;
@@ -611,10 +585,8 @@ int sqlite_delivery_list(struct store *s, const struct delivery_filter *f, struc
     if (f->status >= 0 && !delivery_status_valid(f->status))
         return HOOKD_EINVAL;
     sq_sql_add(&q, "SELECT " DELIVERY_COLUMNS " FROM hookd_deliveries d WHERE 1");
-    for (size_t i = 0; i < sizeof terms / sizeof terms[0]; i++) {
-        if (mask & terms[i].bit)
-            sq_sql_add(&q, terms[i].sql);
-    }
+    delivery_filter_sql(mask, '?', terms);
+    sq_sql_add(&q, terms);
     sq_sql_add(&q, " ORDER BY d.id DESC LIMIT ?8");
     result = sq_stmt(s, SQ_DELIVERY_LIST + mask, q.text, &st);
     if (result)

@@ -157,34 +157,20 @@ static int event_rows(struct store *s, sqlite3_stmt *st, int max_rows, struct ev
     return result;
 }
 
-/* Filter bits of the event list; each combination has its own cached statement. */
-enum { EV_F_TYPE = 1, EV_F_ACCOUNT = 2, EV_F_SINCE = 4, EV_F_UNTIL = 8 };
-
 /* Newest first; the created_at range is since <= created_at < until. */
 int sqlite_event_list(struct store *s, const struct event_filter *f, struct event_list *out)
 {
-    static const struct {
-        int bit;
-        const char *sql;
-    } terms[] = {
-        {EV_F_TYPE, " AND o.event_type = ?1"},
-        {EV_F_ACCOUNT, " AND o.account = ?2"},
-        {EV_F_SINCE, " AND o.created_at >= ?3"},
-        {EV_F_UNTIL, " AND o.created_at < ?4"},
-    };
+    char terms[FILTER_SQL_MAX];
     struct sq_sql q = {.len = 0};
     sqlite3_stmt *st;
-    int mask = (f->type ? EV_F_TYPE : 0) | (f->account ? EV_F_ACCOUNT : 0) | (f->since ? EV_F_SINCE : 0) |
-               (f->until ? EV_F_UNTIL : 0);
+    int mask = event_filter_mask(f);
     int limit = sq_list_limit(f->limit), result;
 
     out->items = NULL;
     out->n = 0;
     sq_sql_add(&q, "SELECT " SQ_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.seq < ?5");
-    for (size_t i = 0; i < sizeof terms / sizeof terms[0]; i++) {
-        if (mask & terms[i].bit)
-            sq_sql_add(&q, terms[i].sql);
-    }
+    event_filter_sql(mask, '?', terms);
+    sq_sql_add(&q, terms);
     sq_sql_add(&q, " ORDER BY o.seq DESC LIMIT ?6");
     result = sq_stmt(s, SQ_EVENT_LIST + mask, q.text, &st);
     if (result)
