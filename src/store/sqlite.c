@@ -113,14 +113,26 @@ int sq_exec(struct store *s, int slot, const char *sql)
  */
 int sq_atomic_begin(struct store *s)
 {
+    int rc;
+
+    /* A method that calls others: only the outermost pair takes the savepoint. */
+    if (s->atomic_depth++ > 0)
+        return 0;
     s->atomic_own = sqlite3_get_autocommit(s->db) != 0;
-    return s->atomic_own ? sq_exec(s, SQ_ATOMIC_BEGIN, "SAVEPOINT hookd_method") : 0;
+    rc = s->atomic_own ? sq_exec(s, SQ_ATOMIC_BEGIN, "SAVEPOINT hookd_method") : 0;
+    if (rc) {
+        s->atomic_depth = 0; /* the caller returns without sq_atomic_end */
+        s->atomic_own = false;
+    }
+    return rc;
 }
 
 int sq_atomic_end(struct store *s, int result)
 {
     int rc;
 
+    if (s->atomic_depth > 0 && --s->atomic_depth > 0)
+        return result;
     if (!s->atomic_own)
         return result;
     s->atomic_own = false;

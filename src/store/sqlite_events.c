@@ -224,11 +224,10 @@ int sqlite_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n
     return sq_atomic_end(s, result);
 }
 
-/* The same as fetch, mark and endpoint_version in one transaction (SQLite has one writer: nothing to skip). */
+/* fetch, mark and endpoint_version under one method savepoint (SQLite has one writer: nothing to skip). */
 int sqlite_outbox_take(struct store *s, int limit, int64_t at, struct event_list *out, int64_t *endpoints_version)
 {
     int64_t *seqs = NULL, version = 0;
-    bool own;
     int result;
 
     out->items = NULL;
@@ -236,7 +235,6 @@ int sqlite_outbox_take(struct store *s, int limit, int64_t at, struct event_list
     result = sq_atomic_begin(s);
     if (result)
         return result;
-    own = s->atomic_own; /* the methods called below take (and clear) it for themselves */
     result = sqlite_outbox_fetch(s, 0, limit, out);
     if (result == 0 && out->n > 0) {
         seqs = malloc(out->n * sizeof *seqs);
@@ -249,7 +247,6 @@ int sqlite_outbox_take(struct store *s, int limit, int64_t at, struct event_list
             result = sqlite_endpoint_version(s, &version);
         free(seqs);
     }
-    s->atomic_own = own;
     result = sq_atomic_end(s, result);
     if (result)
         event_list_free(out);

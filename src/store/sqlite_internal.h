@@ -75,6 +75,7 @@ struct store {
     int64_t data_version; /* last PRAGMA data_version seen */
     bool data_version_known;
     bool atomic_own;      /* sq_atomic_begin opened the method savepoint */
+    int atomic_depth;     /* sq_atomic_begin calls not yet ended (methods calling methods) */
     int64_t busy_since_ms; /* start of the current wait for a lock (sqlite_busy_wait) */
 };
 
