@@ -920,6 +920,11 @@ static int postgres_meta_set(struct store *s, const char *key, const char *value
                           &p, NULL);
 }
 
+static const struct store_meta_ops postgres_meta_ops = {
+    .get = postgres_meta_get,
+    .set = postgres_meta_set,
+};
+
 /* ---- the method table ------------------------------------------------------- */
 
 const struct store_ops store_postgres_ops = {
@@ -939,33 +944,8 @@ const struct store_ops store_postgres_ops = {
     .rollback_to = postgres_rollback_to,
     .changed = postgres_changed,
     .changed_fd = postgres_changed_fd,
-    .meta_get = postgres_meta_get,
-    .meta_set = postgres_meta_set,
-    .event_insert = postgres_event_insert,
-    .event_get = postgres_event_get,
-    .event_list = postgres_event_list,
-    .outbox_fetch = postgres_outbox_fetch,
-    .outbox_mark_dispatched = postgres_outbox_mark_dispatched,
-    .outbox_pending = postgres_outbox_pending,
-    .outbox_take = postgres_outbox_take,
-    .endpoint_insert = postgres_endpoint_insert,
-    .endpoint_update = postgres_endpoint_update,
-    .endpoint_get = postgres_endpoint_get,
-    .endpoint_list = postgres_endpoint_list,
-    .endpoint_list_all = postgres_endpoint_list_all,
-    .endpoint_delete = postgres_endpoint_delete,
-    .endpoint_set_enabled = postgres_endpoint_set_enabled,
-    .endpoint_version = postgres_endpoint_version,
-    .delivery_insert = postgres_delivery_insert,
-    .delivery_insert_many = postgres_delivery_insert_many,
-    .delivery_claim_due = postgres_delivery_claim_due,
-    .delivery_slots = postgres_delivery_slots,
-    .delivery_next_due = postgres_delivery_next_due,
-    .delivery_complete = postgres_delivery_complete,
-    .delivery_complete_many = postgres_delivery_complete_many,
-    .delivery_release = postgres_delivery_release,
-    .delivery_release_node = postgres_delivery_release_node,
-    .delivery_get = postgres_delivery_get,
-    .delivery_list = postgres_delivery_list,
-    .attempt_list = postgres_attempt_list,
+    .meta = &postgres_meta_ops,
+    .events = &postgres_event_ops,
+    .endpoints = &postgres_endpoint_ops,
+    .deliveries = &postgres_delivery_ops,
 };

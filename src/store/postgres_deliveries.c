@@ -149,7 +149,7 @@ static int insert_rows(struct store *s, const struct delivery *ds, size_t n, int
     return result;
 }
 
-int postgres_delivery_insert_many(struct store *s, const struct delivery *ds, size_t n)
+static int postgres_delivery_insert_many(struct store *s, const struct delivery *ds, size_t n)
 {
     int64_t inserted;
 
@@ -157,7 +157,7 @@ int postgres_delivery_insert_many(struct store *s, const struct delivery *ds, si
 }
 
 /* The one-row case of the same statement: one plan and one text to keep right. */
-int postgres_delivery_insert(struct store *s, const struct delivery *d)
+static int postgres_delivery_insert(struct store *s, const struct delivery *d)
 {
     int64_t inserted;
     int result = insert_rows(s, d, 1, &inserted);
@@ -330,7 +330,7 @@ static int claim_lease(struct store *s, const char *node, int64_t now, int64_t l
  * then, in a snapshot taken after them, each endpoint's free slots. Results
  * come by position (WITH ORDINALITY), so unknown and disabled ids keep 0.
  */
-int postgres_delivery_slots(struct store *s, int64_t now, int default_cap, const char *const *endpoint_ids, size_t n,
+static int postgres_delivery_slots(struct store *s, int64_t now, int default_cap, const char *const *endpoint_ids, size_t n,
                             int *slots)
 {
     struct pg_array ids = {0};
@@ -390,7 +390,7 @@ int postgres_delivery_slots(struct store *s, int64_t now, int default_cap, const
 
 /* Both statements run in one transaction (the caller's, or one of its own), so
  * the endpoint locks last until the new leases are committed. */
-int postgres_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
+static int postgres_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
                                 int default_cap, struct job_list *out)
 {
     char *candidates = NULL;
@@ -414,7 +414,7 @@ int postgres_delivery_claim_due(struct store *s, const char *node, int64_t now, 
     return result;
 }
 
-int postgres_delivery_next_due(struct store *s, int64_t *at)
+static int postgres_delivery_next_due(struct store *s, int64_t *at)
 {
     struct pg_params p = {.n = 0};
     PGresult *res;
@@ -474,7 +474,7 @@ static int complete_many_results(const PGresult *res, const struct delivery_resu
  * still theirs, and only those get their attempt row, their lease dropped from
  * hookd_inflight and (410) the endpoint disabled.
  */
-int postgres_delivery_complete_many(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,
+static int postgres_delivery_complete_many(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,
                                     int *results)
 {
     struct pg_array a[CM_COLUMNS] = {{0}};
@@ -553,7 +553,7 @@ out:
 
 /* Fenced: applies only while (lease_owner, lease_token) still match; else
  * ESTALE and nothing changes. The one-result case of complete_many. */
-int postgres_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now)
+static int postgres_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now)
 {
     int one = 0;
     int result = postgres_delivery_complete_many(s, r, 1, now, &one);
@@ -561,7 +561,7 @@ int postgres_delivery_complete(struct store *s, const struct delivery_result *r,
     return result ? result : one;
 }
 
-int postgres_delivery_release(struct store *s, const char *id, const char *owner, int64_t token)
+static int postgres_delivery_release(struct store *s, const char *id, const char *owner, int64_t token)
 {
     struct pg_params p = {.n = 0};
     PGresult *res;
@@ -584,7 +584,7 @@ int postgres_delivery_release(struct store *s, const char *id, const char *owner
 }
 
 /* Found through hookd_inflight, which holds every lease (the deliveries have no index on the owner). */
-int postgres_delivery_release_node(struct store *s, const char *node)
+static int postgres_delivery_release_node(struct store *s, const char *node)
 {
     struct pg_params p = {.n = 0};
 
@@ -598,7 +598,7 @@ int postgres_delivery_release_node(struct store *s, const char *node)
 
 /* ---- reads ---------------------------------------------------------------------- */
 
-int postgres_delivery_get(struct store *s, const char *id, struct delivery *out)
+static int postgres_delivery_get(struct store *s, const char *id, struct delivery *out)
 {
     struct pg_params p = {.n = 0};
     PGresult *res;
@@ -615,7 +615,7 @@ int postgres_delivery_get(struct store *s, const char *id, struct delivery *out)
 }
 
 /* Newest first; the created_at range is since <= created_at < until. */
-int postgres_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out)
+static int postgres_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out)
 {
     char terms[FILTER_SQL_MAX];
     struct pg_sql q = {.len = 0};
@@ -657,7 +657,7 @@ int postgres_delivery_list(struct store *s, const struct delivery_filter *f, str
     return result;
 }
 
-int postgres_attempt_list(struct store *s, const char *delivery_id, struct attempt_list *out)
+static int postgres_attempt_list(struct store *s, const char *delivery_id, struct attempt_list *out)
 {
     struct pg_params p = {.n = 0};
     PGresult *res;
@@ -699,3 +699,18 @@ int postgres_attempt_list(struct store *s, const char *delivery_id, struct attem
         attempt_list_free(out);
     return result;
 }
+
+const struct store_delivery_ops postgres_delivery_ops = {
+    .insert = postgres_delivery_insert,
+    .insert_many = postgres_delivery_insert_many,
+    .claim_due = postgres_delivery_claim_due,
+    .slots = postgres_delivery_slots,
+    .next_due = postgres_delivery_next_due,
+    .complete = postgres_delivery_complete,
+    .complete_many = postgres_delivery_complete_many,
+    .release = postgres_delivery_release,
+    .release_node = postgres_delivery_release_node,
+    .get = postgres_delivery_get,
+    .list = postgres_delivery_list,
+    .attempt_list = postgres_attempt_list,
+};

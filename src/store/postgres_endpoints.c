@@ -119,10 +119,10 @@ static int endpoint_write(struct store *s, const struct endpoint *ep, bool updat
     return result;
 }
 
-int postgres_endpoint_insert(struct store *s, const struct endpoint *ep) { return endpoint_write(s, ep, false); }
-int postgres_endpoint_update(struct store *s, const struct endpoint *ep) { return endpoint_write(s, ep, true); }
+static int postgres_endpoint_insert(struct store *s, const struct endpoint *ep) { return endpoint_write(s, ep, false); }
+static int postgres_endpoint_update(struct store *s, const struct endpoint *ep) { return endpoint_write(s, ep, true); }
 
-int postgres_endpoint_get(struct store *s, const char *id, struct endpoint *out)
+static int postgres_endpoint_get(struct store *s, const char *id, struct endpoint *out)
 {
     struct pg_params p = {.n = 0};
     PGresult *res;
@@ -139,7 +139,7 @@ int postgres_endpoint_get(struct store *s, const char *id, struct endpoint *out)
 
 enum { EP_F_ACCOUNT = 1, EP_F_BEFORE = 2 };
 
-int postgres_endpoint_list(struct store *s, const struct endpoint_filter *f, struct endpoint_list *out)
+static int postgres_endpoint_list(struct store *s, const struct endpoint_filter *f, struct endpoint_list *out)
 {
     struct pg_sql q = {.len = 0};
     struct pg_params p = {.n = 0};
@@ -166,7 +166,7 @@ int postgres_endpoint_list(struct store *s, const struct endpoint_filter *f, str
     return result;
 }
 
-int postgres_endpoint_list_all(struct store *s, struct endpoint_list *out)
+static int postgres_endpoint_list_all(struct store *s, struct endpoint_list *out)
 {
     PGresult *res;
     int result = pg_run(s, PG_ENDPOINT_ALL, "SELECT " ENDPOINT_COLUMNS " FROM hookd_endpoints ORDER BY id", NULL, &res);
@@ -181,7 +181,7 @@ int postgres_endpoint_list_all(struct store *s, struct endpoint_list *out)
 }
 
 /* The endpoint goes; its open deliveries become dead in the same statement. */
-int postgres_endpoint_delete(struct store *s, const char *id)
+static int postgres_endpoint_delete(struct store *s, const char *id)
 {
     struct pg_params p = {.n = 0};
     PGresult *res;
@@ -203,7 +203,7 @@ int postgres_endpoint_delete(struct store *s, const char *id)
     return result;
 }
 
-int postgres_endpoint_set_enabled(struct store *s, const char *id, bool enabled, const char *reason, int64_t at)
+static int postgres_endpoint_set_enabled(struct store *s, const char *id, bool enabled, const char *reason, int64_t at)
 {
     struct pg_params p = {.n = 0};
     int64_t rows = 0;
@@ -225,7 +225,7 @@ int postgres_endpoint_set_enabled(struct store *s, const char *id, bool enabled,
 /* A counter bumped by a trigger on every row written to hookd_endpoints (see
  * the schema), so plain-SQL edits count too. It moves only at commit, so a
  * cache never pairs a new version with old rows. */
-int postgres_endpoint_version(struct store *s, int64_t *version)
+static int postgres_endpoint_version(struct store *s, int64_t *version)
 {
     PGresult *res;
     int result = pg_run(s, PG_ENDPOINT_VERSION,
@@ -239,3 +239,14 @@ int postgres_endpoint_version(struct store *s, int64_t *version)
     PQclear(res);
     return result;
 }
+
+const struct store_endpoint_ops postgres_endpoint_ops = {
+    .insert = postgres_endpoint_insert,
+    .update = postgres_endpoint_update,
+    .get = postgres_endpoint_get,
+    .list = postgres_endpoint_list,
+    .list_all = postgres_endpoint_list_all,
+    .delete = postgres_endpoint_delete,
+    .set_enabled = postgres_endpoint_set_enabled,
+    .version = postgres_endpoint_version,
+};

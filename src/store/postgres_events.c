@@ -60,7 +60,7 @@ static int event_get_by_key(struct store *s, const char *key, struct event *out)
                         "SELECT " PG_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.idempotency_key = $1", key, out);
 }
 
-int postgres_event_get(struct store *s, const char *id, struct event *out)
+static int postgres_event_get(struct store *s, const char *id, struct event *out)
 {
     return event_get_by(s, PG_EVENT_BY_ID, "SELECT " PG_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.id = $1", id,
                         out);
@@ -84,7 +84,7 @@ static int event_find_conflict(struct store *s, const struct event *ev, struct e
 
 /* ON CONFLICT DO NOTHING: a taken id or key raises no error, so the caller's
  * transaction stays usable. */
-int postgres_event_insert(struct store *s, struct event *ev, struct event *existing)
+static int postgres_event_insert(struct store *s, struct event *ev, struct event *existing)
 {
     struct pg_params p = {.n = 0};
     PGresult *res;
@@ -145,7 +145,7 @@ static int event_rows(const PGresult *res, struct event_list *out)
 }
 
 /* Newest first; the created_at range is since <= created_at < until. */
-int postgres_event_list(struct store *s, const struct event_filter *f, struct event_list *out)
+static int postgres_event_list(struct store *s, const struct event_filter *f, struct event_list *out)
 {
     char terms[FILTER_SQL_MAX];
     struct pg_sql q = {.len = 0};
@@ -177,7 +177,7 @@ int postgres_event_list(struct store *s, const struct event_filter *f, struct ev
 
 /* SKIP LOCKED: rows another node's relay holds (until its fan-out commits) are
  * left to it. Outside a transaction the locks end with the statement. */
-int postgres_outbox_fetch(struct store *s, int64_t after_seq, int limit, struct event_list *out)
+static int postgres_outbox_fetch(struct store *s, int64_t after_seq, int limit, struct event_list *out)
 {
     struct pg_params p = {.n = 0};
     PGresult *res;
@@ -200,7 +200,7 @@ int postgres_outbox_fetch(struct store *s, int64_t after_seq, int limit, struct 
 }
 
 /* One statement for the whole batch: the seqs go as one bigint[] literal. */
-int postgres_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n, int64_t at)
+static int postgres_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n, int64_t at)
 {
     struct pg_params p = {.n = 0};
     size_t cap, len = 0;
@@ -235,7 +235,7 @@ int postgres_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t
  * the endpoints version the same snapshot sees, so that a fan-out knows in one
  * round trip what to fan out and whether its endpoint list is current.
  */
-int postgres_outbox_take(struct store *s, int limit, int64_t at, struct event_list *out, int64_t *endpoints_version)
+static int postgres_outbox_take(struct store *s, int limit, int64_t at, struct event_list *out, int64_t *endpoints_version)
 {
     struct pg_params p = {.n = 0};
     PGresult *res;
@@ -269,7 +269,7 @@ int postgres_outbox_take(struct store *s, int limit, int64_t at, struct event_li
 }
 
 /* Called every few milliseconds: one probe of the partial index. */
-int postgres_outbox_pending(struct store *s, bool *any)
+static int postgres_outbox_pending(struct store *s, bool *any)
 {
     PGresult *res;
     int result = pg_run(s, PG_OUTBOX_PENDING, "SELECT 1 FROM hookd_outbox WHERE dispatched_at IS NULL LIMIT 1", NULL,
@@ -279,3 +279,13 @@ int postgres_outbox_pending(struct store *s, bool *any)
     PQclear(res);
     return result;
 }
+
+const struct store_event_ops postgres_event_ops = {
+    .insert = postgres_event_insert,
+    .get = postgres_event_get,
+    .list = postgres_event_list,
+    .fetch = postgres_outbox_fetch,
+    .mark_dispatched = postgres_outbox_mark_dispatched,
+    .pending = postgres_outbox_pending,
+    .take = postgres_outbox_take,
+};

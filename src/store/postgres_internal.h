@@ -171,13 +171,6 @@ struct pg_sql {
 void pg_sql_add(struct pg_sql *q, const char *part);
 
 /* Families (postgres_events.c, postgres_endpoints.c, postgres_deliveries.c). */
-int postgres_event_insert(struct store *s, struct event *ev, struct event *existing);
-int postgres_event_get(struct store *s, const char *id, struct event *out);
-int postgres_event_list(struct store *s, const struct event_filter *f, struct event_list *out);
-int postgres_outbox_fetch(struct store *s, int64_t after_seq, int limit, struct event_list *out);
-int postgres_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n, int64_t at);
-int postgres_outbox_pending(struct store *s, bool *any);
-int postgres_outbox_take(struct store *s, int limit, int64_t at, struct event_list *out, int64_t *endpoints_version);
 #define PG_EVENT_COLUMNS                                                                                   \
     "o.seq, o.id, o.event_type, o.account, o.resource_type, o.resource_id, o.resource_version, o.payload, " \
     "o.idempotency_key, o.created_at, o.dispatched_at"
@@ -185,28 +178,8 @@ int postgres_outbox_take(struct store *s, int limit, int64_t at, struct event_li
 /* Reads the PG_EVENT_COLUMNS of row starting at column first. */
 __attribute__((warn_unused_result)) int postgres_event_read(const PGresult *r, int row, int first, struct event *ev);
 
-int postgres_endpoint_insert(struct store *s, const struct endpoint *ep);
-int postgres_endpoint_update(struct store *s, const struct endpoint *ep);
-int postgres_endpoint_get(struct store *s, const char *id, struct endpoint *out);
-int postgres_endpoint_list(struct store *s, const struct endpoint_filter *f, struct endpoint_list *out);
-int postgres_endpoint_list_all(struct store *s, struct endpoint_list *out);
-int postgres_endpoint_delete(struct store *s, const char *id);
-int postgres_endpoint_set_enabled(struct store *s, const char *id, bool enabled, const char *reason, int64_t at);
-int postgres_endpoint_version(struct store *s, int64_t *version);
-
-int postgres_delivery_insert(struct store *s, const struct delivery *d);
-int postgres_delivery_insert_many(struct store *s, const struct delivery *ds, size_t n);
-int postgres_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
-                                int default_cap, struct job_list *out);
-int postgres_delivery_slots(struct store *s, int64_t now, int default_cap, const char *const *endpoint_ids, size_t n,
-                            int *slots);
-int postgres_delivery_next_due(struct store *s, int64_t *at);
-int postgres_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now);
-int postgres_delivery_complete_many(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,
-                                    int *results);
-int postgres_delivery_release(struct store *s, const char *id, const char *owner, int64_t token);
-int postgres_delivery_release_node(struct store *s, const char *node);
-int postgres_delivery_get(struct store *s, const char *id, struct delivery *out);
-int postgres_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out);
-int postgres_attempt_list(struct store *s, const char *delivery_id, struct attempt_list *out);
+/* The table families (postgres_events.c, postgres_endpoints.c, postgres_deliveries.c). */
+extern const struct store_event_ops postgres_event_ops;
+extern const struct store_endpoint_ops postgres_endpoint_ops;
+extern const struct store_delivery_ops postgres_delivery_ops;
 #endif

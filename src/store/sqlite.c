@@ -476,6 +476,11 @@ static int sqlite_meta_set(struct store *s, const char *key, const char *value)
     return sq_run(s, st, NULL);
 }
 
+static const struct store_meta_ops sqlite_meta_ops = {
+    .get = sqlite_meta_get,
+    .set = sqlite_meta_set,
+};
+
 /* ---- the method table ------------------------------------------------------- */
 
 const struct store_ops store_sqlite_ops = {
@@ -495,33 +500,8 @@ const struct store_ops store_sqlite_ops = {
     .rollback_to = sqlite_rollback_to,
     .changed = sqlite_changed,
     .changed_fd = sqlite_changed_fd,
-    .meta_get = sqlite_meta_get,
-    .meta_set = sqlite_meta_set,
-    .event_insert = sqlite_event_insert,
-    .event_get = sqlite_event_get,
-    .event_list = sqlite_event_list,
-    .outbox_fetch = sqlite_outbox_fetch,
-    .outbox_mark_dispatched = sqlite_outbox_mark_dispatched,
-    .outbox_pending = sqlite_outbox_pending,
-    .outbox_take = sqlite_outbox_take,
-    .endpoint_insert = sqlite_endpoint_insert,
-    .endpoint_update = sqlite_endpoint_update,
-    .endpoint_get = sqlite_endpoint_get,
-    .endpoint_list = sqlite_endpoint_list,
-    .endpoint_list_all = sqlite_endpoint_list_all,
-    .endpoint_delete = sqlite_endpoint_delete,
-    .endpoint_set_enabled = sqlite_endpoint_set_enabled,
-    .endpoint_version = sqlite_endpoint_version,
-    .delivery_insert = sqlite_delivery_insert,
-    .delivery_insert_many = sqlite_delivery_insert_many,
-    .delivery_claim_due = sqlite_delivery_claim_due,
-    .delivery_slots = sqlite_delivery_slots,
-    .delivery_next_due = sqlite_delivery_next_due,
-    .delivery_complete = sqlite_delivery_complete,
-    .delivery_complete_many = sqlite_delivery_complete_many,
-    .delivery_release = sqlite_delivery_release,
-    .delivery_release_node = sqlite_delivery_release_node,
-    .delivery_get = sqlite_delivery_get,
-    .delivery_list = sqlite_delivery_list,
-    .attempt_list = sqlite_attempt_list,
+    .meta = &sqlite_meta_ops,
+    .events = &sqlite_event_ops,
+    .endpoints = &sqlite_endpoint_ops,
+    .deliveries = &sqlite_delivery_ops,
 };

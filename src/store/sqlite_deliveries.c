@@ -49,7 +49,7 @@ static int delivery_read(sqlite3_stmt *st, int first, struct delivery *d)
     return 0;
 }
 
-int sqlite_delivery_insert(struct store *s, const struct delivery *d)
+static int sqlite_delivery_insert(struct store *s, const struct delivery *d)
 {
     sqlite3_stmt *st;
     int64_t created = d->created_at ? d->created_at : clock_now_ms();
@@ -90,7 +90,7 @@ int sqlite_delivery_insert(struct store *s, const struct delivery *d)
 }
 
 /* One prepared statement per row: SQLite runs in-process, so a row costs no round trip. */
-int sqlite_delivery_insert_many(struct store *s, const struct delivery *ds, size_t n)
+static int sqlite_delivery_insert_many(struct store *s, const struct delivery *ds, size_t n)
 {
     int result = 0;
 
@@ -326,7 +326,7 @@ static int jobs_read(struct store *s, const struct picks *p, struct job_list *ou
 
 /* SQLite has one writer at a time, so counting leases and leasing need no
  * further locking: the claim is one atomic unit. */
-int sqlite_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
+static int sqlite_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
                               int default_cap, struct job_list *out)
 {
     struct picks p = {.limit = limit > STORE_LIST_MAX ? STORE_LIST_MAX : limit > 0 ? (size_t)limit : 0};
@@ -355,7 +355,7 @@ int sqlite_delivery_claim_due(struct store *s, const char *node, int64_t now, in
 }
 
 /* One endpoint at a time: SQLite runs in-process and has one writer, so there is no one to lock out. */
-int sqlite_delivery_slots(struct store *s, int64_t now, int default_cap, const char *const *endpoint_ids, size_t n,
+static int sqlite_delivery_slots(struct store *s, int64_t now, int default_cap, const char *const *endpoint_ids, size_t n,
                           int *slots)
 {
     sqlite3_stmt *st;
@@ -389,7 +389,7 @@ int sqlite_delivery_slots(struct store *s, int64_t now, int default_cap, const c
     return result;
 }
 
-int sqlite_delivery_next_due(struct store *s, int64_t *at)
+static int sqlite_delivery_next_due(struct store *s, int64_t *at)
 {
     sqlite3_stmt *st;
     int rc, result = sq_stmt(s, SQ_DELIVERY_NEXT_DUE,
@@ -495,7 +495,7 @@ static int complete_one(struct store *s, const struct delivery_result *r, int64_
     return result;
 }
 
-int sqlite_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now)
+static int sqlite_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now)
 {
     int result = sq_atomic_begin(s);
 
@@ -507,7 +507,7 @@ int sqlite_delivery_complete(struct store *s, const struct delivery_result *r, i
 /* Each result alone, all inside one savepoint when outside a transaction. A
  * fenced-out or invalid result changes nothing (delivery_complete checks the
  * lease before it writes), so only another error spoils the call. */
-int sqlite_delivery_complete_many(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,
+static int sqlite_delivery_complete_many(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,
                                   int *results)
 {
     int result = sq_atomic_begin(s);
@@ -522,7 +522,7 @@ int sqlite_delivery_complete_many(struct store *s, const struct delivery_result 
     return sq_atomic_end(s, result);
 }
 
-int sqlite_delivery_release(struct store *s, const char *id, const char *owner, int64_t token)
+static int sqlite_delivery_release(struct store *s, const char *id, const char *owner, int64_t token)
 {
     sqlite3_stmt *st;
     int changes = 0, result = sq_stmt(s, SQ_DELIVERY_RELEASE,
@@ -539,7 +539,7 @@ int sqlite_delivery_release(struct store *s, const char *id, const char *owner, 
     return result == 0 && changes == 0 ? HOOKD_ESTALE : result;
 }
 
-int sqlite_delivery_release_node(struct store *s, const char *node)
+static int sqlite_delivery_release_node(struct store *s, const char *node)
 {
     sqlite3_stmt *st;
     int result = sq_stmt(s, SQ_DELIVERY_RELEASE_NODE,
@@ -553,7 +553,7 @@ int sqlite_delivery_release_node(struct store *s, const char *node)
     return sq_run(s, st, NULL);
 }
 
-int sqlite_delivery_get(struct store *s, const char *id, struct delivery *out)
+static int sqlite_delivery_get(struct store *s, const char *id, struct delivery *out)
 {
     sqlite3_stmt *st;
     int rc, result = sq_stmt(s, SQ_DELIVERY_GET, "SELECT " DELIVERY_COLUMNS " FROM hookd_deliveries d WHERE d.id = ?1",
@@ -572,7 +572,7 @@ int sqlite_delivery_get(struct store *s, const char *id, struct delivery *out)
 }
 
 /* Newest first; the created_at range is since <= created_at < until. */
-int sqlite_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out)
+static int sqlite_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out)
 {
     char terms[FILTER_SQL_MAX];
     struct sq_sql q = {.len = 0};
@@ -620,7 +620,7 @@ int sqlite_delivery_list(struct store *s, const struct delivery_filter *f, struc
     return result;
 }
 
-int sqlite_attempt_list(struct store *s, const char *delivery_id, struct attempt_list *out)
+static int sqlite_attempt_list(struct store *s, const char *delivery_id, struct attempt_list *out)
 {
     sqlite3_stmt *st;
     size_t cap = 0;
@@ -666,3 +666,18 @@ int sqlite_attempt_list(struct store *s, const char *delivery_id, struct attempt
         attempt_list_free(out);
     return result;
 }
+
+const struct store_delivery_ops sqlite_delivery_ops = {
+    .insert = sqlite_delivery_insert,
+    .insert_many = sqlite_delivery_insert_many,
+    .claim_due = sqlite_delivery_claim_due,
+    .slots = sqlite_delivery_slots,
+    .next_due = sqlite_delivery_next_due,
+    .complete = sqlite_delivery_complete,
+    .complete_many = sqlite_delivery_complete_many,
+    .release = sqlite_delivery_release,
+    .release_node = sqlite_delivery_release_node,
+    .get = sqlite_delivery_get,
+    .list = sqlite_delivery_list,
+    .attempt_list = sqlite_attempt_list,
+};

@@ -102,10 +102,10 @@ static int endpoint_write(struct store *s, const struct endpoint *ep, bool updat
     return result;
 }
 
-int sqlite_endpoint_insert(struct store *s, const struct endpoint *ep) { return endpoint_write(s, ep, false); }
-int sqlite_endpoint_update(struct store *s, const struct endpoint *ep) { return endpoint_write(s, ep, true); }
+static int sqlite_endpoint_insert(struct store *s, const struct endpoint *ep) { return endpoint_write(s, ep, false); }
+static int sqlite_endpoint_update(struct store *s, const struct endpoint *ep) { return endpoint_write(s, ep, true); }
 
-int sqlite_endpoint_get(struct store *s, const char *id, struct endpoint *out)
+static int sqlite_endpoint_get(struct store *s, const char *id, struct endpoint *out)
 {
     sqlite3_stmt *st;
     int rc, result = sq_stmt(s, SQ_ENDPOINT_GET, "SELECT " ENDPOINT_COLUMNS " FROM hookd_endpoints WHERE id = ?1",
@@ -152,7 +152,7 @@ static int endpoint_rows(struct store *s, sqlite3_stmt *st, int max_rows, struct
 
 enum { EP_F_ACCOUNT = 1, EP_F_BEFORE = 2 };
 
-int sqlite_endpoint_list(struct store *s, const struct endpoint_filter *f, struct endpoint_list *out)
+static int sqlite_endpoint_list(struct store *s, const struct endpoint_filter *f, struct endpoint_list *out)
 {
     struct sq_sql q = {.len = 0};
     sqlite3_stmt *st;
@@ -178,7 +178,7 @@ int sqlite_endpoint_list(struct store *s, const struct endpoint_filter *f, struc
     return endpoint_rows(s, st, limit, out);
 }
 
-int sqlite_endpoint_list_all(struct store *s, struct endpoint_list *out)
+static int sqlite_endpoint_list_all(struct store *s, struct endpoint_list *out)
 {
     sqlite3_stmt *st;
     int result = sq_stmt(s, SQ_ENDPOINT_ALL, "SELECT " ENDPOINT_COLUMNS " FROM hookd_endpoints ORDER BY id", &st);
@@ -189,7 +189,7 @@ int sqlite_endpoint_list_all(struct store *s, struct endpoint_list *out)
 }
 
 /* The endpoint goes; its open deliveries become dead in the same unit. */
-int sqlite_endpoint_delete(struct store *s, const char *id)
+static int sqlite_endpoint_delete(struct store *s, const char *id)
 {
     sqlite3_stmt *del, *kill;
     int changes = 0, result;
@@ -216,7 +216,7 @@ int sqlite_endpoint_delete(struct store *s, const char *id)
     return sq_atomic_end(s, result);
 }
 
-int sqlite_endpoint_set_enabled(struct store *s, const char *id, bool enabled, const char *reason, int64_t at)
+static int sqlite_endpoint_set_enabled(struct store *s, const char *id, bool enabled, const char *reason, int64_t at)
 {
     sqlite3_stmt *st;
     int changes = 0, result = sq_stmt(s, SQ_ENDPOINT_SET_ENABLED,
@@ -238,7 +238,7 @@ int sqlite_endpoint_set_enabled(struct store *s, const char *id, bool enabled, c
 
 /* A counter bumped by triggers on every insert, update and delete of
  * hookd_endpoints (see the schema), so plain-SQL edits count too. */
-int sqlite_endpoint_version(struct store *s, int64_t *version)
+static int sqlite_endpoint_version(struct store *s, int64_t *version)
 {
     sqlite3_stmt *st;
     int rc, result = sq_stmt(s, SQ_ENDPOINT_VERSION,
@@ -255,3 +255,14 @@ int sqlite_endpoint_version(struct store *s, int64_t *version)
     sq_reset(st);
     return result;
 }
+
+const struct store_endpoint_ops sqlite_endpoint_ops = {
+    .insert = sqlite_endpoint_insert,
+    .update = sqlite_endpoint_update,
+    .get = sqlite_endpoint_get,
+    .list = sqlite_endpoint_list,
+    .list_all = sqlite_endpoint_list_all,
+    .delete = sqlite_endpoint_delete,
+    .set_enabled = sqlite_endpoint_set_enabled,
+    .version = sqlite_endpoint_version,
+};

@@ -59,7 +59,7 @@ static int event_get_by_key(struct store *s, const char *key, struct event *out)
                         "SELECT " SQ_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.idempotency_key = ?1", key, out);
 }
 
-int sqlite_event_get(struct store *s, const char *id, struct event *out)
+static int sqlite_event_get(struct store *s, const char *id, struct event *out)
 {
     return event_get_by(s, SQ_EVENT_BY_ID, "SELECT " SQ_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.id = ?1", id,
                         out);
@@ -81,7 +81,7 @@ static int event_find_conflict(struct store *s, const struct event *ev, struct e
     return result == 0 || result == HOOKD_ENOTFOUND ? HOOKD_EEXISTS : result;
 }
 
-int sqlite_event_insert(struct store *s, struct event *ev, struct event *existing)
+static int sqlite_event_insert(struct store *s, struct event *ev, struct event *existing)
 {
     sqlite3_stmt *st;
     int64_t seq = 0;
@@ -158,7 +158,7 @@ static int event_rows(struct store *s, sqlite3_stmt *st, int max_rows, struct ev
 }
 
 /* Newest first; the created_at range is since <= created_at < until. */
-int sqlite_event_list(struct store *s, const struct event_filter *f, struct event_list *out)
+static int sqlite_event_list(struct store *s, const struct event_filter *f, struct event_list *out)
 {
     char terms[FILTER_SQL_MAX];
     struct sq_sql q = {.len = 0};
@@ -188,7 +188,7 @@ int sqlite_event_list(struct store *s, const struct event_filter *f, struct even
     return event_rows(s, st, limit, out);
 }
 
-int sqlite_outbox_fetch(struct store *s, int64_t after_seq, int limit, struct event_list *out)
+static int sqlite_outbox_fetch(struct store *s, int64_t after_seq, int limit, struct event_list *out)
 {
     sqlite3_stmt *st;
     int result = sq_stmt(s, SQ_OUTBOX_FETCH,
@@ -206,7 +206,7 @@ int sqlite_outbox_fetch(struct store *s, int64_t after_seq, int limit, struct ev
     return event_rows(s, st, limit, out);
 }
 
-int sqlite_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n, int64_t at)
+static int sqlite_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n, int64_t at)
 {
     sqlite3_stmt *st;
     int result = sq_stmt(s, SQ_OUTBOX_MARK, "UPDATE hookd_outbox SET dispatched_at = ?1 WHERE seq = ?2", &st);
@@ -225,7 +225,7 @@ int sqlite_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n
 }
 
 /* fetch, mark and endpoint_version under one method savepoint (SQLite has one writer: nothing to skip). */
-int sqlite_outbox_take(struct store *s, int limit, int64_t at, struct event_list *out, int64_t *endpoints_version)
+static int sqlite_outbox_take(struct store *s, int limit, int64_t at, struct event_list *out, int64_t *endpoints_version)
 {
     int64_t *seqs = NULL, version = 0;
     int result;
@@ -244,7 +244,7 @@ int sqlite_outbox_take(struct store *s, int limit, int64_t at, struct event_list
         if (result == 0)
             result = sqlite_outbox_mark_dispatched(s, seqs, out->n, at);
         if (result == 0)
-            result = sqlite_endpoint_version(s, &version);
+            result = sqlite_endpoint_ops.version(s, &version);
         free(seqs);
     }
     result = sq_atomic_end(s, result);
@@ -256,7 +256,7 @@ int sqlite_outbox_take(struct store *s, int limit, int64_t at, struct event_list
 }
 
 /* Called every few milliseconds: one probe of the partial index, no table read. */
-int sqlite_outbox_pending(struct store *s, bool *any)
+static int sqlite_outbox_pending(struct store *s, bool *any)
 {
     sqlite3_stmt *st;
     int rc, result = sq_stmt(s, SQ_OUTBOX_PENDING, "SELECT 1 FROM hookd_outbox WHERE dispatched_at IS NULL LIMIT 1",
@@ -273,3 +273,13 @@ int sqlite_outbox_pending(struct store *s, bool *any)
     sq_reset(st);
     return result;
 }
+
+const struct store_event_ops sqlite_event_ops = {
+    .insert = sqlite_event_insert,
+    .get = sqlite_event_get,
+    .list = sqlite_event_list,
+    .fetch = sqlite_outbox_fetch,
+    .mark_dispatched = sqlite_outbox_mark_dispatched,
+    .pending = sqlite_outbox_pending,
+    .take = sqlite_outbox_take,
+};

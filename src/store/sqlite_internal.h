@@ -124,13 +124,6 @@ struct sq_sql {
 void sq_sql_add(struct sq_sql *q, const char *part);
 
 /* Families (sqlite_events.c, sqlite_endpoints.c, sqlite_deliveries.c). */
-int sqlite_event_insert(struct store *s, struct event *ev, struct event *existing);
-int sqlite_event_get(struct store *s, const char *id, struct event *out);
-int sqlite_event_list(struct store *s, const struct event_filter *f, struct event_list *out);
-int sqlite_outbox_fetch(struct store *s, int64_t after_seq, int limit, struct event_list *out);
-int sqlite_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n, int64_t at);
-int sqlite_outbox_pending(struct store *s, bool *any);
-int sqlite_outbox_take(struct store *s, int limit, int64_t at, struct event_list *out, int64_t *endpoints_version);
 /* Reads the EVENT_COLUMNS starting at column first. */
 #define SQ_EVENT_COLUMNS                                                                                   \
     "o.seq, o.id, o.event_type, o.account, o.resource_type, o.resource_id, o.resource_version, o.payload, " \
@@ -138,28 +131,8 @@ int sqlite_outbox_take(struct store *s, int limit, int64_t at, struct event_list
 #define SQ_EVENT_NCOLS 11
 __attribute__((warn_unused_result)) int sqlite_event_read(sqlite3_stmt *st, int first, struct event *ev);
 
-int sqlite_endpoint_insert(struct store *s, const struct endpoint *ep);
-int sqlite_endpoint_update(struct store *s, const struct endpoint *ep);
-int sqlite_endpoint_get(struct store *s, const char *id, struct endpoint *out);
-int sqlite_endpoint_list(struct store *s, const struct endpoint_filter *f, struct endpoint_list *out);
-int sqlite_endpoint_list_all(struct store *s, struct endpoint_list *out);
-int sqlite_endpoint_delete(struct store *s, const char *id);
-int sqlite_endpoint_set_enabled(struct store *s, const char *id, bool enabled, const char *reason, int64_t at);
-int sqlite_endpoint_version(struct store *s, int64_t *version);
-
-int sqlite_delivery_insert(struct store *s, const struct delivery *d);
-int sqlite_delivery_insert_many(struct store *s, const struct delivery *ds, size_t n);
-int sqlite_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
-                              int default_cap, struct job_list *out);
-int sqlite_delivery_slots(struct store *s, int64_t now, int default_cap, const char *const *endpoint_ids, size_t n,
-                          int *slots);
-int sqlite_delivery_next_due(struct store *s, int64_t *at);
-int sqlite_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now);
-int sqlite_delivery_complete_many(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,
-                                  int *results);
-int sqlite_delivery_release(struct store *s, const char *id, const char *owner, int64_t token);
-int sqlite_delivery_release_node(struct store *s, const char *node);
-int sqlite_delivery_get(struct store *s, const char *id, struct delivery *out);
-int sqlite_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out);
-int sqlite_attempt_list(struct store *s, const char *delivery_id, struct attempt_list *out);
+/* The table families (sqlite_events.c, sqlite_endpoints.c, sqlite_deliveries.c). */
+extern const struct store_event_ops sqlite_event_ops;
+extern const struct store_endpoint_ops sqlite_endpoint_ops;
+extern const struct store_delivery_ops sqlite_delivery_ops;
 #endif
