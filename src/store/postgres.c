@@ -623,39 +623,69 @@ int64_t pg_col_i64(const PGresult *r, int row, int col)
     return PQgetisnull(r, row, col) ? 0 : strtoll(PQgetvalue(r, row, col), NULL, 10);
 }
 
-int pg_list_grow(void **items, size_t n, size_t *cap, size_t item_size)
-{
-    void *grown;
-    size_t new_cap;
+/* ---- row readers ---------------------------------------------------------------- */
 
-    if (n < *cap)
-        goto out;
-    new_cap = *cap ? *cap * 2 : 16;
-    grown = realloc(*items, new_cap * item_size);
-    if (!grown)
-        return HOOKD_ENOMEM;
-    *items = grown;
-    *cap = new_cap;
-out:
-    memset((char *)*items + n * item_size, 0, item_size);
-    return 0;
+static const PGresult *row_res(const struct store_row *r) { return r->src; }
+static bool row_null(const struct store_row *r, int col) { return PQgetisnull(row_res(r), r->row, col) != 0; }
+static const char *row_text(const struct store_row *r, int col)
+{
+    return row_null(r, col) ? NULL : PQgetvalue(row_res(r), r->row, col);
+}
+static char *row_str(const struct store_row *r, int col, bool *ok) { return pg_col_str(row_res(r), r->row, col, ok); }
+static int64_t row_i64(const struct store_row *r, int col) { return pg_col_i64(row_res(r), r->row, col); }
+static bool row_flag(const struct store_row *r, int col) { return strcmp(PQgetvalue(row_res(r), r->row, col), "t") == 0; }
+
+static const struct store_row_ops row_ops = {
+    .null = row_null,
+    .text = row_text,
+    .str = row_str,
+    .i64 = row_i64,
+    .flag = row_flag,
+};
+
+int pg_rows_read(const PGresult *res, store_read_fn read, struct store_rows rows)
+{
+    struct store_row row = {.ops = &row_ops, .src = res};
+    int n = PQntuples(res), result = 0;
+
+    store_rows_start(&rows);
+    for (row.row = 0; row.row < n && result == 0; row.row++) {
+        void *item = store_rows_slot(&rows);
+        result = item ? read(&row, item) : HOOKD_ENOMEM;
+        if (result == 0)
+            store_rows_keep(&rows);
+    }
+    if (result)
+        store_rows_free(&rows);
+    return result;
 }
 
-int pg_list_limit(int limit)
+int pg_get(struct store *s, int slot, const char *sql, const struct pg_params *p, store_read_fn read, void *item)
 {
-    if (limit <= 0)
-        return 100;
-    return limit > STORE_LIST_MAX ? STORE_LIST_MAX : limit;
+    PGresult *res;
+    int result = pg_run(s, slot, sql, p, &res);
+    const struct store_row row = {.ops = &row_ops, .src = res, .row = 0};
+
+    if (result)
+        return result;
+    result = PQntuples(res) > 0 ? read(&row, item) : HOOKD_ENOTFOUND;
+    PQclear(res);
+    return result;
 }
 
-void pg_sql_add(struct pg_sql *q, const char *part)
+int pg_list(struct store *s, int slot, const char *sql, const struct pg_params *p, store_read_fn read,
+            struct store_rows rows)
 {
-    int n;
+    PGresult *res;
+    int result = pg_run(s, slot, sql, p, &res);
 
-    if (q->len >= sizeof q->text)
-        return;
-    n = snprintf(q->text + q->len, sizeof q->text - q->len, "%s", part);
-    q->len += n > 0 ? (size_t)n : 0;
+    if (result) {
+        store_rows_start(&rows);
+        return result;
+    }
+    result = pg_rows_read(res, read, rows);
+    PQclear(res);
+    return result;
 }
 
 /* ---- migrations ----------------------------------------------------------- */

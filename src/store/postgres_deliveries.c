@@ -12,11 +12,6 @@
 
 #include "core/clock.h"
 
-#define DELIVERY_COLUMNS                                                                                   \
-    "d.id, d.event_id, d.endpoint_id, d.account, d.status, d.attempt_count, d.next_attempt_at, "           \
-    "d.last_status_code, d.last_error, d.first_attempt_at, d.last_attempt_at, d.delivered_at, d.created_at, " \
-    "d.lease_owner, d.lease_until, d.lease_token"
-#define DELIVERY_NCOLS 16
 #define OPEN_STATUSES "('pending', 'retrying')"
 /*
  * hookd_inflight mirrors every live lease (schema v3: the caps count it, so
@@ -46,36 +41,6 @@
     " AND d.next_attempt_at <= " now " AND (d.lease_owner IS NULL OR d.lease_until < " now ") LIMIT 1)"
 /* First key of the claim's per-endpoint pg_advisory_xact_lock(int, int) ("hkdp"). */
 #define CLAIM_LOCK_CLASS "1751868528"
-
-static int delivery_read(const PGresult *r, int row, int first, struct delivery *d)
-{
-    bool ok = true;
-    int c = first;
-
-    memset(d, 0, sizeof *d);
-    pg_col_id(r, row, c++, d->id);
-    pg_col_id(r, row, c++, d->event_id);
-    pg_col_id(r, row, c++, d->endpoint_id);
-    d->account = pg_col_str(r, row, c++, &ok);
-    if (delivery_status_parse(PQgetvalue(r, row, c++), &d->status))
-        d->status = DELIVERY_DEAD;
-    d->attempt_count = (int)pg_col_i64(r, row, c++);
-    d->next_attempt_at = pg_col_i64(r, row, c++);
-    d->last_status_code = (int)pg_col_i64(r, row, c++);
-    d->last_error = pg_col_str(r, row, c++, &ok);
-    d->first_attempt_at = pg_col_i64(r, row, c++);
-    d->last_attempt_at = pg_col_i64(r, row, c++);
-    d->delivered_at = pg_col_i64(r, row, c++);
-    d->created_at = pg_col_i64(r, row, c++);
-    d->lease_owner = pg_col_str(r, row, c++, &ok);
-    d->lease_until = pg_col_i64(r, row, c++);
-    d->lease_token = pg_col_i64(r, row, c++);
-    if (!ok) {
-        delivery_free(d);
-        return HOOKD_ENOMEM;
-    }
-    return 0;
-}
 
 /* The columns of delivery_insert as arrays, one element per row. */
 enum { INS_ID, INS_EVENT, INS_ENDPOINT, INS_ACCOUNT, INS_STATUS, INS_ATTEMPTS, INS_NEXT, INS_CODE, INS_ERROR,
@@ -250,8 +215,7 @@ static int claim_lease(struct store *s, const char *node, int64_t now, int64_t l
 {
     struct pg_params p = {.n = 0};
     PGresult *res;
-    size_t cap = 0;
-    int rows, result;
+    int result;
 
     pg_param_text(&p, 1, node);
     pg_param_i64(&p, 2, now);
@@ -278,28 +242,13 @@ static int claim_lease(struct store *s, const char *node, int64_t now, int64_t l
                     "  lease_token = d.lease_token + 1 WHERE d.ctid = ANY (ARRAY(SELECT l.tid FROM l))"
                     "  AND d.status IN " OPEN_STATUSES " AND (d.lease_owner IS NULL OR d.lease_until < $2) RETURNING d.*),"
                     " i AS (" INFLIGHT_RECORD("u") ")"
-                    " SELECT " DELIVERY_COLUMNS ", " PG_EVENT_COLUMNS " FROM u d"
+                    " SELECT " STORE_JOB_COLUMNS " FROM u d"
                     " JOIN hookd_outbox o ON o.id = d.event_id"
                     " ORDER BY d.next_attempt_at, d.id",
                     &p, &res);
     if (result)
         return result;
-    rows = PQntuples(res);
-    for (int i = 0; i < rows && result == 0; i++) {
-        struct delivery_job *j;
-        result = pg_list_grow((void **)&out->items, out->n, &cap, sizeof *out->items);
-        if (result)
-            break;
-        j = &out->items[out->n];
-        result = delivery_read(res, i, 0, &j->d);
-        if (result)
-            break;
-        result = postgres_event_read(res, i, DELIVERY_NCOLS, &j->ev);
-        if (result)
-            delivery_free(&j->d);
-        else
-            out->n++;
-    }
+    result = pg_rows_read(res, store_read_job, STORE_ROWS(out, store_free_job));
     PQclear(res);
     return result;
 }
@@ -400,7 +349,7 @@ static int postgres_delivery_claim_due(struct store *s, const char *node, int64_
     out->n = 0;
     if (!node || limit <= 0)
         return HOOKD_EINVAL;
-    limit = pg_list_limit(limit);
+    limit = store_list_limit(limit);
     result = pg_atomic_begin(s);
     if (result)
         return result;
@@ -601,37 +550,28 @@ static int postgres_delivery_release_node(struct store *s, const char *node)
 static int postgres_delivery_get(struct store *s, const char *id, struct delivery *out)
 {
     struct pg_params p = {.n = 0};
-    PGresult *res;
-    int result;
 
     pg_param_text(&p, 1, id);
-    result = pg_run(s, PG_DELIVERY_GET, "SELECT " DELIVERY_COLUMNS " FROM hookd_deliveries d WHERE d.id = $1", &p,
-                    &res);
-    if (result)
-        return result;
-    result = PQntuples(res) > 0 ? delivery_read(res, 0, 0, out) : HOOKD_ENOTFOUND;
-    PQclear(res);
-    return result;
+    return pg_get(s, PG_DELIVERY_GET, "SELECT " STORE_DELIVERY_COLUMNS " FROM hookd_deliveries d WHERE d.id = $1", &p,
+                  store_read_delivery, out);
 }
 
 /* Newest first; the created_at range is since <= created_at < until. */
 static int postgres_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out)
 {
     char terms[FILTER_SQL_MAX];
-    struct pg_sql q = {.len = 0};
+    struct store_sql q = {.len = 0};
     struct pg_params p = {.n = 0};
-    PGresult *res;
-    size_t cap = 0;
-    int mask = delivery_filter_mask(f), rows, result;
+    int mask = delivery_filter_mask(f);
 
     out->items = NULL;
     out->n = 0;
     if (f->status >= 0 && !delivery_status_valid(f->status))
         return HOOKD_EINVAL;
-    pg_sql_add(&q, "SELECT " DELIVERY_COLUMNS " FROM hookd_deliveries d WHERE true");
+    store_sql_add(&q, "SELECT " STORE_DELIVERY_COLUMNS " FROM hookd_deliveries d WHERE true");
     delivery_filter_sql(mask, '$', terms);
-    pg_sql_add(&q, terms);
-    pg_sql_add(&q, " ORDER BY d.id DESC LIMIT $8");
+    store_sql_add(&q, terms);
+    store_sql_add(&q, " ORDER BY d.id DESC LIMIT $8");
     pg_param_text(&p, 1, f->event_id);
     pg_param_text(&p, 2, f->endpoint_id);
     pg_param_text(&p, 3, f->account);
@@ -639,65 +579,18 @@ static int postgres_delivery_list(struct store *s, const struct delivery_filter 
     pg_param_i64(&p, 5, f->since);
     pg_param_i64(&p, 6, f->until);
     pg_param_text(&p, 7, f->before_id);
-    pg_param_int(&p, 8, pg_list_limit(f->limit));
-    result = pg_run(s, PG_DELIVERY_LIST + mask, q.text, &p, &res);
-    if (result)
-        return result;
-    rows = PQntuples(res);
-    for (int i = 0; i < rows && result == 0; i++) {
-        result = pg_list_grow((void **)&out->items, out->n, &cap, sizeof *out->items);
-        if (result == 0)
-            result = delivery_read(res, i, 0, &out->items[out->n]);
-        if (result == 0)
-            out->n++;
-    }
-    PQclear(res);
-    if (result)
-        delivery_list_free(out);
-    return result;
+    pg_param_int(&p, 8, store_list_limit(f->limit));
+    return pg_list(s, PG_DELIVERY_LIST + mask, q.text, &p, store_read_delivery, STORE_ROWS(out, store_free_delivery));
 }
 
 static int postgres_attempt_list(struct store *s, const char *delivery_id, struct attempt_list *out)
 {
     struct pg_params p = {.n = 0};
-    PGresult *res;
-    size_t cap = 0;
-    bool ok = true;
-    int rows, result;
 
-    out->items = NULL;
-    out->n = 0;
     pg_param_text(&p, 1, delivery_id);
-    result = pg_run(s, PG_ATTEMPT_LIST,
-                    "SELECT id, delivery_id, n, started_at, duration_ms, status_code, error_class, error,"
-                    " response, node FROM hookd_attempts WHERE delivery_id = $1 ORDER BY n, id",
-                    &p, &res);
-    if (result)
-        return result;
-    rows = PQntuples(res);
-    for (int i = 0; i < rows && result == 0; i++) {
-        struct attempt *a;
-        result = pg_list_grow((void **)&out->items, out->n, &cap, sizeof *out->items);
-        if (result)
-            break;
-        a = &out->items[out->n++];
-        a->id = pg_col_i64(res, i, 0);
-        pg_col_id(res, i, 1, a->delivery_id);
-        a->n = (int)pg_col_i64(res, i, 2);
-        a->started_at = pg_col_i64(res, i, 3);
-        a->duration_ms = (int)pg_col_i64(res, i, 4);
-        a->status_code = (int)pg_col_i64(res, i, 5);
-        a->error_class = pg_col_str(res, i, 6, &ok);
-        a->error = pg_col_str(res, i, 7, &ok);
-        a->response = pg_col_str(res, i, 8, &ok);
-        a->node = pg_col_str(res, i, 9, &ok);
-        if (!ok)
-            result = HOOKD_ENOMEM;
-    }
-    PQclear(res);
-    if (result)
-        attempt_list_free(out);
-    return result;
+    return pg_list(s, PG_ATTEMPT_LIST,
+                   "SELECT " STORE_ATTEMPT_COLUMNS " FROM hookd_attempts WHERE delivery_id = $1 ORDER BY n, id", &p,
+                   store_read_attempt, STORE_ROWS(out, store_free_attempt));
 }
 
 const struct store_delivery_ops postgres_delivery_ops = {

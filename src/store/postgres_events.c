@@ -13,73 +13,25 @@
 #include "core/clock.h"
 #include "core/ids.h"
 
-int postgres_event_read(const PGresult *r, int row, int first, struct event *ev)
-{
-    bool ok = true;
-    int c = first;
-
-    memset(ev, 0, sizeof *ev);
-    ev->seq = pg_col_i64(r, row, c++);
-    pg_col_id(r, row, c++, ev->id);
-    ev->type = pg_col_str(r, row, c++, &ok);
-    ev->account = pg_col_str(r, row, c++, &ok);
-    ev->resource_type = pg_col_str(r, row, c++, &ok);
-    ev->resource_id = pg_col_str(r, row, c++, &ok);
-    ev->has_resource_version = !pg_col_null(r, row, c);
-    ev->resource_version = pg_col_i64(r, row, c++);
-    ev->payload = pg_col_str(r, row, c++, &ok);
-    ev->idempotency_key = pg_col_str(r, row, c++, &ok);
-    ev->created_at = pg_col_i64(r, row, c++);
-    ev->dispatched_at = pg_col_i64(r, row, c++);
-    if (!ok || !ev->type || !ev->payload) {
-        event_free(ev);
-        return HOOKD_ENOMEM;
-    }
-    return 0;
-}
-
 /* Reads one event by a single text key (id or idempotency key). */
 static int event_get_by(struct store *s, int slot, const char *sql, const char *key, struct event *out)
 {
     struct pg_params p = {.n = 0};
-    PGresult *res;
-    int result;
 
     pg_param_text(&p, 1, key);
-    result = pg_run(s, slot, sql, &p, &res);
-    if (result)
-        return result;
-    result = PQntuples(res) > 0 ? postgres_event_read(res, 0, 0, out) : HOOKD_ENOTFOUND;
-    PQclear(res);
-    return result;
+    return pg_get(s, slot, sql, &p, store_read_event, out);
 }
 
 static int event_get_by_key(struct store *s, const char *key, struct event *out)
 {
     return event_get_by(s, PG_EVENT_BY_KEY,
-                        "SELECT " PG_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.idempotency_key = $1", key, out);
+                        "SELECT " STORE_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.idempotency_key = $1", key, out);
 }
 
 static int postgres_event_get(struct store *s, const char *id, struct event *out)
 {
-    return event_get_by(s, PG_EVENT_BY_ID, "SELECT " PG_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.id = $1", id,
+    return event_get_by(s, PG_EVENT_BY_ID, "SELECT " STORE_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.id = $1", id,
                         out);
-}
-
-/* The row that made an insert conflict: the idempotency key's, else the id's. */
-static int event_find_conflict(struct store *s, const struct event *ev, struct event *existing)
-{
-    struct event scratch;
-    struct event *out = existing ? existing : &scratch;
-    int result = HOOKD_ENOTFOUND;
-
-    if (ev->idempotency_key)
-        result = event_get_by_key(s, ev->idempotency_key, out);
-    if (result == HOOKD_ENOTFOUND)
-        result = postgres_event_get(s, ev->id, out);
-    if (result == 0 && !existing)
-        event_free(&scratch);
-    return result == 0 || result == HOOKD_ENOTFOUND ? HOOKD_EEXISTS : result;
 }
 
 /* ON CONFLICT DO NOTHING: a taken id or key raises no error, so the caller's
@@ -119,28 +71,8 @@ static int postgres_event_insert(struct store *s, struct event *ev, struct event
     if (PQntuples(res) == 1)
         ev->seq = pg_col_i64(res, 0, 0);
     else
-        result = event_find_conflict(s, ev, existing);
+        result = store_event_conflict(s, ev, existing, event_get_by_key, postgres_event_get);
     PQclear(res);
-    return result;
-}
-
-/* Appends every row of res (PG_EVENT_COLUMNS) to out, which is freed on failure. */
-static int event_rows(const PGresult *res, struct event_list *out)
-{
-    size_t cap = 0;
-    int rows = PQntuples(res), result = 0;
-
-    out->items = NULL;
-    out->n = 0;
-    for (int i = 0; i < rows && result == 0; i++) {
-        result = pg_list_grow((void **)&out->items, out->n, &cap, sizeof *out->items);
-        if (result == 0)
-            result = postgres_event_read(res, i, 0, &out->items[out->n]);
-        if (result == 0)
-            out->n++;
-    }
-    if (result)
-        event_list_free(out);
     return result;
 }
 
@@ -148,31 +80,22 @@ static int event_rows(const PGresult *res, struct event_list *out)
 static int postgres_event_list(struct store *s, const struct event_filter *f, struct event_list *out)
 {
     char terms[FILTER_SQL_MAX];
-    struct pg_sql q = {.len = 0};
+    struct store_sql q = {.len = 0};
     struct pg_params p = {.n = 0};
-    PGresult *res;
     int mask = event_filter_mask(f);
-    int result;
 
-    out->items = NULL;
-    out->n = 0;
-    pg_sql_add(&q, "SELECT " PG_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.seq < $5");
+    store_sql_add(&q, "SELECT " STORE_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.seq < $5");
     event_filter_sql(mask, '$', terms);
-    pg_sql_add(&q, terms);
-    pg_sql_add(&q, " ORDER BY o.seq DESC LIMIT $6");
+    store_sql_add(&q, terms);
+    store_sql_add(&q, " ORDER BY o.seq DESC LIMIT $6");
     /* Every parameter is declared, used by this combination or not. */
     pg_param_text(&p, 1, f->type);
     pg_param_text(&p, 2, f->account);
     pg_param_i64(&p, 3, f->since);
     pg_param_i64(&p, 4, f->until);
     pg_param_i64(&p, 5, f->before_seq > 0 ? f->before_seq : INT64_MAX);
-    pg_param_int(&p, 6, pg_list_limit(f->limit));
-    result = pg_run(s, PG_EVENT_LIST + mask, q.text, &p, &res);
-    if (result)
-        return result;
-    result = event_rows(res, out);
-    PQclear(res);
-    return result;
+    pg_param_int(&p, 6, store_list_limit(f->limit));
+    return pg_list(s, PG_EVENT_LIST + mask, q.text, &p, store_read_event, STORE_ROWS(out, store_free_event));
 }
 
 /* SKIP LOCKED: rows another node's relay holds (until its fan-out commits) are
@@ -180,52 +103,34 @@ static int postgres_event_list(struct store *s, const struct event_filter *f, st
 static int postgres_outbox_fetch(struct store *s, int64_t after_seq, int limit, struct event_list *out)
 {
     struct pg_params p = {.n = 0};
-    PGresult *res;
-    int result;
 
-    out->items = NULL;
-    out->n = 0;
-    pg_param_int(&p, 1, pg_list_limit(limit));
+    pg_param_int(&p, 1, store_list_limit(limit));
     pg_param_i64(&p, 2, after_seq);
-    result = pg_run(s, PG_OUTBOX_FETCH,
-                    "SELECT " PG_EVENT_COLUMNS " FROM hookd_outbox o"
-                    " WHERE o.dispatched_at IS NULL AND o.seq > $2 ORDER BY o.seq LIMIT $1"
-                    " FOR UPDATE SKIP LOCKED",
-                    &p, &res);
-    if (result)
-        return result;
-    result = event_rows(res, out);
-    PQclear(res);
-    return result;
+    return pg_list(s, PG_OUTBOX_FETCH,
+                   "SELECT " STORE_EVENT_COLUMNS " FROM hookd_outbox o"
+                   " WHERE o.dispatched_at IS NULL AND o.seq > $2 ORDER BY o.seq LIMIT $1"
+                   " FOR UPDATE SKIP LOCKED",
+                   &p, store_read_event, STORE_ROWS(out, store_free_event));
 }
 
 /* One statement for the whole batch: the seqs go as one bigint[] literal. */
 static int postgres_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n, int64_t at)
 {
+    struct pg_array literal = {0};
     struct pg_params p = {.n = 0};
-    size_t cap, len = 0;
-    char *literal;
-    int result;
+    int result = HOOKD_ENOMEM;
 
     if (n == 0)
         return 0;
-    if (n > SIZE_MAX / 24 - 1)
-        return HOOKD_EINVAL;
-    cap = n * 21 + 3;
-    literal = malloc(cap);
-    if (!literal)
-        return HOOKD_ENOMEM;
-    literal[len++] = '{';
-    for (size_t i = 0; i < n; i++) {
-        int w = snprintf(literal + len, cap - len, "%s%" PRId64, i ? "," : "", seqs[i]);
-        len += w > 0 ? (size_t)w : 0;
+    for (size_t i = 0; i < n; i++)
+        pg_array_i64(&literal, seqs[i]);
+    if (pg_array_end(&literal)) {
+        pg_param_i64(&p, 1, at);
+        pg_param_i64_array(&p, 2, literal.buf);
+        result = pg_run_command(s, PG_OUTBOX_MARK, "UPDATE hookd_outbox SET dispatched_at = $1 WHERE seq = ANY ($2)",
+                                &p, NULL);
     }
-    snprintf(literal + len, cap - len, "}");
-    pg_param_i64(&p, 1, at);
-    pg_param_i64_array(&p, 2, literal);
-    result = pg_run_command(s, PG_OUTBOX_MARK, "UPDATE hookd_outbox SET dispatched_at = $1 WHERE seq = ANY ($2)", &p,
-                            NULL);
-    free(literal);
+    pg_array_free(&literal);
     return result;
 }
 
@@ -243,7 +148,7 @@ static int postgres_outbox_take(struct store *s, int limit, int64_t at, struct e
 
     out->items = NULL;
     out->n = 0;
-    pg_param_int(&p, 1, pg_list_limit(limit));
+    pg_param_int(&p, 1, store_list_limit(limit));
     pg_param_i64(&p, 2, at);
     result = pg_atomic_begin(s);
     if (result)
@@ -253,13 +158,13 @@ static int postgres_outbox_take(struct store *s, int limit, int64_t at, struct e
                     "  ORDER BY o.seq LIMIT $1 FOR UPDATE SKIP LOCKED),"
                     " u AS (UPDATE hookd_outbox o SET dispatched_at = $2"
                     "  WHERE o.seq = ANY (ARRAY(SELECT c.seq FROM c)) RETURNING o.*)"
-                    " SELECT " PG_EVENT_COLUMNS ", (SELECT value::bigint FROM hookd_meta WHERE key = 'endpoints_version')"
+                    " SELECT " STORE_EVENT_COLUMNS ", (SELECT value::bigint FROM hookd_meta WHERE key = 'endpoints_version')"
                     " FROM u o ORDER BY o.seq",
                     &p, &res);
     if (result == 0) {
-        result = event_rows(res, out);
+        result = pg_rows_read(res, store_read_event, STORE_ROWS(out, store_free_event));
         if (result == 0 && out->n > 0)
-            *endpoints_version = pg_col_i64(res, 0, PG_EVENT_NCOLS);
+            *endpoints_version = pg_col_i64(res, 0, STORE_EVENT_NCOLS);
         PQclear(res);
     }
     result = pg_atomic_end(s, result);

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "log.h"
-#include "store/store.h"
+#include "store/store_common.h"
 
 /* Slots of the prepared statements (named "hookd_<slot>" on the connection). A
  * list query has one slot per combination of filters present (a bit mask). */
@@ -36,7 +36,7 @@ enum pg_slot {
     PG_ENDPOINT_SET_ENABLED,
     PG_ENDPOINT_VERSION,
     PG_ENDPOINT_LIST,
-    PG_ENDPOINT_LIST_LAST = PG_ENDPOINT_LIST + 3,
+    PG_ENDPOINT_LIST_LAST = PG_ENDPOINT_LIST + EP_F_COMBINATIONS - 1,
 
     PG_DELIVERY_INSERT_MANY,
     PG_DELIVERY_CLAIM_ENDPOINTS,
@@ -158,25 +158,17 @@ void pg_col_id(const PGresult *r, int row, int col, char out[HOOKD_ID_MAX]);
 int64_t pg_col_i64(const PGresult *r, int row, int col); /* NULL reads as 0 */
 bool pg_col_null(const PGresult *r, int row, int col);
 
-/* Grows a list's item array so one more fits (zeroed); returns HOOKD_ENOMEM. */
-__attribute__((warn_unused_result)) int pg_list_grow(void **items, size_t n, size_t *cap, size_t item_size);
-/* A list limit clamped to 1..STORE_LIST_MAX (0 or less: 100). */
-int pg_list_limit(int limit);
-
-/* Bounded SQL text for the list queries assembled from filters. */
-struct pg_sql {
-    char text[2048];
-    size_t len;
-};
-void pg_sql_add(struct pg_sql *q, const char *part);
-
-/* Families (postgres_events.c, postgres_endpoints.c, postgres_deliveries.c). */
-#define PG_EVENT_COLUMNS                                                                                   \
-    "o.seq, o.id, o.event_type, o.account, o.resource_type, o.resource_id, o.resource_version, o.payload, " \
-    "o.idempotency_key, o.created_at, o.dispatched_at"
-#define PG_EVENT_NCOLS 11
-/* Reads the PG_EVENT_COLUMNS of row starting at column first. */
-__attribute__((warn_unused_result)) int postgres_event_read(const PGresult *r, int row, int first, struct event *ev);
+/*
+ * The row readers (store_common.h): pg_rows_read appends every row of res to
+ * the list, which is left empty on failure. pg_get runs a statement (as
+ * pg_run) and reads its first row into *item (HOOKD_ENOTFOUND for none);
+ * pg_list runs one and reads every row. Both clear the result.
+ */
+__attribute__((warn_unused_result)) int pg_rows_read(const PGresult *res, store_read_fn read, struct store_rows rows);
+__attribute__((warn_unused_result)) int pg_get(struct store *s, int slot, const char *sql, const struct pg_params *p,
+                                               store_read_fn read, void *item);
+__attribute__((warn_unused_result)) int pg_list(struct store *s, int slot, const char *sql, const struct pg_params *p,
+                                                store_read_fn read, struct store_rows rows);
 
 /* The table families (postgres_events.c, postgres_endpoints.c, postgres_deliveries.c). */
 extern const struct store_event_ops postgres_event_ops;

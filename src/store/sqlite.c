@@ -189,39 +189,77 @@ void sq_col_id(sqlite3_stmt *st, int i, char out[HOOKD_ID_MAX])
 
 int64_t sq_col_i64(sqlite3_stmt *st, int i) { return sqlite3_column_int64(st, i); }
 
-int sq_list_grow(void **items, size_t n, size_t *cap, size_t item_size)
-{
-    void *grown;
-    size_t new_cap;
+/* ---- row readers ----------------------------------------------------------- */
 
-    if (n < *cap)
-        goto out;
-    new_cap = *cap ? *cap * 2 : 16;
-    grown = realloc(*items, new_cap * item_size);
-    if (!grown)
-        return HOOKD_ENOMEM;
-    *items = grown;
-    *cap = new_cap;
-out:
-    memset((char *)*items + n * item_size, 0, item_size);
-    return 0;
+static sqlite3_stmt *row_stmt(const struct store_row *r) { return (sqlite3_stmt *)r->src; }
+static bool row_null(const struct store_row *r, int col) { return sqlite3_column_type(row_stmt(r), col) == SQLITE_NULL; }
+static const char *row_text(const struct store_row *r, int col)
+{
+    return (const char *)sqlite3_column_text(row_stmt(r), col);
+}
+static char *row_str(const struct store_row *r, int col, bool *ok) { return sq_col_str(row_stmt(r), col, ok); }
+static int64_t row_i64(const struct store_row *r, int col) { return sqlite3_column_int64(row_stmt(r), col); }
+static bool row_flag(const struct store_row *r, int col) { return sqlite3_column_int(row_stmt(r), col) != 0; }
+
+static const struct store_row_ops row_ops = {
+    .null = row_null,
+    .text = row_text,
+    .str = row_str,
+    .i64 = row_i64,
+    .flag = row_flag,
+};
+
+int sq_row_read(struct store *s, sqlite3_stmt *st, store_read_fn read, void *item)
+{
+    const struct store_row row = {.ops = &row_ops, .src = st};
+    int rc = sqlite3_step(st);
+    int result;
+
+    if (rc == SQLITE_ROW)
+        result = read(&row, item);
+    else
+        result = rc == SQLITE_DONE ? HOOKD_ENOTFOUND : sq_error(s, rc);
+    sq_reset(st);
+    return result;
 }
 
-int sq_list_limit(int limit)
+int sq_rows_read(struct store *s, sqlite3_stmt *st, size_t max_rows, store_read_fn read, struct store_rows rows)
 {
-    if (limit <= 0)
-        return 100;
-    return limit > STORE_LIST_MAX ? STORE_LIST_MAX : limit;
+    const struct store_row row = {.ops = &row_ops, .src = st};
+    int result = 0;
+
+    store_rows_start(&rows);
+    for (size_t i = 0; i < max_rows && result == 0; i++) {
+        void *item;
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE)
+            break;
+        if (rc != SQLITE_ROW) {
+            result = sq_error(s, rc);
+            break;
+        }
+        item = store_rows_slot(&rows);
+        result = item ? read(&row, item) : HOOKD_ENOMEM;
+        if (result == 0)
+            store_rows_keep(&rows);
+    }
+    sq_reset(st);
+    if (result)
+        store_rows_free(&rows);
+    return result;
 }
 
-void sq_sql_add(struct sq_sql *q, const char *part)
+int sq_get_i64(struct store *s, sqlite3_stmt *st, int64_t *v)
 {
-    int n;
+    int rc = sqlite3_step(st);
+    int result = 0;
 
-    if (q->len >= sizeof q->text)
-        return;
-    n = snprintf(q->text + q->len, sizeof q->text - q->len, "%s", part);
-    q->len += n > 0 ? (size_t)n : 0;
+    if (rc == SQLITE_ROW)
+        *v = sqlite3_column_int64(st, 0);
+    else
+        result = rc == SQLITE_DONE ? HOOKD_ENOTFOUND : sq_error(s, rc);
+    sq_reset(st);
+    return result;
 }
 
 /* ---- connection ----------------------------------------------------------- */

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "store/store.h"
+#include "store/store_common.h"
 
 /* Slots of the statement cache. A list query has one slot per combination of
  * filters present (a bit mask), so each combination gets a plan that uses its index. */
@@ -46,7 +46,7 @@ enum sq_slot {
     SQ_ENDPOINT_SET_ENABLED,
     SQ_ENDPOINT_VERSION,
     SQ_ENDPOINT_LIST,
-    SQ_ENDPOINT_LIST_LAST = SQ_ENDPOINT_LIST + 3,
+    SQ_ENDPOINT_LIST_LAST = SQ_ENDPOINT_LIST + EP_F_COMBINATIONS - 1,
 
     SQ_DELIVERY_INSERT,
     SQ_DELIVERY_CLAIM_ENDPOINTS,
@@ -98,7 +98,8 @@ __attribute__((warn_unused_result)) int sq_run(struct store *s, sqlite3_stmt *st
  * nothing, as the caller's savepoint (the writer's per-op one) undoes a
  * failed method when the op returns its error, which ops must do (on
  * PostgreSQL an error aborts the transaction anyway). sq_atomic_end returns
- * result, or the savepoint's own error. Not nestable. */
+ * result, or the savepoint's own error. A method that calls others nests
+ * pairs: only the outermost takes the savepoint. */
 __attribute__((warn_unused_result)) int sq_atomic_begin(struct store *s);
 __attribute__((warn_unused_result)) int sq_atomic_end(struct store *s, int result);
 
@@ -111,25 +112,19 @@ char *sq_col_str(sqlite3_stmt *st, int i, bool *ok);
 void sq_col_id(sqlite3_stmt *st, int i, char out[HOOKD_ID_MAX]);
 int64_t sq_col_i64(sqlite3_stmt *st, int i); /* NULL reads as 0 */
 
-/* Grows a list's item array so one more fits (zeroed); returns HOOKD_ENOMEM. */
-__attribute__((warn_unused_result)) int sq_list_grow(void **items, size_t n, size_t *cap, size_t item_size);
-/* A list limit clamped to 1..STORE_LIST_MAX (0 or less: 100). */
-int sq_list_limit(int limit);
-
-/* Bounded SQL text for the list queries assembled from filters. */
-struct sq_sql {
-    char text[2048];
-    size_t len;
-};
-void sq_sql_add(struct sq_sql *q, const char *part);
-
-/* Families (sqlite_events.c, sqlite_endpoints.c, sqlite_deliveries.c). */
-/* Reads the EVENT_COLUMNS starting at column first. */
-#define SQ_EVENT_COLUMNS                                                                                   \
-    "o.seq, o.id, o.event_type, o.account, o.resource_type, o.resource_id, o.resource_version, o.payload, " \
-    "o.idempotency_key, o.created_at, o.dispatched_at"
-#define SQ_EVENT_NCOLS 11
-__attribute__((warn_unused_result)) int sqlite_event_read(sqlite3_stmt *st, int first, struct event *ev);
+/*
+ * The row readers: a bound statement stepped, its rows read by a
+ * store_read_fn (store_common.h), and the statement reset. sq_row_read reads
+ * the first row into *item (HOOKD_ENOTFOUND for none); sq_rows_read appends
+ * up to max_rows rows to the list, which is left empty on failure.
+ */
+__attribute__((warn_unused_result)) int sq_row_read(struct store *s, sqlite3_stmt *st, store_read_fn read,
+                                                    void *item);
+__attribute__((warn_unused_result)) int sq_rows_read(struct store *s, sqlite3_stmt *st, size_t max_rows,
+                                                     store_read_fn read, struct store_rows rows);
+/* Steps a bound statement for one row and resets it: *v gets column 0 as an
+ * integer; HOOKD_ENOTFOUND for no row. */
+__attribute__((warn_unused_result)) int sq_get_i64(struct store *s, sqlite3_stmt *st, int64_t *v);
 
 /* The table families (sqlite_events.c, sqlite_endpoints.c, sqlite_deliveries.c). */
 extern const struct store_event_ops sqlite_event_ops;

@@ -392,50 +392,6 @@ bool delivery_result_valid(const struct delivery_result *r)
     return r->delivery_id && r->lease_owner && delivery_status_valid((int)r->status);
 }
 
-/* ---- list filters ------------------------------------------------------- */
-
-int event_filter_mask(const struct event_filter *f)
-{
-    return (f->type ? EV_F_TYPE : 0) | (f->account ? EV_F_ACCOUNT : 0) | (f->since ? EV_F_SINCE : 0) |
-           (f->until ? EV_F_UNTIL : 0);
-}
-
-int delivery_filter_mask(const struct delivery_filter *f)
-{
-    return (f->event_id ? DL_F_EVENT : 0) | (f->endpoint_id ? DL_F_ENDPOINT : 0) | (f->account ? DL_F_ACCOUNT : 0) |
-           (f->status >= 0 ? DL_F_STATUS : 0) | (f->since ? DL_F_SINCE : 0) | (f->until ? DL_F_UNTIL : 0) |
-           (f->before_id ? DL_F_BEFORE : 0);
-}
-
-/* Term i (bit 1 << i) compares with parameter i + 1. */
-static void filter_sql(const char *const *terms, size_t n, int mask, char mark, char out[FILTER_SQL_MAX])
-{
-    size_t len = 0;
-
-    out[0] = '\0';
-    for (size_t i = 0; i < n; i++) {
-        if (mask & (1 << i)) {
-            int w = snprintf(out + len, FILTER_SQL_MAX - len, " AND %s %c%zu", terms[i], mark, i + 1);
-            len += w > 0 && (size_t)w < FILTER_SQL_MAX - len ? (size_t)w : 0;
-        }
-    }
-}
-
-void event_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX])
-{
-    static const char *const terms[] = {"o.event_type =", "o.account =", "o.created_at >=", "o.created_at <"};
-
-    filter_sql(terms, sizeof terms / sizeof terms[0], mask, mark, out);
-}
-
-void delivery_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX])
-{
-    static const char *const terms[] = {"d.event_id =",      "d.endpoint_id =",  "d.account =", "d.status =",
-                                        "d.created_at >=", "d.created_at <", "d.id <"};
-
-    filter_sql(terms, sizeof terms / sizeof terms[0], mask, mark, out);
-}
-
 /* ---- records ------------------------------------------------------------ */
 
 void event_free(struct event *e)

@@ -196,30 +196,6 @@ struct endpoint_filter {
     int limit;
 };
 
-/*
- * For the backends' list queries: which filters a query has (one bit each, so
- * one statement per combination) and their SQL, the same for both backends
- * but for the placeholder mark ('$' or '?'). Filter i compares its column
- * with parameter i + 1, used by the statement or not.
- */
-enum { EV_F_TYPE = 1, EV_F_ACCOUNT = 2, EV_F_SINCE = 4, EV_F_UNTIL = 8, EV_F_COMBINATIONS = 16 };
-enum {
-    DL_F_EVENT = 1,
-    DL_F_ENDPOINT = 2,
-    DL_F_ACCOUNT = 4,
-    DL_F_STATUS = 8,
-    DL_F_SINCE = 16,
-    DL_F_UNTIL = 32,
-    DL_F_BEFORE = 64,
-    DL_F_COMBINATIONS = 128,
-};
-int event_filter_mask(const struct event_filter *f);
-int delivery_filter_mask(const struct delivery_filter *f);
-/* " AND o.event_type = $1 AND …" for the bits of mask, in a buffer of FILTER_SQL_MAX bytes. */
-#define FILTER_SQL_MAX 256
-void event_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX]);
-void delivery_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX]);
-
 /* Growable arrays; free with *_list_free(). */
 struct event_list { struct event *items; size_t n; };
 struct endpoint_list { struct endpoint *items; size_t n; };
