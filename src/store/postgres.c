@@ -501,6 +501,25 @@ void pg_param_time(struct pg_params *p, int i, int64_t ms)
         pg_param_null(p, i, PG_OID_INT8);
 }
 
+void pg_param_values(struct pg_params *p, const struct store_value *v, int n)
+{
+    static const Oid types[] = {[STORE_V_TEXT] = PG_OID_TEXT, [STORE_V_INT] = PG_OID_INT4,
+                                [STORE_V_I64] = PG_OID_INT8, [STORE_V_BOOL] = PG_OID_BOOL};
+
+    for (int i = 0; i < n; i++) {
+        if (v[i].null)
+            pg_param_null(p, i + 1, types[v[i].type]);
+        else if (v[i].type == STORE_V_TEXT)
+            pg_param_text(p, i + 1, v[i].text);
+        else if (v[i].type == STORE_V_INT)
+            pg_param_int(p, i + 1, (int)v[i].num);
+        else if (v[i].type == STORE_V_I64)
+            pg_param_i64(p, i + 1, v[i].num);
+        else
+            pg_param_bool(p, i + 1, v[i].num != 0);
+    }
+}
+
 /* ---- array literals ---------------------------------------------------------- */
 
 static bool array_reserve(struct pg_array *a, size_t more)
@@ -572,6 +591,14 @@ void pg_array_time(struct pg_array *a, int64_t ms)
         pg_array_i64(a, ms);
     else
         pg_array_text(a, NULL);
+}
+
+void pg_array_value(struct pg_array *a, const struct store_value *v)
+{
+    if (v->null || v->type == STORE_V_TEXT)
+        pg_array_text(a, v->null ? NULL : v->text);
+    else
+        pg_array_i64(a, v->num);
 }
 
 const char *pg_array_end(struct pg_array *a)

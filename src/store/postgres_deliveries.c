@@ -42,15 +42,12 @@
 /* First key of the claim's per-endpoint pg_advisory_xact_lock(int, int) ("hkdp"). */
 #define CLAIM_LOCK_CLASS "1751868528"
 
-/* The columns of delivery_insert as arrays, one element per row. */
-enum { INS_ID, INS_EVENT, INS_ENDPOINT, INS_ACCOUNT, INS_STATUS, INS_ATTEMPTS, INS_NEXT, INS_CODE, INS_ERROR,
-       INS_FIRST, INS_LAST, INS_DELIVERED, INS_CREATED, INS_OWNER, INS_UNTIL, INS_TOKEN, INS_COLUMNS };
-
 /* One statement for every row: the arrays are unnested into rows server-side.
  * *inserted counts the rows that were not present already. */
 static int insert_rows(struct store *s, const struct delivery *ds, size_t n, int64_t *inserted)
 {
-    struct pg_array a[INS_COLUMNS] = {{0}};
+    struct pg_array a[STORE_DELIVERY_NVALUES] = {{0}};
+    struct store_value v[STORE_DELIVERY_NVALUES];
     struct pg_params p = {.n = 0};
     PGresult *res = NULL;
     int64_t now = clock_now_ms();
@@ -64,43 +61,23 @@ static int insert_rows(struct store *s, const struct delivery *ds, size_t n, int
     if (n == 0)
         return 0;
     for (size_t i = 0; i < n; i++) {
-        const struct delivery *d = &ds[i];
-        int64_t created = d->created_at ? d->created_at : now;
-        pg_array_text(&a[INS_ID], d->id);
-        pg_array_text(&a[INS_EVENT], d->event_id);
-        pg_array_text(&a[INS_ENDPOINT], d->endpoint_id);
-        pg_array_text(&a[INS_ACCOUNT], d->account);
-        pg_array_text(&a[INS_STATUS], delivery_status_name(d->status));
-        pg_array_i64(&a[INS_ATTEMPTS], d->attempt_count);
-        /* An open delivery without a time is due at once; a final one has none. */
-        pg_array_time(&a[INS_NEXT], delivery_status_open(d->status) ? (d->next_attempt_at ? d->next_attempt_at : created) : 0);
-        pg_array_time(&a[INS_CODE], d->last_status_code);
-        pg_array_text(&a[INS_ERROR], d->last_error);
-        pg_array_time(&a[INS_FIRST], d->first_attempt_at);
-        pg_array_time(&a[INS_LAST], d->last_attempt_at);
-        pg_array_time(&a[INS_DELIVERED], d->delivered_at);
-        pg_array_i64(&a[INS_CREATED], created);
-        pg_array_text(&a[INS_OWNER], d->lease_owner);
-        pg_array_time(&a[INS_UNTIL], d->lease_owner ? d->lease_until : 0);
-        pg_array_i64(&a[INS_TOKEN], d->lease_token);
+        store_delivery_values(&ds[i], now, v);
+        for (int c = 0; c < STORE_DELIVERY_NVALUES; c++)
+            pg_array_value(&a[c], &v[c]);
     }
-    for (int c = 0; c < INS_COLUMNS; c++) {
-        static const bool text[INS_COLUMNS] = {[INS_ID] = true, [INS_EVENT] = true, [INS_ENDPOINT] = true,
-                                               [INS_ACCOUNT] = true, [INS_STATUS] = true, [INS_ERROR] = true,
-                                               [INS_OWNER] = true};
+    /* v holds the last row: each column's type. */
+    for (int c = 0; c < STORE_DELIVERY_NVALUES; c++) {
         const char *literal = pg_array_end(&a[c]);
         if (!literal)
             result = HOOKD_ENOMEM;
-        else if (text[c])
+        else if (v[c].type == STORE_V_TEXT)
             pg_param_text_array(&p, c + 1, literal);
         else
             pg_param_i64_array(&p, c + 1, literal);
     }
     if (result == 0)
         result = pg_run(s, PG_DELIVERY_INSERT_MANY,
-                        "WITH i AS (INSERT INTO hookd_deliveries(id, event_id, endpoint_id, account, status,"
-                        "  attempt_count, next_attempt_at, last_status_code, last_error, first_attempt_at,"
-                        "  last_attempt_at, delivered_at, created_at, lease_owner, lease_until, lease_token)"
+                        "WITH i AS (INSERT INTO hookd_deliveries(" STORE_DELIVERY_INSERT_COLUMNS ")"
                         "  SELECT * FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
                         "  $15, $16) ON CONFLICT DO NOTHING RETURNING id, endpoint_id, lease_owner, lease_until),"
                         " f AS (" INFLIGHT_RECORD("i") ")"
@@ -109,7 +86,7 @@ static int insert_rows(struct store *s, const struct delivery *ds, size_t n, int
     if (result == 0)
         *inserted = pg_col_i64(res, 0, 0);
     PQclear(res);
-    for (int c = 0; c < INS_COLUMNS; c++)
+    for (int c = 0; c < STORE_DELIVERY_NVALUES; c++)
         pg_array_free(&a[c]);
     return result;
 }

@@ -11,26 +11,6 @@
 #include "core/clock.h"
 #include "store/endpoint_json.h"
 
-/* $1..$15 in STORE_ENDPOINT_COLUMNS order (enabled is $7, updated_at $15). */
-static void endpoint_params(struct pg_params *p, const struct endpoint *ep, const struct endpoint_json *j, int64_t now)
-{
-    pg_param_text(p, 1, ep->id);
-    pg_param_text(p, 2, ep->account);
-    pg_param_text(p, 3, ep->url);
-    pg_param_text(p, 4, ep->description);
-    pg_param_text(p, 5, j->event_types);
-    pg_param_text(p, 6, j->secrets);
-    pg_param_bool(p, 7, ep->enabled);
-    pg_param_text(p, 8, ep->enabled ? NULL : ep->disabled_reason);
-    pg_param_text(p, 9, ordering_name(ep->ordering));
-    pg_param_int(p, 10, ep->max_in_flight);
-    pg_param_int(p, 11, ep->rate_limit);
-    pg_param_i64(p, 12, ep->timeout_ms);
-    pg_param_text(p, 13, j->retry_schedule);
-    pg_param_i64(p, 14, ep->created_at ? ep->created_at : now);
-    pg_param_i64(p, 15, ep->updated_at ? ep->updated_at : now);
-}
-
 /* Insert (update = false) or whole-row update by id. A taken id is reported
  * without an SQL error, so the caller's transaction stays usable. */
 static int endpoint_write(struct store *s, const struct endpoint *ep, bool update)
@@ -45,6 +25,7 @@ static int endpoint_write(struct store *s, const struct endpoint *ep, bool updat
         " timeout_ms = $12, retry_schedule = $13, updated_at = $15,"
         " disabled_at = CASE WHEN $7 THEN NULL ELSE COALESCE(disabled_at, $15) END"
         " WHERE id = $1"; /* $14 (created_at) is declared but kept */
+    struct store_value v[STORE_ENDPOINT_NVALUES];
     struct pg_params p = {.n = 0};
     struct endpoint_json j;
     int64_t rows = 0;
@@ -55,7 +36,8 @@ static int endpoint_write(struct store *s, const struct endpoint *ep, bool updat
     result = endpoint_json_encode(ep, &j);
     if (result)
         return result;
-    endpoint_params(&p, ep, &j, clock_now_ms());
+    store_endpoint_values(ep, &j, clock_now_ms(), v);
+    pg_param_values(&p, v, STORE_ENDPOINT_NVALUES);
     result = pg_run_command(s, update ? PG_ENDPOINT_UPDATE : PG_ENDPOINT_INSERT, update ? update_sql : insert_sql, &p,
                             &rows);
     endpoint_json_free(&j);

@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/clock.h"
-#include "core/ids.h"
 
 /* Reads one event by a single text key (id or idempotency key). */
 static int event_get_by(struct store *s, int slot, const char *sql, const char *key, struct event *out)
@@ -38,31 +36,17 @@ static int postgres_event_get(struct store *s, const char *id, struct event *out
  * transaction stays usable. */
 static int postgres_event_insert(struct store *s, struct event *ev, struct event *existing)
 {
+    struct store_value v[STORE_EVENT_NVALUES];
     struct pg_params p = {.n = 0};
     PGresult *res;
     int result;
 
     if (!ev->type)
         return HOOKD_EINVAL;
-    if (ev->id[0] == '\0')
-        id_new(ev->id, "evt_");
-    ev->created_at = clock_now_ms();
-    ev->dispatched_at = 0;
-    pg_param_text(&p, 1, ev->id);
-    pg_param_text(&p, 2, ev->account);
-    pg_param_text(&p, 3, ev->type);
-    pg_param_text(&p, 4, ev->resource_type);
-    pg_param_text(&p, 5, ev->resource_id);
-    if (ev->has_resource_version)
-        pg_param_i64(&p, 6, ev->resource_version);
-    else
-        pg_param_null(&p, 6, PG_OID_INT8);
-    pg_param_text(&p, 7, ev->payload ? ev->payload : "{}");
-    pg_param_text(&p, 8, ev->idempotency_key);
-    pg_param_i64(&p, 9, ev->created_at);
+    store_event_values(ev, v);
+    pg_param_values(&p, v, STORE_EVENT_NVALUES);
     result = pg_run(s, PG_EVENT_INSERT,
-                    "INSERT INTO hookd_outbox(id, account, event_type, resource_type, resource_id,"
-                    " resource_version, payload, idempotency_key, created_at)"
+                    "INSERT INTO hookd_outbox(" STORE_EVENT_INSERT_COLUMNS ")"
                     " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
                     " ON CONFLICT DO NOTHING RETURNING seq",
                     &p, &res);

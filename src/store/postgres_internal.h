@@ -87,6 +87,8 @@ void pg_param_int(struct pg_params *p, int i, int v);
 void pg_param_bool(struct pg_params *p, int i, bool v);
 void pg_param_time(struct pg_params *p, int i, int64_t ms); /* 0: SQL NULL */
 void pg_param_null(struct pg_params *p, int i, Oid type);
+/* Sets v[i] as parameter i + 1, for i < n. */
+void pg_param_values(struct pg_params *p, const struct store_value *v, int n);
 /* Arrays, passed as text literals the caller built. */
 void pg_param_text_array(struct pg_params *p, int i, const char *literal);
 void pg_param_i64_array(struct pg_params *p, int i, const char *literal);
@@ -105,6 +107,7 @@ struct pg_array {
 void pg_array_text(struct pg_array *a, const char *v);
 void pg_array_i64(struct pg_array *a, int64_t v);
 void pg_array_time(struct pg_array *a, int64_t ms); /* 0: NULL */
+void pg_array_value(struct pg_array *a, const struct store_value *v); /* text, or a number (bool: 0/1) */
 /* Closes the literal (no element may follow); returns it (owned by a) or NULL on allocation failure. */
 const char *pg_array_end(struct pg_array *a);
 void pg_array_free(struct pg_array *a);

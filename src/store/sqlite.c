@@ -160,6 +160,18 @@ int sq_bind_time(sqlite3_stmt *st, int i, int64_t ms)
     return ms ? sqlite3_bind_int64(st, i, ms) : sqlite3_bind_null(st, i);
 }
 
+void sq_bind_values(sqlite3_stmt *st, const struct store_value *v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (v[i].null)
+            sqlite3_bind_null(st, i + 1);
+        else if (v[i].type == STORE_V_TEXT)
+            sqlite3_bind_text(st, i + 1, v[i].text, -1, SQLITE_STATIC);
+        else
+            sqlite3_bind_int64(st, i + 1, v[i].num);
+    }
+}
+
 char *sq_col_str(sqlite3_stmt *st, int i, bool *ok)
 {
     const unsigned char *t;

@@ -16,40 +16,21 @@
 
 static int sqlite_delivery_insert(struct store *s, const struct delivery *d)
 {
+    struct store_value v[STORE_DELIVERY_NVALUES];
     sqlite3_stmt *st;
-    int64_t created = d->created_at ? d->created_at : clock_now_ms();
     int changes = 0, result;
 
     if (!delivery_insertable(d))
         return HOOKD_EINVAL;
     result = sq_stmt(s, SQ_DELIVERY_INSERT,
-                     "INSERT INTO hookd_deliveries(id, event_id, endpoint_id, account, status, attempt_count,"
-                     " next_attempt_at, last_status_code, last_error, first_attempt_at, last_attempt_at,"
-                     " delivered_at, created_at, lease_owner, lease_until, lease_token)"
+                     "INSERT INTO hookd_deliveries(" STORE_DELIVERY_INSERT_COLUMNS ")"
                      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
                      " ON CONFLICT DO NOTHING",
                      &st);
     if (result)
         return result;
-    sq_bind_text(st, 1, d->id);
-    sq_bind_text(st, 2, d->event_id);
-    sq_bind_text(st, 3, d->endpoint_id);
-    sq_bind_text(st, 4, d->account);
-    sq_bind_text(st, 5, delivery_status_name(d->status));
-    sqlite3_bind_int(st, 6, d->attempt_count);
-    /* An open delivery without a time is due at once; a final one has none. */
-    if (delivery_status_open(d->status))
-        sqlite3_bind_int64(st, 7, d->next_attempt_at ? d->next_attempt_at : created);
-    if (d->last_status_code)
-        sqlite3_bind_int(st, 8, d->last_status_code);
-    sq_bind_text(st, 9, d->last_error);
-    sq_bind_time(st, 10, d->first_attempt_at);
-    sq_bind_time(st, 11, d->last_attempt_at);
-    sq_bind_time(st, 12, d->delivered_at);
-    sqlite3_bind_int64(st, 13, created);
-    sq_bind_text(st, 14, d->lease_owner);
-    sq_bind_time(st, 15, d->lease_owner ? d->lease_until : 0);
-    sqlite3_bind_int64(st, 16, d->lease_token);
+    store_delivery_values(d, clock_now_ms(), v);
+    sq_bind_values(st, v, STORE_DELIVERY_NVALUES);
     result = sq_run(s, st, &changes);
     return result == 0 && changes == 0 ? HOOKD_EEXISTS : result;
 }

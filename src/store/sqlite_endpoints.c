@@ -12,26 +12,6 @@
 
 #define ENDPOINT_ALL_MAX 1000000 /* bound of the list_all loop */
 
-/* Binds ?1..?15 in STORE_ENDPOINT_COLUMNS order (enabled as ?7, updated_at as ?15). */
-static void endpoint_bind(sqlite3_stmt *st, const struct endpoint *ep, const struct endpoint_json *j, int64_t now)
-{
-    sq_bind_text(st, 1, ep->id);
-    sq_bind_text(st, 2, ep->account);
-    sq_bind_text(st, 3, ep->url);
-    sq_bind_text(st, 4, ep->description);
-    sq_bind_text(st, 5, j->event_types);
-    sq_bind_text(st, 6, j->secrets);
-    sqlite3_bind_int(st, 7, ep->enabled);
-    sq_bind_text(st, 8, ep->enabled ? NULL : ep->disabled_reason);
-    sq_bind_text(st, 9, ordering_name(ep->ordering));
-    sqlite3_bind_int(st, 10, ep->max_in_flight);
-    sqlite3_bind_int(st, 11, ep->rate_limit);
-    sqlite3_bind_int64(st, 12, ep->timeout_ms);
-    sq_bind_text(st, 13, j->retry_schedule);
-    sqlite3_bind_int64(st, 14, ep->created_at ? ep->created_at : now);
-    sqlite3_bind_int64(st, 15, ep->updated_at ? ep->updated_at : now);
-}
-
 /* Insert (update = false) or whole-row update by id. */
 static int endpoint_write(struct store *s, const struct endpoint *ep, bool update)
 {
@@ -45,6 +25,7 @@ static int endpoint_write(struct store *s, const struct endpoint *ep, bool updat
         " timeout_ms = ?12, retry_schedule = ?13, updated_at = ?15,"
         " disabled_at = CASE WHEN ?7 THEN NULL ELSE COALESCE(disabled_at, ?15) END"
         " WHERE id = ?1";
+    struct store_value v[STORE_ENDPOINT_NVALUES];
     struct endpoint_json j;
     sqlite3_stmt *st;
     int changes = 0, result;
@@ -57,7 +38,8 @@ static int endpoint_write(struct store *s, const struct endpoint *ep, bool updat
     result = endpoint_json_encode(ep, &j);
     if (result)
         return result;
-    endpoint_bind(st, ep, &j, clock_now_ms());
+    store_endpoint_values(ep, &j, clock_now_ms(), v);
+    sq_bind_values(st, v, STORE_ENDPOINT_NVALUES);
     result = sq_run(s, st, &changes);
     endpoint_json_free(&j);
     if (result == 0 && changes == 0)

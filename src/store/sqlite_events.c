@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/clock.h"
-#include "core/ids.h"
 
 /* Reads one event by a single text key (id or idempotency key). */
 static int event_get_by(struct store *s, int slot, const char *sql, const char *key, struct event *out)
@@ -36,6 +34,7 @@ static int sqlite_event_get(struct store *s, const char *id, struct event *out)
 
 static int sqlite_event_insert(struct store *s, struct event *ev, struct event *existing)
 {
+    struct store_value v[STORE_EVENT_NVALUES];
     sqlite3_stmt *st;
     int64_t seq = 0;
     int rc, result;
@@ -43,27 +42,14 @@ static int sqlite_event_insert(struct store *s, struct event *ev, struct event *
     if (!ev->type)
         return HOOKD_EINVAL;
     result = sq_stmt(s, SQ_EVENT_INSERT,
-                     "INSERT INTO hookd_outbox(id, account, event_type, resource_type, resource_id,"
-                     " resource_version, payload, idempotency_key, created_at)"
+                     "INSERT INTO hookd_outbox(" STORE_EVENT_INSERT_COLUMNS ")"
                      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
                      " ON CONFLICT DO NOTHING RETURNING seq",
                      &st);
     if (result)
         return result;
-    if (ev->id[0] == '\0')
-        id_new(ev->id, "evt_");
-    ev->created_at = clock_now_ms();
-    ev->dispatched_at = 0;
-    sq_bind_text(st, 1, ev->id);
-    sq_bind_text(st, 2, ev->account);
-    sq_bind_text(st, 3, ev->type);
-    sq_bind_text(st, 4, ev->resource_type);
-    sq_bind_text(st, 5, ev->resource_id);
-    if (ev->has_resource_version)
-        sqlite3_bind_int64(st, 6, ev->resource_version);
-    sq_bind_text(st, 7, ev->payload ? ev->payload : "{}");
-    sq_bind_text(st, 8, ev->idempotency_key);
-    sqlite3_bind_int64(st, 9, ev->created_at);
+    store_event_values(ev, v);
+    sq_bind_values(st, v, STORE_EVENT_NVALUES);
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         seq = sqlite3_column_int64(st, 0);

@@ -106,6 +106,8 @@ __attribute__((warn_unused_result)) int sq_atomic_end(struct store *s, int resul
 /* Binding: NULL text and 0 times become SQL NULL. */
 int sq_bind_text(sqlite3_stmt *st, int i, const char *v);
 int sq_bind_time(sqlite3_stmt *st, int i, int64_t ms);
+/* Binds v[i] as parameter i + 1, for i < n. */
+void sq_bind_values(sqlite3_stmt *st, const struct store_value *v, int n);
 
 /* Column reading. Text: a heap copy or NULL for SQL NULL; *ok turns false on OOM. */
 char *sq_col_str(sqlite3_stmt *st, int i, bool *ok);

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
+#include "core/ids.h"
 #include "log.h"
 #include "store/endpoint_json.h"
 
@@ -263,6 +265,76 @@ void endpoint_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX])
     static const char *const terms[] = {"account =", "id <"};
 
     filter_sql(terms, sizeof terms / sizeof terms[0], mask, mark, out);
+}
+
+/* ---- values ------------------------------------------------------------------ */
+
+static struct store_value v_text(const char *t) { return (struct store_value){.type = STORE_V_TEXT, .null = !t, .text = t}; }
+static struct store_value v_int(int64_t n) { return (struct store_value){.type = STORE_V_INT, .num = n}; }
+static struct store_value v_i64(int64_t n) { return (struct store_value){.type = STORE_V_I64, .num = n}; }
+static struct store_value v_bool(bool b) { return (struct store_value){.type = STORE_V_BOOL, .num = b}; }
+static struct store_value v_null(enum store_value_type type) { return (struct store_value){.type = type, .null = true}; }
+/* A time or a count where 0 means none: SQL NULL. */
+static struct store_value v_time(int64_t ms) { return ms ? v_i64(ms) : v_null(STORE_V_I64); }
+static struct store_value v_code(int code) { return code ? v_int(code) : v_null(STORE_V_INT); }
+
+void store_event_values(struct event *ev, struct store_value v[STORE_EVENT_NVALUES])
+{
+    if (ev->id[0] == '\0')
+        id_new(ev->id, "evt_");
+    ev->created_at = clock_now_ms();
+    ev->dispatched_at = 0;
+    v[0] = v_text(ev->id);
+    v[1] = v_text(ev->account);
+    v[2] = v_text(ev->type);
+    v[3] = v_text(ev->resource_type);
+    v[4] = v_text(ev->resource_id);
+    v[5] = ev->has_resource_version ? v_i64(ev->resource_version) : v_null(STORE_V_I64);
+    v[6] = v_text(ev->payload ? ev->payload : "{}");
+    v[7] = v_text(ev->idempotency_key);
+    v[8] = v_i64(ev->created_at);
+}
+
+void store_endpoint_values(const struct endpoint *ep, const struct endpoint_json *j, int64_t now,
+                           struct store_value v[STORE_ENDPOINT_NVALUES])
+{
+    v[0] = v_text(ep->id);
+    v[1] = v_text(ep->account);
+    v[2] = v_text(ep->url);
+    v[3] = v_text(ep->description);
+    v[4] = v_text(j->event_types);
+    v[5] = v_text(j->secrets);
+    v[6] = v_bool(ep->enabled);
+    v[7] = v_text(ep->enabled ? NULL : ep->disabled_reason);
+    v[8] = v_text(ordering_name(ep->ordering));
+    v[9] = v_int(ep->max_in_flight);
+    v[10] = v_int(ep->rate_limit);
+    v[11] = v_i64(ep->timeout_ms);
+    v[12] = v_text(j->retry_schedule);
+    v[13] = v_i64(ep->created_at ? ep->created_at : now);
+    v[14] = v_i64(ep->updated_at ? ep->updated_at : now);
+}
+
+void store_delivery_values(const struct delivery *d, int64_t now, struct store_value v[STORE_DELIVERY_NVALUES])
+{
+    int64_t created = d->created_at ? d->created_at : now;
+
+    v[0] = v_text(d->id);
+    v[1] = v_text(d->event_id);
+    v[2] = v_text(d->endpoint_id);
+    v[3] = v_text(d->account);
+    v[4] = v_text(delivery_status_name(d->status));
+    v[5] = v_int(d->attempt_count);
+    v[6] = v_time(delivery_status_open(d->status) ? (d->next_attempt_at ? d->next_attempt_at : created) : 0);
+    v[7] = v_code(d->last_status_code);
+    v[8] = v_text(d->last_error);
+    v[9] = v_time(d->first_attempt_at);
+    v[10] = v_time(d->last_attempt_at);
+    v[11] = v_time(d->delivered_at);
+    v[12] = v_i64(created);
+    v[13] = v_text(d->lease_owner);
+    v[14] = v_time(d->lease_owner ? d->lease_until : 0);
+    v[15] = v_i64(d->lease_token);
 }
 
 /* ---- events ---------------------------------------------------------------- */

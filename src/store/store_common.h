@@ -130,6 +130,35 @@ void event_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX]);
 void delivery_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX]);
 void endpoint_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX]);
 
+/* ---- values: a row to write, bound by each backend its way ---------------- */
+
+enum store_value_type { STORE_V_TEXT, STORE_V_INT, STORE_V_I64, STORE_V_BOOL };
+struct store_value {
+    enum store_value_type type;
+    bool null;        /* SQL NULL of that type */
+    const char *text; /* STORE_V_TEXT: borrowed from the record */
+    int64_t num;      /* the others */
+};
+
+struct endpoint_json;
+/* The columns an insert writes; its parameter i + 1 is values[i]. */
+#define STORE_EVENT_INSERT_COLUMNS \
+    "id, account, event_type, resource_type, resource_id, resource_version, payload, idempotency_key, created_at"
+#define STORE_EVENT_NVALUES 9
+#define STORE_ENDPOINT_NVALUES 15 /* STORE_ENDPOINT_COLUMNS: enabled is 7, updated_at 15 */
+#define STORE_DELIVERY_INSERT_COLUMNS                                                                          \
+    "id, event_id, endpoint_id, account, status, attempt_count, next_attempt_at, last_status_code, last_error, " \
+    "first_attempt_at, last_attempt_at, delivered_at, created_at, lease_owner, lease_until, lease_token"
+#define STORE_DELIVERY_NVALUES 16
+/* Gives ev an id when it has none, created_at now and no dispatched_at, and fills v. */
+void store_event_values(struct event *ev, struct store_value v[STORE_EVENT_NVALUES]);
+/* ep's row as written at now (created_at and updated_at default to it); j holds its JSON columns. */
+void store_endpoint_values(const struct endpoint *ep, const struct endpoint_json *j, int64_t now,
+                           struct store_value v[STORE_ENDPOINT_NVALUES]);
+/* d's row as inserted at now: created_at defaults to now, an open delivery without a time is due at
+ * created_at, a final one has none, and lease_until counts only with a lease_owner. */
+void store_delivery_values(const struct delivery *d, int64_t now, struct store_value v[STORE_DELIVERY_NVALUES]);
+
 /* ---- events ------------------------------------------------------------- */
 
 /* A backend's lookup of one event by a text key (id or idempotency key); ENOTFOUND when absent. */
