@@ -72,6 +72,21 @@ struct store {
     struct log_limiter lim;
 };
 
+/* ---- the connection (postgres_conn.c) ---- */
+
+/* Connects s->conn to dsn with hookd's session options; on failure s->conn may
+ * still need PQfinish. HOOKD_EUNAVAIL when the server cannot be reached. */
+__attribute__((warn_unused_result)) int pg_connect(struct store *s, const char *dsn);
+/* Before any statement: reconnects a broken connection where it safely can;
+ * HOOKD_EUNAVAIL while it is down. */
+__attribute__((warn_unused_result)) int pg_ready(struct store *s);
+/* Maps a failed result (NULL: out of memory or the connection broke) to a
+ * hookd error, logging unexpected ones; pg_check is 0 for a successful one. */
+int pg_fail(struct store *s, const PGresult *res);
+int pg_check(struct store *s, const PGresult *res);
+
+/* ---- parameters, arrays and columns (postgres_params.c) ---- */
+
 /* Parameters of one statement, in text format: $1 is index 1. Every
  * parameter of a statement is set on every call, with the same type. */
 #define PG_MAX_PARAMS 16
@@ -120,6 +135,8 @@ void pg_array_free(struct pg_array *a);
 #define PG_OID_TEXT_ARRAY 1009
 #define PG_OID_INT8_ARRAY 1016
 
+/* ---- statements and transactions (postgres_txn.c) ---- */
+
 /*
  * Runs the statement of slot, preparing sql on this connection on first use.
  * On success *res is the result (the caller PQclear()s it); on failure it is
@@ -151,9 +168,21 @@ __attribute__((warn_unused_result)) int pg_exec(struct store *s, const char *sql
 
 /* Several statements as one unit: outside a transaction a BEGIN .. COMMIT of
  * its own; inside one nothing (the caller's savepoint undoes a failed method).
- * pg_atomic_end returns result, or the commit's error. Not nestable. */
+ * pg_atomic_end returns result, or the commit's error. Not nestable: a method
+ * inside a pair calls no other method that takes one. */
 __attribute__((warn_unused_result)) int pg_atomic_begin(struct store *s);
 __attribute__((warn_unused_result)) int pg_atomic_end(struct store *s, int result);
+
+/* The transaction methods of store_postgres_ops. */
+int postgres_begin(struct store *s);
+int postgres_commit(struct store *s);
+int postgres_commit_lazy(struct store *s);
+int postgres_rollback(struct store *s);
+int postgres_savepoint(struct store *s);
+int postgres_release(struct store *s);
+int postgres_rollback_to(struct store *s);
+
+/* ---- columns and rows (postgres_params.c) ---- */
 
 /* Column reading. Text: a heap copy or NULL for SQL NULL; *ok turns false on OOM. */
 char *pg_col_str(const PGresult *r, int row, int col, bool *ok);
