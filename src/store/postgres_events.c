@@ -11,25 +11,22 @@
 #include <string.h>
 
 
-/* Reads one event by a single text key (id or idempotency key). */
-static int event_get_by(struct store *s, int slot, const char *sql, const char *key, struct event *out)
+/* One event by its id, or (by_key) by its idempotency key. */
+static int event_lookup(struct store *s, bool by_key, const char *key, struct event *out)
 {
+    static const char *const sql[] = {
+        "SELECT " STORE_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.id = $1",
+        "SELECT " STORE_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.idempotency_key = $1",
+    };
     struct pg_params p = {.n = 0};
 
     pg_param_text(&p, 1, key);
-    return pg_get(s, slot, sql, &p, store_read_event, out);
-}
-
-static int event_get_by_key(struct store *s, const char *key, struct event *out)
-{
-    return event_get_by(s, PG_EVENT_BY_KEY,
-                        "SELECT " STORE_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.idempotency_key = $1", key, out);
+    return pg_get(s, by_key ? PG_EVENT_BY_KEY : PG_EVENT_BY_ID, sql[by_key], &p, store_read_event, out);
 }
 
 static int postgres_event_get(struct store *s, const char *id, struct event *out)
 {
-    return event_get_by(s, PG_EVENT_BY_ID, "SELECT " STORE_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.id = $1", id,
-                        out);
+    return event_lookup(s, false, id, out);
 }
 
 /* ON CONFLICT DO NOTHING: a taken id or key raises no error, so the caller's
@@ -55,7 +52,7 @@ static int postgres_event_insert(struct store *s, struct event *ev, struct event
     if (PQntuples(res) == 1)
         ev->seq = pg_col_i64(res, 0, 0);
     else
-        result = store_event_conflict(s, ev, existing, event_get_by_key, postgres_event_get);
+        result = store_event_conflict(s, ev, existing, event_lookup);
     PQclear(res);
     return result;
 }
@@ -124,7 +121,8 @@ static int postgres_outbox_mark_dispatched(struct store *s, const int64_t *seqs,
  * the endpoints version the same snapshot sees, so that a fan-out knows in one
  * round trip what to fan out and whether its endpoint list is current.
  */
-static int postgres_outbox_take(struct store *s, int limit, int64_t at, struct event_list *out, int64_t *endpoints_version)
+static int postgres_outbox_take(struct store *s, int limit, int64_t at, struct event_list *out,
+                                int64_t *endpoints_version)
 {
     struct pg_params p = {.n = 0};
     PGresult *res;

@@ -211,7 +211,10 @@ static const char *row_text(const struct store_row *r, int col)
 }
 static char *row_str(const struct store_row *r, int col, bool *ok) { return pg_col_str(row_res(r), r->row, col, ok); }
 static int64_t row_i64(const struct store_row *r, int col) { return pg_col_i64(row_res(r), r->row, col); }
-static bool row_flag(const struct store_row *r, int col) { return strcmp(PQgetvalue(row_res(r), r->row, col), "t") == 0; }
+static bool row_flag(const struct store_row *r, int col)
+{
+    return strcmp(PQgetvalue(row_res(r), r->row, col), "t") == 0;
+}
 
 static const struct store_row_ops row_ops = {
     .null = row_null,

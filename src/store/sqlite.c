@@ -204,7 +204,10 @@ int64_t sq_col_i64(sqlite3_stmt *st, int i) { return sqlite3_column_int64(st, i)
 /* ---- row readers ----------------------------------------------------------- */
 
 static sqlite3_stmt *row_stmt(const struct store_row *r) { return (sqlite3_stmt *)r->src; }
-static bool row_null(const struct store_row *r, int col) { return sqlite3_column_type(row_stmt(r), col) == SQLITE_NULL; }
+static bool row_null(const struct store_row *r, int col)
+{
+    return sqlite3_column_type(row_stmt(r), col) == SQLITE_NULL;
+}
 static const char *row_text(const struct store_row *r, int col)
 {
     return (const char *)sqlite3_column_text(row_stmt(r), col);

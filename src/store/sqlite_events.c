@@ -7,12 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-
-/* Reads one event by a single text key (id or idempotency key). */
-static int event_get_by(struct store *s, int slot, const char *sql, const char *key, struct event *out)
+/* One event by its id, or (by_key) by its idempotency key. */
+static int event_lookup(struct store *s, bool by_key, const char *key, struct event *out)
 {
+    static const char *const sql[] = {
+        "SELECT " STORE_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.id = ?1",
+        "SELECT " STORE_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.idempotency_key = ?1",
+    };
     sqlite3_stmt *st;
-    int result = sq_stmt(s, slot, sql, &st);
+    int result = sq_stmt(s, by_key ? SQ_EVENT_BY_KEY : SQ_EVENT_BY_ID, sql[by_key], &st);
 
     if (result)
         return result;
@@ -20,16 +23,9 @@ static int event_get_by(struct store *s, int slot, const char *sql, const char *
     return sq_row_read(s, st, store_read_event, out);
 }
 
-static int event_get_by_key(struct store *s, const char *key, struct event *out)
-{
-    return event_get_by(s, SQ_EVENT_BY_KEY,
-                        "SELECT " STORE_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.idempotency_key = ?1", key, out);
-}
-
 static int sqlite_event_get(struct store *s, const char *id, struct event *out)
 {
-    return event_get_by(s, SQ_EVENT_BY_ID, "SELECT " STORE_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.id = ?1", id,
-                        out);
+    return event_lookup(s, false, id, out);
 }
 
 static int sqlite_event_insert(struct store *s, struct event *ev, struct event *existing)
@@ -60,7 +56,7 @@ static int sqlite_event_insert(struct store *s, struct event *ev, struct event *
     } else if (seq == 0) {
         /* DO NOTHING fired: the id or the idempotency key is taken. */
         sq_reset(st);
-        return store_event_conflict(s, ev, existing, event_get_by_key, sqlite_event_get);
+        return store_event_conflict(s, ev, existing, event_lookup);
     }
     sq_reset(st);
     if (result == 0)
@@ -136,7 +132,8 @@ static int sqlite_outbox_mark_dispatched(struct store *s, const int64_t *seqs, s
 }
 
 /* fetch, mark and endpoint_version under one method savepoint (SQLite has one writer: nothing to skip). */
-static int sqlite_outbox_take(struct store *s, int limit, int64_t at, struct event_list *out, int64_t *endpoints_version)
+static int sqlite_outbox_take(struct store *s, int limit, int64_t at, struct event_list *out,
+                              int64_t *endpoints_version)
 {
     int64_t *seqs = NULL, version = 0;
     int result;

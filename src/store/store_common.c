@@ -269,11 +269,14 @@ void endpoint_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX])
 
 /* ---- values ------------------------------------------------------------------ */
 
-static struct store_value v_text(const char *t) { return (struct store_value){.type = STORE_V_TEXT, .null = !t, .text = t}; }
+static struct store_value v_text(const char *t)
+{
+    return (struct store_value){.type = STORE_V_TEXT, .null = !t, .text = t};
+}
 static struct store_value v_int(int64_t n) { return (struct store_value){.type = STORE_V_INT, .num = n}; }
 static struct store_value v_i64(int64_t n) { return (struct store_value){.type = STORE_V_I64, .num = n}; }
 static struct store_value v_bool(bool b) { return (struct store_value){.type = STORE_V_BOOL, .num = b}; }
-static struct store_value v_null(enum store_value_type type) { return (struct store_value){.type = type, .null = true}; }
+static struct store_value v_null(enum store_value_type t) { return (struct store_value){.type = t, .null = true}; }
 /* A time or a count where 0 means none: SQL NULL. */
 static struct store_value v_time(int64_t ms) { return ms ? v_i64(ms) : v_null(STORE_V_I64); }
 static struct store_value v_code(int code) { return code ? v_int(code) : v_null(STORE_V_INT); }
@@ -339,17 +342,16 @@ void store_delivery_values(const struct delivery *d, int64_t now, struct store_v
 
 /* ---- events ---------------------------------------------------------------- */
 
-int store_event_conflict(struct store *s, const struct event *ev, struct event *existing,
-                         store_event_lookup_fn by_key, store_event_lookup_fn by_id)
+int store_event_conflict(struct store *s, const struct event *ev, struct event *existing, store_event_lookup_fn lookup)
 {
     struct event scratch;
     struct event *out = existing ? existing : &scratch;
     int result = HOOKD_ENOTFOUND;
 
     if (ev->idempotency_key)
-        result = by_key(s, ev->idempotency_key, out);
+        result = lookup(s, true, ev->idempotency_key, out);
     if (result == HOOKD_ENOTFOUND)
-        result = by_id(s, ev->id, out);
+        result = lookup(s, false, ev->id, out);
     if (result == 0 && !existing)
         event_free(&scratch);
     return result == 0 || result == HOOKD_ENOTFOUND ? HOOKD_EEXISTS : result;

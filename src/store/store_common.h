@@ -161,14 +161,13 @@ void store_delivery_values(const struct delivery *d, int64_t now, struct store_v
 
 /* ---- events ------------------------------------------------------------- */
 
-/* A backend's lookup of one event by a text key (id or idempotency key); ENOTFOUND when absent. */
-typedef int (*store_event_lookup_fn)(struct store *s, const char *key, struct event *out);
+/* A backend's lookup of one event by its id, or (by_key) by its idempotency key; ENOTFOUND when absent. */
+typedef int (*store_event_lookup_fn)(struct store *s, bool by_key, const char *key, struct event *out);
 /*
  * After an insert of ev changed nothing (ON CONFLICT DO NOTHING): the row it
  * ran into, the idempotency key's else the id's, into *existing (when not
  * NULL). Returns HOOKD_EEXISTS, or the lookup's error.
  */
 __attribute__((warn_unused_result)) int store_event_conflict(struct store *s, const struct event *ev,
-                                                             struct event *existing, store_event_lookup_fn by_key,
-                                                             store_event_lookup_fn by_id);
+                                                             struct event *existing, store_event_lookup_fn lookup);
 #endif
