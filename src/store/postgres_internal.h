@@ -1,7 +1,8 @@
 /*
  * Private to the PostgreSQL backend (postgres*.c): the connection struct, its
- * lazily prepared statements, parameters and result reading, and the
- * helpers the table families share.
+ * lazily prepared statements, and what its files offer each other: the
+ * connection (postgres_conn.c), statements and transactions (postgres_txn.c),
+ * parameters, arrays and result reading (postgres_params.c).
  */
 #ifndef HOOKD_STORE_POSTGRES_INTERNAL_H
 #define HOOKD_STORE_POSTGRES_INTERNAL_H

@@ -1,8 +1,9 @@
 /*
  * The SQLite store backend: connection set-up (WAL, synchronous=FULL), the
  * migrations runner, transactions and savepoints, change detection through
- * PRAGMA data_version, hookd_meta, and the helpers the table families share.
- * The tables themselves are in sqlite_events.c, sqlite_endpoints.c and
+ * PRAGMA data_version, hookd_meta, the method table, and the helpers the
+ * table families share (statements, binding, the row readers). The families
+ * themselves are in sqlite_events.c, sqlite_endpoints.c and
  * sqlite_deliveries.c.
  */
 #include "store/sqlite_internal.h"

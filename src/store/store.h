@@ -1,39 +1,59 @@
 /*
  * The store interface: one versioned table of methods per backend (the model is
  * sqlite3_vfs), found by name, always called through the store_*() wrappers
- * below, which are also where fault injection for tests lives.
+ * below, which are also where argument asserts and fault injection for tests
+ * live. The table holds the connection and transaction methods and one
+ * sub-table per table family (meta, events, endpoints, deliveries); each
+ * backend fills a family in its file for it (sqlite_events.c,
+ * postgres_deliveries.c, …). What the backends share is written once in
+ * store_common.c (record readers, column lists, rows to write, list filters).
  *
- * A `struct store` is one connection, used by one thread at a time. All state
- * changes of the daemon go through the writer (writer.h), which owns one write
- * connection and runs ops inside its batch transaction; other threads open
+ * A `struct store` is one connection, used by one thread at a time. Most
+ * state changes of the daemon go through a writer (writer.h), which owns one
+ * write connection and runs ops inside its batch transaction; the relay's
+ * fan-out runs its own transactions on the relay's connection, claims on a
+ * shared store go through a writer of their own, and other threads open
  * their own connections for reads.
  *
- * Interface routines (one line each):
- *   open/close            connect to "sqlite:PATH" / "postgres://…"; disconnect
- *   migrate               create or upgrade the hookd_ tables (safe to run concurrently)
- *   begin/commit/rollback the writer's batch transaction
- *   commit_lazy           commit without waiting for durability (for what acknowledges nothing)
- *   savepoint/release/rollback_to   per-op isolation inside a batch (rollback_to also ends the savepoint)
- *   changed               cheap "did anyone commit outbox rows since last call" check
- *   changed_fd            a descriptor that turns readable when changed may have news (-1: none, poll)
- *   meta_get/meta_set     small key/value settings (hookd_meta)
- *   event_insert          outbox insert with optional idempotency key
- *   event_get/event_list  read events
- *   outbox_fetch          undispatched outbox rows after a seq, oldest first (claims them on postgres)
- *   outbox_mark_dispatched  set dispatched_at for fanned-out rows
- *   outbox_pending        is there any undispatched row (cheap)
- *   outbox_take           fetch, lock and mark undispatched rows in one step, with the endpoints version
- *   endpoint_*            CRUD on hookd_endpoints
- *   delivery_insert       one delivery per (event, endpoint); EEXISTS if present
- *   delivery_insert_many  many at once (one statement on postgres); present ones are skipped
- *   delivery_claim_due    lease due deliveries to a node within per-endpoint in-flight caps, bump fencing token
- *   delivery_slots        how many new deliveries of each endpoint a fan-out may insert already leased
- *   delivery_next_due     earliest next_attempt_at of unleased due-able rows
- *   delivery_complete     fenced: record an attempt and the delivery's new state
- *   delivery_complete_many  the same for many results at once, a result code for each
- *   delivery_release      fenced: drop one lease without an attempt (endpoint disabled meanwhile)
- *   delivery_release_node drop every lease a node holds (start-up of that node)
- *   delivery_get/list, attempt_list   read deliveries and attempts
+ * Interface routines (one line each), by family:
+ *   connection and transactions (struct store_ops)
+ *     open/close            connect to "sqlite:PATH" / "postgres://…"; disconnect
+ *     migrate               create or upgrade the hookd_ tables (safe to run concurrently)
+ *     begin/commit/rollback a batch transaction
+ *     commit_lazy           commit without waiting for durability (for what acknowledges nothing)
+ *     savepoint/release/rollback_to   per-op isolation inside a batch (rollback_to also ends the savepoint)
+ *     changed               cheap "did anyone commit outbox rows since last call" check
+ *     changed_fd            a descriptor that turns readable when changed may have news (-1: none, poll)
+ *   meta (hookd_meta)
+ *     meta_get/meta_set     small key/value settings
+ *   events (hookd_outbox)
+ *     event_insert          outbox insert with optional idempotency key
+ *     event_get/event_list  read events
+ *     outbox_fetch          undispatched outbox rows after a seq, oldest first (claims them on postgres)
+ *     outbox_mark_dispatched  set dispatched_at for fanned-out rows
+ *     outbox_pending        is there any undispatched row (cheap)
+ *     outbox_take           fetch, lock and mark undispatched rows in one step, with the endpoints version
+ *   endpoints (hookd_endpoints)
+ *     endpoint_insert/update/get/list/list_all/delete   CRUD
+ *     endpoint_set_enabled  enable, or disable with a reason
+ *     endpoint_version      a cache validator that changes with every endpoint write
+ *   deliveries (hookd_deliveries, hookd_attempts)
+ *     delivery_insert       one delivery per (event, endpoint); EEXISTS if present
+ *     delivery_insert_many  many at once (one statement on postgres); present ones are skipped
+ *     delivery_claim_due    lease due deliveries to a node within per-endpoint in-flight caps, bump fencing token
+ *     delivery_slots        how many new deliveries of each endpoint a fan-out may insert already leased
+ *     delivery_next_due     earliest next_attempt_at of unleased due-able rows
+ *     delivery_complete     fenced: record an attempt and the delivery's new state
+ *     delivery_complete_many  the same for many results at once, a result code for each
+ *     delivery_release      fenced: drop one lease without an attempt (endpoint disabled meanwhile)
+ *     delivery_release_node drop every lease a node holds (start-up of that node)
+ *     delivery_get/list, attempt_list   read deliveries and attempts
+ *
+ * Adding a method: its pointer in the family's struct below, its wrapper here
+ * and in store.c, and its function in the family's file of each backend
+ * (plus a statement slot in the backend's internal header). A new family:
+ * a struct and a pointer in struct store_ops, its wrappers, and one file per
+ * backend that defines the table.
  *
  * Every method returns 0 or a negative hookd_error. Output structs are filled
  * with heap strings the caller frees with the matching *_free().
