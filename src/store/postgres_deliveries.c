@@ -12,6 +12,25 @@
 
 #include "core/clock.h"
 
+/* Statement slots, in this family's range (postgres_internal.h). */
+enum {
+    PG_DELIVERY_INSERT_MANY = PG_DELIVERIES,
+    PG_DELIVERY_CLAIM_ENDPOINTS,
+    PG_DELIVERY_CLAIM,
+    PG_DELIVERY_NEXT_DUE,
+    PG_DELIVERY_SLOTS_LOCK,
+    PG_DELIVERY_SLOTS,
+    PG_DELIVERY_COMPLETE_MANY,
+    PG_DELIVERY_RELEASE,
+    PG_DELIVERY_RELEASE_NODE,
+    PG_DELIVERY_GET,
+    PG_ATTEMPT_LIST,
+    PG_DELIVERY_LIST,
+    PG_DELIVERY_LIST_LAST = PG_DELIVERY_LIST + DL_F_COMBINATIONS - 1,
+    PG_DELIVERIES_END
+};
+_Static_assert((int)PG_DELIVERIES_END <= (int)PG_SPARE, "the deliveries statements overflow their slots");
+
 #define OPEN_STATUSES "('pending', 'retrying')"
 /*
  * hookd_inflight mirrors every live lease (schema v3: the caps count it, so

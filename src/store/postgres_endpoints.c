@@ -11,6 +11,21 @@
 #include "core/clock.h"
 #include "store/endpoint_json.h"
 
+/* Statement slots, in this family's range (postgres_internal.h). */
+enum {
+    PG_ENDPOINT_INSERT = PG_ENDPOINTS,
+    PG_ENDPOINT_UPDATE,
+    PG_ENDPOINT_GET,
+    PG_ENDPOINT_ALL,
+    PG_ENDPOINT_DELETE,
+    PG_ENDPOINT_SET_ENABLED,
+    PG_ENDPOINT_VERSION,
+    PG_ENDPOINT_LIST,
+    PG_ENDPOINT_LIST_LAST = PG_ENDPOINT_LIST + EP_F_COMBINATIONS - 1,
+    PG_ENDPOINTS_END
+};
+_Static_assert((int)PG_ENDPOINTS_END <= (int)PG_DELIVERIES, "the endpoints statements overflow their slots");
+
 /* Insert (update = false) or whole-row update by id. A taken id is reported
  * without an SQL error, so the caller's transaction stays usable. */
 static int endpoint_write(struct store *s, const struct endpoint *ep, bool update)

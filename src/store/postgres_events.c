@@ -10,6 +10,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Statement slots, in this family's range (postgres_internal.h). */
+enum {
+    PG_EVENT_INSERT = PG_EVENTS,
+    PG_EVENT_BY_ID,
+    PG_EVENT_BY_KEY,
+    PG_OUTBOX_FETCH,
+    PG_OUTBOX_MARK,
+    PG_OUTBOX_PENDING,
+    PG_OUTBOX_TAKE,
+    PG_EVENT_LIST,
+    PG_EVENT_LIST_LAST = PG_EVENT_LIST + EV_F_COMBINATIONS - 1,
+    PG_EVENTS_END
+};
+_Static_assert((int)PG_EVENTS_END <= (int)PG_ENDPOINTS, "the events statements overflow their slots");
+
 
 /* One event by its id, or (by_key) by its idempotency key. */
 static int event_lookup(struct store *s, bool by_key, const char *key, struct event *out)

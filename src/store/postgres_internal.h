@@ -13,48 +13,25 @@
 #include "log.h"
 #include "store/store_common.h"
 
-/* Slots of the prepared statements (named "hookd_<slot>" on the connection). A
- * list query has one slot per combination of filters present (a bit mask). */
+/*
+ * Slots of the prepared statements (named "hookd_<slot>" on the connection):
+ * the connection's own statements (postgres.c) here, then a range per table
+ * family that the family's file numbers, and a few spare ones (tests). A list
+ * query has one slot per combination of filters present (a bit mask).
+ */
 enum pg_slot {
     PG_META_GET,
     PG_META_SET,
-
-    PG_EVENT_INSERT,
-    PG_EVENT_BY_ID,
-    PG_EVENT_BY_KEY,
-    PG_OUTBOX_FETCH,
-    PG_OUTBOX_MARK,
-    PG_OUTBOX_PENDING,
-    PG_OUTBOX_TAKE,
-    PG_EVENT_LIST,
-    PG_EVENT_LIST_LAST = PG_EVENT_LIST + EV_F_COMBINATIONS - 1,
-
-    PG_ENDPOINT_INSERT,
-    PG_ENDPOINT_UPDATE,
-    PG_ENDPOINT_GET,
-    PG_ENDPOINT_ALL,
-    PG_ENDPOINT_DELETE,
-    PG_ENDPOINT_SET_ENABLED,
-    PG_ENDPOINT_VERSION,
-    PG_ENDPOINT_LIST,
-    PG_ENDPOINT_LIST_LAST = PG_ENDPOINT_LIST + EP_F_COMBINATIONS - 1,
-
-    PG_DELIVERY_INSERT_MANY,
-    PG_DELIVERY_CLAIM_ENDPOINTS,
-    PG_DELIVERY_CLAIM,
-    PG_DELIVERY_NEXT_DUE,
-    PG_DELIVERY_SLOTS_LOCK,
-    PG_DELIVERY_SLOTS,
-    PG_DELIVERY_COMPLETE_MANY,
-    PG_DELIVERY_RELEASE,
-    PG_DELIVERY_RELEASE_NODE,
-    PG_DELIVERY_GET,
-    PG_ATTEMPT_LIST,
-    PG_DELIVERY_LIST,
-    PG_DELIVERY_LIST_LAST = PG_DELIVERY_LIST + DL_F_COMBINATIONS - 1,
-
-    PG_SLOTS
+    PG_CONN_END
 };
+enum {
+    PG_EVENTS = 32,                    /* postgres_events.c */
+    PG_ENDPOINTS = PG_EVENTS + 64,     /* postgres_endpoints.c */
+    PG_DELIVERIES = PG_ENDPOINTS + 32, /* postgres_deliveries.c */
+    PG_SPARE = PG_DELIVERIES + 256,    /* no statement of the backend uses these (tests) */
+    PG_SLOTS = PG_SPARE + 4,
+};
+_Static_assert((int)PG_CONN_END <= (int)PG_EVENTS, "the connection's statements overflow their slots");
 
 /* The writer's per-op savepoint is sent lazily (see postgres.c). */
 enum pg_savepoint { PG_SP_NONE, PG_SP_WANTED, PG_SP_ACTIVE };

@@ -11,6 +11,28 @@
 
 #include "core/clock.h"
 
+/* Statement slots, in this family's range (sqlite_internal.h). */
+enum {
+    SQ_DELIVERY_INSERT = SQ_DELIVERIES,
+    SQ_DELIVERY_CLAIM_ENDPOINTS,
+    SQ_DELIVERY_DUE_OF_ENDPOINT,
+    SQ_DELIVERY_JOB,
+    SQ_DELIVERY_LEASE,
+    SQ_DELIVERY_NEXT_DUE,
+    SQ_DELIVERY_SLOTS,
+    SQ_DELIVERY_COMPLETE,
+    SQ_ATTEMPT_INSERT,
+    SQ_DELIVERY_DISABLE_ENDPOINT,
+    SQ_DELIVERY_RELEASE,
+    SQ_DELIVERY_RELEASE_NODE,
+    SQ_DELIVERY_GET,
+    SQ_ATTEMPT_LIST,
+    SQ_DELIVERY_LIST,
+    SQ_DELIVERY_LIST_LAST = SQ_DELIVERY_LIST + DL_F_COMBINATIONS - 1,
+    SQ_DELIVERIES_END
+};
+_Static_assert((int)SQ_DELIVERIES_END <= (int)SQ_SLOTS, "the deliveries statements overflow their slots");
+
 #define ATTEMPT_LIST_MAX 10000 /* bound of one delivery's attempt list */
 #define CLAIM_ENDPOINTS_MAX 1000000 /* bound of the claim's endpoint loop */
 

@@ -10,6 +10,22 @@
 #include "core/clock.h"
 #include "store/endpoint_json.h"
 
+/* Statement slots, in this family's range (sqlite_internal.h). */
+enum {
+    SQ_ENDPOINT_INSERT = SQ_ENDPOINTS,
+    SQ_ENDPOINT_UPDATE,
+    SQ_ENDPOINT_GET,
+    SQ_ENDPOINT_ALL,
+    SQ_ENDPOINT_DELETE,
+    SQ_ENDPOINT_KILL_DELIVERIES,
+    SQ_ENDPOINT_SET_ENABLED,
+    SQ_ENDPOINT_VERSION,
+    SQ_ENDPOINT_LIST,
+    SQ_ENDPOINT_LIST_LAST = SQ_ENDPOINT_LIST + EP_F_COMBINATIONS - 1,
+    SQ_ENDPOINTS_END
+};
+_Static_assert((int)SQ_ENDPOINTS_END <= (int)SQ_DELIVERIES, "the endpoints statements overflow their slots");
+
 #define ENDPOINT_ALL_MAX 1000000 /* bound of the list_all loop */
 
 /* Insert (update = false) or whole-row update by id. */

@@ -7,6 +7,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Statement slots, in this family's range (sqlite_internal.h). */
+enum {
+    SQ_EVENT_INSERT = SQ_EVENTS,
+    SQ_EVENT_BY_ID,
+    SQ_EVENT_BY_KEY,
+    SQ_OUTBOX_FETCH,
+    SQ_OUTBOX_MARK,
+    SQ_OUTBOX_PENDING,
+    SQ_EVENT_LIST,
+    SQ_EVENT_LIST_LAST = SQ_EVENT_LIST + EV_F_COMBINATIONS - 1,
+    SQ_EVENTS_END
+};
+_Static_assert((int)SQ_EVENTS_END <= (int)SQ_ENDPOINTS, "the events statements overflow their slots");
+
 /* One event by its id, or (by_key) by its idempotency key. */
 static int event_lookup(struct store *s, bool by_key, const char *key, struct event *out)
 {

@@ -10,8 +10,12 @@
 
 #include "store/store_common.h"
 
-/* Slots of the statement cache. A list query has one slot per combination of
- * filters present (a bit mask), so each combination gets a plan that uses its index. */
+/*
+ * Slots of the statement cache: the connection's own statements (sqlite.c)
+ * here, then a range per table family that the family's file numbers. A list
+ * query has one slot per combination of filters present (a bit mask), so
+ * each combination gets a plan that uses its index.
+ */
 enum sq_slot {
     SQ_BEGIN,
     SQ_COMMIT,
@@ -27,46 +31,15 @@ enum sq_slot {
     SQ_DATA_VERSION,
     SQ_META_GET,
     SQ_META_SET,
-
-    SQ_EVENT_INSERT,
-    SQ_EVENT_BY_ID,
-    SQ_EVENT_BY_KEY,
-    SQ_OUTBOX_FETCH,
-    SQ_OUTBOX_MARK,
-    SQ_OUTBOX_PENDING,
-    SQ_EVENT_LIST,
-    SQ_EVENT_LIST_LAST = SQ_EVENT_LIST + EV_F_COMBINATIONS - 1,
-
-    SQ_ENDPOINT_INSERT,
-    SQ_ENDPOINT_UPDATE,
-    SQ_ENDPOINT_GET,
-    SQ_ENDPOINT_ALL,
-    SQ_ENDPOINT_DELETE,
-    SQ_ENDPOINT_KILL_DELIVERIES,
-    SQ_ENDPOINT_SET_ENABLED,
-    SQ_ENDPOINT_VERSION,
-    SQ_ENDPOINT_LIST,
-    SQ_ENDPOINT_LIST_LAST = SQ_ENDPOINT_LIST + EP_F_COMBINATIONS - 1,
-
-    SQ_DELIVERY_INSERT,
-    SQ_DELIVERY_CLAIM_ENDPOINTS,
-    SQ_DELIVERY_DUE_OF_ENDPOINT,
-    SQ_DELIVERY_JOB,
-    SQ_DELIVERY_LEASE,
-    SQ_DELIVERY_NEXT_DUE,
-    SQ_DELIVERY_SLOTS,
-    SQ_DELIVERY_COMPLETE,
-    SQ_ATTEMPT_INSERT,
-    SQ_DELIVERY_DISABLE_ENDPOINT,
-    SQ_DELIVERY_RELEASE,
-    SQ_DELIVERY_RELEASE_NODE,
-    SQ_DELIVERY_GET,
-    SQ_ATTEMPT_LIST,
-    SQ_DELIVERY_LIST,
-    SQ_DELIVERY_LIST_LAST = SQ_DELIVERY_LIST + DL_F_COMBINATIONS - 1,
-
-    SQ_SLOTS
+    SQ_CONN_END
 };
+enum {
+    SQ_EVENTS = 32,                    /* sqlite_events.c */
+    SQ_ENDPOINTS = SQ_EVENTS + 64,     /* sqlite_endpoints.c */
+    SQ_DELIVERIES = SQ_ENDPOINTS + 32, /* sqlite_deliveries.c */
+    SQ_SLOTS = SQ_DELIVERIES + 256,
+};
+_Static_assert((int)SQ_CONN_END <= (int)SQ_EVENTS, "the connection's statements overflow their slots");
 
 struct store {
     const struct store_ops *ops; /* first member: store_backend() reads it */

@@ -50,10 +50,10 @@
  *     delivery_get/list, attempt_list   read deliveries and attempts
  *
  * Adding a method: its pointer in the family's struct below, its wrapper here
- * and in store.c, and its function in the family's file of each backend
- * (plus a statement slot in the backend's internal header). A new family:
- * a struct and a pointer in struct store_ops, its wrappers, and one file per
- * backend that defines the table.
+ * and in store.c, and its function, table entry and statement slots in the
+ * family's file of each backend: four files. A new family: a struct and a
+ * pointer in struct store_ops, its wrappers, one file per backend that
+ * defines the table, and a slot range in each backend's internal header.
  *
  * Every method returns 0 or a negative hookd_error. Output structs are filled
  * with heap strings the caller frees with the matching *_free().
