@@ -12,11 +12,25 @@
 
 #include "core/clock.h"
 
-#define DELIVERY_COLUMNS                                                                                   \
-    "d.id, d.event_id, d.endpoint_id, d.account, d.status, d.attempt_count, d.next_attempt_at, "           \
-    "d.last_status_code, d.last_error, d.first_attempt_at, d.last_attempt_at, d.delivered_at, d.created_at, " \
-    "d.lease_owner, d.lease_until, d.lease_token"
-#define DELIVERY_NCOLS 16
+/* Statement slots, in this family's range (postgres_internal.h). */
+enum {
+    PG_DELIVERY_INSERT_MANY = PG_DELIVERIES,
+    PG_DELIVERY_CLAIM_ENDPOINTS,
+    PG_DELIVERY_CLAIM,
+    PG_DELIVERY_NEXT_DUE,
+    PG_DELIVERY_SLOTS_LOCK,
+    PG_DELIVERY_SLOTS,
+    PG_DELIVERY_COMPLETE_MANY,
+    PG_DELIVERY_RELEASE,
+    PG_DELIVERY_RELEASE_NODE,
+    PG_DELIVERY_GET,
+    PG_ATTEMPT_LIST,
+    PG_DELIVERY_LIST,
+    PG_DELIVERY_LIST_LAST = PG_DELIVERY_LIST + DL_F_COMBINATIONS - 1,
+    PG_DELIVERIES_END
+};
+_Static_assert((int)PG_DELIVERIES_END <= (int)PG_SPARE, "the deliveries statements overflow their slots");
+
 #define OPEN_STATUSES "('pending', 'retrying')"
 /*
  * hookd_inflight mirrors every live lease (schema v3: the caps count it, so
@@ -47,45 +61,12 @@
 /* First key of the claim's per-endpoint pg_advisory_xact_lock(int, int) ("hkdp"). */
 #define CLAIM_LOCK_CLASS "1751868528"
 
-static int delivery_read(const PGresult *r, int row, int first, struct delivery *d)
-{
-    bool ok = true;
-    int c = first;
-
-    memset(d, 0, sizeof *d);
-    pg_col_id(r, row, c++, d->id);
-    pg_col_id(r, row, c++, d->event_id);
-    pg_col_id(r, row, c++, d->endpoint_id);
-    d->account = pg_col_str(r, row, c++, &ok);
-    if (delivery_status_parse(PQgetvalue(r, row, c++), &d->status))
-        d->status = DELIVERY_DEAD;
-    d->attempt_count = (int)pg_col_i64(r, row, c++);
-    d->next_attempt_at = pg_col_i64(r, row, c++);
-    d->last_status_code = (int)pg_col_i64(r, row, c++);
-    d->last_error = pg_col_str(r, row, c++, &ok);
-    d->first_attempt_at = pg_col_i64(r, row, c++);
-    d->last_attempt_at = pg_col_i64(r, row, c++);
-    d->delivered_at = pg_col_i64(r, row, c++);
-    d->created_at = pg_col_i64(r, row, c++);
-    d->lease_owner = pg_col_str(r, row, c++, &ok);
-    d->lease_until = pg_col_i64(r, row, c++);
-    d->lease_token = pg_col_i64(r, row, c++);
-    if (!ok) {
-        delivery_free(d);
-        return HOOKD_ENOMEM;
-    }
-    return 0;
-}
-
-/* The columns of delivery_insert as arrays, one element per row. */
-enum { INS_ID, INS_EVENT, INS_ENDPOINT, INS_ACCOUNT, INS_STATUS, INS_ATTEMPTS, INS_NEXT, INS_CODE, INS_ERROR,
-       INS_FIRST, INS_LAST, INS_DELIVERED, INS_CREATED, INS_OWNER, INS_UNTIL, INS_TOKEN, INS_COLUMNS };
-
 /* One statement for every row: the arrays are unnested into rows server-side.
  * *inserted counts the rows that were not present already. */
 static int insert_rows(struct store *s, const struct delivery *ds, size_t n, int64_t *inserted)
 {
-    struct pg_array a[INS_COLUMNS] = {{0}};
+    struct pg_array a[STORE_DELIVERY_NVALUES] = {{0}};
+    struct store_value v[STORE_DELIVERY_NVALUES];
     struct pg_params p = {.n = 0};
     PGresult *res = NULL;
     int64_t now = clock_now_ms();
@@ -99,43 +80,23 @@ static int insert_rows(struct store *s, const struct delivery *ds, size_t n, int
     if (n == 0)
         return 0;
     for (size_t i = 0; i < n; i++) {
-        const struct delivery *d = &ds[i];
-        int64_t created = d->created_at ? d->created_at : now;
-        pg_array_text(&a[INS_ID], d->id);
-        pg_array_text(&a[INS_EVENT], d->event_id);
-        pg_array_text(&a[INS_ENDPOINT], d->endpoint_id);
-        pg_array_text(&a[INS_ACCOUNT], d->account);
-        pg_array_text(&a[INS_STATUS], delivery_status_name(d->status));
-        pg_array_i64(&a[INS_ATTEMPTS], d->attempt_count);
-        /* An open delivery without a time is due at once; a final one has none. */
-        pg_array_time(&a[INS_NEXT], delivery_status_open(d->status) ? (d->next_attempt_at ? d->next_attempt_at : created) : 0);
-        pg_array_time(&a[INS_CODE], d->last_status_code);
-        pg_array_text(&a[INS_ERROR], d->last_error);
-        pg_array_time(&a[INS_FIRST], d->first_attempt_at);
-        pg_array_time(&a[INS_LAST], d->last_attempt_at);
-        pg_array_time(&a[INS_DELIVERED], d->delivered_at);
-        pg_array_i64(&a[INS_CREATED], created);
-        pg_array_text(&a[INS_OWNER], d->lease_owner);
-        pg_array_time(&a[INS_UNTIL], d->lease_owner ? d->lease_until : 0);
-        pg_array_i64(&a[INS_TOKEN], d->lease_token);
+        store_delivery_values(&ds[i], now, v);
+        for (int c = 0; c < STORE_DELIVERY_NVALUES; c++)
+            pg_array_value(&a[c], &v[c]);
     }
-    for (int c = 0; c < INS_COLUMNS; c++) {
-        static const bool text[INS_COLUMNS] = {[INS_ID] = true, [INS_EVENT] = true, [INS_ENDPOINT] = true,
-                                               [INS_ACCOUNT] = true, [INS_STATUS] = true, [INS_ERROR] = true,
-                                               [INS_OWNER] = true};
+    /* v holds the last row: each column's type. */
+    for (int c = 0; c < STORE_DELIVERY_NVALUES; c++) {
         const char *literal = pg_array_end(&a[c]);
         if (!literal)
             result = HOOKD_ENOMEM;
-        else if (text[c])
+        else if (v[c].type == STORE_V_TEXT)
             pg_param_text_array(&p, c + 1, literal);
         else
             pg_param_i64_array(&p, c + 1, literal);
     }
     if (result == 0)
         result = pg_run(s, PG_DELIVERY_INSERT_MANY,
-                        "WITH i AS (INSERT INTO hookd_deliveries(id, event_id, endpoint_id, account, status,"
-                        "  attempt_count, next_attempt_at, last_status_code, last_error, first_attempt_at,"
-                        "  last_attempt_at, delivered_at, created_at, lease_owner, lease_until, lease_token)"
+                        "WITH i AS (INSERT INTO hookd_deliveries(" STORE_DELIVERY_INSERT_COLUMNS ")"
                         "  SELECT * FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
                         "  $15, $16) ON CONFLICT DO NOTHING RETURNING id, endpoint_id, lease_owner, lease_until),"
                         " f AS (" INFLIGHT_RECORD("i") ")"
@@ -144,12 +105,12 @@ static int insert_rows(struct store *s, const struct delivery *ds, size_t n, int
     if (result == 0)
         *inserted = pg_col_i64(res, 0, 0);
     PQclear(res);
-    for (int c = 0; c < INS_COLUMNS; c++)
+    for (int c = 0; c < STORE_DELIVERY_NVALUES; c++)
         pg_array_free(&a[c]);
     return result;
 }
 
-int postgres_delivery_insert_many(struct store *s, const struct delivery *ds, size_t n)
+static int postgres_delivery_insert_many(struct store *s, const struct delivery *ds, size_t n)
 {
     int64_t inserted;
 
@@ -157,7 +118,7 @@ int postgres_delivery_insert_many(struct store *s, const struct delivery *ds, si
 }
 
 /* The one-row case of the same statement: one plan and one text to keep right. */
-int postgres_delivery_insert(struct store *s, const struct delivery *d)
+static int postgres_delivery_insert(struct store *s, const struct delivery *d)
 {
     int64_t inserted;
     int result = insert_rows(s, d, 1, &inserted);
@@ -250,8 +211,7 @@ static int claim_lease(struct store *s, const char *node, int64_t now, int64_t l
 {
     struct pg_params p = {.n = 0};
     PGresult *res;
-    size_t cap = 0;
-    int rows, result;
+    int result;
 
     pg_param_text(&p, 1, node);
     pg_param_i64(&p, 2, now);
@@ -278,28 +238,13 @@ static int claim_lease(struct store *s, const char *node, int64_t now, int64_t l
                     "  lease_token = d.lease_token + 1 WHERE d.ctid = ANY (ARRAY(SELECT l.tid FROM l))"
                     "  AND d.status IN " OPEN_STATUSES " AND (d.lease_owner IS NULL OR d.lease_until < $2) RETURNING d.*),"
                     " i AS (" INFLIGHT_RECORD("u") ")"
-                    " SELECT " DELIVERY_COLUMNS ", " PG_EVENT_COLUMNS " FROM u d"
+                    " SELECT " STORE_JOB_COLUMNS " FROM u d"
                     " JOIN hookd_outbox o ON o.id = d.event_id"
                     " ORDER BY d.next_attempt_at, d.id",
                     &p, &res);
     if (result)
         return result;
-    rows = PQntuples(res);
-    for (int i = 0; i < rows && result == 0; i++) {
-        struct delivery_job *j;
-        result = pg_list_grow((void **)&out->items, out->n, &cap, sizeof *out->items);
-        if (result)
-            break;
-        j = &out->items[out->n];
-        result = delivery_read(res, i, 0, &j->d);
-        if (result)
-            break;
-        result = postgres_event_read(res, i, DELIVERY_NCOLS, &j->ev);
-        if (result)
-            delivery_free(&j->d);
-        else
-            out->n++;
-    }
+    result = pg_rows_read(res, store_read_job, STORE_ROWS(out, store_free_job));
     PQclear(res);
     return result;
 }
@@ -330,7 +275,7 @@ static int claim_lease(struct store *s, const char *node, int64_t now, int64_t l
  * then, in a snapshot taken after them, each endpoint's free slots. Results
  * come by position (WITH ORDINALITY), so unknown and disabled ids keep 0.
  */
-int postgres_delivery_slots(struct store *s, int64_t now, int default_cap, const char *const *endpoint_ids, size_t n,
+static int postgres_delivery_slots(struct store *s, int64_t now, int default_cap, const char *const *endpoint_ids, size_t n,
                             int *slots)
 {
     struct pg_array ids = {0};
@@ -390,7 +335,7 @@ int postgres_delivery_slots(struct store *s, int64_t now, int default_cap, const
 
 /* Both statements run in one transaction (the caller's, or one of its own), so
  * the endpoint locks last until the new leases are committed. */
-int postgres_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
+static int postgres_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
                                 int default_cap, struct job_list *out)
 {
     char *candidates = NULL;
@@ -400,7 +345,7 @@ int postgres_delivery_claim_due(struct store *s, const char *node, int64_t now, 
     out->n = 0;
     if (!node || limit <= 0)
         return HOOKD_EINVAL;
-    limit = pg_list_limit(limit);
+    limit = store_list_limit(limit);
     result = pg_atomic_begin(s);
     if (result)
         return result;
@@ -414,7 +359,7 @@ int postgres_delivery_claim_due(struct store *s, const char *node, int64_t now, 
     return result;
 }
 
-int postgres_delivery_next_due(struct store *s, int64_t *at)
+static int postgres_delivery_next_due(struct store *s, int64_t *at)
 {
     struct pg_params p = {.n = 0};
     PGresult *res;
@@ -474,7 +419,7 @@ static int complete_many_results(const PGresult *res, const struct delivery_resu
  * still theirs, and only those get their attempt row, their lease dropped from
  * hookd_inflight and (410) the endpoint disabled.
  */
-int postgres_delivery_complete_many(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,
+static int postgres_delivery_complete_many(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,
                                     int *results)
 {
     struct pg_array a[CM_COLUMNS] = {{0}};
@@ -553,7 +498,7 @@ out:
 
 /* Fenced: applies only while (lease_owner, lease_token) still match; else
  * ESTALE and nothing changes. The one-result case of complete_many. */
-int postgres_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now)
+static int postgres_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now)
 {
     int one = 0;
     int result = postgres_delivery_complete_many(s, r, 1, now, &one);
@@ -561,7 +506,7 @@ int postgres_delivery_complete(struct store *s, const struct delivery_result *r,
     return result ? result : one;
 }
 
-int postgres_delivery_release(struct store *s, const char *id, const char *owner, int64_t token)
+static int postgres_delivery_release(struct store *s, const char *id, const char *owner, int64_t token)
 {
     struct pg_params p = {.n = 0};
     PGresult *res;
@@ -584,7 +529,7 @@ int postgres_delivery_release(struct store *s, const char *id, const char *owner
 }
 
 /* Found through hookd_inflight, which holds every lease (the deliveries have no index on the owner). */
-int postgres_delivery_release_node(struct store *s, const char *node)
+static int postgres_delivery_release_node(struct store *s, const char *node)
 {
     struct pg_params p = {.n = 0};
 
@@ -598,40 +543,31 @@ int postgres_delivery_release_node(struct store *s, const char *node)
 
 /* ---- reads ---------------------------------------------------------------------- */
 
-int postgres_delivery_get(struct store *s, const char *id, struct delivery *out)
+static int postgres_delivery_get(struct store *s, const char *id, struct delivery *out)
 {
     struct pg_params p = {.n = 0};
-    PGresult *res;
-    int result;
 
     pg_param_text(&p, 1, id);
-    result = pg_run(s, PG_DELIVERY_GET, "SELECT " DELIVERY_COLUMNS " FROM hookd_deliveries d WHERE d.id = $1", &p,
-                    &res);
-    if (result)
-        return result;
-    result = PQntuples(res) > 0 ? delivery_read(res, 0, 0, out) : HOOKD_ENOTFOUND;
-    PQclear(res);
-    return result;
+    return pg_get(s, PG_DELIVERY_GET, "SELECT " STORE_DELIVERY_COLUMNS " FROM hookd_deliveries d WHERE d.id = $1", &p,
+                  store_read_delivery, out);
 }
 
 /* Newest first; the created_at range is since <= created_at < until. */
-int postgres_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out)
+static int postgres_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out)
 {
     char terms[FILTER_SQL_MAX];
-    struct pg_sql q = {.len = 0};
+    struct store_sql q = {.len = 0};
     struct pg_params p = {.n = 0};
-    PGresult *res;
-    size_t cap = 0;
-    int mask = delivery_filter_mask(f), rows, result;
+    int mask = delivery_filter_mask(f);
 
     out->items = NULL;
     out->n = 0;
     if (f->status >= 0 && !delivery_status_valid(f->status))
         return HOOKD_EINVAL;
-    pg_sql_add(&q, "SELECT " DELIVERY_COLUMNS " FROM hookd_deliveries d WHERE true");
+    store_sql_add(&q, "SELECT " STORE_DELIVERY_COLUMNS " FROM hookd_deliveries d WHERE true");
     delivery_filter_sql(mask, '$', terms);
-    pg_sql_add(&q, terms);
-    pg_sql_add(&q, " ORDER BY d.id DESC LIMIT $8");
+    store_sql_add(&q, terms);
+    store_sql_add(&q, " ORDER BY d.id DESC LIMIT $8");
     pg_param_text(&p, 1, f->event_id);
     pg_param_text(&p, 2, f->endpoint_id);
     pg_param_text(&p, 3, f->account);
@@ -639,63 +575,31 @@ int postgres_delivery_list(struct store *s, const struct delivery_filter *f, str
     pg_param_i64(&p, 5, f->since);
     pg_param_i64(&p, 6, f->until);
     pg_param_text(&p, 7, f->before_id);
-    pg_param_int(&p, 8, pg_list_limit(f->limit));
-    result = pg_run(s, PG_DELIVERY_LIST + mask, q.text, &p, &res);
-    if (result)
-        return result;
-    rows = PQntuples(res);
-    for (int i = 0; i < rows && result == 0; i++) {
-        result = pg_list_grow((void **)&out->items, out->n, &cap, sizeof *out->items);
-        if (result == 0)
-            result = delivery_read(res, i, 0, &out->items[out->n]);
-        if (result == 0)
-            out->n++;
-    }
-    PQclear(res);
-    if (result)
-        delivery_list_free(out);
-    return result;
+    pg_param_int(&p, 8, store_list_limit(f->limit));
+    return pg_list(s, PG_DELIVERY_LIST + mask, q.text, &p, store_read_delivery, STORE_ROWS(out, store_free_delivery));
 }
 
-int postgres_attempt_list(struct store *s, const char *delivery_id, struct attempt_list *out)
+static int postgres_attempt_list(struct store *s, const char *delivery_id, struct attempt_list *out)
 {
     struct pg_params p = {.n = 0};
-    PGresult *res;
-    size_t cap = 0;
-    bool ok = true;
-    int rows, result;
 
-    out->items = NULL;
-    out->n = 0;
     pg_param_text(&p, 1, delivery_id);
-    result = pg_run(s, PG_ATTEMPT_LIST,
-                    "SELECT id, delivery_id, n, started_at, duration_ms, status_code, error_class, error,"
-                    " response, node FROM hookd_attempts WHERE delivery_id = $1 ORDER BY n, id",
-                    &p, &res);
-    if (result)
-        return result;
-    rows = PQntuples(res);
-    for (int i = 0; i < rows && result == 0; i++) {
-        struct attempt *a;
-        result = pg_list_grow((void **)&out->items, out->n, &cap, sizeof *out->items);
-        if (result)
-            break;
-        a = &out->items[out->n++];
-        a->id = pg_col_i64(res, i, 0);
-        pg_col_id(res, i, 1, a->delivery_id);
-        a->n = (int)pg_col_i64(res, i, 2);
-        a->started_at = pg_col_i64(res, i, 3);
-        a->duration_ms = (int)pg_col_i64(res, i, 4);
-        a->status_code = (int)pg_col_i64(res, i, 5);
-        a->error_class = pg_col_str(res, i, 6, &ok);
-        a->error = pg_col_str(res, i, 7, &ok);
-        a->response = pg_col_str(res, i, 8, &ok);
-        a->node = pg_col_str(res, i, 9, &ok);
-        if (!ok)
-            result = HOOKD_ENOMEM;
-    }
-    PQclear(res);
-    if (result)
-        attempt_list_free(out);
-    return result;
+    return pg_list(s, PG_ATTEMPT_LIST,
+                   "SELECT " STORE_ATTEMPT_COLUMNS " FROM hookd_attempts WHERE delivery_id = $1 ORDER BY n, id", &p,
+                   store_read_attempt, STORE_ROWS(out, store_free_attempt));
 }
+
+const struct store_delivery_ops postgres_delivery_ops = {
+    .insert = postgres_delivery_insert,
+    .insert_many = postgres_delivery_insert_many,
+    .claim_due = postgres_delivery_claim_due,
+    .slots = postgres_delivery_slots,
+    .next_due = postgres_delivery_next_due,
+    .complete = postgres_delivery_complete,
+    .complete_many = postgres_delivery_complete_many,
+    .release = postgres_delivery_release,
+    .release_node = postgres_delivery_release_node,
+    .get = postgres_delivery_get,
+    .list = postgres_delivery_list,
+    .attempt_list = postgres_attempt_list,
+};

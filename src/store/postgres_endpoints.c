@@ -11,87 +11,27 @@
 #include "core/clock.h"
 #include "store/endpoint_json.h"
 
-#define ENDPOINT_COLUMNS                                                                                       \
-    "id, account, url, description, event_types, secrets, enabled, disabled_reason, ordering, max_in_flight, " \
-    "rate_limit, timeout_ms, retry_schedule, created_at, updated_at"
-
-static int endpoint_read(const PGresult *r, int row, struct endpoint *ep)
-{
-    bool ok = true;
-    int result;
-
-    memset(ep, 0, sizeof *ep);
-    pg_col_id(r, row, 0, ep->id);
-    ep->account = pg_col_str(r, row, 1, &ok);
-    ep->url = pg_col_str(r, row, 2, &ok);
-    ep->description = pg_col_str(r, row, 3, &ok);
-    ep->enabled = strcmp(PQgetvalue(r, row, 6), "t") == 0;
-    ep->disabled_reason = pg_col_str(r, row, 7, &ok);
-    if (ordering_parse(PQgetvalue(r, row, 8), &ep->ordering))
-        ep->ordering = ORDERING_NONE;
-    ep->max_in_flight = (int)pg_col_i64(r, row, 9);
-    ep->rate_limit = (int)pg_col_i64(r, row, 10);
-    ep->timeout_ms = pg_col_i64(r, row, 11);
-    ep->created_at = pg_col_i64(r, row, 13);
-    ep->updated_at = pg_col_i64(r, row, 14);
-    result = ok && ep->url ? 0 : HOOKD_ENOMEM;
-    if (result == 0)
-        result = endpoint_json_decode(ep, pg_col_null(r, row, 4) ? NULL : PQgetvalue(r, row, 4),
-                                      pg_col_null(r, row, 5) ? NULL : PQgetvalue(r, row, 5),
-                                      pg_col_null(r, row, 12) ? NULL : PQgetvalue(r, row, 12));
-    if (result == HOOKD_EIO)
-        log_warn("store", "postgres: endpoint %s has malformed JSON columns", ep->id);
-    if (result)
-        endpoint_free(ep);
-    return result;
-}
-
-/* Appends every row of res to out, which is freed on failure. */
-static int endpoint_rows(const PGresult *res, struct endpoint_list *out)
-{
-    size_t cap = 0;
-    int rows = PQntuples(res), result = 0;
-
-    out->items = NULL;
-    out->n = 0;
-    for (int i = 0; i < rows && result == 0; i++) {
-        result = pg_list_grow((void **)&out->items, out->n, &cap, sizeof *out->items);
-        if (result == 0)
-            result = endpoint_read(res, i, &out->items[out->n]);
-        if (result == 0)
-            out->n++;
-    }
-    if (result)
-        endpoint_list_free(out);
-    return result;
-}
-
-/* $1..$15 in ENDPOINT_COLUMNS order (enabled is $7, updated_at $15). */
-static void endpoint_params(struct pg_params *p, const struct endpoint *ep, const struct endpoint_json *j, int64_t now)
-{
-    pg_param_text(p, 1, ep->id);
-    pg_param_text(p, 2, ep->account);
-    pg_param_text(p, 3, ep->url);
-    pg_param_text(p, 4, ep->description);
-    pg_param_text(p, 5, j->event_types);
-    pg_param_text(p, 6, j->secrets);
-    pg_param_bool(p, 7, ep->enabled);
-    pg_param_text(p, 8, ep->enabled ? NULL : ep->disabled_reason);
-    pg_param_text(p, 9, ordering_name(ep->ordering));
-    pg_param_int(p, 10, ep->max_in_flight);
-    pg_param_int(p, 11, ep->rate_limit);
-    pg_param_i64(p, 12, ep->timeout_ms);
-    pg_param_text(p, 13, j->retry_schedule);
-    pg_param_i64(p, 14, ep->created_at ? ep->created_at : now);
-    pg_param_i64(p, 15, ep->updated_at ? ep->updated_at : now);
-}
+/* Statement slots, in this family's range (postgres_internal.h). */
+enum {
+    PG_ENDPOINT_INSERT = PG_ENDPOINTS,
+    PG_ENDPOINT_UPDATE,
+    PG_ENDPOINT_GET,
+    PG_ENDPOINT_ALL,
+    PG_ENDPOINT_DELETE,
+    PG_ENDPOINT_SET_ENABLED,
+    PG_ENDPOINT_VERSION,
+    PG_ENDPOINT_LIST,
+    PG_ENDPOINT_LIST_LAST = PG_ENDPOINT_LIST + EP_F_COMBINATIONS - 1,
+    PG_ENDPOINTS_END
+};
+_Static_assert((int)PG_ENDPOINTS_END <= (int)PG_DELIVERIES, "the endpoints statements overflow their slots");
 
 /* Insert (update = false) or whole-row update by id. A taken id is reported
  * without an SQL error, so the caller's transaction stays usable. */
 static int endpoint_write(struct store *s, const struct endpoint *ep, bool update)
 {
     static const char insert_sql[] =
-        "INSERT INTO hookd_endpoints(" ENDPOINT_COLUMNS ", disabled_at)"
+        "INSERT INTO hookd_endpoints(" STORE_ENDPOINT_COLUMNS ", disabled_at)"
         " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,"
         " CASE WHEN $7 THEN NULL ELSE $15 END) ON CONFLICT (id) DO NOTHING";
     static const char update_sql[] =
@@ -100,6 +40,7 @@ static int endpoint_write(struct store *s, const struct endpoint *ep, bool updat
         " timeout_ms = $12, retry_schedule = $13, updated_at = $15,"
         " disabled_at = CASE WHEN $7 THEN NULL ELSE COALESCE(disabled_at, $15) END"
         " WHERE id = $1"; /* $14 (created_at) is declared but kept */
+    struct store_value v[STORE_ENDPOINT_NVALUES];
     struct pg_params p = {.n = 0};
     struct endpoint_json j;
     int64_t rows = 0;
@@ -110,7 +51,8 @@ static int endpoint_write(struct store *s, const struct endpoint *ep, bool updat
     result = endpoint_json_encode(ep, &j);
     if (result)
         return result;
-    endpoint_params(&p, ep, &j, clock_now_ms());
+    store_endpoint_values(ep, &j, clock_now_ms(), v);
+    pg_param_values(&p, v, STORE_ENDPOINT_NVALUES);
     result = pg_run_command(s, update ? PG_ENDPOINT_UPDATE : PG_ENDPOINT_INSERT, update ? update_sql : insert_sql, &p,
                             &rows);
     endpoint_json_free(&j);
@@ -119,69 +61,43 @@ static int endpoint_write(struct store *s, const struct endpoint *ep, bool updat
     return result;
 }
 
-int postgres_endpoint_insert(struct store *s, const struct endpoint *ep) { return endpoint_write(s, ep, false); }
-int postgres_endpoint_update(struct store *s, const struct endpoint *ep) { return endpoint_write(s, ep, true); }
+static int postgres_endpoint_insert(struct store *s, const struct endpoint *ep) { return endpoint_write(s, ep, false); }
+static int postgres_endpoint_update(struct store *s, const struct endpoint *ep) { return endpoint_write(s, ep, true); }
 
-int postgres_endpoint_get(struct store *s, const char *id, struct endpoint *out)
+static int postgres_endpoint_get(struct store *s, const char *id, struct endpoint *out)
 {
     struct pg_params p = {.n = 0};
-    PGresult *res;
-    int result;
 
     pg_param_text(&p, 1, id);
-    result = pg_run(s, PG_ENDPOINT_GET, "SELECT " ENDPOINT_COLUMNS " FROM hookd_endpoints WHERE id = $1", &p, &res);
-    if (result)
-        return result;
-    result = PQntuples(res) > 0 ? endpoint_read(res, 0, out) : HOOKD_ENOTFOUND;
-    PQclear(res);
-    return result;
+    return pg_get(s, PG_ENDPOINT_GET, "SELECT " STORE_ENDPOINT_COLUMNS " FROM hookd_endpoints WHERE id = $1", &p,
+                  store_read_endpoint, out);
 }
 
-enum { EP_F_ACCOUNT = 1, EP_F_BEFORE = 2 };
-
-int postgres_endpoint_list(struct store *s, const struct endpoint_filter *f, struct endpoint_list *out)
+static int postgres_endpoint_list(struct store *s, const struct endpoint_filter *f, struct endpoint_list *out)
 {
-    struct pg_sql q = {.len = 0};
+    char terms[FILTER_SQL_MAX];
+    struct store_sql q = {.len = 0};
     struct pg_params p = {.n = 0};
-    PGresult *res;
-    int mask = (f->account ? EP_F_ACCOUNT : 0) | (f->before_id ? EP_F_BEFORE : 0);
-    int result;
+    int mask = endpoint_filter_mask(f);
 
-    out->items = NULL;
-    out->n = 0;
-    pg_sql_add(&q, "SELECT " ENDPOINT_COLUMNS " FROM hookd_endpoints WHERE true");
-    if (mask & EP_F_ACCOUNT)
-        pg_sql_add(&q, " AND account = $1");
-    if (mask & EP_F_BEFORE)
-        pg_sql_add(&q, " AND id < $2");
-    pg_sql_add(&q, " ORDER BY id DESC LIMIT $3");
+    store_sql_add(&q, "SELECT " STORE_ENDPOINT_COLUMNS " FROM hookd_endpoints WHERE true");
+    endpoint_filter_sql(mask, '$', terms);
+    store_sql_add(&q, terms);
+    store_sql_add(&q, " ORDER BY id DESC LIMIT $3");
     pg_param_text(&p, 1, f->account);
     pg_param_text(&p, 2, f->before_id);
-    pg_param_int(&p, 3, pg_list_limit(f->limit));
-    result = pg_run(s, PG_ENDPOINT_LIST + mask, q.text, &p, &res);
-    if (result)
-        return result;
-    result = endpoint_rows(res, out);
-    PQclear(res);
-    return result;
+    pg_param_int(&p, 3, store_list_limit(f->limit));
+    return pg_list(s, PG_ENDPOINT_LIST + mask, q.text, &p, store_read_endpoint, STORE_ROWS(out, store_free_endpoint));
 }
 
-int postgres_endpoint_list_all(struct store *s, struct endpoint_list *out)
+static int postgres_endpoint_list_all(struct store *s, struct endpoint_list *out)
 {
-    PGresult *res;
-    int result = pg_run(s, PG_ENDPOINT_ALL, "SELECT " ENDPOINT_COLUMNS " FROM hookd_endpoints ORDER BY id", NULL, &res);
-
-    out->items = NULL;
-    out->n = 0;
-    if (result)
-        return result;
-    result = endpoint_rows(res, out);
-    PQclear(res);
-    return result;
+    return pg_list(s, PG_ENDPOINT_ALL, "SELECT " STORE_ENDPOINT_COLUMNS " FROM hookd_endpoints ORDER BY id", NULL,
+                   store_read_endpoint, STORE_ROWS(out, store_free_endpoint));
 }
 
 /* The endpoint goes; its open deliveries become dead in the same statement. */
-int postgres_endpoint_delete(struct store *s, const char *id)
+static int postgres_endpoint_delete(struct store *s, const char *id)
 {
     struct pg_params p = {.n = 0};
     PGresult *res;
@@ -203,7 +119,7 @@ int postgres_endpoint_delete(struct store *s, const char *id)
     return result;
 }
 
-int postgres_endpoint_set_enabled(struct store *s, const char *id, bool enabled, const char *reason, int64_t at)
+static int postgres_endpoint_set_enabled(struct store *s, const char *id, bool enabled, const char *reason, int64_t at)
 {
     struct pg_params p = {.n = 0};
     int64_t rows = 0;
@@ -225,7 +141,7 @@ int postgres_endpoint_set_enabled(struct store *s, const char *id, bool enabled,
 /* A counter bumped by a trigger on every row written to hookd_endpoints (see
  * the schema), so plain-SQL edits count too. It moves only at commit, so a
  * cache never pairs a new version with old rows. */
-int postgres_endpoint_version(struct store *s, int64_t *version)
+static int postgres_endpoint_version(struct store *s, int64_t *version)
 {
     PGresult *res;
     int result = pg_run(s, PG_ENDPOINT_VERSION,
@@ -239,3 +155,14 @@ int postgres_endpoint_version(struct store *s, int64_t *version)
     PQclear(res);
     return result;
 }
+
+const struct store_endpoint_ops postgres_endpoint_ops = {
+    .insert = postgres_endpoint_insert,
+    .update = postgres_endpoint_update,
+    .get = postgres_endpoint_get,
+    .list = postgres_endpoint_list,
+    .list_all = postgres_endpoint_list_all,
+    .delete = postgres_endpoint_delete,
+    .set_enabled = postgres_endpoint_set_enabled,
+    .version = postgres_endpoint_version,
+};

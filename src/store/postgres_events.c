@@ -10,107 +10,55 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/clock.h"
-#include "core/ids.h"
+/* Statement slots, in this family's range (postgres_internal.h). */
+enum {
+    PG_EVENT_INSERT = PG_EVENTS,
+    PG_EVENT_BY_ID,
+    PG_EVENT_BY_KEY,
+    PG_OUTBOX_FETCH,
+    PG_OUTBOX_MARK,
+    PG_OUTBOX_PENDING,
+    PG_OUTBOX_TAKE,
+    PG_EVENT_LIST,
+    PG_EVENT_LIST_LAST = PG_EVENT_LIST + EV_F_COMBINATIONS - 1,
+    PG_EVENTS_END
+};
+_Static_assert((int)PG_EVENTS_END <= (int)PG_ENDPOINTS, "the events statements overflow their slots");
 
-int postgres_event_read(const PGresult *r, int row, int first, struct event *ev)
+
+/* One event by its id, or (by_key) by its idempotency key. */
+static int event_lookup(struct store *s, bool by_key, const char *key, struct event *out)
 {
-    bool ok = true;
-    int c = first;
-
-    memset(ev, 0, sizeof *ev);
-    ev->seq = pg_col_i64(r, row, c++);
-    pg_col_id(r, row, c++, ev->id);
-    ev->type = pg_col_str(r, row, c++, &ok);
-    ev->account = pg_col_str(r, row, c++, &ok);
-    ev->resource_type = pg_col_str(r, row, c++, &ok);
-    ev->resource_id = pg_col_str(r, row, c++, &ok);
-    ev->has_resource_version = !pg_col_null(r, row, c);
-    ev->resource_version = pg_col_i64(r, row, c++);
-    ev->payload = pg_col_str(r, row, c++, &ok);
-    ev->idempotency_key = pg_col_str(r, row, c++, &ok);
-    ev->created_at = pg_col_i64(r, row, c++);
-    ev->dispatched_at = pg_col_i64(r, row, c++);
-    if (!ok || !ev->type || !ev->payload) {
-        event_free(ev);
-        return HOOKD_ENOMEM;
-    }
-    return 0;
-}
-
-/* Reads one event by a single text key (id or idempotency key). */
-static int event_get_by(struct store *s, int slot, const char *sql, const char *key, struct event *out)
-{
+    static const char *const sql[] = {
+        "SELECT " STORE_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.id = $1",
+        "SELECT " STORE_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.idempotency_key = $1",
+    };
     struct pg_params p = {.n = 0};
-    PGresult *res;
-    int result;
 
     pg_param_text(&p, 1, key);
-    result = pg_run(s, slot, sql, &p, &res);
-    if (result)
-        return result;
-    result = PQntuples(res) > 0 ? postgres_event_read(res, 0, 0, out) : HOOKD_ENOTFOUND;
-    PQclear(res);
-    return result;
+    return pg_get(s, by_key ? PG_EVENT_BY_KEY : PG_EVENT_BY_ID, sql[by_key], &p, store_read_event, out);
 }
 
-static int event_get_by_key(struct store *s, const char *key, struct event *out)
+static int postgres_event_get(struct store *s, const char *id, struct event *out)
 {
-    return event_get_by(s, PG_EVENT_BY_KEY,
-                        "SELECT " PG_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.idempotency_key = $1", key, out);
-}
-
-int postgres_event_get(struct store *s, const char *id, struct event *out)
-{
-    return event_get_by(s, PG_EVENT_BY_ID, "SELECT " PG_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.id = $1", id,
-                        out);
-}
-
-/* The row that made an insert conflict: the idempotency key's, else the id's. */
-static int event_find_conflict(struct store *s, const struct event *ev, struct event *existing)
-{
-    struct event scratch;
-    struct event *out = existing ? existing : &scratch;
-    int result = HOOKD_ENOTFOUND;
-
-    if (ev->idempotency_key)
-        result = event_get_by_key(s, ev->idempotency_key, out);
-    if (result == HOOKD_ENOTFOUND)
-        result = postgres_event_get(s, ev->id, out);
-    if (result == 0 && !existing)
-        event_free(&scratch);
-    return result == 0 || result == HOOKD_ENOTFOUND ? HOOKD_EEXISTS : result;
+    return event_lookup(s, false, id, out);
 }
 
 /* ON CONFLICT DO NOTHING: a taken id or key raises no error, so the caller's
  * transaction stays usable. */
-int postgres_event_insert(struct store *s, struct event *ev, struct event *existing)
+static int postgres_event_insert(struct store *s, struct event *ev, struct event *existing)
 {
+    struct store_value v[STORE_EVENT_NVALUES];
     struct pg_params p = {.n = 0};
     PGresult *res;
     int result;
 
     if (!ev->type)
         return HOOKD_EINVAL;
-    if (ev->id[0] == '\0')
-        id_new(ev->id, "evt_");
-    ev->created_at = clock_now_ms();
-    ev->dispatched_at = 0;
-    pg_param_text(&p, 1, ev->id);
-    pg_param_text(&p, 2, ev->account);
-    pg_param_text(&p, 3, ev->type);
-    pg_param_text(&p, 4, ev->resource_type);
-    pg_param_text(&p, 5, ev->resource_id);
-    if (ev->has_resource_version)
-        pg_param_i64(&p, 6, ev->resource_version);
-    else
-        pg_param_null(&p, 6, PG_OID_INT8);
-    pg_param_text(&p, 7, ev->payload ? ev->payload : "{}");
-    pg_param_text(&p, 8, ev->idempotency_key);
-    pg_param_i64(&p, 9, ev->created_at);
+    store_event_values(ev, v);
+    pg_param_values(&p, v, STORE_EVENT_NVALUES);
     result = pg_run(s, PG_EVENT_INSERT,
-                    "INSERT INTO hookd_outbox(id, account, event_type, resource_type, resource_id,"
-                    " resource_version, payload, idempotency_key, created_at)"
+                    "INSERT INTO hookd_outbox(" STORE_EVENT_INSERT_COLUMNS ")"
                     " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
                     " ON CONFLICT DO NOTHING RETURNING seq",
                     &p, &res);
@@ -119,113 +67,66 @@ int postgres_event_insert(struct store *s, struct event *ev, struct event *exist
     if (PQntuples(res) == 1)
         ev->seq = pg_col_i64(res, 0, 0);
     else
-        result = event_find_conflict(s, ev, existing);
+        result = store_event_conflict(s, ev, existing, event_lookup);
     PQclear(res);
     return result;
 }
 
-/* Appends every row of res (PG_EVENT_COLUMNS) to out, which is freed on failure. */
-static int event_rows(const PGresult *res, struct event_list *out)
-{
-    size_t cap = 0;
-    int rows = PQntuples(res), result = 0;
-
-    out->items = NULL;
-    out->n = 0;
-    for (int i = 0; i < rows && result == 0; i++) {
-        result = pg_list_grow((void **)&out->items, out->n, &cap, sizeof *out->items);
-        if (result == 0)
-            result = postgres_event_read(res, i, 0, &out->items[out->n]);
-        if (result == 0)
-            out->n++;
-    }
-    if (result)
-        event_list_free(out);
-    return result;
-}
-
 /* Newest first; the created_at range is since <= created_at < until. */
-int postgres_event_list(struct store *s, const struct event_filter *f, struct event_list *out)
+static int postgres_event_list(struct store *s, const struct event_filter *f, struct event_list *out)
 {
     char terms[FILTER_SQL_MAX];
-    struct pg_sql q = {.len = 0};
+    struct store_sql q = {.len = 0};
     struct pg_params p = {.n = 0};
-    PGresult *res;
     int mask = event_filter_mask(f);
-    int result;
 
-    out->items = NULL;
-    out->n = 0;
-    pg_sql_add(&q, "SELECT " PG_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.seq < $5");
+    store_sql_add(&q, "SELECT " STORE_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.seq < $5");
     event_filter_sql(mask, '$', terms);
-    pg_sql_add(&q, terms);
-    pg_sql_add(&q, " ORDER BY o.seq DESC LIMIT $6");
+    store_sql_add(&q, terms);
+    store_sql_add(&q, " ORDER BY o.seq DESC LIMIT $6");
     /* Every parameter is declared, used by this combination or not. */
     pg_param_text(&p, 1, f->type);
     pg_param_text(&p, 2, f->account);
     pg_param_i64(&p, 3, f->since);
     pg_param_i64(&p, 4, f->until);
     pg_param_i64(&p, 5, f->before_seq > 0 ? f->before_seq : INT64_MAX);
-    pg_param_int(&p, 6, pg_list_limit(f->limit));
-    result = pg_run(s, PG_EVENT_LIST + mask, q.text, &p, &res);
-    if (result)
-        return result;
-    result = event_rows(res, out);
-    PQclear(res);
-    return result;
+    pg_param_int(&p, 6, store_list_limit(f->limit));
+    return pg_list(s, PG_EVENT_LIST + mask, q.text, &p, store_read_event, STORE_ROWS(out, store_free_event));
 }
 
 /* SKIP LOCKED: rows another node's relay holds (until its fan-out commits) are
  * left to it. Outside a transaction the locks end with the statement. */
-int postgres_outbox_fetch(struct store *s, int64_t after_seq, int limit, struct event_list *out)
+static int postgres_outbox_fetch(struct store *s, int64_t after_seq, int limit, struct event_list *out)
 {
     struct pg_params p = {.n = 0};
-    PGresult *res;
-    int result;
 
-    out->items = NULL;
-    out->n = 0;
-    pg_param_int(&p, 1, pg_list_limit(limit));
+    pg_param_int(&p, 1, store_list_limit(limit));
     pg_param_i64(&p, 2, after_seq);
-    result = pg_run(s, PG_OUTBOX_FETCH,
-                    "SELECT " PG_EVENT_COLUMNS " FROM hookd_outbox o"
-                    " WHERE o.dispatched_at IS NULL AND o.seq > $2 ORDER BY o.seq LIMIT $1"
-                    " FOR UPDATE SKIP LOCKED",
-                    &p, &res);
-    if (result)
-        return result;
-    result = event_rows(res, out);
-    PQclear(res);
-    return result;
+    return pg_list(s, PG_OUTBOX_FETCH,
+                   "SELECT " STORE_EVENT_COLUMNS " FROM hookd_outbox o"
+                   " WHERE o.dispatched_at IS NULL AND o.seq > $2 ORDER BY o.seq LIMIT $1"
+                   " FOR UPDATE SKIP LOCKED",
+                   &p, store_read_event, STORE_ROWS(out, store_free_event));
 }
 
 /* One statement for the whole batch: the seqs go as one bigint[] literal. */
-int postgres_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n, int64_t at)
+static int postgres_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n, int64_t at)
 {
+    struct pg_array literal = {0};
     struct pg_params p = {.n = 0};
-    size_t cap, len = 0;
-    char *literal;
-    int result;
+    int result = HOOKD_ENOMEM;
 
     if (n == 0)
         return 0;
-    if (n > SIZE_MAX / 24 - 1)
-        return HOOKD_EINVAL;
-    cap = n * 21 + 3;
-    literal = malloc(cap);
-    if (!literal)
-        return HOOKD_ENOMEM;
-    literal[len++] = '{';
-    for (size_t i = 0; i < n; i++) {
-        int w = snprintf(literal + len, cap - len, "%s%" PRId64, i ? "," : "", seqs[i]);
-        len += w > 0 ? (size_t)w : 0;
+    for (size_t i = 0; i < n; i++)
+        pg_array_i64(&literal, seqs[i]);
+    if (pg_array_end(&literal)) {
+        pg_param_i64(&p, 1, at);
+        pg_param_i64_array(&p, 2, literal.buf);
+        result = pg_run_command(s, PG_OUTBOX_MARK, "UPDATE hookd_outbox SET dispatched_at = $1 WHERE seq = ANY ($2)",
+                                &p, NULL);
     }
-    snprintf(literal + len, cap - len, "}");
-    pg_param_i64(&p, 1, at);
-    pg_param_i64_array(&p, 2, literal);
-    result = pg_run_command(s, PG_OUTBOX_MARK, "UPDATE hookd_outbox SET dispatched_at = $1 WHERE seq = ANY ($2)", &p,
-                            NULL);
-    free(literal);
+    pg_array_free(&literal);
     return result;
 }
 
@@ -235,7 +136,8 @@ int postgres_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t
  * the endpoints version the same snapshot sees, so that a fan-out knows in one
  * round trip what to fan out and whether its endpoint list is current.
  */
-int postgres_outbox_take(struct store *s, int limit, int64_t at, struct event_list *out, int64_t *endpoints_version)
+static int postgres_outbox_take(struct store *s, int limit, int64_t at, struct event_list *out,
+                                int64_t *endpoints_version)
 {
     struct pg_params p = {.n = 0};
     PGresult *res;
@@ -243,7 +145,7 @@ int postgres_outbox_take(struct store *s, int limit, int64_t at, struct event_li
 
     out->items = NULL;
     out->n = 0;
-    pg_param_int(&p, 1, pg_list_limit(limit));
+    pg_param_int(&p, 1, store_list_limit(limit));
     pg_param_i64(&p, 2, at);
     result = pg_atomic_begin(s);
     if (result)
@@ -253,13 +155,13 @@ int postgres_outbox_take(struct store *s, int limit, int64_t at, struct event_li
                     "  ORDER BY o.seq LIMIT $1 FOR UPDATE SKIP LOCKED),"
                     " u AS (UPDATE hookd_outbox o SET dispatched_at = $2"
                     "  WHERE o.seq = ANY (ARRAY(SELECT c.seq FROM c)) RETURNING o.*)"
-                    " SELECT " PG_EVENT_COLUMNS ", (SELECT value::bigint FROM hookd_meta WHERE key = 'endpoints_version')"
+                    " SELECT " STORE_EVENT_COLUMNS ", (SELECT value::bigint FROM hookd_meta WHERE key = 'endpoints_version')"
                     " FROM u o ORDER BY o.seq",
                     &p, &res);
     if (result == 0) {
-        result = event_rows(res, out);
+        result = pg_rows_read(res, store_read_event, STORE_ROWS(out, store_free_event));
         if (result == 0 && out->n > 0)
-            *endpoints_version = pg_col_i64(res, 0, PG_EVENT_NCOLS);
+            *endpoints_version = pg_col_i64(res, 0, STORE_EVENT_NCOLS);
         PQclear(res);
     }
     result = pg_atomic_end(s, result);
@@ -269,7 +171,7 @@ int postgres_outbox_take(struct store *s, int limit, int64_t at, struct event_li
 }
 
 /* Called every few milliseconds: one probe of the partial index. */
-int postgres_outbox_pending(struct store *s, bool *any)
+static int postgres_outbox_pending(struct store *s, bool *any)
 {
     PGresult *res;
     int result = pg_run(s, PG_OUTBOX_PENDING, "SELECT 1 FROM hookd_outbox WHERE dispatched_at IS NULL LIMIT 1", NULL,
@@ -279,3 +181,13 @@ int postgres_outbox_pending(struct store *s, bool *any)
     PQclear(res);
     return result;
 }
+
+const struct store_event_ops postgres_event_ops = {
+    .insert = postgres_event_insert,
+    .get = postgres_event_get,
+    .list = postgres_event_list,
+    .fetch = postgres_outbox_fetch,
+    .mark_dispatched = postgres_outbox_mark_dispatched,
+    .pending = postgres_outbox_pending,
+    .take = postgres_outbox_take,
+};

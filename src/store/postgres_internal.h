@@ -1,7 +1,8 @@
 /*
  * Private to the PostgreSQL backend (postgres*.c): the connection struct, its
- * lazily prepared statements, parameters and result reading, and the
- * helpers the table families share.
+ * lazily prepared statements, and what its files offer each other: the
+ * connection (postgres_conn.c), statements and transactions (postgres_txn.c),
+ * parameters, arrays and result reading (postgres_params.c).
  */
 #ifndef HOOKD_STORE_POSTGRES_INTERNAL_H
 #define HOOKD_STORE_POSTGRES_INTERNAL_H
@@ -10,50 +11,27 @@
 #include <stdint.h>
 
 #include "log.h"
-#include "store/store.h"
+#include "store/store_common.h"
 
-/* Slots of the prepared statements (named "hookd_<slot>" on the connection). A
- * list query has one slot per combination of filters present (a bit mask). */
+/*
+ * Slots of the prepared statements (named "hookd_<slot>" on the connection):
+ * the connection's own statements (postgres.c) here, then a range per table
+ * family that the family's file numbers, and a few spare ones (tests). A list
+ * query has one slot per combination of filters present (a bit mask).
+ */
 enum pg_slot {
     PG_META_GET,
     PG_META_SET,
-
-    PG_EVENT_INSERT,
-    PG_EVENT_BY_ID,
-    PG_EVENT_BY_KEY,
-    PG_OUTBOX_FETCH,
-    PG_OUTBOX_MARK,
-    PG_OUTBOX_PENDING,
-    PG_OUTBOX_TAKE,
-    PG_EVENT_LIST,
-    PG_EVENT_LIST_LAST = PG_EVENT_LIST + EV_F_COMBINATIONS - 1,
-
-    PG_ENDPOINT_INSERT,
-    PG_ENDPOINT_UPDATE,
-    PG_ENDPOINT_GET,
-    PG_ENDPOINT_ALL,
-    PG_ENDPOINT_DELETE,
-    PG_ENDPOINT_SET_ENABLED,
-    PG_ENDPOINT_VERSION,
-    PG_ENDPOINT_LIST,
-    PG_ENDPOINT_LIST_LAST = PG_ENDPOINT_LIST + 3,
-
-    PG_DELIVERY_INSERT_MANY,
-    PG_DELIVERY_CLAIM_ENDPOINTS,
-    PG_DELIVERY_CLAIM,
-    PG_DELIVERY_NEXT_DUE,
-    PG_DELIVERY_SLOTS_LOCK,
-    PG_DELIVERY_SLOTS,
-    PG_DELIVERY_COMPLETE_MANY,
-    PG_DELIVERY_RELEASE,
-    PG_DELIVERY_RELEASE_NODE,
-    PG_DELIVERY_GET,
-    PG_ATTEMPT_LIST,
-    PG_DELIVERY_LIST,
-    PG_DELIVERY_LIST_LAST = PG_DELIVERY_LIST + DL_F_COMBINATIONS - 1,
-
-    PG_SLOTS
+    PG_CONN_END
 };
+enum {
+    PG_EVENTS = 32,                    /* postgres_events.c */
+    PG_ENDPOINTS = PG_EVENTS + 64,     /* postgres_endpoints.c */
+    PG_DELIVERIES = PG_ENDPOINTS + 32, /* postgres_deliveries.c */
+    PG_SPARE = PG_DELIVERIES + 256,    /* no statement of the backend uses these (tests) */
+    PG_SLOTS = PG_SPARE + 4,
+};
+_Static_assert((int)PG_CONN_END <= (int)PG_EVENTS, "the connection's statements overflow their slots");
 
 /* The writer's per-op savepoint is sent lazily (see postgres.c). */
 enum pg_savepoint { PG_SP_NONE, PG_SP_WANTED, PG_SP_ACTIVE };
@@ -72,6 +50,21 @@ struct store {
     struct log_limiter lim;
 };
 
+/* ---- the connection (postgres_conn.c) ---- */
+
+/* Connects s->conn to dsn with hookd's session options; on failure s->conn may
+ * still need PQfinish. HOOKD_EUNAVAIL when the server cannot be reached. */
+__attribute__((warn_unused_result)) int pg_connect(struct store *s, const char *dsn);
+/* Before any statement: reconnects a broken connection where it safely can;
+ * HOOKD_EUNAVAIL while it is down. */
+__attribute__((warn_unused_result)) int pg_ready(struct store *s);
+/* Maps a failed result (NULL: out of memory or the connection broke) to a
+ * hookd error, logging unexpected ones; pg_check is 0 for a successful one. */
+int pg_fail(struct store *s, const PGresult *res);
+int pg_check(struct store *s, const PGresult *res);
+
+/* ---- parameters, arrays and columns (postgres_params.c) ---- */
+
 /* Parameters of one statement, in text format: $1 is index 1. Every
  * parameter of a statement is set on every call, with the same type. */
 #define PG_MAX_PARAMS 16
@@ -87,6 +80,8 @@ void pg_param_int(struct pg_params *p, int i, int v);
 void pg_param_bool(struct pg_params *p, int i, bool v);
 void pg_param_time(struct pg_params *p, int i, int64_t ms); /* 0: SQL NULL */
 void pg_param_null(struct pg_params *p, int i, Oid type);
+/* Sets v[i] as parameter i + 1, for i < n. */
+void pg_param_values(struct pg_params *p, const struct store_value *v, int n);
 /* Arrays, passed as text literals the caller built. */
 void pg_param_text_array(struct pg_params *p, int i, const char *literal);
 void pg_param_i64_array(struct pg_params *p, int i, const char *literal);
@@ -105,6 +100,7 @@ struct pg_array {
 void pg_array_text(struct pg_array *a, const char *v);
 void pg_array_i64(struct pg_array *a, int64_t v);
 void pg_array_time(struct pg_array *a, int64_t ms); /* 0: NULL */
+void pg_array_value(struct pg_array *a, const struct store_value *v); /* text, or a number (bool: 0/1) */
 /* Closes the literal (no element may follow); returns it (owned by a) or NULL on allocation failure. */
 const char *pg_array_end(struct pg_array *a);
 void pg_array_free(struct pg_array *a);
@@ -116,6 +112,8 @@ void pg_array_free(struct pg_array *a);
 #define PG_OID_TEXT 25
 #define PG_OID_TEXT_ARRAY 1009
 #define PG_OID_INT8_ARRAY 1016
+
+/* ---- statements and transactions (postgres_txn.c) ---- */
 
 /*
  * Runs the statement of slot, preparing sql on this connection on first use.
@@ -148,9 +146,21 @@ __attribute__((warn_unused_result)) int pg_exec(struct store *s, const char *sql
 
 /* Several statements as one unit: outside a transaction a BEGIN .. COMMIT of
  * its own; inside one nothing (the caller's savepoint undoes a failed method).
- * pg_atomic_end returns result, or the commit's error. Not nestable. */
+ * pg_atomic_end returns result, or the commit's error. Not nestable: a method
+ * inside a pair calls no other method that takes one. */
 __attribute__((warn_unused_result)) int pg_atomic_begin(struct store *s);
 __attribute__((warn_unused_result)) int pg_atomic_end(struct store *s, int result);
+
+/* The transaction methods of store_postgres_ops. */
+int postgres_begin(struct store *s);
+int postgres_commit(struct store *s);
+int postgres_commit_lazy(struct store *s);
+int postgres_rollback(struct store *s);
+int postgres_savepoint(struct store *s);
+int postgres_release(struct store *s);
+int postgres_rollback_to(struct store *s);
+
+/* ---- columns and rows (postgres_params.c) ---- */
 
 /* Column reading. Text: a heap copy or NULL for SQL NULL; *ok turns false on OOM. */
 char *pg_col_str(const PGresult *r, int row, int col, bool *ok);
@@ -158,55 +168,20 @@ void pg_col_id(const PGresult *r, int row, int col, char out[HOOKD_ID_MAX]);
 int64_t pg_col_i64(const PGresult *r, int row, int col); /* NULL reads as 0 */
 bool pg_col_null(const PGresult *r, int row, int col);
 
-/* Grows a list's item array so one more fits (zeroed); returns HOOKD_ENOMEM. */
-__attribute__((warn_unused_result)) int pg_list_grow(void **items, size_t n, size_t *cap, size_t item_size);
-/* A list limit clamped to 1..STORE_LIST_MAX (0 or less: 100). */
-int pg_list_limit(int limit);
+/*
+ * The row readers (store_common.h): pg_rows_read appends every row of res to
+ * the list, which is left empty on failure. pg_get runs a statement (as
+ * pg_run) and reads its first row into *item (HOOKD_ENOTFOUND for none);
+ * pg_list runs one and reads every row. Both clear the result.
+ */
+__attribute__((warn_unused_result)) int pg_rows_read(const PGresult *res, store_read_fn read, struct store_rows rows);
+__attribute__((warn_unused_result)) int pg_get(struct store *s, int slot, const char *sql, const struct pg_params *p,
+                                               store_read_fn read, void *item);
+__attribute__((warn_unused_result)) int pg_list(struct store *s, int slot, const char *sql, const struct pg_params *p,
+                                                store_read_fn read, struct store_rows rows);
 
-/* Bounded SQL text for the list queries assembled from filters. */
-struct pg_sql {
-    char text[2048];
-    size_t len;
-};
-void pg_sql_add(struct pg_sql *q, const char *part);
-
-/* Families (postgres_events.c, postgres_endpoints.c, postgres_deliveries.c). */
-int postgres_event_insert(struct store *s, struct event *ev, struct event *existing);
-int postgres_event_get(struct store *s, const char *id, struct event *out);
-int postgres_event_list(struct store *s, const struct event_filter *f, struct event_list *out);
-int postgres_outbox_fetch(struct store *s, int64_t after_seq, int limit, struct event_list *out);
-int postgres_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n, int64_t at);
-int postgres_outbox_pending(struct store *s, bool *any);
-int postgres_outbox_take(struct store *s, int limit, int64_t at, struct event_list *out, int64_t *endpoints_version);
-#define PG_EVENT_COLUMNS                                                                                   \
-    "o.seq, o.id, o.event_type, o.account, o.resource_type, o.resource_id, o.resource_version, o.payload, " \
-    "o.idempotency_key, o.created_at, o.dispatched_at"
-#define PG_EVENT_NCOLS 11
-/* Reads the PG_EVENT_COLUMNS of row starting at column first. */
-__attribute__((warn_unused_result)) int postgres_event_read(const PGresult *r, int row, int first, struct event *ev);
-
-int postgres_endpoint_insert(struct store *s, const struct endpoint *ep);
-int postgres_endpoint_update(struct store *s, const struct endpoint *ep);
-int postgres_endpoint_get(struct store *s, const char *id, struct endpoint *out);
-int postgres_endpoint_list(struct store *s, const struct endpoint_filter *f, struct endpoint_list *out);
-int postgres_endpoint_list_all(struct store *s, struct endpoint_list *out);
-int postgres_endpoint_delete(struct store *s, const char *id);
-int postgres_endpoint_set_enabled(struct store *s, const char *id, bool enabled, const char *reason, int64_t at);
-int postgres_endpoint_version(struct store *s, int64_t *version);
-
-int postgres_delivery_insert(struct store *s, const struct delivery *d);
-int postgres_delivery_insert_many(struct store *s, const struct delivery *ds, size_t n);
-int postgres_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
-                                int default_cap, struct job_list *out);
-int postgres_delivery_slots(struct store *s, int64_t now, int default_cap, const char *const *endpoint_ids, size_t n,
-                            int *slots);
-int postgres_delivery_next_due(struct store *s, int64_t *at);
-int postgres_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now);
-int postgres_delivery_complete_many(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,
-                                    int *results);
-int postgres_delivery_release(struct store *s, const char *id, const char *owner, int64_t token);
-int postgres_delivery_release_node(struct store *s, const char *node);
-int postgres_delivery_get(struct store *s, const char *id, struct delivery *out);
-int postgres_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out);
-int postgres_attempt_list(struct store *s, const char *delivery_id, struct attempt_list *out);
+/* The table families (postgres_events.c, postgres_endpoints.c, postgres_deliveries.c). */
+extern const struct store_event_ops postgres_event_ops;
+extern const struct store_endpoint_ops postgres_endpoint_ops;
+extern const struct store_delivery_ops postgres_delivery_ops;
 #endif

@@ -1,8 +1,9 @@
 /*
  * The SQLite store backend: connection set-up (WAL, synchronous=FULL), the
  * migrations runner, transactions and savepoints, change detection through
- * PRAGMA data_version, hookd_meta, and the helpers the table families share.
- * The tables themselves are in sqlite_events.c, sqlite_endpoints.c and
+ * PRAGMA data_version, hookd_meta, the method table, and the helpers the
+ * table families share (statements, binding, the row readers). The families
+ * themselves are in sqlite_events.c, sqlite_endpoints.c and
  * sqlite_deliveries.c.
  */
 #include "store/sqlite_internal.h"
@@ -160,6 +161,18 @@ int sq_bind_time(sqlite3_stmt *st, int i, int64_t ms)
     return ms ? sqlite3_bind_int64(st, i, ms) : sqlite3_bind_null(st, i);
 }
 
+void sq_bind_values(sqlite3_stmt *st, const struct store_value *v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (v[i].null)
+            sqlite3_bind_null(st, i + 1);
+        else if (v[i].type == STORE_V_TEXT)
+            sqlite3_bind_text(st, i + 1, v[i].text, -1, SQLITE_STATIC);
+        else
+            sqlite3_bind_int64(st, i + 1, v[i].num);
+    }
+}
+
 char *sq_col_str(sqlite3_stmt *st, int i, bool *ok)
 {
     const unsigned char *t;
@@ -189,39 +202,80 @@ void sq_col_id(sqlite3_stmt *st, int i, char out[HOOKD_ID_MAX])
 
 int64_t sq_col_i64(sqlite3_stmt *st, int i) { return sqlite3_column_int64(st, i); }
 
-int sq_list_grow(void **items, size_t n, size_t *cap, size_t item_size)
-{
-    void *grown;
-    size_t new_cap;
+/* ---- row readers ----------------------------------------------------------- */
 
-    if (n < *cap)
-        goto out;
-    new_cap = *cap ? *cap * 2 : 16;
-    grown = realloc(*items, new_cap * item_size);
-    if (!grown)
-        return HOOKD_ENOMEM;
-    *items = grown;
-    *cap = new_cap;
-out:
-    memset((char *)*items + n * item_size, 0, item_size);
-    return 0;
+static sqlite3_stmt *row_stmt(const struct store_row *r) { return (sqlite3_stmt *)r->src; }
+static bool row_null(const struct store_row *r, int col)
+{
+    return sqlite3_column_type(row_stmt(r), col) == SQLITE_NULL;
+}
+static const char *row_text(const struct store_row *r, int col)
+{
+    return (const char *)sqlite3_column_text(row_stmt(r), col);
+}
+static char *row_str(const struct store_row *r, int col, bool *ok) { return sq_col_str(row_stmt(r), col, ok); }
+static int64_t row_i64(const struct store_row *r, int col) { return sqlite3_column_int64(row_stmt(r), col); }
+static bool row_flag(const struct store_row *r, int col) { return sqlite3_column_int(row_stmt(r), col) != 0; }
+
+static const struct store_row_ops row_ops = {
+    .null = row_null,
+    .text = row_text,
+    .str = row_str,
+    .i64 = row_i64,
+    .flag = row_flag,
+};
+
+int sq_row_read(struct store *s, sqlite3_stmt *st, store_read_fn read, void *item)
+{
+    const struct store_row row = {.ops = &row_ops, .src = st};
+    int rc = sqlite3_step(st);
+    int result;
+
+    if (rc == SQLITE_ROW)
+        result = read(&row, item);
+    else
+        result = rc == SQLITE_DONE ? HOOKD_ENOTFOUND : sq_error(s, rc);
+    sq_reset(st);
+    return result;
 }
 
-int sq_list_limit(int limit)
+int sq_rows_read(struct store *s, sqlite3_stmt *st, size_t max_rows, store_read_fn read, struct store_rows rows)
 {
-    if (limit <= 0)
-        return 100;
-    return limit > STORE_LIST_MAX ? STORE_LIST_MAX : limit;
+    const struct store_row row = {.ops = &row_ops, .src = st};
+    int result = 0;
+
+    store_rows_start(&rows);
+    for (size_t i = 0; i < max_rows && result == 0; i++) {
+        void *item;
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE)
+            break;
+        if (rc != SQLITE_ROW) {
+            result = sq_error(s, rc);
+            break;
+        }
+        item = store_rows_slot(&rows);
+        result = item ? read(&row, item) : HOOKD_ENOMEM;
+        if (result == 0)
+            store_rows_keep(&rows);
+    }
+    sq_reset(st);
+    if (result)
+        store_rows_free(&rows);
+    return result;
 }
 
-void sq_sql_add(struct sq_sql *q, const char *part)
+int sq_get_i64(struct store *s, sqlite3_stmt *st, int64_t *v)
 {
-    int n;
+    int rc = sqlite3_step(st);
+    int result = 0;
 
-    if (q->len >= sizeof q->text)
-        return;
-    n = snprintf(q->text + q->len, sizeof q->text - q->len, "%s", part);
-    q->len += n > 0 ? (size_t)n : 0;
+    if (rc == SQLITE_ROW)
+        *v = sqlite3_column_int64(st, 0);
+    else
+        result = rc == SQLITE_DONE ? HOOKD_ENOTFOUND : sq_error(s, rc);
+    sq_reset(st);
+    return result;
 }
 
 /* ---- connection ----------------------------------------------------------- */
@@ -476,6 +530,11 @@ static int sqlite_meta_set(struct store *s, const char *key, const char *value)
     return sq_run(s, st, NULL);
 }
 
+static const struct store_meta_ops sqlite_meta_ops = {
+    .get = sqlite_meta_get,
+    .set = sqlite_meta_set,
+};
+
 /* ---- the method table ------------------------------------------------------- */
 
 const struct store_ops store_sqlite_ops = {
@@ -495,33 +554,8 @@ const struct store_ops store_sqlite_ops = {
     .rollback_to = sqlite_rollback_to,
     .changed = sqlite_changed,
     .changed_fd = sqlite_changed_fd,
-    .meta_get = sqlite_meta_get,
-    .meta_set = sqlite_meta_set,
-    .event_insert = sqlite_event_insert,
-    .event_get = sqlite_event_get,
-    .event_list = sqlite_event_list,
-    .outbox_fetch = sqlite_outbox_fetch,
-    .outbox_mark_dispatched = sqlite_outbox_mark_dispatched,
-    .outbox_pending = sqlite_outbox_pending,
-    .outbox_take = sqlite_outbox_take,
-    .endpoint_insert = sqlite_endpoint_insert,
-    .endpoint_update = sqlite_endpoint_update,
-    .endpoint_get = sqlite_endpoint_get,
-    .endpoint_list = sqlite_endpoint_list,
-    .endpoint_list_all = sqlite_endpoint_list_all,
-    .endpoint_delete = sqlite_endpoint_delete,
-    .endpoint_set_enabled = sqlite_endpoint_set_enabled,
-    .endpoint_version = sqlite_endpoint_version,
-    .delivery_insert = sqlite_delivery_insert,
-    .delivery_insert_many = sqlite_delivery_insert_many,
-    .delivery_claim_due = sqlite_delivery_claim_due,
-    .delivery_slots = sqlite_delivery_slots,
-    .delivery_next_due = sqlite_delivery_next_due,
-    .delivery_complete = sqlite_delivery_complete,
-    .delivery_complete_many = sqlite_delivery_complete_many,
-    .delivery_release = sqlite_delivery_release,
-    .delivery_release_node = sqlite_delivery_release_node,
-    .delivery_get = sqlite_delivery_get,
-    .delivery_list = sqlite_delivery_list,
-    .attempt_list = sqlite_attempt_list,
+    .meta = &sqlite_meta_ops,
+    .events = &sqlite_event_ops,
+    .endpoints = &sqlite_endpoint_ops,
+    .deliveries = &sqlite_delivery_ops,
 };

@@ -11,86 +11,54 @@
 
 #include "core/clock.h"
 
-#define DELIVERY_COLUMNS                                                                                   \
-    "d.id, d.event_id, d.endpoint_id, d.account, d.status, d.attempt_count, d.next_attempt_at, "           \
-    "d.last_status_code, d.last_error, d.first_attempt_at, d.last_attempt_at, d.delivered_at, d.created_at, " \
-    "d.lease_owner, d.lease_until, d.lease_token"
-#define DELIVERY_NCOLS 16
+/* Statement slots, in this family's range (sqlite_internal.h). */
+enum {
+    SQ_DELIVERY_INSERT = SQ_DELIVERIES,
+    SQ_DELIVERY_CLAIM_ENDPOINTS,
+    SQ_DELIVERY_DUE_OF_ENDPOINT,
+    SQ_DELIVERY_JOB,
+    SQ_DELIVERY_LEASE,
+    SQ_DELIVERY_NEXT_DUE,
+    SQ_DELIVERY_SLOTS,
+    SQ_DELIVERY_COMPLETE,
+    SQ_ATTEMPT_INSERT,
+    SQ_DELIVERY_DISABLE_ENDPOINT,
+    SQ_DELIVERY_RELEASE,
+    SQ_DELIVERY_RELEASE_NODE,
+    SQ_DELIVERY_GET,
+    SQ_ATTEMPT_LIST,
+    SQ_DELIVERY_LIST,
+    SQ_DELIVERY_LIST_LAST = SQ_DELIVERY_LIST + DL_F_COMBINATIONS - 1,
+    SQ_DELIVERIES_END
+};
+_Static_assert((int)SQ_DELIVERIES_END <= (int)SQ_SLOTS, "the deliveries statements overflow their slots");
+
 #define ATTEMPT_LIST_MAX 10000 /* bound of one delivery's attempt list */
 #define CLAIM_ENDPOINTS_MAX 1000000 /* bound of the claim's endpoint loop */
 
-static int delivery_read(sqlite3_stmt *st, int first, struct delivery *d)
+static int sqlite_delivery_insert(struct store *s, const struct delivery *d)
 {
-    bool ok = true;
-    int c = first;
-
-    memset(d, 0, sizeof *d);
-    sq_col_id(st, c++, d->id);
-    sq_col_id(st, c++, d->event_id);
-    sq_col_id(st, c++, d->endpoint_id);
-    d->account = sq_col_str(st, c++, &ok);
-    if (delivery_status_parse((const char *)sqlite3_column_text(st, c++), &d->status))
-        d->status = DELIVERY_DEAD;
-    d->attempt_count = sqlite3_column_int(st, c++);
-    d->next_attempt_at = sq_col_i64(st, c++);
-    d->last_status_code = sqlite3_column_int(st, c++);
-    d->last_error = sq_col_str(st, c++, &ok);
-    d->first_attempt_at = sq_col_i64(st, c++);
-    d->last_attempt_at = sq_col_i64(st, c++);
-    d->delivered_at = sq_col_i64(st, c++);
-    d->created_at = sq_col_i64(st, c++);
-    d->lease_owner = sq_col_str(st, c++, &ok);
-    d->lease_until = sq_col_i64(st, c++);
-    d->lease_token = sq_col_i64(st, c++);
-    if (!ok) {
-        delivery_free(d);
-        return HOOKD_ENOMEM;
-    }
-    return 0;
-}
-
-int sqlite_delivery_insert(struct store *s, const struct delivery *d)
-{
+    struct store_value v[STORE_DELIVERY_NVALUES];
     sqlite3_stmt *st;
-    int64_t created = d->created_at ? d->created_at : clock_now_ms();
     int changes = 0, result;
 
     if (!delivery_insertable(d))
         return HOOKD_EINVAL;
     result = sq_stmt(s, SQ_DELIVERY_INSERT,
-                     "INSERT INTO hookd_deliveries(id, event_id, endpoint_id, account, status, attempt_count,"
-                     " next_attempt_at, last_status_code, last_error, first_attempt_at, last_attempt_at,"
-                     " delivered_at, created_at, lease_owner, lease_until, lease_token)"
+                     "INSERT INTO hookd_deliveries(" STORE_DELIVERY_INSERT_COLUMNS ")"
                      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
                      " ON CONFLICT DO NOTHING",
                      &st);
     if (result)
         return result;
-    sq_bind_text(st, 1, d->id);
-    sq_bind_text(st, 2, d->event_id);
-    sq_bind_text(st, 3, d->endpoint_id);
-    sq_bind_text(st, 4, d->account);
-    sq_bind_text(st, 5, delivery_status_name(d->status));
-    sqlite3_bind_int(st, 6, d->attempt_count);
-    /* An open delivery without a time is due at once; a final one has none. */
-    if (delivery_status_open(d->status))
-        sqlite3_bind_int64(st, 7, d->next_attempt_at ? d->next_attempt_at : created);
-    if (d->last_status_code)
-        sqlite3_bind_int(st, 8, d->last_status_code);
-    sq_bind_text(st, 9, d->last_error);
-    sq_bind_time(st, 10, d->first_attempt_at);
-    sq_bind_time(st, 11, d->last_attempt_at);
-    sq_bind_time(st, 12, d->delivered_at);
-    sqlite3_bind_int64(st, 13, created);
-    sq_bind_text(st, 14, d->lease_owner);
-    sq_bind_time(st, 15, d->lease_owner ? d->lease_until : 0);
-    sqlite3_bind_int64(st, 16, d->lease_token);
+    store_delivery_values(d, clock_now_ms(), v);
+    sq_bind_values(st, v, STORE_DELIVERY_NVALUES);
     result = sq_run(s, st, &changes);
     return result == 0 && changes == 0 ? HOOKD_EEXISTS : result;
 }
 
 /* One prepared statement per row: SQLite runs in-process, so a row costs no round trip. */
-int sqlite_delivery_insert_many(struct store *s, const struct delivery *ds, size_t n)
+static int sqlite_delivery_insert_many(struct store *s, const struct delivery *ds, size_t n)
 {
     int result = 0;
 
@@ -173,13 +141,28 @@ static bool pick_before(const struct pick *x, const struct pick *y)
     return x->at != y->at ? x->at < y->at : strcmp(x->id, y->id) < 0;
 }
 
+struct claim_endpoint_list {
+    struct claim_endpoint *items;
+    size_t n;
+};
+
+/* A row of claim_endpoints: id, cap, free slots (when capped), first_at. */
+static int claim_endpoint_read(const struct store_row *r, void *item)
+{
+    struct claim_endpoint *ep = item;
+
+    store_row_id(r, 0, ep->id);
+    ep->free = r->ops->i64(r, 1) > 0 ? (int)r->ops->i64(r, 2) : INT_MAX;
+    ep->first_at = r->ops->i64(r, 3);
+    return 0;
+}
+
 /* Enabled endpoints with a due, unleased delivery, earliest first, each with
  * its free slots: cap minus its live leases (anyone's, lease_until >= now). */
-static int claim_endpoints(struct store *s, int64_t now, int default_cap, struct claim_endpoint **out, size_t *n)
+static int claim_endpoints(struct store *s, int64_t now, int default_cap, struct claim_endpoint_list *out)
 {
     sqlite3_stmt *st;
-    size_t cap = 0;
-    int rc, result = sq_stmt(s, SQ_DELIVERY_CLAIM_ENDPOINTS,
+    int result = sq_stmt(s, SQ_DELIVERY_CLAIM_ENDPOINTS,
                              "SELECT id, cap, CASE WHEN cap > 0 THEN cap - (SELECT count(*)"
                              "  FROM hookd_deliveries x INDEXED BY hookd_deliveries_leased"
                              "  WHERE x.endpoint_id = c.id AND x.lease_owner IS NOT NULL AND x.lease_until >= ?1) END,"
@@ -193,30 +176,13 @@ static int claim_endpoints(struct store *s, int64_t now, int default_cap, struct
                              " WHERE first_at IS NOT NULL ORDER BY first_at",
                              &st);
 
-    *out = NULL;
-    *n = 0;
+    out->items = NULL;
+    out->n = 0;
     if (result)
         return result;
     sqlite3_bind_int64(st, 1, now);
     sqlite3_bind_int(st, 2, default_cap);
-    for (int i = 0; i < CLAIM_ENDPOINTS_MAX && result == 0; i++) {
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE)
-            break;
-        if (rc != SQLITE_ROW) {
-            result = sq_error(s, rc);
-            break;
-        }
-        result = sq_list_grow((void **)out, *n, &cap, sizeof **out);
-        if (result)
-            break;
-        sq_col_id(st, 0, (*out)[*n].id);
-        (*out)[*n].free = sqlite3_column_int(st, 1) > 0 ? sqlite3_column_int(st, 2) : INT_MAX;
-        (*out)[*n].first_at = sq_col_i64(st, 3);
-        (*n)++;
-    }
-    sq_reset(st);
-    return result;
+    return sq_rows_read(s, st, CLAIM_ENDPOINTS_MAX, claim_endpoint_read, STORE_ROWS(out, NULL));
 }
 
 /* Merges rows (sorted) into the best limit so far. */
@@ -268,24 +234,25 @@ static int endpoint_picks(struct store *s, const char *endpoint_id, int64_t now,
 /* The claim's choice, sorted, into p (limit rows at most). */
 static int claim_pick(struct store *s, int64_t now, int default_cap, struct picks *p)
 {
-    struct claim_endpoint *eps = NULL;
+    struct claim_endpoint_list eps = {NULL, 0};
     struct pick *rows = malloc(p->limit * sizeof *rows);
-    size_t n_eps = 0, n_rows;
-    int result = rows ? claim_endpoints(s, now, default_cap, &eps, &n_eps) : HOOKD_ENOMEM;
+    size_t n_rows;
+    int result = rows ? claim_endpoints(s, now, default_cap, &eps) : HOOKD_ENOMEM;
 
-    for (size_t i = 0; i < n_eps && result == 0; i++) {
+    for (size_t i = 0; i < eps.n && result == 0; i++) {
+        const struct claim_endpoint *ep = &eps.items[i];
         bool full = p->n == p->limit;
         int64_t until = full ? p->items[p->n - 1].at : now;
-        if (full && eps[i].first_at > until)
+        if (full && ep->first_at > until)
             break; /* this endpoint and every later one start after the worst pick */
-        if (eps[i].free <= 0)
+        if (ep->free <= 0)
             continue;
-        result = endpoint_picks(s, eps[i].id, now, until,
-                                eps[i].free < (int)p->limit ? eps[i].free : (int)p->limit, rows, &n_rows);
+        result = endpoint_picks(s, ep->id, now, until, ep->free < (int)p->limit ? ep->free : (int)p->limit, rows,
+                                &n_rows);
         if (result == 0)
             picks_merge(p, rows, n_rows);
     }
-    free(eps);
+    free(eps.items);
     free(rows);
     return result;
 }
@@ -293,40 +260,35 @@ static int claim_pick(struct store *s, int64_t now, int default_cap, struct pick
 /* Reads the picked deliveries with their events into out (in pick order). */
 static int jobs_read(struct store *s, const struct picks *p, struct job_list *out)
 {
+    struct store_rows rows = STORE_ROWS(out, store_free_job);
     sqlite3_stmt *st;
-    size_t cap = 0;
-    int rc, result = sq_stmt(s, SQ_DELIVERY_JOB,
-                             "SELECT " DELIVERY_COLUMNS ", " SQ_EVENT_COLUMNS " FROM hookd_deliveries d"
-                             " JOIN hookd_outbox o ON o.id = d.event_id WHERE d.id = ?1",
-                             &st);
+    int result = sq_stmt(s, SQ_DELIVERY_JOB,
+                         "SELECT " STORE_JOB_COLUMNS " FROM hookd_deliveries d"
+                         " JOIN hookd_outbox o ON o.id = d.event_id WHERE d.id = ?1",
+                         &st);
 
+    store_rows_start(&rows);
     for (size_t i = 0; i < p->n && result == 0; i++) {
-        struct delivery_job *j;
-        sq_bind_text(st, 1, p->items[i].id);
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW)
-            result = sq_list_grow((void **)&out->items, out->n, &cap, sizeof *out->items);
-        else
-            result = rc == SQLITE_DONE ? 0 : sq_error(s, rc);
-        if (rc == SQLITE_ROW && result == 0) {
-            j = &out->items[out->n];
-            result = delivery_read(st, 0, &j->d);
-            if (result == 0) {
-                result = sqlite_event_read(st, DELIVERY_NCOLS, &j->ev);
-                if (result)
-                    delivery_free(&j->d);
-            }
-            if (result == 0)
-                out->n++;
+        void *job = store_rows_slot(&rows);
+        if (!job) {
+            result = HOOKD_ENOMEM;
+            break;
         }
-        sq_reset(st);
+        sq_bind_text(st, 1, p->items[i].id);
+        result = sq_row_read(s, st, store_read_job, job);
+        if (result == 0)
+            store_rows_keep(&rows);
+        else if (result == HOOKD_ENOTFOUND)
+            result = 0;
     }
+    if (result)
+        store_rows_free(&rows);
     return result;
 }
 
 /* SQLite has one writer at a time, so counting leases and leasing need no
  * further locking: the claim is one atomic unit. */
-int sqlite_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
+static int sqlite_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
                               int default_cap, struct job_list *out)
 {
     struct picks p = {.limit = limit > STORE_LIST_MAX ? STORE_LIST_MAX : limit > 0 ? (size_t)limit : 0};
@@ -355,7 +317,7 @@ int sqlite_delivery_claim_due(struct store *s, const char *node, int64_t now, in
 }
 
 /* One endpoint at a time: SQLite runs in-process and has one writer, so there is no one to lock out. */
-int sqlite_delivery_slots(struct store *s, int64_t now, int default_cap, const char *const *endpoint_ids, size_t n,
+static int sqlite_delivery_slots(struct store *s, int64_t now, int default_cap, const char *const *endpoint_ids, size_t n,
                           int *slots)
 {
     sqlite3_stmt *st;
@@ -389,28 +351,22 @@ int sqlite_delivery_slots(struct store *s, int64_t now, int default_cap, const c
     return result;
 }
 
-int sqlite_delivery_next_due(struct store *s, int64_t *at)
+static int sqlite_delivery_next_due(struct store *s, int64_t *at)
 {
     sqlite3_stmt *st;
-    int rc, result = sq_stmt(s, SQ_DELIVERY_NEXT_DUE,
-                             "SELECT d.next_attempt_at FROM hookd_deliveries d INDEXED BY hookd_deliveries_due"
-                             " JOIN hookd_endpoints e ON e.id = d.endpoint_id"
-                             " WHERE d.status IN ('pending', 'retrying') AND d.next_attempt_at IS NOT NULL"
-                             " AND (d.lease_owner IS NULL OR d.lease_until < ?1) AND e.enabled"
-                             " ORDER BY d.next_attempt_at LIMIT 1",
-                             &st);
+    int result = sq_stmt(s, SQ_DELIVERY_NEXT_DUE,
+                         "SELECT d.next_attempt_at FROM hookd_deliveries d INDEXED BY hookd_deliveries_due"
+                         " JOIN hookd_endpoints e ON e.id = d.endpoint_id"
+                         " WHERE d.status IN ('pending', 'retrying') AND d.next_attempt_at IS NOT NULL"
+                         " AND (d.lease_owner IS NULL OR d.lease_until < ?1) AND e.enabled"
+                         " ORDER BY d.next_attempt_at LIMIT 1",
+                         &st);
 
     *at = 0;
     if (result)
         return result;
     sqlite3_bind_int64(st, 1, clock_now_ms());
-    rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        *at = sqlite3_column_int64(st, 0);
-    else
-        result = rc == SQLITE_DONE ? HOOKD_ENOTFOUND : sq_error(s, rc);
-    sq_reset(st);
-    return result;
+    return sq_get_i64(s, st, at);
 }
 
 static int attempt_insert(struct store *s, const struct delivery_result *r, int64_t started_at)
@@ -495,7 +451,7 @@ static int complete_one(struct store *s, const struct delivery_result *r, int64_
     return result;
 }
 
-int sqlite_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now)
+static int sqlite_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now)
 {
     int result = sq_atomic_begin(s);
 
@@ -507,7 +463,7 @@ int sqlite_delivery_complete(struct store *s, const struct delivery_result *r, i
 /* Each result alone, all inside one savepoint when outside a transaction. A
  * fenced-out or invalid result changes nothing (delivery_complete checks the
  * lease before it writes), so only another error spoils the call. */
-int sqlite_delivery_complete_many(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,
+static int sqlite_delivery_complete_many(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,
                                   int *results)
 {
     int result = sq_atomic_begin(s);
@@ -522,7 +478,7 @@ int sqlite_delivery_complete_many(struct store *s, const struct delivery_result 
     return sq_atomic_end(s, result);
 }
 
-int sqlite_delivery_release(struct store *s, const char *id, const char *owner, int64_t token)
+static int sqlite_delivery_release(struct store *s, const char *id, const char *owner, int64_t token)
 {
     sqlite3_stmt *st;
     int changes = 0, result = sq_stmt(s, SQ_DELIVERY_RELEASE,
@@ -539,7 +495,7 @@ int sqlite_delivery_release(struct store *s, const char *id, const char *owner, 
     return result == 0 && changes == 0 ? HOOKD_ESTALE : result;
 }
 
-int sqlite_delivery_release_node(struct store *s, const char *node)
+static int sqlite_delivery_release_node(struct store *s, const char *node)
 {
     sqlite3_stmt *st;
     int result = sq_stmt(s, SQ_DELIVERY_RELEASE_NODE,
@@ -553,41 +509,34 @@ int sqlite_delivery_release_node(struct store *s, const char *node)
     return sq_run(s, st, NULL);
 }
 
-int sqlite_delivery_get(struct store *s, const char *id, struct delivery *out)
+static int sqlite_delivery_get(struct store *s, const char *id, struct delivery *out)
 {
     sqlite3_stmt *st;
-    int rc, result = sq_stmt(s, SQ_DELIVERY_GET, "SELECT " DELIVERY_COLUMNS " FROM hookd_deliveries d WHERE d.id = ?1",
-                             &st);
+    int result = sq_stmt(s, SQ_DELIVERY_GET,
+                         "SELECT " STORE_DELIVERY_COLUMNS " FROM hookd_deliveries d WHERE d.id = ?1", &st);
 
     if (result)
         return result;
     sq_bind_text(st, 1, id);
-    rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        result = delivery_read(st, 0, out);
-    else
-        result = rc == SQLITE_DONE ? HOOKD_ENOTFOUND : sq_error(s, rc);
-    sq_reset(st);
-    return result;
+    return sq_row_read(s, st, store_read_delivery, out);
 }
 
 /* Newest first; the created_at range is since <= created_at < until. */
-int sqlite_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out)
+static int sqlite_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out)
 {
     char terms[FILTER_SQL_MAX];
-    struct sq_sql q = {.len = 0};
+    struct store_sql q = {.len = 0};
     sqlite3_stmt *st;
-    size_t cap = 0;
-    int mask = delivery_filter_mask(f), limit = sq_list_limit(f->limit), rc, result;
+    int mask = delivery_filter_mask(f), limit = store_list_limit(f->limit), result;
 
     out->items = NULL;
     out->n = 0;
     if (f->status >= 0 && !delivery_status_valid(f->status))
         return HOOKD_EINVAL;
-    sq_sql_add(&q, "SELECT " DELIVERY_COLUMNS " FROM hookd_deliveries d WHERE 1");
+    store_sql_add(&q, "SELECT " STORE_DELIVERY_COLUMNS " FROM hookd_deliveries d WHERE 1");
     delivery_filter_sql(mask, '?', terms);
-    sq_sql_add(&q, terms);
-    sq_sql_add(&q, " ORDER BY d.id DESC LIMIT ?8");
+    store_sql_add(&q, terms);
+    store_sql_add(&q, " ORDER BY d.id DESC LIMIT ?8");
     result = sq_stmt(s, SQ_DELIVERY_LIST + mask, q.text, &st);
     if (result)
         return result;
@@ -600,69 +549,35 @@ int sqlite_delivery_list(struct store *s, const struct delivery_filter *f, struc
     sqlite3_bind_int64(st, 6, f->until);
     sq_bind_text(st, 7, f->before_id);
     sqlite3_bind_int(st, 8, limit);
-    for (int i = 0; i < limit && result == 0; i++) {
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE)
-            break;
-        if (rc != SQLITE_ROW) {
-            result = sq_error(s, rc);
-            break;
-        }
-        result = sq_list_grow((void **)&out->items, out->n, &cap, sizeof *out->items);
-        if (result == 0)
-            result = delivery_read(st, 0, &out->items[out->n]);
-        if (result == 0)
-            out->n++;
-    }
-    sq_reset(st);
-    if (result)
-        delivery_list_free(out);
-    return result;
+    return sq_rows_read(s, st, (size_t)limit, store_read_delivery, STORE_ROWS(out, store_free_delivery));
 }
 
-int sqlite_attempt_list(struct store *s, const char *delivery_id, struct attempt_list *out)
+static int sqlite_attempt_list(struct store *s, const char *delivery_id, struct attempt_list *out)
 {
     sqlite3_stmt *st;
-    size_t cap = 0;
-    bool ok = true;
-    int rc, result = sq_stmt(s, SQ_ATTEMPT_LIST,
-                             "SELECT id, delivery_id, n, started_at, duration_ms, status_code, error_class, error,"
-                             " response, node FROM hookd_attempts WHERE delivery_id = ?1 ORDER BY n, id",
-                             &st);
+    int result = sq_stmt(s, SQ_ATTEMPT_LIST,
+                         "SELECT " STORE_ATTEMPT_COLUMNS " FROM hookd_attempts WHERE delivery_id = ?1 ORDER BY n, id",
+                         &st);
 
     out->items = NULL;
     out->n = 0;
     if (result)
         return result;
     sq_bind_text(st, 1, delivery_id);
-    for (int i = 0; i < ATTEMPT_LIST_MAX && result == 0; i++) {
-        struct attempt *a;
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE)
-            break;
-        if (rc != SQLITE_ROW) {
-            result = sq_error(s, rc);
-            break;
-        }
-        result = sq_list_grow((void **)&out->items, out->n, &cap, sizeof *out->items);
-        if (result)
-            break;
-        a = &out->items[out->n++];
-        a->id = sq_col_i64(st, 0);
-        sq_col_id(st, 1, a->delivery_id);
-        a->n = sqlite3_column_int(st, 2);
-        a->started_at = sq_col_i64(st, 3);
-        a->duration_ms = sqlite3_column_int(st, 4);
-        a->status_code = sqlite3_column_int(st, 5);
-        a->error_class = sq_col_str(st, 6, &ok);
-        a->error = sq_col_str(st, 7, &ok);
-        a->response = sq_col_str(st, 8, &ok);
-        a->node = sq_col_str(st, 9, &ok);
-        if (!ok)
-            result = HOOKD_ENOMEM;
-    }
-    sq_reset(st);
-    if (result)
-        attempt_list_free(out);
-    return result;
+    return sq_rows_read(s, st, ATTEMPT_LIST_MAX, store_read_attempt, STORE_ROWS(out, store_free_attempt));
 }
+
+const struct store_delivery_ops sqlite_delivery_ops = {
+    .insert = sqlite_delivery_insert,
+    .insert_many = sqlite_delivery_insert_many,
+    .claim_due = sqlite_delivery_claim_due,
+    .slots = sqlite_delivery_slots,
+    .next_due = sqlite_delivery_next_due,
+    .complete = sqlite_delivery_complete,
+    .complete_many = sqlite_delivery_complete_many,
+    .release = sqlite_delivery_release,
+    .release_node = sqlite_delivery_release_node,
+    .get = sqlite_delivery_get,
+    .list = sqlite_delivery_list,
+    .attempt_list = sqlite_attempt_list,
+};

@@ -8,72 +8,31 @@
 #include <string.h>
 
 #include "core/clock.h"
-#include "log.h"
 #include "store/endpoint_json.h"
 
-#define ENDPOINT_COLUMNS                                                                                       \
-    "id, account, url, description, event_types, secrets, enabled, disabled_reason, ordering, max_in_flight, " \
-    "rate_limit, timeout_ms, retry_schedule, created_at, updated_at"
+/* Statement slots, in this family's range (sqlite_internal.h). */
+enum {
+    SQ_ENDPOINT_INSERT = SQ_ENDPOINTS,
+    SQ_ENDPOINT_UPDATE,
+    SQ_ENDPOINT_GET,
+    SQ_ENDPOINT_ALL,
+    SQ_ENDPOINT_DELETE,
+    SQ_ENDPOINT_KILL_DELIVERIES,
+    SQ_ENDPOINT_SET_ENABLED,
+    SQ_ENDPOINT_VERSION,
+    SQ_ENDPOINT_LIST,
+    SQ_ENDPOINT_LIST_LAST = SQ_ENDPOINT_LIST + EP_F_COMBINATIONS - 1,
+    SQ_ENDPOINTS_END
+};
+_Static_assert((int)SQ_ENDPOINTS_END <= (int)SQ_DELIVERIES, "the endpoints statements overflow their slots");
+
 #define ENDPOINT_ALL_MAX 1000000 /* bound of the list_all loop */
-
-/* ---- rows ------------------------------------------------------------------ */
-
-static int endpoint_read(sqlite3_stmt *st, struct endpoint *ep)
-{
-    bool ok = true;
-    int result;
-
-    memset(ep, 0, sizeof *ep);
-    sq_col_id(st, 0, ep->id);
-    ep->account = sq_col_str(st, 1, &ok);
-    ep->url = sq_col_str(st, 2, &ok);
-    ep->description = sq_col_str(st, 3, &ok);
-    ep->enabled = sqlite3_column_int(st, 6) != 0;
-    ep->disabled_reason = sq_col_str(st, 7, &ok);
-    if (ordering_parse((const char *)sqlite3_column_text(st, 8), &ep->ordering))
-        ep->ordering = ORDERING_NONE;
-    ep->max_in_flight = sqlite3_column_int(st, 9);
-    ep->rate_limit = sqlite3_column_int(st, 10);
-    ep->timeout_ms = sq_col_i64(st, 11);
-    ep->created_at = sq_col_i64(st, 13);
-    ep->updated_at = sq_col_i64(st, 14);
-    result = ok && ep->url ? 0 : HOOKD_ENOMEM;
-    if (result == 0)
-        result = endpoint_json_decode(ep, (const char *)sqlite3_column_text(st, 4),
-                                      (const char *)sqlite3_column_text(st, 5),
-                                      (const char *)sqlite3_column_text(st, 12));
-    if (result == HOOKD_EIO)
-        log_warn("store", "sqlite: endpoint %s has malformed JSON columns", ep->id);
-    if (result)
-        endpoint_free(ep);
-    return result;
-}
-
-/* Binds ?1..?15 in ENDPOINT_COLUMNS order (enabled as ?7, updated_at as ?15). */
-static void endpoint_bind(sqlite3_stmt *st, const struct endpoint *ep, const struct endpoint_json *j, int64_t now)
-{
-    sq_bind_text(st, 1, ep->id);
-    sq_bind_text(st, 2, ep->account);
-    sq_bind_text(st, 3, ep->url);
-    sq_bind_text(st, 4, ep->description);
-    sq_bind_text(st, 5, j->event_types);
-    sq_bind_text(st, 6, j->secrets);
-    sqlite3_bind_int(st, 7, ep->enabled);
-    sq_bind_text(st, 8, ep->enabled ? NULL : ep->disabled_reason);
-    sq_bind_text(st, 9, ordering_name(ep->ordering));
-    sqlite3_bind_int(st, 10, ep->max_in_flight);
-    sqlite3_bind_int(st, 11, ep->rate_limit);
-    sqlite3_bind_int64(st, 12, ep->timeout_ms);
-    sq_bind_text(st, 13, j->retry_schedule);
-    sqlite3_bind_int64(st, 14, ep->created_at ? ep->created_at : now);
-    sqlite3_bind_int64(st, 15, ep->updated_at ? ep->updated_at : now);
-}
 
 /* Insert (update = false) or whole-row update by id. */
 static int endpoint_write(struct store *s, const struct endpoint *ep, bool update)
 {
     static const char insert_sql[] =
-        "INSERT INTO hookd_endpoints(" ENDPOINT_COLUMNS ", disabled_at)"
+        "INSERT INTO hookd_endpoints(" STORE_ENDPOINT_COLUMNS ", disabled_at)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,"
         " CASE WHEN ?7 THEN NULL ELSE ?15 END)";
     static const char update_sql[] =
@@ -82,6 +41,7 @@ static int endpoint_write(struct store *s, const struct endpoint *ep, bool updat
         " timeout_ms = ?12, retry_schedule = ?13, updated_at = ?15,"
         " disabled_at = CASE WHEN ?7 THEN NULL ELSE COALESCE(disabled_at, ?15) END"
         " WHERE id = ?1";
+    struct store_value v[STORE_ENDPOINT_NVALUES];
     struct endpoint_json j;
     sqlite3_stmt *st;
     int changes = 0, result;
@@ -94,7 +54,8 @@ static int endpoint_write(struct store *s, const struct endpoint *ep, bool updat
     result = endpoint_json_encode(ep, &j);
     if (result)
         return result;
-    endpoint_bind(st, ep, &j, clock_now_ms());
+    store_endpoint_values(ep, &j, clock_now_ms(), v);
+    sq_bind_values(st, v, STORE_ENDPOINT_NVALUES);
     result = sq_run(s, st, &changes);
     endpoint_json_free(&j);
     if (result == 0 && changes == 0)
@@ -102,94 +63,58 @@ static int endpoint_write(struct store *s, const struct endpoint *ep, bool updat
     return result;
 }
 
-int sqlite_endpoint_insert(struct store *s, const struct endpoint *ep) { return endpoint_write(s, ep, false); }
-int sqlite_endpoint_update(struct store *s, const struct endpoint *ep) { return endpoint_write(s, ep, true); }
+static int sqlite_endpoint_insert(struct store *s, const struct endpoint *ep) { return endpoint_write(s, ep, false); }
+static int sqlite_endpoint_update(struct store *s, const struct endpoint *ep) { return endpoint_write(s, ep, true); }
 
-int sqlite_endpoint_get(struct store *s, const char *id, struct endpoint *out)
+static int sqlite_endpoint_get(struct store *s, const char *id, struct endpoint *out)
 {
     sqlite3_stmt *st;
-    int rc, result = sq_stmt(s, SQ_ENDPOINT_GET, "SELECT " ENDPOINT_COLUMNS " FROM hookd_endpoints WHERE id = ?1",
-                             &st);
+    int result = sq_stmt(s, SQ_ENDPOINT_GET, "SELECT " STORE_ENDPOINT_COLUMNS " FROM hookd_endpoints WHERE id = ?1",
+                         &st);
 
     if (result)
         return result;
     sq_bind_text(st, 1, id);
-    rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        result = endpoint_read(st, out);
-    else
-        result = rc == SQLITE_DONE ? HOOKD_ENOTFOUND : sq_error(s, rc);
-    sq_reset(st);
-    return result;
+    return sq_row_read(s, st, store_read_endpoint, out);
 }
 
-static int endpoint_rows(struct store *s, sqlite3_stmt *st, int max_rows, struct endpoint_list *out)
+static int sqlite_endpoint_list(struct store *s, const struct endpoint_filter *f, struct endpoint_list *out)
 {
-    size_t cap = 0;
-    int rc, result = 0;
-
-    out->items = NULL;
-    out->n = 0;
-    for (int i = 0; i < max_rows && result == 0; i++) {
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE)
-            break;
-        if (rc != SQLITE_ROW) {
-            result = sq_error(s, rc);
-            break;
-        }
-        result = sq_list_grow((void **)&out->items, out->n, &cap, sizeof *out->items);
-        if (result == 0)
-            result = endpoint_read(st, &out->items[out->n]);
-        if (result == 0)
-            out->n++;
-    }
-    sq_reset(st);
-    if (result)
-        endpoint_list_free(out);
-    return result;
-}
-
-enum { EP_F_ACCOUNT = 1, EP_F_BEFORE = 2 };
-
-int sqlite_endpoint_list(struct store *s, const struct endpoint_filter *f, struct endpoint_list *out)
-{
-    struct sq_sql q = {.len = 0};
+    char terms[FILTER_SQL_MAX];
+    struct store_sql q = {.len = 0};
     sqlite3_stmt *st;
-    int mask = (f->account ? EP_F_ACCOUNT : 0) | (f->before_id ? EP_F_BEFORE : 0);
-    int limit = sq_list_limit(f->limit), result;
+    int mask = endpoint_filter_mask(f), limit = store_list_limit(f->limit), result;
 
     out->items = NULL;
     out->n = 0;
-    sq_sql_add(&q, "SELECT " ENDPOINT_COLUMNS " FROM hookd_endpoints WHERE 1");
-    if (mask & EP_F_ACCOUNT)
-        sq_sql_add(&q, " AND account = ?1");
-    if (mask & EP_F_BEFORE)
-        sq_sql_add(&q, " AND id < ?2");
-    sq_sql_add(&q, " ORDER BY id DESC LIMIT ?3");
+    store_sql_add(&q, "SELECT " STORE_ENDPOINT_COLUMNS " FROM hookd_endpoints WHERE 1");
+    endpoint_filter_sql(mask, '?', terms);
+    store_sql_add(&q, terms);
+    store_sql_add(&q, " ORDER BY id DESC LIMIT ?3");
     result = sq_stmt(s, SQ_ENDPOINT_LIST + mask, q.text, &st);
     if (result)
         return result;
-    if (mask & EP_F_ACCOUNT)
-        sq_bind_text(st, 1, f->account);
-    if (mask & EP_F_BEFORE)
-        sq_bind_text(st, 2, f->before_id);
+    sq_bind_text(st, 1, f->account);
+    sq_bind_text(st, 2, f->before_id);
     sqlite3_bind_int(st, 3, limit);
-    return endpoint_rows(s, st, limit, out);
+    return sq_rows_read(s, st, (size_t)limit, store_read_endpoint, STORE_ROWS(out, store_free_endpoint));
 }
 
-int sqlite_endpoint_list_all(struct store *s, struct endpoint_list *out)
+static int sqlite_endpoint_list_all(struct store *s, struct endpoint_list *out)
 {
     sqlite3_stmt *st;
-    int result = sq_stmt(s, SQ_ENDPOINT_ALL, "SELECT " ENDPOINT_COLUMNS " FROM hookd_endpoints ORDER BY id", &st);
+    int result = sq_stmt(s, SQ_ENDPOINT_ALL, "SELECT " STORE_ENDPOINT_COLUMNS " FROM hookd_endpoints ORDER BY id",
+                         &st);
 
     out->items = NULL;
     out->n = 0;
-    return result ? result : endpoint_rows(s, st, ENDPOINT_ALL_MAX, out);
+    if (result)
+        return result;
+    return sq_rows_read(s, st, ENDPOINT_ALL_MAX, store_read_endpoint, STORE_ROWS(out, store_free_endpoint));
 }
 
 /* The endpoint goes; its open deliveries become dead in the same unit. */
-int sqlite_endpoint_delete(struct store *s, const char *id)
+static int sqlite_endpoint_delete(struct store *s, const char *id)
 {
     sqlite3_stmt *del, *kill;
     int changes = 0, result;
@@ -216,7 +141,7 @@ int sqlite_endpoint_delete(struct store *s, const char *id)
     return sq_atomic_end(s, result);
 }
 
-int sqlite_endpoint_set_enabled(struct store *s, const char *id, bool enabled, const char *reason, int64_t at)
+static int sqlite_endpoint_set_enabled(struct store *s, const char *id, bool enabled, const char *reason, int64_t at)
 {
     sqlite3_stmt *st;
     int changes = 0, result = sq_stmt(s, SQ_ENDPOINT_SET_ENABLED,
@@ -238,20 +163,25 @@ int sqlite_endpoint_set_enabled(struct store *s, const char *id, bool enabled, c
 
 /* A counter bumped by triggers on every insert, update and delete of
  * hookd_endpoints (see the schema), so plain-SQL edits count too. */
-int sqlite_endpoint_version(struct store *s, int64_t *version)
+static int sqlite_endpoint_version(struct store *s, int64_t *version)
 {
     sqlite3_stmt *st;
-    int rc, result = sq_stmt(s, SQ_ENDPOINT_VERSION,
-                             "SELECT CAST(value AS INTEGER) FROM hookd_meta WHERE key = 'endpoints_version'", &st);
+    int result = sq_stmt(s, SQ_ENDPOINT_VERSION,
+                         "SELECT CAST(value AS INTEGER) FROM hookd_meta WHERE key = 'endpoints_version'", &st);
 
     *version = 0;
-    if (result)
-        return result;
-    rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        *version = sqlite3_column_int64(st, 0);
-    else if (rc != SQLITE_DONE)
-        result = sq_error(s, rc);
-    sq_reset(st);
-    return result;
+    if (result == 0)
+        result = sq_get_i64(s, st, version);
+    return result == HOOKD_ENOTFOUND ? 0 : result;
 }
+
+const struct store_endpoint_ops sqlite_endpoint_ops = {
+    .insert = sqlite_endpoint_insert,
+    .update = sqlite_endpoint_update,
+    .get = sqlite_endpoint_get,
+    .list = sqlite_endpoint_list,
+    .list_all = sqlite_endpoint_list_all,
+    .delete = sqlite_endpoint_delete,
+    .set_enabled = sqlite_endpoint_set_enabled,
+    .version = sqlite_endpoint_version,
+};

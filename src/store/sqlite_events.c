@@ -7,82 +7,44 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/clock.h"
-#include "core/ids.h"
+/* Statement slots, in this family's range (sqlite_internal.h). */
+enum {
+    SQ_EVENT_INSERT = SQ_EVENTS,
+    SQ_EVENT_BY_ID,
+    SQ_EVENT_BY_KEY,
+    SQ_OUTBOX_FETCH,
+    SQ_OUTBOX_MARK,
+    SQ_OUTBOX_PENDING,
+    SQ_EVENT_LIST,
+    SQ_EVENT_LIST_LAST = SQ_EVENT_LIST + EV_F_COMBINATIONS - 1,
+    SQ_EVENTS_END
+};
+_Static_assert((int)SQ_EVENTS_END <= (int)SQ_ENDPOINTS, "the events statements overflow their slots");
 
-int sqlite_event_read(sqlite3_stmt *st, int first, struct event *ev)
+/* One event by its id, or (by_key) by its idempotency key. */
+static int event_lookup(struct store *s, bool by_key, const char *key, struct event *out)
 {
-    bool ok = true;
-    int c = first;
-
-    memset(ev, 0, sizeof *ev);
-    ev->seq = sq_col_i64(st, c++);
-    sq_col_id(st, c++, ev->id);
-    ev->type = sq_col_str(st, c++, &ok);
-    ev->account = sq_col_str(st, c++, &ok);
-    ev->resource_type = sq_col_str(st, c++, &ok);
-    ev->resource_id = sq_col_str(st, c++, &ok);
-    ev->has_resource_version = sqlite3_column_type(st, c) != SQLITE_NULL;
-    ev->resource_version = sq_col_i64(st, c++);
-    ev->payload = sq_col_str(st, c++, &ok);
-    ev->idempotency_key = sq_col_str(st, c++, &ok);
-    ev->created_at = sq_col_i64(st, c++);
-    ev->dispatched_at = sq_col_i64(st, c++);
-    if (!ok || !ev->type || !ev->payload) {
-        event_free(ev);
-        return HOOKD_ENOMEM;
-    }
-    return 0;
-}
-
-/* Reads one event by a single text key (id or idempotency key). */
-static int event_get_by(struct store *s, int slot, const char *sql, const char *key, struct event *out)
-{
+    static const char *const sql[] = {
+        "SELECT " STORE_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.id = ?1",
+        "SELECT " STORE_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.idempotency_key = ?1",
+    };
     sqlite3_stmt *st;
-    int rc, result = sq_stmt(s, slot, sql, &st);
+    int result = sq_stmt(s, by_key ? SQ_EVENT_BY_KEY : SQ_EVENT_BY_ID, sql[by_key], &st);
 
     if (result)
         return result;
     sq_bind_text(st, 1, key);
-    rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        result = sqlite_event_read(st, 0, out);
-    else
-        result = rc == SQLITE_DONE ? HOOKD_ENOTFOUND : sq_error(s, rc);
-    sq_reset(st);
-    return result;
+    return sq_row_read(s, st, store_read_event, out);
 }
 
-static int event_get_by_key(struct store *s, const char *key, struct event *out)
+static int sqlite_event_get(struct store *s, const char *id, struct event *out)
 {
-    return event_get_by(s, SQ_EVENT_BY_KEY,
-                        "SELECT " SQ_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.idempotency_key = ?1", key, out);
+    return event_lookup(s, false, id, out);
 }
 
-int sqlite_event_get(struct store *s, const char *id, struct event *out)
+static int sqlite_event_insert(struct store *s, struct event *ev, struct event *existing)
 {
-    return event_get_by(s, SQ_EVENT_BY_ID, "SELECT " SQ_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.id = ?1", id,
-                        out);
-}
-
-/* The row that made an insert conflict: the idempotency key's, else the id's. */
-static int event_find_conflict(struct store *s, const struct event *ev, struct event *existing)
-{
-    struct event scratch;
-    struct event *out = existing ? existing : &scratch;
-    int result = HOOKD_ENOTFOUND;
-
-    if (ev->idempotency_key)
-        result = event_get_by_key(s, ev->idempotency_key, out);
-    if (result == HOOKD_ENOTFOUND)
-        result = sqlite_event_get(s, ev->id, out);
-    if (result == 0 && !existing)
-        event_free(&scratch);
-    return result == 0 || result == HOOKD_ENOTFOUND ? HOOKD_EEXISTS : result;
-}
-
-int sqlite_event_insert(struct store *s, struct event *ev, struct event *existing)
-{
+    struct store_value v[STORE_EVENT_NVALUES];
     sqlite3_stmt *st;
     int64_t seq = 0;
     int rc, result;
@@ -90,27 +52,14 @@ int sqlite_event_insert(struct store *s, struct event *ev, struct event *existin
     if (!ev->type)
         return HOOKD_EINVAL;
     result = sq_stmt(s, SQ_EVENT_INSERT,
-                     "INSERT INTO hookd_outbox(id, account, event_type, resource_type, resource_id,"
-                     " resource_version, payload, idempotency_key, created_at)"
+                     "INSERT INTO hookd_outbox(" STORE_EVENT_INSERT_COLUMNS ")"
                      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
                      " ON CONFLICT DO NOTHING RETURNING seq",
                      &st);
     if (result)
         return result;
-    if (ev->id[0] == '\0')
-        id_new(ev->id, "evt_");
-    ev->created_at = clock_now_ms();
-    ev->dispatched_at = 0;
-    sq_bind_text(st, 1, ev->id);
-    sq_bind_text(st, 2, ev->account);
-    sq_bind_text(st, 3, ev->type);
-    sq_bind_text(st, 4, ev->resource_type);
-    sq_bind_text(st, 5, ev->resource_id);
-    if (ev->has_resource_version)
-        sqlite3_bind_int64(st, 6, ev->resource_version);
-    sq_bind_text(st, 7, ev->payload ? ev->payload : "{}");
-    sq_bind_text(st, 8, ev->idempotency_key);
-    sqlite3_bind_int64(st, 9, ev->created_at);
+    store_event_values(ev, v);
+    sq_bind_values(st, v, STORE_EVENT_NVALUES);
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         seq = sqlite3_column_int64(st, 0);
@@ -121,7 +70,7 @@ int sqlite_event_insert(struct store *s, struct event *ev, struct event *existin
     } else if (seq == 0) {
         /* DO NOTHING fired: the id or the idempotency key is taken. */
         sq_reset(st);
-        return event_find_conflict(s, ev, existing);
+        return store_event_conflict(s, ev, existing, event_lookup);
     }
     sq_reset(st);
     if (result == 0)
@@ -129,49 +78,21 @@ int sqlite_event_insert(struct store *s, struct event *ev, struct event *existin
     return result;
 }
 
-/* Steps st to the end, appending each row's event to out (which is freed on failure). */
-static int event_rows(struct store *s, sqlite3_stmt *st, int max_rows, struct event_list *out)
-{
-    size_t cap = 0;
-    int rc, result = 0;
-
-    out->items = NULL;
-    out->n = 0;
-    for (int i = 0; i < max_rows && result == 0; i++) {
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE)
-            break;
-        if (rc != SQLITE_ROW) {
-            result = sq_error(s, rc);
-            break;
-        }
-        result = sq_list_grow((void **)&out->items, out->n, &cap, sizeof *out->items);
-        if (result == 0)
-            result = sqlite_event_read(st, 0, &out->items[out->n]);
-        if (result == 0)
-            out->n++;
-    }
-    sq_reset(st);
-    if (result)
-        event_list_free(out);
-    return result;
-}
-
 /* Newest first; the created_at range is since <= created_at < until. */
-int sqlite_event_list(struct store *s, const struct event_filter *f, struct event_list *out)
+static int sqlite_event_list(struct store *s, const struct event_filter *f, struct event_list *out)
 {
     char terms[FILTER_SQL_MAX];
-    struct sq_sql q = {.len = 0};
+    struct store_sql q = {.len = 0};
     sqlite3_stmt *st;
     int mask = event_filter_mask(f);
-    int limit = sq_list_limit(f->limit), result;
+    int limit = store_list_limit(f->limit), result;
 
     out->items = NULL;
     out->n = 0;
-    sq_sql_add(&q, "SELECT " SQ_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.seq < ?5");
+    store_sql_add(&q, "SELECT " STORE_EVENT_COLUMNS " FROM hookd_outbox o WHERE o.seq < ?5");
     event_filter_sql(mask, '?', terms);
-    sq_sql_add(&q, terms);
-    sq_sql_add(&q, " ORDER BY o.seq DESC LIMIT ?6");
+    store_sql_add(&q, terms);
+    store_sql_add(&q, " ORDER BY o.seq DESC LIMIT ?6");
     result = sq_stmt(s, SQ_EVENT_LIST + mask, q.text, &st);
     if (result)
         return result;
@@ -185,14 +106,14 @@ int sqlite_event_list(struct store *s, const struct event_filter *f, struct even
         sqlite3_bind_int64(st, 4, f->until);
     sqlite3_bind_int64(st, 5, f->before_seq > 0 ? f->before_seq : INT64_MAX);
     sqlite3_bind_int(st, 6, limit);
-    return event_rows(s, st, limit, out);
+    return sq_rows_read(s, st, (size_t)limit, store_read_event, STORE_ROWS(out, store_free_event));
 }
 
-int sqlite_outbox_fetch(struct store *s, int64_t after_seq, int limit, struct event_list *out)
+static int sqlite_outbox_fetch(struct store *s, int64_t after_seq, int limit, struct event_list *out)
 {
     sqlite3_stmt *st;
     int result = sq_stmt(s, SQ_OUTBOX_FETCH,
-                         "SELECT " SQ_EVENT_COLUMNS " FROM hookd_outbox o"
+                         "SELECT " STORE_EVENT_COLUMNS " FROM hookd_outbox o"
                          " WHERE o.dispatched_at IS NULL AND o.seq > ?2 ORDER BY o.seq LIMIT ?1",
                          &st);
 
@@ -200,13 +121,13 @@ int sqlite_outbox_fetch(struct store *s, int64_t after_seq, int limit, struct ev
     out->n = 0;
     if (result)
         return result;
-    limit = sq_list_limit(limit);
+    limit = store_list_limit(limit);
     sqlite3_bind_int(st, 1, limit);
     sqlite3_bind_int64(st, 2, after_seq);
-    return event_rows(s, st, limit, out);
+    return sq_rows_read(s, st, (size_t)limit, store_read_event, STORE_ROWS(out, store_free_event));
 }
 
-int sqlite_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n, int64_t at)
+static int sqlite_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n, int64_t at)
 {
     sqlite3_stmt *st;
     int result = sq_stmt(s, SQ_OUTBOX_MARK, "UPDATE hookd_outbox SET dispatched_at = ?1 WHERE seq = ?2", &st);
@@ -225,7 +146,8 @@ int sqlite_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n
 }
 
 /* fetch, mark and endpoint_version under one method savepoint (SQLite has one writer: nothing to skip). */
-int sqlite_outbox_take(struct store *s, int limit, int64_t at, struct event_list *out, int64_t *endpoints_version)
+static int sqlite_outbox_take(struct store *s, int limit, int64_t at, struct event_list *out,
+                              int64_t *endpoints_version)
 {
     int64_t *seqs = NULL, version = 0;
     int result;
@@ -244,7 +166,7 @@ int sqlite_outbox_take(struct store *s, int limit, int64_t at, struct event_list
         if (result == 0)
             result = sqlite_outbox_mark_dispatched(s, seqs, out->n, at);
         if (result == 0)
-            result = sqlite_endpoint_version(s, &version);
+            result = sqlite_endpoint_ops.version(s, &version);
         free(seqs);
     }
     result = sq_atomic_end(s, result);
@@ -256,20 +178,24 @@ int sqlite_outbox_take(struct store *s, int limit, int64_t at, struct event_list
 }
 
 /* Called every few milliseconds: one probe of the partial index, no table read. */
-int sqlite_outbox_pending(struct store *s, bool *any)
+static int sqlite_outbox_pending(struct store *s, bool *any)
 {
     sqlite3_stmt *st;
-    int rc, result = sq_stmt(s, SQ_OUTBOX_PENDING, "SELECT 1 FROM hookd_outbox WHERE dispatched_at IS NULL LIMIT 1",
-                             &st);
+    int64_t one = 0;
+    int result = sq_stmt(s, SQ_OUTBOX_PENDING, "SELECT 1 FROM hookd_outbox WHERE dispatched_at IS NULL LIMIT 1", &st);
 
-    *any = false;
-    if (result)
-        return result;
-    rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        *any = true;
-    else if (rc != SQLITE_DONE)
-        result = sq_error(s, rc);
-    sq_reset(st);
-    return result;
+    if (result == 0)
+        result = sq_get_i64(s, st, &one);
+    *any = result == 0;
+    return result == HOOKD_ENOTFOUND ? 0 : result;
 }
+
+const struct store_event_ops sqlite_event_ops = {
+    .insert = sqlite_event_insert,
+    .get = sqlite_event_get,
+    .list = sqlite_event_list,
+    .fetch = sqlite_outbox_fetch,
+    .mark_dispatched = sqlite_outbox_mark_dispatched,
+    .pending = sqlite_outbox_pending,
+    .take = sqlite_outbox_take,
+};

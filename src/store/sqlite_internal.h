@@ -8,10 +8,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "store/store.h"
+#include "store/store_common.h"
 
-/* Slots of the statement cache. A list query has one slot per combination of
- * filters present (a bit mask), so each combination gets a plan that uses its index. */
+/*
+ * Slots of the statement cache: the connection's own statements (sqlite.c)
+ * here, then a range per table family that the family's file numbers. A list
+ * query has one slot per combination of filters present (a bit mask), so
+ * each combination gets a plan that uses its index.
+ */
 enum sq_slot {
     SQ_BEGIN,
     SQ_COMMIT,
@@ -27,46 +31,15 @@ enum sq_slot {
     SQ_DATA_VERSION,
     SQ_META_GET,
     SQ_META_SET,
-
-    SQ_EVENT_INSERT,
-    SQ_EVENT_BY_ID,
-    SQ_EVENT_BY_KEY,
-    SQ_OUTBOX_FETCH,
-    SQ_OUTBOX_MARK,
-    SQ_OUTBOX_PENDING,
-    SQ_EVENT_LIST,
-    SQ_EVENT_LIST_LAST = SQ_EVENT_LIST + EV_F_COMBINATIONS - 1,
-
-    SQ_ENDPOINT_INSERT,
-    SQ_ENDPOINT_UPDATE,
-    SQ_ENDPOINT_GET,
-    SQ_ENDPOINT_ALL,
-    SQ_ENDPOINT_DELETE,
-    SQ_ENDPOINT_KILL_DELIVERIES,
-    SQ_ENDPOINT_SET_ENABLED,
-    SQ_ENDPOINT_VERSION,
-    SQ_ENDPOINT_LIST,
-    SQ_ENDPOINT_LIST_LAST = SQ_ENDPOINT_LIST + 3,
-
-    SQ_DELIVERY_INSERT,
-    SQ_DELIVERY_CLAIM_ENDPOINTS,
-    SQ_DELIVERY_DUE_OF_ENDPOINT,
-    SQ_DELIVERY_JOB,
-    SQ_DELIVERY_LEASE,
-    SQ_DELIVERY_NEXT_DUE,
-    SQ_DELIVERY_SLOTS,
-    SQ_DELIVERY_COMPLETE,
-    SQ_ATTEMPT_INSERT,
-    SQ_DELIVERY_DISABLE_ENDPOINT,
-    SQ_DELIVERY_RELEASE,
-    SQ_DELIVERY_RELEASE_NODE,
-    SQ_DELIVERY_GET,
-    SQ_ATTEMPT_LIST,
-    SQ_DELIVERY_LIST,
-    SQ_DELIVERY_LIST_LAST = SQ_DELIVERY_LIST + DL_F_COMBINATIONS - 1,
-
-    SQ_SLOTS
+    SQ_CONN_END
 };
+enum {
+    SQ_EVENTS = 32,                    /* sqlite_events.c */
+    SQ_ENDPOINTS = SQ_EVENTS + 64,     /* sqlite_endpoints.c */
+    SQ_DELIVERIES = SQ_ENDPOINTS + 32, /* sqlite_deliveries.c */
+    SQ_SLOTS = SQ_DELIVERIES + 256,
+};
+_Static_assert((int)SQ_CONN_END <= (int)SQ_EVENTS, "the connection's statements overflow their slots");
 
 struct store {
     const struct store_ops *ops; /* first member: store_backend() reads it */
@@ -98,68 +71,38 @@ __attribute__((warn_unused_result)) int sq_run(struct store *s, sqlite3_stmt *st
  * nothing, as the caller's savepoint (the writer's per-op one) undoes a
  * failed method when the op returns its error, which ops must do (on
  * PostgreSQL an error aborts the transaction anyway). sq_atomic_end returns
- * result, or the savepoint's own error. Not nestable. */
+ * result, or the savepoint's own error. A method that calls others nests
+ * pairs: only the outermost takes the savepoint. */
 __attribute__((warn_unused_result)) int sq_atomic_begin(struct store *s);
 __attribute__((warn_unused_result)) int sq_atomic_end(struct store *s, int result);
 
 /* Binding: NULL text and 0 times become SQL NULL. */
 int sq_bind_text(sqlite3_stmt *st, int i, const char *v);
 int sq_bind_time(sqlite3_stmt *st, int i, int64_t ms);
+/* Binds v[i] as parameter i + 1, for i < n. */
+void sq_bind_values(sqlite3_stmt *st, const struct store_value *v, int n);
 
 /* Column reading. Text: a heap copy or NULL for SQL NULL; *ok turns false on OOM. */
 char *sq_col_str(sqlite3_stmt *st, int i, bool *ok);
 void sq_col_id(sqlite3_stmt *st, int i, char out[HOOKD_ID_MAX]);
 int64_t sq_col_i64(sqlite3_stmt *st, int i); /* NULL reads as 0 */
 
-/* Grows a list's item array so one more fits (zeroed); returns HOOKD_ENOMEM. */
-__attribute__((warn_unused_result)) int sq_list_grow(void **items, size_t n, size_t *cap, size_t item_size);
-/* A list limit clamped to 1..STORE_LIST_MAX (0 or less: 100). */
-int sq_list_limit(int limit);
+/*
+ * The row readers: a bound statement stepped, its rows read by a
+ * store_read_fn (store_common.h), and the statement reset. sq_row_read reads
+ * the first row into *item (HOOKD_ENOTFOUND for none); sq_rows_read appends
+ * up to max_rows rows to the list, which is left empty on failure.
+ */
+__attribute__((warn_unused_result)) int sq_row_read(struct store *s, sqlite3_stmt *st, store_read_fn read,
+                                                    void *item);
+__attribute__((warn_unused_result)) int sq_rows_read(struct store *s, sqlite3_stmt *st, size_t max_rows,
+                                                     store_read_fn read, struct store_rows rows);
+/* Steps a bound statement for one row and resets it: *v gets column 0 as an
+ * integer; HOOKD_ENOTFOUND for no row. */
+__attribute__((warn_unused_result)) int sq_get_i64(struct store *s, sqlite3_stmt *st, int64_t *v);
 
-/* Bounded SQL text for the list queries assembled from filters. */
-struct sq_sql {
-    char text[2048];
-    size_t len;
-};
-void sq_sql_add(struct sq_sql *q, const char *part);
-
-/* Families (sqlite_events.c, sqlite_endpoints.c, sqlite_deliveries.c). */
-int sqlite_event_insert(struct store *s, struct event *ev, struct event *existing);
-int sqlite_event_get(struct store *s, const char *id, struct event *out);
-int sqlite_event_list(struct store *s, const struct event_filter *f, struct event_list *out);
-int sqlite_outbox_fetch(struct store *s, int64_t after_seq, int limit, struct event_list *out);
-int sqlite_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n, int64_t at);
-int sqlite_outbox_pending(struct store *s, bool *any);
-int sqlite_outbox_take(struct store *s, int limit, int64_t at, struct event_list *out, int64_t *endpoints_version);
-/* Reads the EVENT_COLUMNS starting at column first. */
-#define SQ_EVENT_COLUMNS                                                                                   \
-    "o.seq, o.id, o.event_type, o.account, o.resource_type, o.resource_id, o.resource_version, o.payload, " \
-    "o.idempotency_key, o.created_at, o.dispatched_at"
-#define SQ_EVENT_NCOLS 11
-__attribute__((warn_unused_result)) int sqlite_event_read(sqlite3_stmt *st, int first, struct event *ev);
-
-int sqlite_endpoint_insert(struct store *s, const struct endpoint *ep);
-int sqlite_endpoint_update(struct store *s, const struct endpoint *ep);
-int sqlite_endpoint_get(struct store *s, const char *id, struct endpoint *out);
-int sqlite_endpoint_list(struct store *s, const struct endpoint_filter *f, struct endpoint_list *out);
-int sqlite_endpoint_list_all(struct store *s, struct endpoint_list *out);
-int sqlite_endpoint_delete(struct store *s, const char *id);
-int sqlite_endpoint_set_enabled(struct store *s, const char *id, bool enabled, const char *reason, int64_t at);
-int sqlite_endpoint_version(struct store *s, int64_t *version);
-
-int sqlite_delivery_insert(struct store *s, const struct delivery *d);
-int sqlite_delivery_insert_many(struct store *s, const struct delivery *ds, size_t n);
-int sqlite_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
-                              int default_cap, struct job_list *out);
-int sqlite_delivery_slots(struct store *s, int64_t now, int default_cap, const char *const *endpoint_ids, size_t n,
-                          int *slots);
-int sqlite_delivery_next_due(struct store *s, int64_t *at);
-int sqlite_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now);
-int sqlite_delivery_complete_many(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,
-                                  int *results);
-int sqlite_delivery_release(struct store *s, const char *id, const char *owner, int64_t token);
-int sqlite_delivery_release_node(struct store *s, const char *node);
-int sqlite_delivery_get(struct store *s, const char *id, struct delivery *out);
-int sqlite_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out);
-int sqlite_attempt_list(struct store *s, const char *delivery_id, struct attempt_list *out);
+/* The table families (sqlite_events.c, sqlite_endpoints.c, sqlite_deliveries.c). */
+extern const struct store_event_ops sqlite_event_ops;
+extern const struct store_endpoint_ops sqlite_endpoint_ops;
+extern const struct store_delivery_ops sqlite_delivery_ops;
 #endif

@@ -5,6 +5,7 @@
  */
 #include "store/store.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -91,10 +92,21 @@ static int fault_check(const char *method)
 
 /* ---- wrappers ----------------------------------------------------------- */
 
+/*
+ * Every wrapper is store_<method> and goes through the fault check under the
+ * name <method> (its own name without "store_"), then to the backend's
+ * method: a connection method of struct store_ops, or one of a family's
+ * sub-table. A backend without the method or the family: HOOKD_EUNAVAIL.
+ * The asserts catch what is a caller's bug on any backend (a NULL out
+ * pointer, an array missing for n > 0); what depends on the data (an invalid
+ * row, an unknown id) is the backend's to answer.
+ */
+#define FAULT_NAME (__func__ + sizeof "store_" - 1)
+
 #define STORE_CALL(s, method, ...)                                        \
     do {                                                                  \
         const struct store_ops *ops_ = store_backend(s);                  \
-        int fault_ = fault_check(#method);                                \
+        int fault_ = fault_check(FAULT_NAME);                             \
         if (fault_)                                                       \
             return fault_;                                                \
         if (!ops_->method)                                                \
@@ -102,123 +114,223 @@ static int fault_check(const char *method)
         return ops_->method(s __VA_OPT__(,) __VA_ARGS__);                 \
     } while (0)
 
-int store_migrate(struct store *s) { STORE_CALL(s, migrate); }
-int store_begin(struct store *s) { STORE_CALL(s, begin); }
-int store_commit(struct store *s) { STORE_CALL(s, commit); }
-int store_commit_lazy(struct store *s) { STORE_CALL(s, commit_lazy); }
-int store_rollback(struct store *s) { STORE_CALL(s, rollback); }
-int store_savepoint(struct store *s) { STORE_CALL(s, savepoint); }
-int store_release(struct store *s) { STORE_CALL(s, release); }
-int store_rollback_to(struct store *s) { STORE_CALL(s, rollback_to); }
-int store_changed(struct store *s, bool *changed) { STORE_CALL(s, changed, changed); }
+#define FAMILY_CALL(s, family, method, ...)                               \
+    do {                                                                  \
+        const struct store_ops *ops_ = store_backend(s);                  \
+        int fault_ = fault_check(FAULT_NAME);                             \
+        if (fault_)                                                       \
+            return fault_;                                                \
+        if (!ops_->family || !ops_->family->method)                       \
+            return HOOKD_EUNAVAIL;                                        \
+        return ops_->family->method(s __VA_OPT__(,) __VA_ARGS__);         \
+    } while (0)
+
+int store_migrate(struct store *s) { assert(s); STORE_CALL(s, migrate); }
+int store_begin(struct store *s) { assert(s); STORE_CALL(s, begin); }
+int store_commit(struct store *s) { assert(s); STORE_CALL(s, commit); }
+int store_commit_lazy(struct store *s) { assert(s); STORE_CALL(s, commit_lazy); }
+int store_rollback(struct store *s) { assert(s); STORE_CALL(s, rollback); }
+int store_savepoint(struct store *s) { assert(s); STORE_CALL(s, savepoint); }
+int store_release(struct store *s) { assert(s); STORE_CALL(s, release); }
+int store_rollback_to(struct store *s) { assert(s); STORE_CALL(s, rollback_to); }
+
+int store_changed(struct store *s, bool *changed)
+{
+    assert(s && changed);
+    STORE_CALL(s, changed, changed);
+}
+
 int store_changed_fd(struct store *s)
 {
-    int fd = fault_check("changed_fd");
-
-    return fd != 0 || !store_backend(s)->changed_fd ? -1 : store_backend(s)->changed_fd(s);
+    assert(s);
+    return fault_check(FAULT_NAME) != 0 || !store_backend(s)->changed_fd ? -1 : store_backend(s)->changed_fd(s);
 }
-int store_meta_get(struct store *s, const char *key, char **value_out) { STORE_CALL(s, meta_get, key, value_out); }
-int store_meta_set(struct store *s, const char *key, const char *value) { STORE_CALL(s, meta_set, key, value); }
+
+/* ---- meta ---- */
+
+int store_meta_get(struct store *s, const char *key, char **value_out)
+{
+    assert(s && key && value_out);
+    FAMILY_CALL(s, meta, get, key, value_out);
+}
+
+int store_meta_set(struct store *s, const char *key, const char *value)
+{
+    assert(s && key);
+    FAMILY_CALL(s, meta, set, key, value);
+}
+
+/* ---- events ---- */
 
 int store_event_insert(struct store *s, struct event *ev, struct event *existing)
 {
-    STORE_CALL(s, event_insert, ev, existing);
+    assert(s && ev && ev != existing);
+    FAMILY_CALL(s, events, insert, ev, existing);
 }
 
-int store_event_get(struct store *s, const char *id, struct event *out) { STORE_CALL(s, event_get, id, out); }
+int store_event_get(struct store *s, const char *id, struct event *out)
+{
+    assert(s && id && out);
+    FAMILY_CALL(s, events, get, id, out);
+}
 
 int store_event_list(struct store *s, const struct event_filter *f, struct event_list *out)
 {
-    STORE_CALL(s, event_list, f, out);
+    assert(s && f && out);
+    FAMILY_CALL(s, events, list, f, out);
 }
 
 int store_outbox_fetch(struct store *s, int64_t after_seq, int limit, struct event_list *out)
 {
-    STORE_CALL(s, outbox_fetch, after_seq, limit, out);
+    assert(s && out && after_seq >= 0);
+    FAMILY_CALL(s, events, fetch, after_seq, limit, out);
 }
 
 int store_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n, int64_t at)
 {
-    STORE_CALL(s, outbox_mark_dispatched, seqs, n, at);
+    assert(s && (n == 0 || seqs));
+    FAMILY_CALL(s, events, mark_dispatched, seqs, n, at);
 }
 
-int store_outbox_pending(struct store *s, bool *any) { STORE_CALL(s, outbox_pending, any); }
+int store_outbox_pending(struct store *s, bool *any)
+{
+    assert(s && any);
+    FAMILY_CALL(s, events, pending, any);
+}
+
 int store_outbox_take(struct store *s, int limit, int64_t at, struct event_list *out, int64_t *endpoints_version)
 {
+    assert(s && out && endpoints_version);
     out->items = NULL;
     out->n = 0;
-    STORE_CALL(s, outbox_take, limit, at, out, endpoints_version);
+    FAMILY_CALL(s, events, take, limit, at, out, endpoints_version);
 }
-int store_endpoint_insert(struct store *s, const struct endpoint *ep) { STORE_CALL(s, endpoint_insert, ep); }
-int store_endpoint_update(struct store *s, const struct endpoint *ep) { STORE_CALL(s, endpoint_update, ep); }
-int store_endpoint_get(struct store *s, const char *id, struct endpoint *out) { STORE_CALL(s, endpoint_get, id, out); }
+
+/* ---- endpoints ---- */
+
+int store_endpoint_insert(struct store *s, const struct endpoint *ep)
+{
+    assert(s && ep);
+    FAMILY_CALL(s, endpoints, insert, ep);
+}
+
+int store_endpoint_update(struct store *s, const struct endpoint *ep)
+{
+    assert(s && ep);
+    FAMILY_CALL(s, endpoints, update, ep);
+}
+
+int store_endpoint_get(struct store *s, const char *id, struct endpoint *out)
+{
+    assert(s && id && out);
+    FAMILY_CALL(s, endpoints, get, id, out);
+}
 
 int store_endpoint_list(struct store *s, const struct endpoint_filter *f, struct endpoint_list *out)
 {
-    STORE_CALL(s, endpoint_list, f, out);
+    assert(s && f && out);
+    FAMILY_CALL(s, endpoints, list, f, out);
 }
 
-int store_endpoint_list_all(struct store *s, struct endpoint_list *out) { STORE_CALL(s, endpoint_list_all, out); }
-int store_endpoint_delete(struct store *s, const char *id) { STORE_CALL(s, endpoint_delete, id); }
+int store_endpoint_list_all(struct store *s, struct endpoint_list *out)
+{
+    assert(s && out);
+    FAMILY_CALL(s, endpoints, list_all, out);
+}
+
+int store_endpoint_delete(struct store *s, const char *id)
+{
+    assert(s && id);
+    FAMILY_CALL(s, endpoints, delete, id);
+}
 
 int store_endpoint_set_enabled(struct store *s, const char *id, bool enabled, const char *reason, int64_t at)
 {
-    STORE_CALL(s, endpoint_set_enabled, id, enabled, reason, at);
+    assert(s && id && at >= 0);
+    FAMILY_CALL(s, endpoints, set_enabled, id, enabled, reason, at);
 }
 
-int store_endpoint_version(struct store *s, int64_t *version) { STORE_CALL(s, endpoint_version, version); }
-int store_delivery_insert(struct store *s, const struct delivery *d) { STORE_CALL(s, delivery_insert, d); }
+int store_endpoint_version(struct store *s, int64_t *version)
+{
+    assert(s && version);
+    FAMILY_CALL(s, endpoints, version, version);
+}
+
+/* ---- deliveries ---- */
+
+int store_delivery_insert(struct store *s, const struct delivery *d)
+{
+    assert(s && d);
+    FAMILY_CALL(s, deliveries, insert, d);
+}
 
 int store_delivery_insert_many(struct store *s, const struct delivery *ds, size_t n)
 {
-    STORE_CALL(s, delivery_insert_many, ds, n);
+    assert(s && (n == 0 || ds));
+    FAMILY_CALL(s, deliveries, insert_many, ds, n);
 }
 
 int store_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
                              int default_cap, struct job_list *out)
 {
-    STORE_CALL(s, delivery_claim_due, node, now, lease_until, limit, default_cap, out);
+    assert(s && out && lease_until >= now);
+    FAMILY_CALL(s, deliveries, claim_due, node, now, lease_until, limit, default_cap, out);
 }
 
 int store_delivery_slots(struct store *s, int64_t now, int default_cap, const char *const *endpoint_ids, size_t n,
                          int *slots)
 {
-    STORE_CALL(s, delivery_slots, now, default_cap, endpoint_ids, n, slots);
+    assert(s && (n == 0 || (endpoint_ids && slots)));
+    FAMILY_CALL(s, deliveries, slots, now, default_cap, endpoint_ids, n, slots);
 }
 
-int store_delivery_next_due(struct store *s, int64_t *at) { STORE_CALL(s, delivery_next_due, at); }
+int store_delivery_next_due(struct store *s, int64_t *at)
+{
+    assert(s && at);
+    FAMILY_CALL(s, deliveries, next_due, at);
+}
 
 int store_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now)
 {
-    STORE_CALL(s, delivery_complete, r, now);
+    assert(s && r);
+    FAMILY_CALL(s, deliveries, complete, r, now);
 }
 
 int store_delivery_complete_many(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,
                                  int *results)
 {
-    STORE_CALL(s, delivery_complete_many, rs, n, now, results);
+    assert(s && (n == 0 || (rs && results)));
+    FAMILY_CALL(s, deliveries, complete_many, rs, n, now, results);
 }
 
 int store_delivery_release(struct store *s, const char *id, const char *owner, int64_t token)
 {
-    STORE_CALL(s, delivery_release, id, owner, token);
+    assert(s && id && owner);
+    FAMILY_CALL(s, deliveries, release, id, owner, token);
 }
 
-int store_delivery_release_node(struct store *s, const char *node) { STORE_CALL(s, delivery_release_node, node); }
+int store_delivery_release_node(struct store *s, const char *node)
+{
+    assert(s && node);
+    FAMILY_CALL(s, deliveries, release_node, node);
+}
 
 int store_delivery_get(struct store *s, const char *id, struct delivery *out)
 {
-    STORE_CALL(s, delivery_get, id, out);
+    assert(s && id && out);
+    FAMILY_CALL(s, deliveries, get, id, out);
 }
 
 int store_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out)
 {
-    STORE_CALL(s, delivery_list, f, out);
+    assert(s && f && out);
+    FAMILY_CALL(s, deliveries, list, f, out);
 }
 
 int store_attempt_list(struct store *s, const char *delivery_id, struct attempt_list *out)
 {
-    STORE_CALL(s, attempt_list, delivery_id, out);
+    assert(s && delivery_id && out);
+    FAMILY_CALL(s, deliveries, attempt_list, delivery_id, out);
 }
 
 /* ---- names -------------------------------------------------------------- */
@@ -278,50 +390,6 @@ bool delivery_insertable(const struct delivery *d)
 bool delivery_result_valid(const struct delivery_result *r)
 {
     return r->delivery_id && r->lease_owner && delivery_status_valid((int)r->status);
-}
-
-/* ---- list filters ------------------------------------------------------- */
-
-int event_filter_mask(const struct event_filter *f)
-{
-    return (f->type ? EV_F_TYPE : 0) | (f->account ? EV_F_ACCOUNT : 0) | (f->since ? EV_F_SINCE : 0) |
-           (f->until ? EV_F_UNTIL : 0);
-}
-
-int delivery_filter_mask(const struct delivery_filter *f)
-{
-    return (f->event_id ? DL_F_EVENT : 0) | (f->endpoint_id ? DL_F_ENDPOINT : 0) | (f->account ? DL_F_ACCOUNT : 0) |
-           (f->status >= 0 ? DL_F_STATUS : 0) | (f->since ? DL_F_SINCE : 0) | (f->until ? DL_F_UNTIL : 0) |
-           (f->before_id ? DL_F_BEFORE : 0);
-}
-
-/* Term i (bit 1 << i) compares with parameter i + 1. */
-static void filter_sql(const char *const *terms, size_t n, int mask, char mark, char out[FILTER_SQL_MAX])
-{
-    size_t len = 0;
-
-    out[0] = '\0';
-    for (size_t i = 0; i < n; i++) {
-        if (mask & (1 << i)) {
-            int w = snprintf(out + len, FILTER_SQL_MAX - len, " AND %s %c%zu", terms[i], mark, i + 1);
-            len += w > 0 && (size_t)w < FILTER_SQL_MAX - len ? (size_t)w : 0;
-        }
-    }
-}
-
-void event_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX])
-{
-    static const char *const terms[] = {"o.event_type =", "o.account =", "o.created_at >=", "o.created_at <"};
-
-    filter_sql(terms, sizeof terms / sizeof terms[0], mask, mark, out);
-}
-
-void delivery_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX])
-{
-    static const char *const terms[] = {"d.event_id =",      "d.endpoint_id =",  "d.account =", "d.status =",
-                                        "d.created_at >=", "d.created_at <", "d.id <"};
-
-    filter_sql(terms, sizeof terms / sizeof terms[0], mask, mark, out);
 }
 
 /* ---- records ------------------------------------------------------------ */

@@ -1,39 +1,59 @@
 /*
  * The store interface: one versioned table of methods per backend (the model is
  * sqlite3_vfs), found by name, always called through the store_*() wrappers
- * below, which are also where fault injection for tests lives.
+ * below, which are also where argument asserts and fault injection for tests
+ * live. The table holds the connection and transaction methods and one
+ * sub-table per table family (meta, events, endpoints, deliveries); each
+ * backend fills a family in its file for it (sqlite_events.c,
+ * postgres_deliveries.c, …). What the backends share is written once in
+ * store_common.c (record readers, column lists, rows to write, list filters).
  *
- * A `struct store` is one connection, used by one thread at a time. All state
- * changes of the daemon go through the writer (writer.h), which owns one write
- * connection and runs ops inside its batch transaction; other threads open
+ * A `struct store` is one connection, used by one thread at a time. Most
+ * state changes of the daemon go through a writer (writer.h), which owns one
+ * write connection and runs ops inside its batch transaction; the relay's
+ * fan-out runs its own transactions on the relay's connection, claims on a
+ * shared store go through a writer of their own, and other threads open
  * their own connections for reads.
  *
- * Interface routines (one line each):
- *   open/close            connect to "sqlite:PATH" / "postgres://…"; disconnect
- *   migrate               create or upgrade the hookd_ tables (safe to run concurrently)
- *   begin/commit/rollback the writer's batch transaction
- *   commit_lazy           commit without waiting for durability (for what acknowledges nothing)
- *   savepoint/release/rollback_to   per-op isolation inside a batch (rollback_to also ends the savepoint)
- *   changed               cheap "did anyone commit outbox rows since last call" check
- *   changed_fd            a descriptor that turns readable when changed may have news (-1: none, poll)
- *   meta_get/meta_set     small key/value settings (hookd_meta)
- *   event_insert          outbox insert with optional idempotency key
- *   event_get/event_list  read events
- *   outbox_fetch          undispatched outbox rows after a seq, oldest first (claims them on postgres)
- *   outbox_mark_dispatched  set dispatched_at for fanned-out rows
- *   outbox_pending        is there any undispatched row (cheap)
- *   outbox_take           fetch, lock and mark undispatched rows in one step, with the endpoints version
- *   endpoint_*            CRUD on hookd_endpoints
- *   delivery_insert       one delivery per (event, endpoint); EEXISTS if present
- *   delivery_insert_many  many at once (one statement on postgres); present ones are skipped
- *   delivery_claim_due    lease due deliveries to a node within per-endpoint in-flight caps, bump fencing token
- *   delivery_slots        how many new deliveries of each endpoint a fan-out may insert already leased
- *   delivery_next_due     earliest next_attempt_at of unleased due-able rows
- *   delivery_complete     fenced: record an attempt and the delivery's new state
- *   delivery_complete_many  the same for many results at once, a result code for each
- *   delivery_release      fenced: drop one lease without an attempt (endpoint disabled meanwhile)
- *   delivery_release_node drop every lease a node holds (start-up of that node)
- *   delivery_get/list, attempt_list   read deliveries and attempts
+ * Interface routines (one line each), by family:
+ *   connection and transactions (struct store_ops)
+ *     open/close            connect to "sqlite:PATH" / "postgres://…"; disconnect
+ *     migrate               create or upgrade the hookd_ tables (safe to run concurrently)
+ *     begin/commit/rollback a batch transaction
+ *     commit_lazy           commit without waiting for durability (for what acknowledges nothing)
+ *     savepoint/release/rollback_to   per-op isolation inside a batch (rollback_to also ends the savepoint)
+ *     changed               cheap "did anyone commit outbox rows since last call" check
+ *     changed_fd            a descriptor that turns readable when changed may have news (-1: none, poll)
+ *   meta (hookd_meta)
+ *     meta_get/meta_set     small key/value settings
+ *   events (hookd_outbox)
+ *     event_insert          outbox insert with optional idempotency key
+ *     event_get/event_list  read events
+ *     outbox_fetch          undispatched outbox rows after a seq, oldest first (claims them on postgres)
+ *     outbox_mark_dispatched  set dispatched_at for fanned-out rows
+ *     outbox_pending        is there any undispatched row (cheap)
+ *     outbox_take           fetch, lock and mark undispatched rows in one step, with the endpoints version
+ *   endpoints (hookd_endpoints)
+ *     endpoint_insert/update/get/list/list_all/delete   CRUD
+ *     endpoint_set_enabled  enable, or disable with a reason
+ *     endpoint_version      a cache validator that changes with every endpoint write
+ *   deliveries (hookd_deliveries, hookd_attempts)
+ *     delivery_insert       one delivery per (event, endpoint); EEXISTS if present
+ *     delivery_insert_many  many at once (one statement on postgres); present ones are skipped
+ *     delivery_claim_due    lease due deliveries to a node within per-endpoint in-flight caps, bump fencing token
+ *     delivery_slots        how many new deliveries of each endpoint a fan-out may insert already leased
+ *     delivery_next_due     earliest next_attempt_at of unleased due-able rows
+ *     delivery_complete     fenced: record an attempt and the delivery's new state
+ *     delivery_complete_many  the same for many results at once, a result code for each
+ *     delivery_release      fenced: drop one lease without an attempt (endpoint disabled meanwhile)
+ *     delivery_release_node drop every lease a node holds (start-up of that node)
+ *     delivery_get/list, attempt_list   read deliveries and attempts
+ *
+ * Adding a method: its pointer in the family's struct below, its wrapper here
+ * and in store.c, and its function, table entry and statement slots in the
+ * family's file of each backend: four files. A new family: a struct and a
+ * pointer in struct store_ops, its wrappers, one file per backend that
+ * defines the table, and a slot range in each backend's internal header.
  *
  * Every method returns 0 or a negative hookd_error. Output structs are filled
  * with heap strings the caller frees with the matching *_free().
@@ -46,7 +66,7 @@
 #include "hookd.h"
 #include "core/retry.h"
 
-#define STORE_OPS_VERSION 1
+#define STORE_OPS_VERSION 2 /* 2: the methods of each table family in a sub-table */
 #define ENDPOINT_MAX_SECRETS 4
 #define ENDPOINT_MAX_TYPES 64
 
@@ -196,30 +216,6 @@ struct endpoint_filter {
     int limit;
 };
 
-/*
- * For the backends' list queries: which filters a query has (one bit each, so
- * one statement per combination) and their SQL, the same for both backends
- * but for the placeholder mark ('$' or '?'). Filter i compares its column
- * with parameter i + 1, used by the statement or not.
- */
-enum { EV_F_TYPE = 1, EV_F_ACCOUNT = 2, EV_F_SINCE = 4, EV_F_UNTIL = 8, EV_F_COMBINATIONS = 16 };
-enum {
-    DL_F_EVENT = 1,
-    DL_F_ENDPOINT = 2,
-    DL_F_ACCOUNT = 4,
-    DL_F_STATUS = 8,
-    DL_F_SINCE = 16,
-    DL_F_UNTIL = 32,
-    DL_F_BEFORE = 64,
-    DL_F_COMBINATIONS = 128,
-};
-int event_filter_mask(const struct event_filter *f);
-int delivery_filter_mask(const struct delivery_filter *f);
-/* " AND o.event_type = $1 AND …" for the bits of mask, in a buffer of FILTER_SQL_MAX bytes. */
-#define FILTER_SQL_MAX 256
-void event_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX]);
-void delivery_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX]);
-
 /* Growable arrays; free with *_list_free(). */
 struct event_list { struct event *items; size_t n; };
 struct endpoint_list { struct endpoint *items; size_t n; };
@@ -232,11 +228,101 @@ void delivery_list_free(struct delivery_list *l);
 void job_list_free(struct job_list *l);
 void attempt_list_free(struct attempt_list *l);
 
-/* ---- the method table -------------------------------------------------- */
+/* ---- the method tables ------------------------------------------------- */
+
+/*
+ * A backend is one `struct store_ops`: the connection and transaction
+ * methods, and one sub-table per table family, each defined in the backend's
+ * file for that family (sqlite_events.c, postgres_deliveries.c, …). A new
+ * family is a sub-table here, one file per backend and its wrappers; a
+ * backend without it leaves the pointer NULL and its wrappers answer
+ * HOOKD_EUNAVAIL, as they do for a NULL method.
+ */
 
 /* One backend connection. Each backend defines it with `const struct store_ops *ops`
  * as its first member, set by open: store_backend() reads it. */
 struct store;
+
+/* hookd_meta: small key/value settings. */
+struct store_meta_ops {
+    int (*get)(struct store *s, const char *key, char **value_out); /* ENOTFOUND when absent */
+    int (*set)(struct store *s, const char *key, const char *value);
+};
+
+/* hookd_outbox: the events, and the relay's view of them. */
+struct store_event_ops {
+    /* Fills ev->id (when empty), seq and created_at. With ev->idempotency_key
+     * or a caller-chosen id already present: EEXISTS and *existing filled. */
+    int (*insert)(struct store *s, struct event *ev, struct event *existing);
+    int (*get)(struct store *s, const char *id, struct event *out);
+    int (*list)(struct store *s, const struct event_filter *f, struct event_list *out);
+    /* Undispatched rows after after_seq, oldest first (claims them on postgres). */
+    int (*fetch)(struct store *s, int64_t after_seq, int limit, struct event_list *out);
+    int (*mark_dispatched)(struct store *s, const int64_t *seqs, size_t n, int64_t at);
+    int (*pending)(struct store *s, bool *any);
+    /* Up to limit undispatched rows, oldest first, marked dispatched at `at`,
+     * with *endpoints_version (endpoint_version) as of the same moment (left
+     * alone when no row came). Inside a transaction the rows stay locked
+     * until it ends, and rows another transaction holds are skipped; outside
+     * one, the call is atomic by itself. One round trip on PostgreSQL. */
+    int (*take)(struct store *s, int limit, int64_t at, struct event_list *out, int64_t *endpoints_version);
+};
+
+/* hookd_endpoints. */
+struct store_endpoint_ops {
+    int (*insert)(struct store *s, const struct endpoint *ep);
+    int (*update)(struct store *s, const struct endpoint *ep); /* whole row by id */
+    int (*get)(struct store *s, const char *id, struct endpoint *out);
+    int (*list)(struct store *s, const struct endpoint_filter *f, struct endpoint_list *out);
+    int (*list_all)(struct store *s, struct endpoint_list *out); /* every endpoint, for fan-out and caches */
+    int (*delete)(struct store *s, const char *id);
+    int (*set_enabled)(struct store *s, const char *id, bool enabled, const char *reason, int64_t at);
+    /* A cheap cache validator: changes on every insert, update and delete of an endpoint. */
+    int (*version)(struct store *s, int64_t *version);
+};
+
+/* hookd_deliveries and hookd_attempts. */
+struct store_delivery_ops {
+    int (*insert)(struct store *s, const struct delivery *d);
+    /* All of ds, or none (EINVAL when one is invalid); a (event, endpoint) pair or id already present is
+     * skipped, not an error. Runs in the caller's transaction, or in one of its own. */
+    int (*insert_many)(struct store *s, const struct delivery *ds, size_t n);
+    /*
+     * Leases up to limit (1..STORE_LIST_MAX) due deliveries (pending or retrying, next_attempt_at <= now,
+     * unleased or lease expired, endpoint enabled, event present) to node until lease_until, earliest
+     * first, bumping each one's lease_token. Per endpoint it takes at most cap - (its deliveries leased by
+     * anyone with lease_until >= now), where cap is the endpoint's max_in_flight when > 0, else
+     * default_cap; a cap <= 0 means no cap. The cap holds across nodes: concurrent claims on one database
+     * are serialized per endpoint. Runs in the caller's transaction, or in one of its own.
+     */
+    int (*claim_due)(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
+                     int default_cap, struct job_list *out);
+    /*
+     * The in-flight slots a fan-out may fill at once with new deliveries of each of the n distinct
+     * endpoint_ids, into slots[i]: the endpoint's cap (as in claim_due) minus the deliveries
+     * leased by anyone with lease_until >= now, at least 0; STORE_SLOTS_UNCAPPED when it has no cap
+     * (due rows then never wait for slots); 0 when the endpoint is unknown or disabled, when due
+     * deliveries of a capped endpoint wait unleased (claims serve them first, in order), or when another
+     * node is deciding for it at this moment. A capped endpoint
+     * with slots stays locked to the caller's transaction, like a claim's, so no other node can count
+     * the same slots before this one's leases commit: call it inside the transaction that inserts them.
+     */
+    int (*slots)(struct store *s, int64_t now, int default_cap, const char *const *endpoint_ids, size_t n,
+                 int *slots);
+    int (*next_due)(struct store *s, int64_t *at); /* ENOTFOUND when nothing is scheduled */
+    int (*complete)(struct store *s, const struct delivery_result *r, int64_t now); /* ESTALE if fenced out */
+    /*
+     * complete for n results: results[i] is 0, ESTALE (fenced out) or EINVAL, and a result other
+     * than 0 changed nothing. Returns 0 once every results[i] is set; on an error return the results are
+     * undefined and the caller rolls back what the call did (the writer's savepoint).
+     */
+    int (*complete_many)(struct store *s, const struct delivery_result *rs, size_t n, int64_t now, int *results);
+    int (*release)(struct store *s, const char *id, const char *owner, int64_t token); /* ESTALE if fenced out */
+    int (*release_node)(struct store *s, const char *node);
+    int (*get)(struct store *s, const char *id, struct delivery *out);
+    int (*list)(struct store *s, const struct delivery_filter *f, struct delivery_list *out);
+    int (*attempt_list)(struct store *s, const char *delivery_id, struct attempt_list *out);
+};
 
 struct store_ops {
     int version; /* STORE_OPS_VERSION */
@@ -271,74 +357,11 @@ struct store_ops {
      * while the connection is down. Valid until the next call on s. */
     int (*changed_fd)(struct store *s);
 
-    int (*meta_get)(struct store *s, const char *key, char **value_out); /* ENOTFOUND when absent */
-    int (*meta_set)(struct store *s, const char *key, const char *value);
-
-    /* Fills ev->id (when empty), seq and created_at. With ev->idempotency_key
-     * or a caller-chosen id already present: EEXISTS and *existing filled. */
-    int (*event_insert)(struct store *s, struct event *ev, struct event *existing);
-    int (*event_get)(struct store *s, const char *id, struct event *out);
-    int (*event_list)(struct store *s, const struct event_filter *f, struct event_list *out);
-    int (*outbox_fetch)(struct store *s, int64_t after_seq, int limit, struct event_list *out);
-    int (*outbox_mark_dispatched)(struct store *s, const int64_t *seqs, size_t n, int64_t at);
-    int (*outbox_pending)(struct store *s, bool *any);
-    /* Up to limit undispatched rows, oldest first, marked dispatched at `at`,
-     * with *endpoints_version (endpoint_version) as of the same moment (left
-     * alone when no row came). Inside a transaction the rows stay locked
-     * until it ends, and rows another transaction holds are skipped; outside
-     * one, the call is atomic by itself. One round trip on PostgreSQL. */
-    int (*outbox_take)(struct store *s, int limit, int64_t at, struct event_list *out, int64_t *endpoints_version);
-
-    int (*endpoint_insert)(struct store *s, const struct endpoint *ep);
-    int (*endpoint_update)(struct store *s, const struct endpoint *ep); /* whole row by id */
-    int (*endpoint_get)(struct store *s, const char *id, struct endpoint *out);
-    int (*endpoint_list)(struct store *s, const struct endpoint_filter *f, struct endpoint_list *out);
-    int (*endpoint_list_all)(struct store *s, struct endpoint_list *out); /* every endpoint, for fan-out and caches */
-    int (*endpoint_delete)(struct store *s, const char *id);
-    int (*endpoint_set_enabled)(struct store *s, const char *id, bool enabled, const char *reason, int64_t at);
-    /* A cheap cache validator: changes on every insert, update and delete of an endpoint. */
-    int (*endpoint_version)(struct store *s, int64_t *version);
-
-    int (*delivery_insert)(struct store *s, const struct delivery *d);
-    /* All of ds, or none (EINVAL when one is invalid); a (event, endpoint) pair or id already present is
-     * skipped, not an error. Runs in the caller's transaction, or in one of its own. */
-    int (*delivery_insert_many)(struct store *s, const struct delivery *ds, size_t n);
-    /*
-     * Leases up to limit (1..STORE_LIST_MAX) due deliveries (pending or retrying, next_attempt_at <= now,
-     * unleased or lease expired, endpoint enabled, event present) to node until lease_until, earliest
-     * first, bumping each one's lease_token. Per endpoint it takes at most cap - (its deliveries leased by
-     * anyone with lease_until >= now), where cap is the endpoint's max_in_flight when > 0, else
-     * default_cap; a cap <= 0 means no cap. The cap holds across nodes: concurrent claims on one database
-     * are serialized per endpoint. Runs in the caller's transaction, or in one of its own.
-     */
-    int (*delivery_claim_due)(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
-                              int default_cap, struct job_list *out);
-    /*
-     * The in-flight slots a fan-out may fill at once with new deliveries of each of the n distinct
-     * endpoint_ids, into slots[i]: the endpoint's cap (as in delivery_claim_due) minus the deliveries
-     * leased by anyone with lease_until >= now, at least 0; STORE_SLOTS_UNCAPPED when it has no cap
-     * (due rows then never wait for slots); 0 when the endpoint is unknown or disabled, when due
-     * deliveries of a capped endpoint wait unleased (claims serve them first, in order), or when another
-     * node is deciding for it at this moment. A capped endpoint
-     * with slots stays locked to the caller's transaction, like a claim's, so no other node can count
-     * the same slots before this one's leases commit: call it inside the transaction that inserts them.
-     */
-    int (*delivery_slots)(struct store *s, int64_t now, int default_cap, const char *const *endpoint_ids, size_t n,
-                          int *slots);
-    int (*delivery_next_due)(struct store *s, int64_t *at); /* ENOTFOUND when nothing is scheduled */
-    int (*delivery_complete)(struct store *s, const struct delivery_result *r, int64_t now); /* ESTALE if fenced out */
-    /*
-     * delivery_complete for n results: results[i] is 0, ESTALE (fenced out) or EINVAL, and a result other
-     * than 0 changed nothing. Returns 0 once every results[i] is set; on an error return the results are
-     * undefined and the caller rolls back what the call did (the writer's savepoint).
-     */
-    int (*delivery_complete_many)(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,
-                                  int *results);
-    int (*delivery_release)(struct store *s, const char *id, const char *owner, int64_t token); /* ESTALE if fenced out */
-    int (*delivery_release_node)(struct store *s, const char *node);
-    int (*delivery_get)(struct store *s, const char *id, struct delivery *out);
-    int (*delivery_list)(struct store *s, const struct delivery_filter *f, struct delivery_list *out);
-    int (*attempt_list)(struct store *s, const char *delivery_id, struct attempt_list *out);
+    /* The table families. */
+    const struct store_meta_ops *meta;
+    const struct store_event_ops *events;
+    const struct store_endpoint_ops *endpoints;
+    const struct store_delivery_ops *deliveries;
 };
 
 extern const struct store_ops store_sqlite_ops;

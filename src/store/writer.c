@@ -1,7 +1,7 @@
 /*
- * The single writer: a queue of ops drained by one thread into batch
- * transactions (one savepoint per op, one commit per batch), with each
- * caller told its result only after the commit is durable.
+ * A writer: a queue of ops drained by one thread into batch transactions
+ * (one savepoint per op, one commit per batch), with each caller told its
+ * result only after the commit (durable unless the writer commits lazily).
  */
 #include "store/writer.h"
 

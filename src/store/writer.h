@@ -1,9 +1,11 @@
 /*
- * The single writer: every state change of the daemon is an op queued here.
- * One thread drains the queue into a batch, runs each op inside one
- * transaction (each op in its own savepoint, so one failing op does not spoil
- * the others), commits once (one fsync for the whole batch: group commit), and
- * only then tells each caller its result.
+ * A writer: a state change is an op queued here, and one thread drains the
+ * queue into a batch, runs each op inside one transaction (each op in its own
+ * savepoint, so one failing op does not spoil the others), commits once (one
+ * fsync for the whole batch: group commit), and only then tells each caller
+ * its result. The daemon runs one for its state changes and, on a shared
+ * store, a second one for claims; the relay's fan-out is not an op here but
+ * a transaction on the relay's own connection.
  *
  *   writer_start   open the write connection and start the thread
  *   writer_stop    finish queued ops, commit, join, close

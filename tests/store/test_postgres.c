@@ -273,11 +273,11 @@ static int meta_keys(struct fixture *fx, const char *prefix)
  * after it do not run; a BEGIN still pending goes first, so a failure leaves
  * the transaction to be rolled back as a whole.
  */
-/* Slots no store method of this test uses (each slot is one statement text on a connection). */
-#define SLOT_INSERT (PG_DELIVERY_LIST_LAST - 0)
-#define SLOT_COUNT (PG_DELIVERY_LIST_LAST - 1)
-#define SLOT_INSERT_B (PG_DELIVERY_LIST_LAST - 2)
-#define SLOT_FAIL (PG_DELIVERY_LIST_LAST - 3)
+/* Slots no store method uses (each slot is one statement text on a connection). */
+#define SLOT_INSERT (PG_SPARE + 0)
+#define SLOT_COUNT (PG_SPARE + 1)
+#define SLOT_INSERT_B (PG_SPARE + 2)
+#define SLOT_FAIL (PG_SPARE + 3)
 
 static void test_pipelined_statements(void **state)
 {

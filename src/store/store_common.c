@@ -1,0 +1,358 @@
+/*
+ * Backend-neutral store code, shared by the SQLite and PostgreSQL backends:
+ * record readers over a backend's result row, list building, list filters
+ * in SQL, and the conflict check of an event insert.
+ */
+#include "store/store_common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/ids.h"
+#include "log.h"
+#include "store/endpoint_json.h"
+
+/* ---- record readers ------------------------------------------------------ */
+
+void store_row_id(const struct store_row *r, int col, char out[HOOKD_ID_MAX])
+{
+    const char *t = r->ops->text(r, col);
+
+    snprintf(out, HOOKD_ID_MAX, "%s", t ? t : "");
+}
+
+static char *col_str(const struct store_row *r, int col, bool *ok) { return r->ops->str(r, col, ok); }
+static int64_t col_i64(const struct store_row *r, int col) { return r->ops->i64(r, col); }
+static int col_int(const struct store_row *r, int col) { return (int)r->ops->i64(r, col); }
+
+static int event_read(const struct store_row *r, int first, struct event *ev)
+{
+    bool ok = true;
+    int c = first;
+
+    memset(ev, 0, sizeof *ev);
+    ev->seq = col_i64(r, c++);
+    store_row_id(r, c++, ev->id);
+    ev->type = col_str(r, c++, &ok);
+    ev->account = col_str(r, c++, &ok);
+    ev->resource_type = col_str(r, c++, &ok);
+    ev->resource_id = col_str(r, c++, &ok);
+    ev->has_resource_version = !r->ops->null(r, c);
+    ev->resource_version = col_i64(r, c++);
+    ev->payload = col_str(r, c++, &ok);
+    ev->idempotency_key = col_str(r, c++, &ok);
+    ev->created_at = col_i64(r, c++);
+    ev->dispatched_at = col_i64(r, c++);
+    if (!ok || !ev->type || !ev->payload) {
+        event_free(ev);
+        return HOOKD_ENOMEM;
+    }
+    return 0;
+}
+
+static int delivery_read(const struct store_row *r, int first, struct delivery *d)
+{
+    bool ok = true;
+    int c = first;
+
+    memset(d, 0, sizeof *d);
+    store_row_id(r, c++, d->id);
+    store_row_id(r, c++, d->event_id);
+    store_row_id(r, c++, d->endpoint_id);
+    d->account = col_str(r, c++, &ok);
+    if (delivery_status_parse(r->ops->text(r, c++), &d->status))
+        d->status = DELIVERY_DEAD;
+    d->attempt_count = col_int(r, c++);
+    d->next_attempt_at = col_i64(r, c++);
+    d->last_status_code = col_int(r, c++);
+    d->last_error = col_str(r, c++, &ok);
+    d->first_attempt_at = col_i64(r, c++);
+    d->last_attempt_at = col_i64(r, c++);
+    d->delivered_at = col_i64(r, c++);
+    d->created_at = col_i64(r, c++);
+    d->lease_owner = col_str(r, c++, &ok);
+    d->lease_until = col_i64(r, c++);
+    d->lease_token = col_i64(r, c++);
+    if (!ok) {
+        delivery_free(d);
+        return HOOKD_ENOMEM;
+    }
+    return 0;
+}
+
+int store_read_event(const struct store_row *r, void *item) { return event_read(r, 0, item); }
+int store_read_delivery(const struct store_row *r, void *item) { return delivery_read(r, 0, item); }
+
+int store_read_job(const struct store_row *r, void *item)
+{
+    struct delivery_job *j = item;
+    int result = delivery_read(r, 0, &j->d);
+
+    if (result == 0) {
+        result = event_read(r, STORE_DELIVERY_NCOLS, &j->ev);
+        if (result)
+            delivery_free(&j->d);
+    }
+    return result;
+}
+
+int store_read_endpoint(const struct store_row *r, void *item)
+{
+    struct endpoint *ep = item;
+    bool ok = true;
+    int result;
+
+    memset(ep, 0, sizeof *ep);
+    store_row_id(r, 0, ep->id);
+    ep->account = col_str(r, 1, &ok);
+    ep->url = col_str(r, 2, &ok);
+    ep->description = col_str(r, 3, &ok);
+    ep->enabled = r->ops->flag(r, 6);
+    ep->disabled_reason = col_str(r, 7, &ok);
+    if (ordering_parse(r->ops->text(r, 8), &ep->ordering))
+        ep->ordering = ORDERING_NONE;
+    ep->max_in_flight = col_int(r, 9);
+    ep->rate_limit = col_int(r, 10);
+    ep->timeout_ms = col_i64(r, 11);
+    ep->created_at = col_i64(r, 13);
+    ep->updated_at = col_i64(r, 14);
+    result = ok && ep->url ? 0 : HOOKD_ENOMEM;
+    if (result == 0)
+        result = endpoint_json_decode(ep, r->ops->text(r, 4), r->ops->text(r, 5), r->ops->text(r, 12));
+    if (result == HOOKD_EIO)
+        log_warn("store", "endpoint %s has malformed JSON columns", ep->id);
+    if (result)
+        endpoint_free(ep);
+    return result;
+}
+
+int store_read_attempt(const struct store_row *r, void *item)
+{
+    struct attempt *a = item;
+    bool ok = true;
+
+    memset(a, 0, sizeof *a);
+    a->id = col_i64(r, 0);
+    store_row_id(r, 1, a->delivery_id);
+    a->n = col_int(r, 2);
+    a->started_at = col_i64(r, 3);
+    a->duration_ms = col_int(r, 4);
+    a->status_code = col_int(r, 5);
+    a->error_class = col_str(r, 6, &ok);
+    a->error = col_str(r, 7, &ok);
+    a->response = col_str(r, 8, &ok);
+    a->node = col_str(r, 9, &ok);
+    if (!ok) {
+        attempt_free(a);
+        return HOOKD_ENOMEM;
+    }
+    return 0;
+}
+
+/* ---- lists --------------------------------------------------------------- */
+
+void store_free_event(void *item) { event_free(item); }
+void store_free_endpoint(void *item) { endpoint_free(item); }
+void store_free_delivery(void *item) { delivery_free(item); }
+void store_free_job(void *item) { delivery_job_free(item); }
+void store_free_attempt(void *item) { attempt_free(item); }
+
+void store_rows_start(struct store_rows *rows)
+{
+    *rows->items = NULL;
+    *rows->n = 0;
+    rows->cap = 0;
+}
+
+void *store_rows_slot(struct store_rows *rows)
+{
+    size_t n = *rows->n;
+    char *slot;
+
+    if (n >= rows->cap) {
+        size_t cap = rows->cap ? rows->cap * 2 : 16;
+        void *grown = cap <= SIZE_MAX / rows->item_size ? realloc(*rows->items, cap * rows->item_size) : NULL;
+        if (!grown)
+            return NULL;
+        *rows->items = grown;
+        rows->cap = cap;
+    }
+    slot = (char *)*rows->items + n * rows->item_size;
+    memset(slot, 0, rows->item_size);
+    return slot;
+}
+
+void store_rows_keep(struct store_rows *rows) { (*rows->n)++; }
+
+void store_rows_free(struct store_rows *rows)
+{
+    for (size_t i = 0; rows->item_free && i < *rows->n; i++)
+        rows->item_free((char *)*rows->items + i * rows->item_size);
+    free(*rows->items);
+    store_rows_start(rows);
+}
+
+int store_list_limit(int limit)
+{
+    if (limit <= 0)
+        return 100;
+    return limit > STORE_LIST_MAX ? STORE_LIST_MAX : limit;
+}
+
+/* ---- list queries ---------------------------------------------------------- */
+
+void store_sql_add(struct store_sql *q, const char *part)
+{
+    int n;
+
+    if (q->len >= sizeof q->text)
+        return;
+    n = snprintf(q->text + q->len, sizeof q->text - q->len, "%s", part);
+    q->len += n > 0 ? (size_t)n : 0;
+}
+
+int event_filter_mask(const struct event_filter *f)
+{
+    return (f->type ? EV_F_TYPE : 0) | (f->account ? EV_F_ACCOUNT : 0) | (f->since ? EV_F_SINCE : 0) |
+           (f->until ? EV_F_UNTIL : 0);
+}
+
+int delivery_filter_mask(const struct delivery_filter *f)
+{
+    return (f->event_id ? DL_F_EVENT : 0) | (f->endpoint_id ? DL_F_ENDPOINT : 0) | (f->account ? DL_F_ACCOUNT : 0) |
+           (f->status >= 0 ? DL_F_STATUS : 0) | (f->since ? DL_F_SINCE : 0) | (f->until ? DL_F_UNTIL : 0) |
+           (f->before_id ? DL_F_BEFORE : 0);
+}
+
+int endpoint_filter_mask(const struct endpoint_filter *f)
+{
+    return (f->account ? EP_F_ACCOUNT : 0) | (f->before_id ? EP_F_BEFORE : 0);
+}
+
+/* Term i (bit 1 << i) compares with parameter i + 1. */
+static void filter_sql(const char *const *terms, size_t n, int mask, char mark, char out[FILTER_SQL_MAX])
+{
+    size_t len = 0;
+
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        if (mask & (1 << i)) {
+            int w = snprintf(out + len, FILTER_SQL_MAX - len, " AND %s %c%zu", terms[i], mark, i + 1);
+            len += w > 0 && (size_t)w < FILTER_SQL_MAX - len ? (size_t)w : 0;
+        }
+    }
+}
+
+void event_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX])
+{
+    static const char *const terms[] = {"o.event_type =", "o.account =", "o.created_at >=", "o.created_at <"};
+
+    filter_sql(terms, sizeof terms / sizeof terms[0], mask, mark, out);
+}
+
+void delivery_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX])
+{
+    static const char *const terms[] = {"d.event_id =",      "d.endpoint_id =",  "d.account =", "d.status =",
+                                        "d.created_at >=", "d.created_at <", "d.id <"};
+
+    filter_sql(terms, sizeof terms / sizeof terms[0], mask, mark, out);
+}
+
+void endpoint_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX])
+{
+    static const char *const terms[] = {"account =", "id <"};
+
+    filter_sql(terms, sizeof terms / sizeof terms[0], mask, mark, out);
+}
+
+/* ---- values ------------------------------------------------------------------ */
+
+static struct store_value v_text(const char *t)
+{
+    return (struct store_value){.type = STORE_V_TEXT, .null = !t, .text = t};
+}
+static struct store_value v_int(int64_t n) { return (struct store_value){.type = STORE_V_INT, .num = n}; }
+static struct store_value v_i64(int64_t n) { return (struct store_value){.type = STORE_V_I64, .num = n}; }
+static struct store_value v_bool(bool b) { return (struct store_value){.type = STORE_V_BOOL, .num = b}; }
+static struct store_value v_null(enum store_value_type t) { return (struct store_value){.type = t, .null = true}; }
+/* A time or a count where 0 means none: SQL NULL. */
+static struct store_value v_time(int64_t ms) { return ms ? v_i64(ms) : v_null(STORE_V_I64); }
+static struct store_value v_code(int code) { return code ? v_int(code) : v_null(STORE_V_INT); }
+
+void store_event_values(struct event *ev, struct store_value v[STORE_EVENT_NVALUES])
+{
+    if (ev->id[0] == '\0')
+        id_new(ev->id, "evt_");
+    ev->created_at = clock_now_ms();
+    ev->dispatched_at = 0;
+    v[0] = v_text(ev->id);
+    v[1] = v_text(ev->account);
+    v[2] = v_text(ev->type);
+    v[3] = v_text(ev->resource_type);
+    v[4] = v_text(ev->resource_id);
+    v[5] = ev->has_resource_version ? v_i64(ev->resource_version) : v_null(STORE_V_I64);
+    v[6] = v_text(ev->payload ? ev->payload : "{}");
+    v[7] = v_text(ev->idempotency_key);
+    v[8] = v_i64(ev->created_at);
+}
+
+void store_endpoint_values(const struct endpoint *ep, const struct endpoint_json *j, int64_t now,
+                           struct store_value v[STORE_ENDPOINT_NVALUES])
+{
+    v[0] = v_text(ep->id);
+    v[1] = v_text(ep->account);
+    v[2] = v_text(ep->url);
+    v[3] = v_text(ep->description);
+    v[4] = v_text(j->event_types);
+    v[5] = v_text(j->secrets);
+    v[6] = v_bool(ep->enabled);
+    v[7] = v_text(ep->enabled ? NULL : ep->disabled_reason);
+    v[8] = v_text(ordering_name(ep->ordering));
+    v[9] = v_int(ep->max_in_flight);
+    v[10] = v_int(ep->rate_limit);
+    v[11] = v_i64(ep->timeout_ms);
+    v[12] = v_text(j->retry_schedule);
+    v[13] = v_i64(ep->created_at ? ep->created_at : now);
+    v[14] = v_i64(ep->updated_at ? ep->updated_at : now);
+}
+
+void store_delivery_values(const struct delivery *d, int64_t now, struct store_value v[STORE_DELIVERY_NVALUES])
+{
+    int64_t created = d->created_at ? d->created_at : now;
+
+    v[0] = v_text(d->id);
+    v[1] = v_text(d->event_id);
+    v[2] = v_text(d->endpoint_id);
+    v[3] = v_text(d->account);
+    v[4] = v_text(delivery_status_name(d->status));
+    v[5] = v_int(d->attempt_count);
+    v[6] = v_time(delivery_status_open(d->status) ? (d->next_attempt_at ? d->next_attempt_at : created) : 0);
+    v[7] = v_code(d->last_status_code);
+    v[8] = v_text(d->last_error);
+    v[9] = v_time(d->first_attempt_at);
+    v[10] = v_time(d->last_attempt_at);
+    v[11] = v_time(d->delivered_at);
+    v[12] = v_i64(created);
+    v[13] = v_text(d->lease_owner);
+    v[14] = v_time(d->lease_owner ? d->lease_until : 0);
+    v[15] = v_i64(d->lease_token);
+}
+
+/* ---- events ---------------------------------------------------------------- */
+
+int store_event_conflict(struct store *s, const struct event *ev, struct event *existing, store_event_lookup_fn lookup)
+{
+    struct event scratch;
+    struct event *out = existing ? existing : &scratch;
+    int result = HOOKD_ENOTFOUND;
+
+    if (ev->idempotency_key)
+        result = lookup(s, true, ev->idempotency_key, out);
+    if (result == HOOKD_ENOTFOUND)
+        result = lookup(s, false, ev->id, out);
+    if (result == 0 && !existing)
+        event_free(&scratch);
+    return result == 0 || result == HOOKD_ENOTFOUND ? HOOKD_EEXISTS : result;
+}

@@ -1,0 +1,173 @@
+/*
+ * What the store backends share, written once above them (callers never
+ * include this): the column lists and record readers of every table, the
+ * lists row readers fill, list filters in SQL, and an insert's conflict check.
+ */
+#ifndef HOOKD_STORE_COMMON_H
+#define HOOKD_STORE_COMMON_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/store.h"
+
+/* ---- columns: the select lists the record readers read, in their order --- */
+
+#define STORE_EVENT_COLUMNS                                                                                \
+    "o.seq, o.id, o.event_type, o.account, o.resource_type, o.resource_id, o.resource_version, o.payload, " \
+    "o.idempotency_key, o.created_at, o.dispatched_at"
+#define STORE_EVENT_NCOLS 11
+#define STORE_ENDPOINT_COLUMNS                                                                                 \
+    "id, account, url, description, event_types, secrets, enabled, disabled_reason, ordering, max_in_flight, " \
+    "rate_limit, timeout_ms, retry_schedule, created_at, updated_at"
+#define STORE_DELIVERY_COLUMNS                                                                                 \
+    "d.id, d.event_id, d.endpoint_id, d.account, d.status, d.attempt_count, d.next_attempt_at, "              \
+    "d.last_status_code, d.last_error, d.first_attempt_at, d.last_attempt_at, d.delivered_at, d.created_at, " \
+    "d.lease_owner, d.lease_until, d.lease_token"
+#define STORE_DELIVERY_NCOLS 16
+/* A job's row: STORE_DELIVERY_COLUMNS, then STORE_EVENT_COLUMNS. */
+#define STORE_JOB_COLUMNS STORE_DELIVERY_COLUMNS ", " STORE_EVENT_COLUMNS
+#define STORE_ATTEMPT_COLUMNS \
+    "id, delivery_id, n, started_at, duration_ms, status_code, error_class, error, response, node"
+
+/* ---- rows: one result row, whichever backend it comes from ---------------- */
+
+struct store_row;
+struct store_row_ops {
+    bool (*null)(const struct store_row *r, int col);
+    /* Borrowed text, valid until the row moves on; NULL for SQL NULL. */
+    const char *(*text)(const struct store_row *r, int col);
+    /* A heap copy, NULL for SQL NULL; *ok turns false on OOM. */
+    char *(*str)(const struct store_row *r, int col, bool *ok);
+    int64_t (*i64)(const struct store_row *r, int col); /* NULL reads as 0 */
+    bool (*flag)(const struct store_row *r, int col);   /* a boolean column */
+};
+struct store_row {
+    const struct store_row_ops *ops;
+    const void *src; /* the backend's statement or result */
+    int row;         /* the row number in src, where the backend has one */
+};
+/* An id column into a fixed buffer ("" for SQL NULL). */
+void store_row_id(const struct store_row *r, int col, char out[HOOKD_ID_MAX]);
+
+/*
+ * Fills *item (zeroed by the caller) from the row's columns in the order of
+ * the matching STORE_*_COLUMNS. On failure (HOOKD_ENOMEM; HOOKD_EIO for an
+ * endpoint's malformed JSON) the item is freed again.
+ */
+typedef int (*store_read_fn)(const struct store_row *r, void *item);
+int store_read_event(const struct store_row *r, void *item);       /* struct event */
+int store_read_endpoint(const struct store_row *r, void *item);    /* struct endpoint */
+int store_read_delivery(const struct store_row *r, void *item);    /* struct delivery */
+int store_read_job(const struct store_row *r, void *item);         /* struct delivery_job */
+int store_read_attempt(const struct store_row *r, void *item);     /* struct attempt */
+
+/* ---- lists the row readers fill ----------------------------------------- */
+
+/* An event_list, endpoint_list, … seen without its type. */
+struct store_rows {
+    void **items;
+    size_t *n;
+    size_t item_size;
+    void (*item_free)(void *item); /* NULL: the items own nothing */
+    size_t cap;
+};
+#define STORE_ROWS(list, free_fn)                                                                       \
+    ((struct store_rows){.items = (void **)&(list)->items, .n = &(list)->n, .item_size = sizeof *(list)->items, \
+                         .item_free = (free_fn)})
+/* The item_free of each list type. */
+void store_free_event(void *item);
+void store_free_endpoint(void *item);
+void store_free_delivery(void *item);
+void store_free_job(void *item);
+void store_free_attempt(void *item);
+
+/* Empties the list without freeing anything (its start state). */
+void store_rows_start(struct store_rows *rows);
+/* A zeroed item after the last, or NULL when out of memory; it counts once
+ * store_rows_keep() is called. */
+void *store_rows_slot(struct store_rows *rows);
+void store_rows_keep(struct store_rows *rows);
+/* Frees every item and the array; the list is empty afterwards. */
+void store_rows_free(struct store_rows *rows);
+
+/* A list limit clamped to 1..STORE_LIST_MAX (0 or less: 100). */
+int store_list_limit(int limit);
+
+/* ---- list queries ------------------------------------------------------- */
+
+/* Bounded SQL text for the list queries assembled from filters. */
+struct store_sql {
+    char text[2048];
+    size_t len;
+};
+void store_sql_add(struct store_sql *q, const char *part);
+
+/*
+ * Which filters a list query has (one bit each, so one statement per
+ * combination) and their SQL, the same for both backends but for the
+ * placeholder mark ('$' or '?'). Filter i compares its column with parameter
+ * i + 1, used by the statement or not.
+ */
+enum { EV_F_TYPE = 1, EV_F_ACCOUNT = 2, EV_F_SINCE = 4, EV_F_UNTIL = 8, EV_F_COMBINATIONS = 16 };
+enum {
+    DL_F_EVENT = 1,
+    DL_F_ENDPOINT = 2,
+    DL_F_ACCOUNT = 4,
+    DL_F_STATUS = 8,
+    DL_F_SINCE = 16,
+    DL_F_UNTIL = 32,
+    DL_F_BEFORE = 64,
+    DL_F_COMBINATIONS = 128,
+};
+enum { EP_F_ACCOUNT = 1, EP_F_BEFORE = 2, EP_F_COMBINATIONS = 4 };
+int event_filter_mask(const struct event_filter *f);
+int delivery_filter_mask(const struct delivery_filter *f);
+int endpoint_filter_mask(const struct endpoint_filter *f);
+/* " AND o.event_type = $1 AND …" for the bits of mask, in a buffer of FILTER_SQL_MAX bytes. */
+#define FILTER_SQL_MAX 256
+void event_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX]);
+void delivery_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX]);
+void endpoint_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX]);
+
+/* ---- values: a row to write, bound by each backend its way ---------------- */
+
+enum store_value_type { STORE_V_TEXT, STORE_V_INT, STORE_V_I64, STORE_V_BOOL };
+struct store_value {
+    enum store_value_type type;
+    bool null;        /* SQL NULL of that type */
+    const char *text; /* STORE_V_TEXT: borrowed from the record */
+    int64_t num;      /* the others */
+};
+
+struct endpoint_json;
+/* The columns an insert writes; its parameter i + 1 is values[i]. */
+#define STORE_EVENT_INSERT_COLUMNS \
+    "id, account, event_type, resource_type, resource_id, resource_version, payload, idempotency_key, created_at"
+#define STORE_EVENT_NVALUES 9
+#define STORE_ENDPOINT_NVALUES 15 /* STORE_ENDPOINT_COLUMNS: enabled is 7, updated_at 15 */
+#define STORE_DELIVERY_INSERT_COLUMNS                                                                          \
+    "id, event_id, endpoint_id, account, status, attempt_count, next_attempt_at, last_status_code, last_error, " \
+    "first_attempt_at, last_attempt_at, delivered_at, created_at, lease_owner, lease_until, lease_token"
+#define STORE_DELIVERY_NVALUES 16
+/* Gives ev an id when it has none, created_at now and no dispatched_at, and fills v. */
+void store_event_values(struct event *ev, struct store_value v[STORE_EVENT_NVALUES]);
+/* ep's row as written at now (created_at and updated_at default to it); j holds its JSON columns. */
+void store_endpoint_values(const struct endpoint *ep, const struct endpoint_json *j, int64_t now,
+                           struct store_value v[STORE_ENDPOINT_NVALUES]);
+/* d's row as inserted at now: created_at defaults to now, an open delivery without a time is due at
+ * created_at, a final one has none, and lease_until counts only with a lease_owner. */
+void store_delivery_values(const struct delivery *d, int64_t now, struct store_value v[STORE_DELIVERY_NVALUES]);
+
+/* ---- events ------------------------------------------------------------- */
+
+/* A backend's lookup of one event by its id, or (by_key) by its idempotency key; ENOTFOUND when absent. */
+typedef int (*store_event_lookup_fn)(struct store *s, bool by_key, const char *key, struct event *out);
+/*
+ * After an insert of ev changed nothing (ON CONFLICT DO NOTHING): the row it
+ * ran into, the idempotency key's else the id's, into *existing (when not
+ * NULL). Returns HOOKD_EEXISTS, or the lookup's error.
+ */
+__attribute__((warn_unused_result)) int store_event_conflict(struct store *s, const struct event *ev,
+                                                             struct event *existing, store_event_lookup_fn lookup);
+#endif
