@@ -123,6 +123,46 @@ out:
     return r;
 }
 
+/* The dispatcher, then the relay that feeds it: each gets the parts and settings it uses, never the daemon. */
+static int outbound_start(struct daemon *d)
+{
+    const struct config *cfg = &d->cfg;
+    const struct dispatcher_deps dd = {
+        .store = cfg->store,
+        .node = d->node,
+        .writer = d->writer,
+        .claimer = d->claimer,
+        .hub = d->hub,
+        .retry = cfg->retry,
+        .timeout_ms = cfg->timeout_ms,
+        .connect_timeout_ms = cfg->connect_timeout_ms,
+        .response_max = cfg->response_max,
+        .lease_ms = cfg->lease_ms,
+        .max_in_flight = cfg->max_in_flight,
+        .endpoint_max_in_flight = cfg->endpoint_max_in_flight,
+        .window = cfg->window,
+        .allow_private_networks = cfg->allow_private_networks,
+    };
+    int r = dispatcher_start(&dd, &d->dispatcher);
+
+    if (r != 0) {
+        log_error("serve", "cannot start the dispatcher: %s", hookd_strerror(r));
+        return r;
+    }
+    const struct relay_deps rd = {
+        .store = cfg->store,
+        .node = d->node,
+        .lease_ms = cfg->lease_ms,
+        .endpoint_max_in_flight = cfg->endpoint_max_in_flight,
+        .writer = d->writer,
+        .dispatcher = d->dispatcher,
+    };
+    r = relay_start(&rd, &d->relay);
+    if (r != 0)
+        log_error("serve", "cannot start the relay: %s", hookd_strerror(r));
+    return r;
+}
+
 static void on_outbox_changed(void *arg) { relay_wake(arg); }
 static void on_endpoints_changed(void *arg) { dispatcher_endpoints_changed(arg); }
 static void on_deliveries_due(void *arg) { dispatcher_wake(arg); }
@@ -231,16 +271,9 @@ int daemon_run(const struct config *cfg)
     r = store_pool_create(cfg->store, 8, &d->readers);
     if (r != 0)
         goto out;
-    r = dispatcher_start(d, &d->dispatcher);
-    if (r != 0) {
-        log_error("serve", "cannot start the dispatcher: %s", hookd_strerror(r));
+    r = outbound_start(d);
+    if (r != 0)
         goto out;
-    }
-    r = relay_start(d, &d->relay);
-    if (r != 0) {
-        log_error("serve", "cannot start the relay: %s", hookd_strerror(r));
-        goto out;
-    }
     r = hub_wire(d);
     if (r != 0)
         goto out;

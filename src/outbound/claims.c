@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "core/clock.h"
-#include "daemon.h"
 #include "outbound/dispatcher.h"
 #include "outbound/dispatcher_internal.h"
 #include "outbound/outage.h"
@@ -28,7 +27,7 @@ static int op_claim(struct store *s, void *arg)
     int64_t at = 0;
     int rc;
 
-    rc = store_delivery_claim_due(s, q->d->node, c->now, c->lease_until, c->limit, q->d->cfg.endpoint_max_in_flight,
+    rc = store_delivery_claim_due(s, q->deps.node, c->now, c->lease_until, c->limit, q->deps.endpoint_max_in_flight,
                                   &c->jobs);
     if (rc != 0)
         return rc;
@@ -75,15 +74,15 @@ void claims_maybe(struct dispatcher *q, int64_t now)
      * claim writer of its own, job_finished asks for it after the commit.)
      */
     if (!atomic_exchange(&q->claim_wanted, false) && now < q->next_wake_at &&
-        !(q->due_held_back && q->freed_since_claim && q->d->claimer == NULL))
+        !(q->due_held_back && q->freed_since_claim && q->deps.claimer == NULL))
         return;
     memset(&q->claim, 0, sizeof q->claim);
     q->claim.limit = room < CLAIM_BATCH_MAX ? room : CLAIM_BATCH_MAX;
     q->claim.now = now;
-    q->claim.lease_until = now + q->d->cfg.lease_ms;
+    q->claim.lease_until = now + q->deps.lease_ms;
     /* The claimed rows take window slots before they arrive; the unused rest is given back on return. */
     atomic_fetch_add(&q->held, q->claim.limit);
-    rc = writer_submit(q->d->claimer != NULL ? q->d->claimer : q->d->writer, op_claim, op_claim_done, q);
+    rc = writer_submit(q->deps.claimer != NULL ? q->deps.claimer : q->deps.writer, op_claim, op_claim_done, q);
     if (rc != 0) {
         atomic_fetch_sub(&q->held, q->claim.limit);
         log_limited(&q->lim_writer, LOG_WARN, PART, "cannot queue a claim: %s", hookd_strerror(rc));

@@ -19,7 +19,7 @@
 
 #include "core/clock.h"
 #include "core/ids.h"
-#include "daemon.h"
+#include "hub.h"
 #include "log.h"
 #include "outbound/dispatcher_internal.h"
 #include "outbound/outage.h"
@@ -139,9 +139,9 @@ void dispatcher_job_submit(struct dispatcher *q, struct job *j, enum job_phase p
 
     j->phase = phase;
     if (phase == JOB_RECORDING)
-        rc = writer_submit_grouped(q->d->writer, op_record, group_record, op_job_done, j);
+        rc = writer_submit_grouped(q->deps.writer, op_record, group_record, op_job_done, j);
     else
-        rc = writer_submit_deferred(q->d->writer, op_release, op_job_done, j);
+        rc = writer_submit_deferred(q->deps.writer, op_release, op_job_done, j);
     if (rc != 0) {
         log_limited(&q->lim_writer, LOG_WARN, PART, "cannot queue a write for %s: %s (its lease will expire)",
                     j->dj.d.id, hookd_strerror(rc));
@@ -209,7 +209,7 @@ static void job_record(struct dispatcher *q, struct job *j, const struct request
 static void job_start(struct dispatcher *q, struct job *j, struct request *r)
 {
     const struct endpoint *ep = &j->ep->ep;
-    int64_t timeout = ep->timeout_ms > 0 ? ep->timeout_ms : q->d->cfg.timeout_ms;
+    int64_t timeout = ep->timeout_ms > 0 ? ep->timeout_ms : q->deps.timeout_ms;
     int64_t now = clock_now_ms();
     int rc;
 
@@ -342,7 +342,7 @@ static void job_record(struct dispatcher *q, struct job *j, const struct request
 {
     int64_t now = clock_now_ms();
 
-    job_set_result(j, &j->ep->policy, o, response, started_at, now, rnd01(q), q->d->node);
+    job_set_result(j, &j->ep->policy, o, response, started_at, now, rnd01(q), q->deps.node);
     q->freed_since_claim = true;
     if (j->fanout > q->fanouts_decided) {
         /* Its fan-out may not have committed yet: the write would not find the row. */
@@ -436,10 +436,13 @@ static void job_finished(struct dispatcher *q, struct job *j)
             if (j->result.status == DELIVERY_RETRYING)
                 q->next_wake_at = min64(q->next_wake_at, j->result.next_attempt_at);
             /* Claims on a connection of their own see the freed lease only now. */
-            if (q->due_held_back && q->d->claimer != NULL)
+            if (q->due_held_back && q->deps.claimer != NULL)
                 q->next_wake_at = 0;
-            if (j->result.disable_endpoint_reason != NULL)
+            if (j->result.disable_endpoint_reason != NULL) {
+                /* Ours to reload at once; the hub tells the rest (the relay reads the version anyway). */
                 atomic_store(&q->endpoints_dirty, true);
+                hub_notify(q->deps.hub, HUB_ENDPOINTS_CHANGED);
+            }
         } else if (j->op_result == HOOKD_ESTALE) {
             log_debug(PART, "%s: lease taken over meanwhile, attempt not recorded", j->dj.d.id);
         } else if (store_down(j->op_result) && !atomic_load(&q->stopping)) {
@@ -600,8 +603,8 @@ static void *dispatcher_main(void *arg)
         curl_multi_perform(q->multi, &running);
         if (transfers_finish(q) > 0 && !atomic_load(&q->stopping)) {
             /* Due deliveries wait for the leases these results free: no waiting for company. */
-            if (q->due_held_back && q->d->claimer != NULL)
-                writer_flush(q->d->writer);
+            if (q->due_held_back && q->deps.claimer != NULL)
+                writer_flush(q->deps.writer);
             continue; /* slots opened: start what waits before sleeping */
         }
         curl_multi_poll(q->multi, NULL, 0, atomic_load(&q->stopping) ? 50 : poll_timeout(q, now, mono), NULL);
@@ -628,10 +631,10 @@ static void dispatcher_free(struct dispatcher *q)
     curl_global_cleanup();
 }
 
-int dispatcher_start(struct daemon *d, struct dispatcher **out)
+int dispatcher_start(const struct dispatcher_deps *deps, struct dispatcher **out)
 {
     struct dispatcher *q = NULL;
-    int max = d->cfg.max_in_flight > 0 ? d->cfg.max_in_flight : 1;
+    int max = deps->max_in_flight > 0 ? deps->max_in_flight : 1;
     int rc = HOOKD_ENOMEM;
 
     *out = NULL;
@@ -643,11 +646,11 @@ int dispatcher_start(struct daemon *d, struct dispatcher **out)
         return HOOKD_ENOMEM;
     }
     pthread_mutex_init(&q->mu, NULL);
-    q->d = d;
+    q->deps = *deps;
     q->max_in_flight = max;
-    q->ropt.connect_timeout_ms = d->cfg.connect_timeout_ms;
-    q->ropt.response_max = d->cfg.response_max > 0 ? (size_t)d->cfg.response_max : 0;
-    q->ropt.allow_private_networks = d->cfg.allow_private_networks;
+    q->ropt.connect_timeout_ms = deps->connect_timeout_ms;
+    q->ropt.response_max = deps->response_max > 0 ? (size_t)deps->response_max : 0;
+    q->ropt.allow_private_networks = deps->allow_private_networks;
     random_bytes(&q->rng, sizeof q->rng);
     q->rng |= 1; /* xorshift must not start at 0 */
     q->requests = calloc((size_t)max, sizeof *q->requests);
@@ -659,9 +662,9 @@ int dispatcher_start(struct daemon *d, struct dispatcher **out)
         rc = HOOKD_EINVAL;
         goto fail;
     }
-    rc = job_table_init(&q->jobs, d->cfg.window > 0 ? (size_t)d->cfg.window : 1);
+    rc = job_table_init(&q->jobs, deps->window > 0 ? (size_t)deps->window : 1);
     if (rc == 0)
-        rc = endpoint_cache_init(&q->cache, &d->cfg);
+        rc = endpoint_cache_init(&q->cache, q->deps.store, &q->deps.retry, q->deps.endpoint_max_in_flight);
     if (rc != 0)
         goto fail;
     rc = endpoint_cache_reload(&q->cache);
@@ -741,7 +744,7 @@ void dispatcher_fanout_decided(struct dispatcher *q, uint64_t fanout)
         curl_multi_wakeup(q->multi);
 }
 
-int dispatcher_room(struct dispatcher *q) { return q->d->cfg.window - atomic_load(&q->held); }
+int dispatcher_room(struct dispatcher *q) { return q->deps.window - atomic_load(&q->held); }
 
 void dispatcher_wake(struct dispatcher *q)
 {

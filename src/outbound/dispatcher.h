@@ -17,14 +17,38 @@
  */
 #ifndef HOOKD_OUTBOUND_DISPATCHER_H
 #define HOOKD_OUTBOUND_DISPATCHER_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "core/retry.h"
 #include "store/store.h"
 
-struct daemon;
 struct dispatcher;
+struct hub;
+struct writer;
 
-__attribute__((warn_unused_result)) int dispatcher_start(struct daemon *d, struct dispatcher **out);
+/*
+ * What the dispatcher uses, given when it starts (copied; the pointers are
+ * borrowed and must outlive the dispatcher).
+ */
+struct dispatcher_deps {
+    const char *store;          /* DSN of the endpoint cache's own read connection */
+    const char *node;           /* lease owner name of this process */
+    struct writer *writer;      /* attempt results and lease releases (and claims when claimer is NULL) */
+    struct writer *claimer;     /* shared stores: claims on a connection of their own; NULL: on writer */
+    struct hub *hub;            /* told of endpoints the dispatcher disables (410); may be NULL */
+    struct retry_policy retry;  /* global schedule; an endpoint's own schedule overrides it */
+    int64_t timeout_ms;         /* per attempt, unless the endpoint sets its own */
+    int64_t connect_timeout_ms;
+    int64_t response_max;       /* response snippet kept per attempt, bytes */
+    int64_t lease_ms;           /* lease of claimed deliveries */
+    int max_in_flight;          /* whole dispatcher */
+    int endpoint_max_in_flight; /* per endpoint unless it sets its own */
+    int window;                 /* deliveries held in memory */
+    bool allow_private_networks;
+};
+
+__attribute__((warn_unused_result)) int dispatcher_start(const struct dispatcher_deps *deps, struct dispatcher **out);
 /* Takes ownership of jobs->items (jobs is emptied). Never blocks. */
 void dispatcher_enqueue(struct dispatcher *q, struct job_list *jobs);
 /*

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "log.h"
+#include "outbound/dispatcher.h"
 #include "outbound/endpoint_cache.h"
 #include "outbound/jobs.h"
 #include "outbound/request.h"
@@ -46,7 +47,7 @@ struct claim {
 };
 
 struct dispatcher {
-    struct daemon *d;
+    struct dispatcher_deps deps; /* the parts and settings it was started with */
     pthread_t thread;
     CURLM *multi;
     atomic_int held;
@@ -67,7 +68,7 @@ struct dispatcher {
     /* loop thread only */
     struct endpoint_cache cache;
     struct request_options ropt;
-    int max_in_flight;         /* cfg.max_in_flight, at least 1 */
+    int max_in_flight;         /* deps.max_in_flight, at least 1 */
     struct request **requests; /* every handle made, up to max_in_flight */
     int n_requests;
     struct request **idle;     /* handles not in a transfer */

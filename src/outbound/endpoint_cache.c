@@ -23,10 +23,13 @@ static uint64_t id_hash(const char *id)
     return h;
 }
 
-int endpoint_cache_init(struct endpoint_cache *c, const struct config *cfg)
+int endpoint_cache_init(struct endpoint_cache *c, const char *store, const struct retry_policy *policy,
+                        int default_cap)
 {
     memset(c, 0, sizeof *c);
-    c->cfg = cfg;
+    c->store = store;
+    c->policy = policy;
+    c->default_cap = default_cap;
     c->buckets = calloc(BUCKETS_MIN, sizeof *c->buckets);
     if (c->buckets == NULL)
         return HOOKD_ENOMEM;
@@ -96,7 +99,7 @@ static struct ep_state *state_add(struct endpoint_cache *c, const char *id)
         return NULL;
     snprintf(st->id, sizeof st->id, "%s", id);
     st->cap = 1;
-    st->policy = c->cfg->retry;
+    st->policy = *c->policy;
     k = id_hash(st->id) & (c->n_buckets - 1);
     st->hash_next = c->buckets[k];
     c->buckets[k] = st;
@@ -118,13 +121,13 @@ static void state_set(struct endpoint_cache *c, struct ep_state *st, struct endp
     st->ep = *src;
     memset(src, 0, sizeof *src);
     st->present = true;
-    st->policy = c->cfg->retry;
+    st->policy = *c->policy;
     if (st->ep.n_retry_schedule > 0) {
         size_t n = st->ep.n_retry_schedule < RETRY_MAX_SCHEDULE ? st->ep.n_retry_schedule : RETRY_MAX_SCHEDULE;
         memcpy(st->policy.schedule_ms, st->ep.retry_schedule_ms, n * sizeof st->policy.schedule_ms[0]);
         st->policy.n_schedule = n;
     }
-    st->cap = st->ep.max_in_flight > 0 ? st->ep.max_in_flight : c->cfg->endpoint_max_in_flight;
+    st->cap = st->ep.max_in_flight > 0 ? st->ep.max_in_flight : c->default_cap;
     if (st->cap < 1)
         st->cap = 1;
 }
@@ -151,7 +154,7 @@ static int connection(struct endpoint_cache *c)
 {
     if (c->rd != NULL)
         return 0;
-    return store_open(c->cfg->store, &c->rd);
+    return store_open(c->store, &c->rd);
 }
 
 /* An error may mean a broken connection: start over with a new one next time. */

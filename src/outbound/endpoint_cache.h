@@ -20,7 +20,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
 #include "core/retry.h"
 #include "store/store.h"
 
@@ -43,7 +42,9 @@ struct ep_state {
 };
 
 struct endpoint_cache {
-    const struct config *cfg;
+    const char *store;                  /* DSN, borrowed */
+    const struct retry_policy *policy;  /* global schedule, borrowed */
+    int default_cap;                    /* in-flight cap of endpoints without their own */
     struct store *rd; /* opened lazily, reopened after errors */
     struct ep_state **buckets;
     size_t n_buckets, n_states;
@@ -52,7 +53,9 @@ struct endpoint_cache {
     bool loaded;
 };
 
-__attribute__((warn_unused_result)) int endpoint_cache_init(struct endpoint_cache *c, const struct config *cfg);
+/* store and policy are borrowed: they must outlive the cache. */
+__attribute__((warn_unused_result)) int endpoint_cache_init(struct endpoint_cache *c, const char *store,
+                                                            const struct retry_policy *policy, int default_cap);
 void endpoint_cache_destroy(struct endpoint_cache *c); /* every FIFO must be empty */
 __attribute__((warn_unused_result)) int endpoint_cache_reload(struct endpoint_cache *c);
 __attribute__((warn_unused_result)) int endpoint_cache_revalidate(struct endpoint_cache *c);

@@ -37,7 +37,6 @@
 #include "core/clock.h"
 #include "core/filter.h"
 #include "core/ids.h"
-#include "daemon.h"
 #include "log.h"
 #include "outbound/dispatcher.h"
 #include "outbound/outage.h"
@@ -53,7 +52,7 @@
 #define BACKOFF_MAX_MS 1000
 
 struct relay {
-    struct daemon *d;
+    struct relay_deps deps;
     pthread_t thread;
     pthread_mutex_t mu;
     int wake_fd; /* eventfd: relay_wake, relay_stop */
@@ -80,7 +79,7 @@ struct relay {
     int64_t backoff_ms, retry_at_mono;
 };
 
-/* ---- the fan-out op (writer thread) -------------------------------------- */
+/* ---- the shared-store fan-out (relay thread, on the relay's connection) --- */
 
 /* Reloads the endpoints unless those loaded are of the given version. */
 static int endpoints_of_version(struct relay *r, struct store *s, int64_t version)
@@ -188,7 +187,7 @@ static int job_add(struct relay *r, const struct delivery *d, const struct event
 
 /* One delivery of ev to ep: skipped (disabled), dead (payload not JSON), or
  * pending, due now and, when leased, leased to us. Strings are borrowed from
- * ev and the daemon. */
+ * ev and the relay's deps. */
 static void delivery_plan(struct relay *r, const struct event *ev, const struct endpoint *ep, bool valid_json,
                           bool leased, int64_t now, struct delivery *out)
 {
@@ -209,8 +208,8 @@ static void delivery_plan(struct relay *r, const struct event *ev, const struct 
         d.status = DELIVERY_PENDING;
         d.next_attempt_at = now;
         if (leased) {
-            d.lease_owner = r->d->node;
-            d.lease_until = now + r->d->cfg.lease_ms;
+            d.lease_owner = (char *)r->deps.node; /* borrowed: the store only reads it, job_add copies it */
+            d.lease_until = now + r->deps.lease_ms;
             d.lease_token = 1;
         }
     }
@@ -274,7 +273,7 @@ static int fanout_slots_get(struct relay *r, struct store *s, const struct event
             }
         }
     }
-    return store_delivery_slots(s, now, r->d->cfg.endpoint_max_in_flight, fs->ids, fs->n, fs->slots);
+    return store_delivery_slots(s, now, r->deps.endpoint_max_in_flight, fs->ids, fs->n, fs->slots);
 }
 
 /*
@@ -314,7 +313,7 @@ static int fanout_rows(struct relay *r, struct store *s, int limit, size_t *fetc
     rc = endpoints_of_version(r, s, version);
     if (rc == 0)
         rc = fanout_slots_get(r, s, &evs, valid, now, &fs);
-    room = dispatcher_room(r->d->dispatcher);
+    room = dispatcher_room(r->deps.dispatcher);
     for (size_t i = 0; i < evs.n && rc == 0; i++) {
         const struct event *ev = &evs.items[i];
 
@@ -367,7 +366,7 @@ static int fan_out_batch(struct relay *r, int limit, size_t *fetched)
         return rc;
     rc = fanout_rows(r, r->rd, limit, fetched);
     if (rc == 0 && r->op_jobs.n > 0)
-        fanout = dispatcher_enqueue_tentative(r->d->dispatcher, &r->op_jobs);
+        fanout = dispatcher_enqueue_tentative(r->deps.dispatcher, &r->op_jobs);
     /*
      * Not waiting for the disk: the fan-out acknowledges nothing. Undone by a
      * crash of the server, its rows are fanned out again (and sent again with
@@ -377,10 +376,10 @@ static int fan_out_batch(struct relay *r, int limit, size_t *fetched)
     rc = rc == 0 ? store_commit_lazy(r->rd) : rc;
     if (rc != 0 && store_rollback(r->rd) != 0)
         log_limited(&r->lim, LOG_WARN, PART, "rollback after a failed fan-out failed too");
-    dispatcher_fanout_decided(r->d->dispatcher, fanout);
+    dispatcher_fanout_decided(r->deps.dispatcher, fanout);
     /* Deliveries left in the store for the caps: the dispatcher claims them when slots free up. */
     if (rc == 0 && r->op_left_due)
-        dispatcher_wake(r->d->dispatcher);
+        dispatcher_wake(r->deps.dispatcher);
     job_list_free(&r->op_jobs);
     r->op_jobs_cap = 0;
     return rc;
@@ -487,13 +486,13 @@ static int hand_off_batch(struct relay *r, int limit, size_t *fetched)
     }
     *fetched = h->evs.n;
     r->handed_seq = h->seqs[h->evs.n - 1];
-    rc = writer_submit_deferred(r->d->writer, op_record_handoff, op_record_handoff_done, h);
+    rc = writer_submit_deferred(r->deps.writer, op_record_handoff, op_record_handoff_done, h);
     if (rc != 0) {
         r->handed_seq = h->seqs[0] - 1;
         goto fail;
     }
     if (r->op_jobs.n > 0)
-        dispatcher_enqueue(r->d->dispatcher, &r->op_jobs);
+        dispatcher_enqueue(r->deps.dispatcher, &r->op_jobs);
     job_list_free(&r->op_jobs);
     r->op_jobs_cap = 0;
     return 0;
@@ -539,7 +538,7 @@ static bool fan_out_pending(struct relay *r)
         size_t fetched = 0;
         int room, limit, rc;
 
-        rc = r->rd != NULL ? 0 : store_open(r->d->cfg.store, &r->rd);
+        rc = r->rd != NULL ? 0 : store_open(r->deps.store, &r->rd);
         /* A shared store's fan-out finds out itself, in the round trip that locks the rows. */
         if (rc == 0 && store_backend(r->rd)->single_node)
             rc = store_outbox_pending(r->rd, &any);
@@ -553,7 +552,7 @@ static bool fan_out_pending(struct relay *r)
         }
         if (!any)
             return false;
-        room = dispatcher_room(r->d->dispatcher);
+        room = dispatcher_room(r->deps.dispatcher);
         if (room <= 0)
             return true;
         limit = room < FANOUT_BATCH_MAX ? room : FANOUT_BATCH_MAX;
@@ -658,7 +657,7 @@ static void relay_free(struct relay *r)
     free(r);
 }
 
-int relay_start(struct daemon *d, struct relay **out)
+int relay_start(const struct relay_deps *deps, struct relay **out)
 {
     struct relay *r = calloc(1, sizeof *r);
     int rc;
@@ -666,7 +665,7 @@ int relay_start(struct daemon *d, struct relay **out)
     *out = NULL;
     if (r == NULL)
         return HOOKD_ENOMEM;
-    r->d = d;
+    r->deps = *deps;
     r->rewind_to = -1;
     pthread_mutex_init(&r->mu, NULL);
     r->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -675,7 +674,7 @@ int relay_start(struct daemon *d, struct relay **out)
         goto fail;
     }
     /* The change check needs a connection from the start, or the first commits would go unnoticed. */
-    rc = store_open(d->cfg.store, &r->rd);
+    rc = store_open(deps->store, &r->rd);
     if (rc != 0)
         goto fail;
     if (pthread_create(&r->thread, NULL, relay_main, r) != 0) {

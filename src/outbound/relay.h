@@ -16,10 +16,23 @@
  */
 #ifndef HOOKD_OUTBOUND_RELAY_H
 #define HOOKD_OUTBOUND_RELAY_H
-struct daemon;
-struct relay;
+#include <stdint.h>
 
-__attribute__((warn_unused_result)) int relay_start(struct daemon *d, struct relay **out);
+struct dispatcher;
+struct relay;
+struct writer;
+
+/* What the relay uses, given when it starts (copied; the pointers are borrowed and must outlive the relay). */
+struct relay_deps {
+    const char *store;             /* DSN of the relay's own connection */
+    const char *node;              /* lease owner of the deliveries it leases */
+    int64_t lease_ms;
+    int endpoint_max_in_flight;    /* default cap for the free-slot count of a shared store's fan-out */
+    struct writer *writer;         /* single-node stores: records the fan-outs handed over */
+    struct dispatcher *dispatcher; /* downstream: gets the leased deliveries, is asked for room */
+};
+
+__attribute__((warn_unused_result)) int relay_start(const struct relay_deps *deps, struct relay **out);
 void relay_wake(struct relay *r);
 void relay_stop(struct relay *r);
 #endif

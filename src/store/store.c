@@ -56,9 +56,11 @@ void store_close(struct store *s)
 
 static pthread_mutex_t fault_mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_bool fault_armed;
-static char fault_method[64];   /* empty: any method */
+static char fault_method[64];   /* empty: any method but the polling ones */
 static int fault_countdown;
 static int fault_err;
+static atomic_uint_least64_t fault_calls; /* counted calls, for torture tests */
+static _Thread_local bool fault_exempt;   /* this thread's calls are neither counted nor failed */
 
 void store_fault_inject(const char *method, int n, int err)
 {
@@ -72,15 +74,31 @@ void store_fault_inject(const char *method, int n, int err)
     pthread_mutex_unlock(&fault_mu);
 }
 
+bool store_fault_pending(void) { return atomic_load(&fault_armed); }
+uint64_t store_fault_calls(void) { return atomic_load(&fault_calls); }
+void store_fault_exempt_thread(bool exempt) { fault_exempt = exempt; }
+
+/* The calls a loop makes every millisecond or so while idle: only a fault naming them hits them. */
+static bool fault_polling(const char *method)
+{
+    return strcmp(method, "changed") == 0 || strcmp(method, "changed_fd") == 0;
+}
+
 /* Returns the injected error when this call is the armed one, else 0. */
 static int fault_check(const char *method)
 {
     int err = 0;
+    bool polling;
 
+    if (fault_exempt)
+        return 0;
+    polling = fault_polling(method);
+    if (!polling)
+        atomic_fetch_add_explicit(&fault_calls, 1, memory_order_relaxed);
     if (!atomic_load_explicit(&fault_armed, memory_order_relaxed))
         return 0;
     pthread_mutex_lock(&fault_mu);
-    if (fault_countdown > 0 && (fault_method[0] == '\0' || strcmp(fault_method, method) == 0)) {
+    if (fault_countdown > 0 && (fault_method[0] == '\0' ? !polling : strcmp(fault_method, method) == 0)) {
         if (--fault_countdown == 0) {
             err = fault_err;
             atomic_store(&fault_armed, false);

@@ -378,10 +378,18 @@ const struct store_ops *store_backend(struct store *s);
 
 /*
  * Fault injection for tests: the n-th call (1-based) from now of the wrapper
- * named `method` (e.g. "delivery_complete"; NULL: any) returns err instead of
+ * named `method` (e.g. "delivery_complete"; NULL: any but changed and
+ * changed_fd) returns err instead of
  * reaching the backend. n = 0 clears it.
  */
 void store_fault_inject(const char *method, int n, int err);
+/* Torture tests (each store call failed in turn): whether the armed fault has
+ * not fired yet; how many calls the wrappers have counted (the polling ones,
+ * changed and changed_fd, are neither counted nor hit by a NULL method); and a
+ * thread whose calls are neither counted nor failed (the test's own checks). */
+bool store_fault_pending(void);
+uint64_t store_fault_calls(void);
+void store_fault_exempt_thread(bool exempt);
 
 #define STORE_WRAPPER __attribute__((warn_unused_result)) int
 STORE_WRAPPER store_migrate(struct store *s);
