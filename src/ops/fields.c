@@ -411,7 +411,7 @@ static int param_apply(const struct query_param *p, const char *s, void *target,
                        struct api_error *err)
 {
     char *at = (char *)target + p->offset;
-    char why[160];
+    char why[160], key[CURSOR_KEY_MAX];
     long long v;
     int64_t ms;
 
@@ -429,8 +429,7 @@ static int param_apply(const struct query_param *p, const char *s, void *target,
         *(const char **)(void *)at = scratch->cursor_key;
         return 0;
     case QUERY_CURSOR_SEQ:
-        if (cursor_decode(p->list, s, scratch->cursor_key) != 0 ||
-            !field_int_parse(scratch->cursor_key, 1, INT64_MAX, &v))
+        if (cursor_decode(p->list, s, key) != 0 || !field_int_parse(key, 1, INT64_MAX, &v))
             return param_refuse(err, p, "not a cursor this list returned");
         *(int64_t *)(void *)at = v;
         return 0;

@@ -129,7 +129,7 @@ struct query_pair {
     const char *name, *value;
 };
 
-/* Holds what a decoded cursor points to; lives as long as the filter is used. */
+/* Holds the key a QUERY_CURSOR_ID points to (one such cursor per table); lives as long as the filter is used. */
 struct query_scratch {
     char cursor_key[CURSOR_KEY_MAX];
 };
