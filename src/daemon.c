@@ -12,6 +12,7 @@
 
 #include "core/clock.h"
 #include "core/ids.h"
+#include "hub.h"
 #include "log.h"
 #include "net/http.h"
 #include "ops/api.h"
@@ -122,10 +123,20 @@ out:
     return r;
 }
 
-void daemon_endpoints_changed(struct daemon *d)
+static void on_outbox_changed(void *arg) { relay_wake(arg); }
+static void on_endpoints_changed(void *arg) { dispatcher_endpoints_changed(arg); }
+static void on_deliveries_due(void *arg) { dispatcher_wake(arg); }
+
+/* Before the listeners start: the hub's lists are fixed once anything can notify. */
+static int hub_wire(struct daemon *d)
 {
-    if (d->dispatcher != NULL)
-        dispatcher_endpoints_changed(d->dispatcher);
+    int r = hub_subscribe(d->hub, HUB_OUTBOX_CHANGED, on_outbox_changed, d->relay);
+
+    if (r == 0)
+        r = hub_subscribe(d->hub, HUB_ENDPOINTS_CHANGED, on_endpoints_changed, d->dispatcher);
+    if (r == 0)
+        r = hub_subscribe(d->hub, HUB_DELIVERIES_DUE, on_deliveries_due, d->dispatcher);
+    return r;
 }
 
 static int listeners_start(struct daemon *d)
@@ -189,6 +200,9 @@ int daemon_run(const struct config *cfg)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    r = hub_create(&d->hub);
+    if (r != 0)
+        goto out;
     r = store_prepare(d);
     if (r != 0)
         goto out;
@@ -227,6 +241,9 @@ int daemon_run(const struct config *cfg)
         log_error("serve", "cannot start the relay: %s", hookd_strerror(r));
         goto out;
     }
+    r = hub_wire(d);
+    if (r != 0)
+        goto out;
     r = listeners_start(d);
     if (r != 0)
         goto out;
@@ -250,6 +267,7 @@ out:
         writer_stop(d->writer);
     if (d->readers != NULL)
         store_pool_destroy(d->readers);
+    hub_destroy(d->hub);
     explicit_bzero(d->admin_token, sizeof d->admin_token);
     free(d);
     return r == 0 ? 0 : 1;

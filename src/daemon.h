@@ -13,6 +13,7 @@ struct store_pool;
 struct relay;
 struct dispatcher;
 struct http_server;
+struct hub;
 
 struct daemon {
     struct config cfg;
@@ -21,6 +22,7 @@ struct daemon {
     struct writer *writer;
     struct writer *claimer;      /* shared stores: the dispatcher's claims, beside the writer; NULL: on the writer */
     struct store_pool *readers;
+    struct hub *hub;             /* "something changed": publishers notify, parts subscribe (hub.h) */
     struct relay *relay;
     struct dispatcher *dispatcher;
     struct http_server *public_http;
@@ -31,6 +33,4 @@ struct daemon {
 
 /* Runs the daemon with cfg until a stop signal; returns the exit status. */
 int daemon_run(const struct config *cfg);
-/* Called by the admin API after an endpoint changed (created, updated, disabled, deleted, rotated). */
-void daemon_endpoints_changed(struct daemon *d);
 #endif

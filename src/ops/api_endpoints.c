@@ -11,6 +11,7 @@
 #include "core/ids.h"
 #include "core/signature.h"
 #include "daemon.h"
+#include "hub.h"
 #include "ops/api_common.h"
 #include "ops/list_queries.h"
 
@@ -118,7 +119,7 @@ static void write_and_reply(struct daemon *d, struct http_response *res, write_f
         reply_op_error(res, rc, o);
         return;
     }
-    daemon_endpoints_changed(d);
+    hub_notify(d->hub, HUB_ENDPOINTS_CHANGED);
     if (status == 204)
         http_reply(res, 204, NULL, 0);
     else

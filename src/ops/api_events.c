@@ -11,9 +11,9 @@
 #include "core/filter.h"
 #include "core/ids.h"
 #include "daemon.h"
+#include "hub.h"
 #include "ops/api_common.h"
 #include "ops/list_queries.h"
-#include "outbound/relay.h"
 
 struct event_op {
     struct event ev;
@@ -180,8 +180,7 @@ void api_events_publish(struct http_request *req, struct http_response *res, voi
     if (rc == 0)
         rc = api_write(d, op_publish, &o);
     if (rc == 0) {
-        if (d->relay)
-            relay_wake(d->relay);
+        hub_notify(d->hub, HUB_OUTBOX_CHANGED);
         http_reply_json(res, 201, api_event_json(&o.ev));
     } else if (rc == HOOKD_EEXISTS && same_event(&o.ev, &o.existing)) {
         http_reply_json(res, 200, api_event_json(&o.existing));
