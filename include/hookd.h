@@ -38,7 +38,9 @@ const char *hookd_strerror(int err);
 #define HOOKD_ID_MAX 64
 
 /* An event to publish. Only type and data_json are required; data_json must be
- * a JSON object or value as text. Strings are borrowed for the call. */
+ * one JSON value as UTF-8 text (RFC 8259; strings as I-JSON has them: no
+ * unpaired surrogate escapes, no \u0000), else HOOKD_EINVAL. Strings are
+ * borrowed for the call. */
 struct hookd_event {
     const char *id;            /* NULL: generated ("evt_…") */
     const char *type;          /* e.g. "order.paid" */

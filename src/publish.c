@@ -12,6 +12,7 @@
 #include "core/clock.h"
 #include "core/filter.h"
 #include "core/ids.h"
+#include "core/json_check.h"
 
 static int publish_error(sqlite3 *db, int rc)
 {
@@ -30,26 +31,6 @@ static int publish_error(sqlite3 *db, int rc)
     }
 }
 
-/*
- * data_json must be JSON. SQLite's own json_valid() checks it, so the public
- * library needs no JSON library; a SQLite built without JSON functions skips
- * the check (the relay then marks such an event's deliveries dead).
- */
-static int json_text_check(sqlite3 *db, const char *text)
-{
-    sqlite3_stmt *st = NULL;
-    int result = 0;
-
-    if (sqlite3_prepare_v2(db, "SELECT json_valid(?1)", -1, &st, NULL) != SQLITE_OK)
-        goto out;
-    sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) != 1)
-        result = HOOKD_EINVAL;
-out:
-    sqlite3_finalize(st);
-    return result;
-}
-
 int hookd_publish(struct sqlite3 *db, const struct hookd_event *ev, char id_out[HOOKD_ID_MAX])
 {
     static const char sql[] = "INSERT INTO hookd_outbox(id, account, event_type, resource_type, resource_id,"
@@ -58,11 +39,9 @@ int hookd_publish(struct sqlite3 *db, const struct hookd_event *ev, char id_out[
     sqlite3_stmt *st = NULL;
     int rc, result;
 
-    if (!db || !ev || !ev->type || !ev->data_json || !event_type_is_valid(ev->type, false))
+    if (!db || !ev || !ev->type || !ev->data_json || !event_type_is_valid(ev->type, false) ||
+        !json_text_valid(ev->data_json, strlen(ev->data_json)))
         return HOOKD_EINVAL;
-    result = json_text_check(db, ev->data_json);
-    if (result)
-        return result;
     if (ev->id) {
         if (!id_is_valid(ev->id))
             return HOOKD_EINVAL;

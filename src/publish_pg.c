@@ -43,9 +43,9 @@ static int publish_error(PGconn *conn, const PGresult *res)
 /*
  * One statement that raises no error for a taken id, so a refused publish
  * leaves the caller's transaction usable: ON CONFLICT DO NOTHING reports it as
- * zero rows. The JSON is checked here before anything is sent (the schema's
- * hookd_json_valid() did it in the server, through a subtransaction per call,
- * which cost more than the insert). The payload is stored as given, byte for byte.
+ * zero rows. The JSON is checked here, by core/json_check.c as everywhere,
+ * before anything is sent (a check in the server would cost a subtransaction
+ * per call, more than the insert). The payload is stored as given, byte for byte.
  */
 static const char publish_sql[] =
     "INSERT INTO hookd_outbox(id, account, event_type, resource_type, resource_id, resource_version,"

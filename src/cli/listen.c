@@ -22,6 +22,7 @@
 #include "core/clock.h"
 #include "core/duration.h"
 #include "core/signature.h"
+#include "core/signature_scheme.h"
 #include "core/timefmt.h"
 #include "hookd.h"
 #include "net/http.h"
@@ -444,20 +445,27 @@ static const char *const verdict_words[] = {
     [VERDICT_UNSIGNED] = "unsigned",
 };
 
-static enum verdict verify(const struct listener *l, const char *id, const char *ts, const char *sig,
-                           const char *body, size_t len)
+static const char *request_header(void *ctx, const char *name) { return http_header(ctx, name); }
+
+/* Through the scheme table, like every signature check. */
+static enum verdict verify(const struct listener *l, struct http_request *req, const char *body, size_t len)
 {
-    int64_t now_s = clock_now_ms() / 1000;
+    const struct signature_scheme *scheme = signature_scheme_find(SIGNATURE_SCHEME_DEFAULT);
+    const struct signature_request sreq = {
+        .header = request_header,
+        .header_ctx = req,
+        .body = body,
+        .body_len = len,
+        .now_s = clock_now_ms() / 1000,
+        .tolerance_s = LISTEN_TOLERANCE_S,
+    };
 
     if (l->n_secrets == 0)
         return VERDICT_NONE;
-    if (id == NULL || ts == NULL || sig == NULL)
+    if (http_header(req, "webhook-id") == NULL || http_header(req, "webhook-timestamp") == NULL ||
+        http_header(req, scheme->header) == NULL)
         return VERDICT_UNSIGNED;
-    for (size_t i = 0; i < l->n_secrets; i++) {
-        if (signature_verify(l->secrets[i], id, ts, sig, body, len, now_s, LISTEN_TOLERANCE_S) == 0)
-            return VERDICT_OK;
-    }
-    return VERDICT_BAD;
+    return scheme->verify(&sreq, l->secrets, l->n_secrets) == 0 ? VERDICT_OK : VERDICT_BAD;
 }
 
 static void sleep_ms(int64_t ms)
@@ -569,7 +577,7 @@ static void on_request(struct http_request *req, struct http_response *res, void
     r.body = http_body(req, &r.body_len);
     r.id = http_header(req, "webhook-id");
     r.ts = http_header(req, "webhook-timestamp");
-    r.verdict = verify(l, r.id, r.ts, http_header(req, "webhook-signature"), r.body, r.body_len);
+    r.verdict = verify(l, req, r.body, r.body_len);
 
     rule = rule_for(l, r.path);
     if (rule != NULL) {

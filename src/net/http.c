@@ -175,6 +175,29 @@ const char *http_query(const struct http_request *r, const char *name)
     return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+struct query_walk {
+    int (*fn)(void *arg, const char *name, const char *value);
+    void *arg;
+    int calls;
+};
+
+static enum MHD_Result query_visit(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    struct query_walk *w = cls;
+
+    w->calls++;
+    return w->fn(w->arg, key, value) == 0 ? MHD_YES : MHD_NO;
+}
+
+int http_query_each(const struct http_request *r, int (*fn)(void *arg, const char *name, const char *value),
+                    void *arg)
+{
+    struct query_walk w = {fn, arg, 0};
+
+    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, query_visit, &w);
+    return w.calls;
+}
+
 const char *http_param(const struct http_request *r, const char *name) { return route_param(&r->params, name); }
 
 const char *http_body(const struct http_request *r, size_t *len)

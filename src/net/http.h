@@ -7,7 +7,7 @@
  * before the handler runs.
  *
  *   http_server_start / http_server_stop
- *   http_header, http_query, http_param       request accessors
+ *   http_header, http_query, http_query_each, http_param   request accessors
  *   http_reply, http_reply_json, http_reply_error   fill the response
  */
 #ifndef HOOKD_NET_HTTP_H
@@ -55,6 +55,10 @@ const char *http_path(const struct http_request *r);
 const char *http_header(const struct http_request *r, const char *name); /* case-insensitive; NULL if absent */
 const char *http_query(const struct http_request *r, const char *name);  /* decoded; NULL if absent */
 const char *http_param(const struct http_request *r, const char *name);  /* a {name} capture */
+/* Calls fn for each query parameter in order, duplicates included (value NULL when given
+ * without '='), until fn returns non-zero. Returns the number of calls. */
+int http_query_each(const struct http_request *r, int (*fn)(void *arg, const char *name, const char *value),
+                    void *arg);
 const char *http_body(const struct http_request *r, size_t *len);        /* NUL-terminated */
 const char *http_peer(const struct http_request *r);                     /* "127.0.0.1:port" */
 

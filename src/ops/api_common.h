@@ -1,17 +1,16 @@
 /*
  * What every admin API handler shares: bearer auth, store access (a pooled
- * reader for reads, the writer for changes), error replies, record → JSON,
- * pagination and query filters, and validation of endpoint bodies.
+ * reader for reads, the writer for changes), error replies, record → JSON.
  *
  *   api_begin               auth check; the daemon, or NULL after a 401
  *   api_reader_get/put      borrow a read connection
  *   api_write               run a write op through the writer and wait for its commit
  *   api_reply_store_error   404 / 503 store_unavailable / 500 for a store error
  *   api_body_object         the request body as a JSON object (400 malformed_json)
- *   api_query_*             limit, times, ids from the query string (400 naming the parameter)
  *   api_*_json              records as the JSON of DESIGN §12
- *   api_endpoint_apply      validate a POST/PATCH body into an endpoint
- *   api_endpoint_rotate     put a new secret first, give older ones a grace period
+ *
+ * Query strings and bodies are read through field tables (ops/fields.h);
+ * the endpoint body's table is ops/endpoint_body.h.
  */
 #ifndef HOOKD_OPS_API_COMMON_H
 #define HOOKD_OPS_API_COMMON_H
@@ -22,6 +21,8 @@
 #include <jansson.h>
 
 #include "net/http.h"
+#include "ops/endpoint_body.h"
+#include "ops/fields.h"
 #include "store/store.h"
 #include "store/writer.h"
 
@@ -68,15 +69,6 @@ void api_reply_store_error(struct http_response *res, int err, const char *what)
  * object when allow_empty. On failure answers 400 malformed_json and returns NULL. */
 json_t *api_body_object(struct http_request *req, struct http_response *res, bool allow_empty);
 
-/* Query parameters; each returns false after answering 400 naming the parameter. */
-bool api_query_limit(struct http_request *req, struct http_response *res, int *limit);
-bool api_query_time(struct http_request *req, struct http_response *res, const char *name, int64_t *ms);
-/* An id-shaped parameter (id_is_valid) or NULL when absent. */
-bool api_query_id(struct http_request *req, struct http_response *res, const char *name, const char **out);
-/* A free-text parameter (account, …): at most max bytes, no control characters. */
-bool api_query_text(struct http_request *req, struct http_response *res, const char *name, size_t max,
-                    const char **out);
-
 /* ---- JSON ------------------------------------------------------------------ */
 
 json_t *api_json_time(int64_t ms);      /* RFC 3339 text, or null for 0 */
@@ -93,31 +85,6 @@ void api_reply_with_children(struct http_response *res, json_t *obj, const char 
 json_t *api_attempt_json(const struct attempt *a);
 /* with_secret: also "secret" (the newest key only) and "secrets": [{created_at, expires_at}] of live ones. */
 json_t *api_endpoint_json(const struct endpoint *ep, bool with_secret, int64_t now);
-
-/* ---- endpoint validation ------------------------------------------------------ */
-
-enum api_body_mode { API_BODY_CREATE, API_BODY_PATCH };
-
-/* Checks an endpoint URL: http(s), a host, an optional port, no credentials or blanks.
- * On failure writes the reason to why and returns HOOKD_EINVAL. */
-__attribute__((warn_unused_result)) int api_url_check(const char *url, char *why, size_t why_len);
-
-/*
- * Applies the fields of a POST (create) or PATCH body to ep. Create requires
- * url and sets a generated secret when none is given; PATCH refuses "secret".
- * Returns 0, HOOKD_EINVAL with err filled (400 naming the field), or
- * HOOKD_ENOMEM. On failure ep may be partly changed; it stays freeable.
- */
-__attribute__((warn_unused_result)) int api_endpoint_apply(struct endpoint *ep, const json_t *body,
-                                                           enum api_body_mode mode, struct api_error *err);
-
-/*
- * Rotation: new_secret becomes secrets[0] (expires_at 0, created_at now); every
- * older secret expires at min(its expiry if set, now + grace_ms); those already
- * expired are dropped; at most ENDPOINT_MAX_SECRETS are kept.
- */
-__attribute__((warn_unused_result)) int api_endpoint_rotate(struct endpoint *ep, const char *new_secret, int64_t now,
-                                                            int64_t grace_ms);
 
 /* ---- handlers (api_routes.c puts them in the tables) ------------------------------- */
 

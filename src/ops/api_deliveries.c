@@ -8,34 +8,21 @@
 #include "core/ids.h"
 #include "daemon.h"
 #include "ops/api_common.h"
+#include "ops/list_queries.h"
 
 void api_deliveries_list(struct http_request *req, struct http_response *res, void *ctx)
 {
     struct daemon *d = api_begin(req, res, ctx);
     struct delivery_filter f = {.status = -1};
     struct delivery_list list = {0};
-    const char *status;
+    struct query_scratch scratch;
+    char next[CURSOR_TEXT_MAX];
     struct store *s;
     json_t *data;
     int rc;
 
-    if (!d || !api_query_id(req, res, "endpoint_id", &f.endpoint_id) ||
-        !api_query_id(req, res, "event_id", &f.event_id) ||
-        !api_query_text(req, res, "account", API_ACCOUNT_MAX, &f.account) ||
-        !api_query_time(req, res, "since", &f.since) || !api_query_time(req, res, "until", &f.until) ||
-        !api_query_id(req, res, "cursor", &f.before_id) || !api_query_limit(req, res, &f.limit))
+    if (!d || !api_query_parse(req, res, delivery_list_query, delivery_list_query_count, &f, &scratch))
         return;
-    status = http_query(req, "status");
-    if (status) {
-        enum delivery_status st;
-        if (delivery_status_parse(status, &st) != 0) {
-            http_reply_error(res, 400, "invalid_field",
-                             "status: '%.32s' is not one of pending, retrying, delivered, dead, superseded, skipped",
-                             status);
-            return;
-        }
-        f.status = (int)st;
-    }
     if (!(s = api_reader_get(d, res)))
         return;
     rc = store_delivery_list(s, &f, &list);
@@ -48,7 +35,11 @@ void api_deliveries_list(struct http_request *req, struct http_response *res, vo
     for (size_t i = 0; data && i < list.n; i++)
         json_array_append_new(data, api_delivery_json(&list.items[i]));
     http_reply_json(res, 200,
-                    api_list_json(data, list.n > 0 && list.n == (size_t)f.limit ? list.items[list.n - 1].id : NULL));
+                    api_list_json(data, query_cursor_make(LIST_DELIVERIES,
+                                                          list.n > 0 && list.n == (size_t)f.limit
+                                                              ? list.items[list.n - 1].id
+                                                              : NULL,
+                                                          next)));
     delivery_list_free(&list);
 }
 

@@ -13,6 +13,7 @@
 #include "daemon.h"
 #include "hub.h"
 #include "ops/api_common.h"
+#include "ops/list_queries.h"
 
 #define ROTATE_GRACE_MAX_MS (30LL * 24 * 3600 * 1000)
 #define DISABLE_REASON_DEFAULT "disabled through the admin API"
@@ -156,12 +157,13 @@ void api_endpoints_list(struct http_request *req, struct http_response *res, voi
     struct daemon *d = api_begin(req, res, ctx);
     struct endpoint_filter f = {0};
     struct endpoint_list list = {0};
+    struct query_scratch scratch;
+    char next[CURSOR_TEXT_MAX];
     struct store *s;
     json_t *data;
     int rc;
 
-    if (!d || !api_query_text(req, res, "account", API_ACCOUNT_MAX, &f.account) ||
-        !api_query_id(req, res, "cursor", &f.before_id) || !api_query_limit(req, res, &f.limit))
+    if (!d || !api_query_parse(req, res, endpoint_list_query, endpoint_list_query_count, &f, &scratch))
         return;
     if (!(s = api_reader_get(d, res)))
         return;
@@ -175,7 +177,11 @@ void api_endpoints_list(struct http_request *req, struct http_response *res, voi
     for (size_t i = 0; data && i < list.n; i++)
         json_array_append_new(data, api_endpoint_json(&list.items[i], false, 0));
     http_reply_json(res, 200,
-                    api_list_json(data, list.n == (size_t)f.limit && list.n > 0 ? list.items[list.n - 1].id : NULL));
+                    api_list_json(data, query_cursor_make(LIST_ENDPOINTS,
+                                                          list.n == (size_t)f.limit && list.n > 0
+                                                              ? list.items[list.n - 1].id
+                                                              : NULL,
+                                                          next)));
     endpoint_list_free(&list);
 }
 

@@ -13,6 +13,7 @@
 #include "daemon.h"
 #include "hub.h"
 #include "ops/api_common.h"
+#include "ops/list_queries.h"
 
 struct event_op {
     struct event ev;
@@ -202,31 +203,14 @@ void api_events_list(struct http_request *req, struct http_response *res, void *
     struct daemon *d = api_begin(req, res, ctx);
     struct event_filter f = {0};
     struct event_list list = {0};
-    const char *cursor;
-    char next[24];
+    struct query_scratch scratch;
+    char seq[24], next[CURSOR_TEXT_MAX];
     struct store *s;
     json_t *data;
     int rc;
 
-    if (!d || !api_query_text(req, res, "account", API_ACCOUNT_MAX, &f.account) ||
-        !api_query_time(req, res, "since", &f.since) || !api_query_time(req, res, "until", &f.until) ||
-        !api_query_limit(req, res, &f.limit))
+    if (!d || !api_query_parse(req, res, event_list_query, event_list_query_count, &f, &scratch))
         return;
-    f.type = http_query(req, "type");
-    if (f.type && !event_type_is_valid(f.type, false)) {
-        http_reply_error(res, 400, "invalid_field", "type: not a valid event type");
-        return;
-    }
-    cursor = http_query(req, "cursor");
-    if (cursor) {
-        char *end;
-        long long seq = strtoll(cursor, &end, 10);
-        if (cursor[0] < '0' || cursor[0] > '9' || *end != '\0' || seq <= 0) {
-            http_reply_error(res, 400, "invalid_field", "cursor: not a cursor this API returned");
-            return;
-        }
-        f.before_seq = seq;
-    }
     if (!(s = api_reader_get(d, res)))
         return;
     rc = store_event_list(s, &f, &list);
@@ -239,8 +223,10 @@ void api_events_list(struct http_request *req, struct http_response *res, void *
     for (size_t i = 0; data && i < list.n; i++)
         json_array_append_new(data, api_event_json(&list.items[i]));
     if (list.n > 0 && list.n == (size_t)f.limit)
-        snprintf(next, sizeof next, "%" PRId64, list.items[list.n - 1].seq);
-    http_reply_json(res, 200, api_list_json(data, list.n > 0 && list.n == (size_t)f.limit ? next : NULL));
+        snprintf(seq, sizeof seq, "%" PRId64, list.items[list.n - 1].seq);
+    http_reply_json(res, 200,
+                    api_list_json(data, query_cursor_make(LIST_EVENTS,
+                                                          list.n > 0 && list.n == (size_t)f.limit ? seq : NULL, next)));
     event_list_free(&list);
 }
 

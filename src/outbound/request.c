@@ -14,6 +14,7 @@
 
 #include "core/envelope.h"
 #include "core/signature.h"
+#include "core/signature_scheme.h"
 #include "hookd.h"
 #include "outbound/ssrf.h"
 
@@ -184,24 +185,29 @@ void request_free(struct request *r)
     free(r);
 }
 
-/* "webhook-signature: v1,… v1,…" with every secret active at now_ms; "webhook-signature:" (not sent) when none. */
+/* "webhook-signature: v1,… v1,…" with every secret active at now_ms, through the
+ * scheme table; "webhook-signature:" (not sent) when none is. */
 static int sign_all(struct request *r, const struct endpoint *ep, const char *msg_id, int64_t ts_s, int64_t now_ms)
 {
-    size_t off = (size_t)snprintf(r->slot_signature, SLOT_SIGNATURE_LEN, "webhook-signature:");
-    char sig[SIGNATURE_V1_LEN];
+    const struct signature_scheme *scheme = signature_scheme_find(SIGNATURE_SCHEME_DEFAULT);
+    const struct signature_message msg = {.id = msg_id, .timestamp_s = ts_s, .body = r->body.data,
+                                          .body_len = r->body.len};
+    const char *secrets[ENDPOINT_MAX_SECRETS];
+    size_t n = 0;
+    int off;
 
     for (size_t i = 0; i < ep->n_secrets && i < ENDPOINT_MAX_SECRETS; i++) {
         const struct endpoint_secret *s = &ep->secrets[i];
-        if (s->key == NULL || (s->expires_at != 0 && s->expires_at <= now_ms))
-            continue;
-        /* A secret that does not decode was refused by the API; skip rather than send nothing. */
-        if (signature_sign(s->key, msg_id, ts_s, r->body.data, r->body.len, sig) != 0)
-            continue;
-        off += (size_t)snprintf(r->slot_signature + off, SLOT_SIGNATURE_LEN - off, " %s", sig);
-        if (off >= SLOT_SIGNATURE_LEN)
-            return HOOKD_EINVAL; /* cannot happen: the slot fits every secret */
+        if (s->key != NULL && (s->expires_at == 0 || s->expires_at > now_ms))
+            secrets[n++] = s->key;
     }
-    return 0;
+    off = snprintf(r->slot_signature, SLOT_SIGNATURE_LEN, "%s:%s", scheme->header, n > 0 ? " " : "");
+    if (off < 0 || (size_t)off >= SLOT_SIGNATURE_LEN)
+        return HOOKD_EINVAL;
+    if (n == 0)
+        return 0;
+    /* The slot fits every secret's entry, so a refusal cannot be for room. */
+    return scheme->sign(&msg, secrets, n, r->slot_signature + off, SLOT_SIGNATURE_LEN - (size_t)off);
 }
 
 int request_prepare(struct request *r, const struct endpoint *ep, const struct event *ev, int64_t timeout_ms,

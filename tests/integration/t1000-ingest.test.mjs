@@ -50,6 +50,21 @@ test('a bare SQL insert committed by another process is delivered', async () => 
   assert.deepEqual(got.body.data, { sql: true });
 });
 
+test('a bare SQL insert is judged by the same JSON check as the C API', async () => {
+  // An unpaired surrogate escape is refused everywhere (hookd_publish too): its deliveries are dead at once.
+  d.sql(`INSERT INTO hookd_outbox(event_type, payload) VALUES ('json.bad', '{"s":"\\uD800"}')`);
+  // A number too large for a double is still JSON: delivered as written.
+  d.sql(`INSERT INTO hookd_outbox(event_type, payload) VALUES ('json.big', '{"n":1e400}')`);
+  const bad = d.sql("SELECT id FROM hookd_outbox WHERE event_type = 'json.bad'");
+  const big = d.sql("SELECT id FROM hookd_outbox WHERE event_type = 'json.big'");
+  const [dead] = await d.waitDelivery(bad, 'dead');
+  assert.equal(dead.last_error, 'payload is not valid JSON');
+  await d.waitDelivery(big, 'delivered');
+  const got = sink.requests.find((r) => r.webhook_id === big);
+  assert.ok(got, 'the sink received it');
+  assert.equal(sink.requests.filter((r) => r.webhook_id === bad).length, 0);
+});
+
 test('a rolled-back SQL insert is never delivered', async () => {
   d.sql(`BEGIN; INSERT INTO hookd_outbox(event_type, payload) VALUES ('order.rolledback', '{}'); ROLLBACK;`);
   // A committed marker published afterwards proves the relay has moved past the point.

@@ -117,3 +117,82 @@ test('the CLI covers endpoints, events and deliveries', async () => {
   assert.throws(() => d.cli(['endpoints', 'get', ep.id]), 'a missing endpoint exits non-zero');
   assert.throws(() => d.cli(['endpoints', 'list'], { HOOKD_ADMIN_TOKEN: 'wrong' + TOKEN }));
 });
+
+// Every list route reads its query string through a table: an unknown filter, a repeated one, or a
+// cursor the route did not make is a 400 naming it, never ignored; its own cursors page through.
+const listRoutes = [
+  { path: '/v1/endpoints', unknown: 'event_type=x.y' },
+  { path: '/v1/events', unknown: 'status=dead' },
+  { path: '/v1/deliveries', unknown: 'state=dead' },
+];
+
+test('an unknown or repeated filter on a list → 400 naming it', async () => {
+  for (const { path, unknown } of listRoutes) {
+    const name = unknown.split('=')[0];
+    const r = await d.api('GET', `${path}?limit=5&${unknown}`);
+    assert.equal(r.status, 400, `${path}?${unknown}`);
+    assert.equal(r.body.error.code, 'unknown_field', path);
+    assert.ok(r.body.error.message.startsWith(`${name}:`), r.body.error.message);
+    const twice = await d.api('GET', `${path}?limit=5&limit=6`);
+    assert.equal(twice.status, 400, path);
+    assert.match(twice.body.error.message, /^limit:/);
+  }
+});
+
+test('a malformed or foreign cursor on a list → 400 naming cursor', async () => {
+  // A cursor made by another list, a plain id or number (what cursors were before), junk, a truncation.
+  await d.createEndpoint({ url: sink.url('/c'), account: 'cursor-probe' });
+  await d.createEndpoint({ url: sink.url('/c'), account: 'cursor-probe' });
+  const page = await d.api('GET', '/v1/endpoints?account=cursor-probe&limit=1');
+  const foreign = page.body.next_cursor;
+  assert.ok(foreign, 'a full page has a next cursor');
+  for (const { path } of listRoutes) {
+    const bad = ['bogus', '12345', 'ep_0123456789abcdef', foreign.slice(0, -2), ''];
+    if (path !== '/v1/endpoints') bad.push(foreign);
+    for (const cursor of bad) {
+      const r = await d.api('GET', `${path}?cursor=${encodeURIComponent(cursor)}`);
+      assert.equal(r.status, 400, `${path}?cursor=${cursor}`);
+      assert.equal(r.body.error.code, 'invalid_field');
+      assert.match(r.body.error.message, /^cursor:/);
+    }
+  }
+});
+
+/** Follows next_cursor from the first page of path (limit 2) to the end; returns the ids in order. */
+async function walk(path) {
+  const ids = [];
+  let cursor = null;
+  for (let pages = 0; pages < 10; pages++) {
+    const sep = path.includes('?') ? '&' : '?';
+    const r = await d.api('GET', `${path}${sep}limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.ok(r.body.data.length <= 2);
+    ids.push(...r.body.data.map((x) => x.id));
+    cursor = r.body.next_cursor;
+    if (!cursor) return ids;
+    assert.match(cursor, /^[A-Za-z0-9_-]+$/, 'cursors are opaque and URL-safe');
+  }
+  throw new Error(`${path}: more pages than expected`);
+}
+
+test('each list pages through its own cursors: every item once, newest first', async () => {
+  const ep = await d.createEndpoint({ url: sink.url('/pages'), event_types: ['pages.*'], account: 'pages' });
+  const others = [ // they receive the events too (an account, every type): more deliveries, not in ep's list
+    await d.createEndpoint({ url: sink.url('/pages'), account: 'pages' }),
+    await d.createEndpoint({ url: sink.url('/pages'), account: 'pages' }),
+  ];
+  const evs = [];
+  for (let i = 0; i < 5; i++) evs.push(await d.publish({ type: 'pages.x', account: 'pages', data: { i } }));
+  for (const ev of evs) await d.waitDelivery(ev.id, 'delivered');
+
+  const eps = await walk('/v1/endpoints?account=pages');
+  assert.deepEqual([...eps].sort(), [ep.id, ...others.map((o) => o.id)].sort());
+  assert.equal(new Set(eps).size, 3);
+  const events = await walk('/v1/events?type=pages.x');
+  assert.deepEqual(events, evs.map((e) => e.id).reverse());
+  const dls = await walk(`/v1/deliveries?endpoint_id=${ep.id}`);
+  assert.equal(dls.length, 5);
+  assert.equal(new Set(dls).size, 5);
+  const all = (await d.api('GET', `/v1/deliveries?endpoint_id=${ep.id}`)).body.data.map((x) => x.id);
+  assert.deepEqual(dls, all, 'pages join into the one-page list');
+});

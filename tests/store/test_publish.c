@@ -16,6 +16,7 @@
 
 #include "core/clock.h"
 #include "hookd.h"
+#include "json_corpus.h"
 #include "store/store.h"
 
 struct fixture {
@@ -201,6 +202,30 @@ static void test_invalid_input(void **state)
     event_list_free(&l);
 }
 
+/* data_json is judged by the one validator: each corpus case is stored or refused as the corpus says. */
+static void test_json_corpus(void **state)
+{
+    struct fixture *fx = *state;
+    size_t n_valid = 0;
+    struct event_list l;
+
+    for (size_t i = 0; i < JSON_CORPUS_N; i++) {
+        struct hookd_event ev = {.type = "corpus.case", .data_json = json_corpus[i].text};
+        int rc = hookd_publish(fx->app, &ev, NULL);
+
+        if (rc != (json_corpus[i].valid ? 0 : HOOKD_EINVAL))
+            fail_msg("case %zu (%s): %s", i, json_corpus[i].text, hookd_strerror(rc));
+        n_valid += json_corpus[i].valid;
+    }
+    assert_int_equal(store_outbox_fetch(fx->hookd, 0, STORE_LIST_MAX, &l), 0);
+    assert_int_equal(l.n, n_valid);
+    for (size_t i = 0, k = 0; i < JSON_CORPUS_N; i++) {
+        if (json_corpus[i].valid)
+            assert_string_equal(l.items[k++].payload, json_corpus[i].text); /* byte for byte */
+    }
+    event_list_free(&l);
+}
+
 /* Without hookd's tables (hookd never ran on this file) the insert fails cleanly. */
 static void test_no_schema(void **state)
 {
@@ -222,7 +247,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_rollback_leaves_no_event), T(test_commit_stores_the_event), T(test_caller_id),
-        T(test_bare_sql_insert),          T(test_invalid_input),           T(test_no_schema),
+        T(test_bare_sql_insert),          T(test_invalid_input),           T(test_json_corpus),
+        T(test_no_schema),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,6 +20,7 @@
 #include "core/clock.h"
 #include "core/ids.h"
 #include "hookd.h"
+#include "json_corpus.h"
 #include "store/store.h"
 
 struct fixture {
@@ -284,6 +285,24 @@ static void test_invalid_input(void **state)
     assert_int_equal(hookd_publish_pg(fx->app, NULL, id), HOOKD_EINVAL);
 }
 
+/* data_json is judged by the one validator: each corpus case is stored or refused as the corpus says. */
+static void test_json_corpus(void **state)
+{
+    struct fixture *fx = *state;
+    char id[HOOKD_ID_MAX];
+
+    for (size_t i = 0; i < JSON_CORPUS_N; i++) {
+        struct hookd_event ev = {.id = id, .type = "corpus.case", .data_json = json_corpus[i].text};
+        int rc;
+
+        id_new(id, "evt_corpus_");
+        rc = hookd_publish_pg(fx->app, &ev, NULL);
+        if (rc != (json_corpus[i].valid ? 0 : HOOKD_EINVAL))
+            fail_msg("case %zu (%s): %s", i, json_corpus[i].text, hookd_strerror(rc));
+        assert_int_equal(outbox_count(fx, id), json_corpus[i].valid ? 1 : 0);
+    }
+}
+
 /* A database hookd never migrated: the insert fails cleanly. */
 static void test_no_schema(void **state)
 {
@@ -334,6 +353,7 @@ int main(void)
         T(test_bare_sql_insert_notifies),
         T(test_notify_follows_the_transaction),
         T(test_invalid_input),
+        T(test_json_corpus),
         T(test_no_schema),
         T(test_connection_lost),
     };

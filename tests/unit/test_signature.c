@@ -1,4 +1,5 @@
-/* Unit tests of Standard Webhooks signatures: the spec's example, failures, rotation, hookd_verify. */
+/* Unit tests of Standard Webhooks signatures: the spec's example, failures, rotation, hookd_verify, and the
+ * scheme table (found by name, sign → verify, tampering refused). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,8 @@
 #include "core/base64.h"
 #include "core/clock.h"
 #include "core/signature.h"
+#include "core/signature_scheme.h"
+#include <strings.h>
 #include "hookd.h"
 
 /* The example published with the Standard Webhooks specification. */
@@ -163,12 +166,113 @@ static void test_hookd_verify(void **state)
     clock_pin_ms(0);
 }
 
+/* ---- the scheme table ---------------------------------------------------------------- */
+
+/* A request's headers as name/value pairs, looked up case-insensitively like an HTTP server's. */
+struct fake_headers {
+    const char *names[4];
+    const char *values[4];
+};
+
+static const char *fake_header(void *ctx, const char *name)
+{
+    const struct fake_headers *h = ctx;
+
+    for (size_t i = 0; i < 4 && h->names[i]; i++) {
+        if (strcasecmp(h->names[i], name) == 0)
+            return h->values[i];
+    }
+    return NULL;
+}
+
+static void test_scheme_table(void **state)
+{
+    const struct signature_scheme *sw = signature_scheme_find("standard-webhooks");
+
+    assert_non_null(sw);
+    assert_ptr_equal(sw, &signature_schemes[0]); /* the first entry */
+    assert_string_equal(sw->header, "webhook-signature");
+    assert_non_null(sw->sign);
+    assert_non_null(sw->verify);
+    assert_ptr_equal(signature_scheme_find(SIGNATURE_SCHEME_DEFAULT), sw);
+    assert_null(signature_scheme_find("stripe")); /* not yet: the inbound receiver adds it */
+    assert_null(signature_scheme_find("Standard-Webhooks"));
+    assert_null(signature_scheme_find(""));
+    assert_null(signature_scheme_find(NULL));
+    for (size_t i = 0; i < signature_schemes_count; i++)
+        assert_ptr_equal(signature_scheme_find(signature_schemes[i].name), &signature_schemes[i]);
+}
+
+static void test_scheme_round_trip(void **state)
+{
+    const struct signature_scheme *sw = signature_scheme_find(SIGNATURE_SCHEME_DEFAULT);
+    char a[SECRET_TEXT_MAX], b[SECRET_TEXT_MAX], other[SECRET_TEXT_MAX];
+    char body[] = "{\"type\":\"order.paid\",\"data\":{\"n\":1}}";
+    char sig[2 * SIGNATURE_V1_LEN];
+    const char *secrets[] = {a, b};
+    const struct signature_message msg = {.id = "evt_1", .timestamp_s = 1700000000, .body = body,
+                                          .body_len = strlen(body)};
+    struct fake_headers h = {{"Webhook-Id", "Webhook-Timestamp", "Webhook-Signature"}, {"evt_1", "1700000000", sig}};
+    struct signature_request req = {.header = fake_header, .header_ctx = &h, .body = body,
+                                    .body_len = strlen(body), .now_s = 1700000010, .tolerance_s = 300};
+    const char *only_b[] = {b}, *only_other[] = {other};
+
+    secret_generate(a);
+    secret_generate(b);
+    secret_generate(other);
+    /* One entry per secret, space-separated; each verifies alone. */
+    assert_int_equal(sw->sign(&msg, secrets, 2, sig, sizeof sig), 0);
+    assert_int_equal(strlen(sig), 2 * (SIGNATURE_V1_LEN - 1) + 1);
+    assert_int_equal(sw->verify(&req, secrets, 2), 0);
+    assert_int_equal(sw->verify(&req, only_b, 1), 0);
+    assert_int_equal(sw->verify(&req, only_other, 1), HOOKD_ESIG);
+    /* Any byte of the body changed: refused. */
+    for (size_t i = 0; i < strlen(body); i++) {
+        body[i] ^= 0x01;
+        assert_int_equal(sw->verify(&req, secrets, 2), HOOKD_ESIG);
+        body[i] ^= 0x01;
+    }
+    assert_int_equal(sw->verify(&req, secrets, 2), 0);
+    /* A changed id or timestamp is refused too; one outside the tolerance is HOOKD_ETIME. */
+    h.values[0] = "evt_2";
+    assert_int_equal(sw->verify(&req, secrets, 2), HOOKD_ESIG);
+    h.values[0] = "evt_1";
+    h.values[1] = "1700000001";
+    assert_int_equal(sw->verify(&req, secrets, 2), HOOKD_ESIG);
+    h.values[1] = "1700000000";
+    req.now_s = 1700000301;
+    assert_int_equal(sw->verify(&req, secrets, 2), HOOKD_ETIME);
+    req.now_s = 1700000010;
+    /* A missing header, or no secrets, cannot verify. */
+    h.names[2] = "x-other";
+    assert_int_equal(sw->verify(&req, secrets, 2), HOOKD_EINVAL);
+    h.names[2] = "webhook-signature";
+    assert_int_equal(sw->verify(&req, secrets, 0), HOOKD_EINVAL);
+    assert_int_equal(sw->verify(&req, secrets, 2), 0);
+    /* The spec's example through the table. */
+    const char *spec[] = {SPEC_SECRET};
+    const struct signature_message spec_msg = {.id = SPEC_ID, .timestamp_s = SPEC_TS, .body = SPEC_BODY,
+                                               .body_len = strlen(SPEC_BODY)};
+    assert_int_equal(sw->sign(&spec_msg, spec, 1, sig, sizeof sig), 0);
+    assert_string_equal(sig, SPEC_SIG);
+    /* Room for one entry only: refused, nothing half-written. */
+    assert_int_equal(sw->sign(&msg, secrets, 2, sig, SIGNATURE_V1_LEN + 2), HOOKD_EINVAL);
+    assert_string_equal(sig, "");
+    /* A secret that does not decode is skipped; none at all signs nothing. */
+    const char *bad_then_a[] = {"whsec_!!!", a};
+    assert_int_equal(sw->sign(&msg, bad_then_a, 2, sig, sizeof sig), 0);
+    assert_int_equal(strlen(sig), SIGNATURE_V1_LEN - 1);
+    assert_int_equal(sw->sign(&msg, secrets, 0, sig, sizeof sig), 0);
+    assert_string_equal(sig, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spec_example),  cmocka_unit_test(test_verify_failures),
         cmocka_unit_test(test_multiple_signatures), cmocka_unit_test(test_rotation),
         cmocka_unit_test(test_secrets),       cmocka_unit_test(test_hookd_verify),
+        cmocka_unit_test(test_scheme_table),  cmocka_unit_test(test_scheme_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

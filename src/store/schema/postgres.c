@@ -174,10 +174,18 @@ static const char schema_v3[] =
      * the row's own page: half of each page is left free (new pages only). */
     "ALTER TABLE hookd_deliveries SET (fillfactor = 50);";
 
+/*
+ * hookd_json_valid() was never called (no CHECK, trigger or query used it):
+ * JSON text is checked in one place, core/json_check.c, by hookd_publish_pg()
+ * and by the relay for rows inserted with plain SQL.
+ */
+static const char schema_v4[] = "DROP FUNCTION IF EXISTS hookd_json_valid(text);";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
     {3, schema_v3},
+    {4, schema_v4},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];

@@ -1,0 +1,145 @@
+/*
+ * Endpoint bodies: the field table of POST and PATCH /v1/endpoints (read by
+ * ops/fields.c), the setters of its list and secret fields, and secret
+ * rotation.
+ */
+#include "ops/endpoint_body.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/filter.h"
+#include "core/signature.h"
+#include "ops/api_common.h"
+
+#define API_TIMEOUT_MAX_MS (10 * 60 * 1000)
+
+_Static_assert(sizeof(enum ordering_mode) == sizeof(int), "FIELD_ENUM stores an int");
+
+static void secret_wipe(struct endpoint_secret *s)
+{
+    if (s->key) {
+        explicit_bzero(s->key, strlen(s->key));
+        free(s->key);
+    }
+    s->key = NULL;
+}
+
+static bool event_type_or_pattern(const char *s) { return event_type_is_valid(s, true); }
+static bool secret_ok(const char *s) { return secret_is_valid(s) != 0; }
+
+static int set_event_types(void *target, const struct field_value *v)
+{
+    struct endpoint *ep = target;
+    char *types[ENDPOINT_MAX_TYPES];
+
+    for (size_t i = 0; i < v->n; i++) {
+        if (!(types[i] = strdup(v->items[i]))) {
+            for (size_t k = 0; k < i; k++)
+                free(types[k]);
+            return HOOKD_ENOMEM;
+        }
+    }
+    for (size_t k = 0; k < ep->n_event_types; k++)
+        free(ep->event_types[k]);
+    memcpy(ep->event_types, types, v->n * sizeof types[0]);
+    ep->n_event_types = v->n;
+    return 0;
+}
+
+static int set_retry_schedule(void *target, const struct field_value *v)
+{
+    struct endpoint *ep = target;
+
+    memcpy(ep->retry_schedule_ms, v->durations, v->n * sizeof v->durations[0]);
+    ep->n_retry_schedule = v->n;
+    return 0;
+}
+
+/* A given secret replaces every key; null leaves the create to generate one. */
+static int set_secret(void *target, const struct field_value *v)
+{
+    struct endpoint *ep = target;
+    char *key;
+
+    if (v->null)
+        return 0;
+    if (!(key = strdup(v->str)))
+        return HOOKD_ENOMEM;
+    for (size_t i = 0; i < ep->n_secrets && i < ENDPOINT_MAX_SECRETS; i++)
+        secret_wipe(&ep->secrets[i]);
+    ep->secrets[0] = (struct endpoint_secret){.key = key, .expires_at = 0, .created_at = clock_now_ms()};
+    ep->n_secrets = 1;
+    return 0;
+}
+
+static const char *const ordering_words[] = {"none", "key", "latest", NULL}; /* enum ordering_mode order */
+
+const struct field endpoint_fields[] = {
+    {.name = "url", .type = FIELD_URL, .flags = FIELD_REQUIRED, .offset = offsetof(struct endpoint, url)},
+    {.name = "account", .type = FIELD_STRING, .flags = FIELD_NULLABLE | FIELD_BLANK_NULL,
+     .max_len = API_ACCOUNT_MAX, .offset = offsetof(struct endpoint, account)},
+    {.name = "description", .type = FIELD_STRING, .flags = FIELD_NULLABLE | FIELD_BLANK_NULL,
+     .max_len = API_DESCRIPTION_MAX, .offset = offsetof(struct endpoint, description)},
+    {.name = "event_types", .type = FIELD_STRING_ARRAY, .flags = FIELD_NULLABLE, .max = ENDPOINT_MAX_TYPES,
+     .max_len = 128, .check = event_type_or_pattern,
+     .hint = "must be an array of event types such as [\"order.*\"]", .set = set_event_types},
+    {.name = "secret", .type = FIELD_STRING, .flags = FIELD_NULLABLE | FIELD_FIXED, .max_len = SECRET_TEXT_MAX,
+     .check = secret_ok, .hint = "must be \"whsec_\" followed by base64 of 24 to 64 bytes",
+     .fixed_hint = "change it with POST /v1/endpoints/{id}/secret/rotate", .set = set_secret},
+    {.name = "ordering", .type = FIELD_ENUM, .flags = FIELD_NULLABLE, .values = ordering_words,
+     .offset = offsetof(struct endpoint, ordering)},
+    {.name = "max_in_flight", .type = FIELD_INT, .flags = FIELD_NULLABLE, .min = 0, .max = API_MAX_IN_FLIGHT_MAX,
+     .offset = offsetof(struct endpoint, max_in_flight)},
+    {.name = "rate_limit", .type = FIELD_INT, .flags = FIELD_NULLABLE, .min = 0, .max = API_RATE_LIMIT_MAX,
+     .offset = offsetof(struct endpoint, rate_limit)},
+    {.name = "timeout", .type = FIELD_DURATION, .flags = FIELD_NULLABLE | FIELD_BLANK_NULL, .min = 1,
+     .max = API_TIMEOUT_MAX_MS, .offset = offsetof(struct endpoint, timeout_ms)},
+    {.name = "retry_schedule", .type = FIELD_DURATION_LIST, .flags = FIELD_NULLABLE | FIELD_BLANK_NULL,
+     .max = RETRY_MAX_SCHEDULE, .set = set_retry_schedule},
+};
+
+const size_t endpoint_fields_count = sizeof endpoint_fields / sizeof endpoint_fields[0];
+
+int api_endpoint_apply(struct endpoint *ep, const json_t *body, enum api_body_mode mode, struct api_error *err)
+{
+    int rc = fields_apply(endpoint_fields, endpoint_fields_count, ep, body, mode, err);
+
+    if (rc == 0 && mode == API_BODY_CREATE && ep->n_secrets == 0) {
+        char secret[SECRET_TEXT_MAX];
+        secret_generate(secret);
+        ep->secrets[0] = (struct endpoint_secret){.key = strdup(secret), .created_at = clock_now_ms()};
+        explicit_bzero(secret, sizeof secret);
+        if (!ep->secrets[0].key)
+            return HOOKD_ENOMEM;
+        ep->n_secrets = 1;
+    }
+    return rc;
+}
+
+int api_endpoint_rotate(struct endpoint *ep, const char *new_secret, int64_t now, int64_t grace_ms)
+{
+    struct endpoint_secret kept[ENDPOINT_MAX_SECRETS];
+    size_t n = 0;
+    int64_t until = grace_ms > INT64_MAX - now ? INT64_MAX : now + grace_ms;
+    char *key = strdup(new_secret);
+
+    if (!key)
+        return HOOKD_ENOMEM;
+    kept[n++] = (struct endpoint_secret){.key = key, .expires_at = 0, .created_at = now};
+    for (size_t i = 0; i < ep->n_secrets && i < ENDPOINT_MAX_SECRETS; i++) {
+        struct endpoint_secret *s = &ep->secrets[i];
+        int64_t exp = s->expires_at == 0 || s->expires_at > until ? until : s->expires_at;
+        if (!s->key || exp <= now || n == ENDPOINT_MAX_SECRETS) {
+            secret_wipe(s);
+            continue;
+        }
+        kept[n++] = (struct endpoint_secret){.key = s->key, .expires_at = exp, .created_at = s->created_at};
+    }
+    memset(ep->secrets, 0, sizeof ep->secrets);
+    memcpy(ep->secrets, kept, n * sizeof kept[0]);
+    ep->n_secrets = n;
+    return 0;
+}

@@ -1,0 +1,51 @@
+/*
+ * What each list route takes in its query string: GET /v1/endpoints,
+ * /v1/events and /v1/deliveries (DESIGN §8, §12). A parameter not in its
+ * route's table is refused with 400, never ignored.
+ */
+#include "ops/list_queries.h"
+
+#include <stdbool.h>
+
+#include "core/filter.h"
+#include "ops/api_common.h"
+#include "store/store.h"
+
+static bool event_type_exact(const char *s) { return event_type_is_valid(s, false); }
+
+const struct query_param endpoint_list_query[] = {
+    {.name = "account", .type = QUERY_TEXT, .max_len = API_ACCOUNT_MAX,
+     .offset = offsetof(struct endpoint_filter, account)},
+    {.name = "cursor", .type = QUERY_CURSOR_ID, .list = LIST_ENDPOINTS,
+     .offset = offsetof(struct endpoint_filter, before_id)},
+    {.name = "limit", .type = QUERY_LIMIT, .offset = offsetof(struct endpoint_filter, limit)},
+};
+const size_t endpoint_list_query_count = sizeof endpoint_list_query / sizeof endpoint_list_query[0];
+
+const struct query_param event_list_query[] = {
+    {.name = "type", .type = QUERY_TEXT, .max_len = 128, .check = event_type_exact,
+     .hint = "not a valid event type", .offset = offsetof(struct event_filter, type)},
+    {.name = "account", .type = QUERY_TEXT, .max_len = API_ACCOUNT_MAX, .offset = offsetof(struct event_filter, account)},
+    {.name = "since", .type = QUERY_TIME, .offset = offsetof(struct event_filter, since)},
+    {.name = "until", .type = QUERY_TIME, .offset = offsetof(struct event_filter, until)},
+    {.name = "cursor", .type = QUERY_CURSOR_SEQ, .list = LIST_EVENTS, .offset = offsetof(struct event_filter, before_seq)},
+    {.name = "limit", .type = QUERY_LIMIT, .offset = offsetof(struct event_filter, limit)},
+};
+const size_t event_list_query_count = sizeof event_list_query / sizeof event_list_query[0];
+
+const char *const delivery_status_words[] = {"pending", "retrying", "delivered", "dead", "superseded", "skipped", NULL};
+
+const struct query_param delivery_list_query[] = {
+    {.name = "status", .type = QUERY_ENUM, .values = delivery_status_words,
+     .offset = offsetof(struct delivery_filter, status)},
+    {.name = "endpoint_id", .type = QUERY_ID, .offset = offsetof(struct delivery_filter, endpoint_id)},
+    {.name = "event_id", .type = QUERY_ID, .offset = offsetof(struct delivery_filter, event_id)},
+    {.name = "account", .type = QUERY_TEXT, .max_len = API_ACCOUNT_MAX,
+     .offset = offsetof(struct delivery_filter, account)},
+    {.name = "since", .type = QUERY_TIME, .offset = offsetof(struct delivery_filter, since)},
+    {.name = "until", .type = QUERY_TIME, .offset = offsetof(struct delivery_filter, until)},
+    {.name = "cursor", .type = QUERY_CURSOR_ID, .list = LIST_DELIVERIES,
+     .offset = offsetof(struct delivery_filter, before_id)},
+    {.name = "limit", .type = QUERY_LIMIT, .offset = offsetof(struct delivery_filter, limit)},
+};
+const size_t delivery_list_query_count = sizeof delivery_list_query / sizeof delivery_list_query[0];
