@@ -47,6 +47,7 @@
 #define HTTP_LISTEN_BACKLOG 4096
 #define HTTP_BODY_KEEP 65536 /* initial allocation cap when Content-Length is unknown or large */
 #define HTTP_TOKEN_MAX 256
+#define HTTP_DISCARD_MAX(cap) (4 * (cap) + 65536) /* body dropped past the cap before a 413 */
 
 /* A connection as the header-deadline sweeper sees it. */
 struct http_conn {
@@ -86,6 +87,7 @@ enum request_state {
     REQ_SUSPENDED, /* the handler called http_suspend */
     REQ_READY,     /* http_resume gave the response; it is sent on the next call */
     REQ_DONE,      /* a response was queued */
+    REQ_DISCARD,   /* a chunked body passed the cap: the rest is dropped, then 413 */
 };
 
 struct http_request {
@@ -99,6 +101,7 @@ struct http_request {
     bool has_body; /* a Content-Length over 0, or a Transfer-Encoding */
     char *body; /* NUL-terminated; NULL until the first byte */
     size_t body_len, body_cap;
+    size_t discarded; /* REQ_DISCARD: body bytes seen */
     _Atomic int state;
     struct http_response deferred; /* REQ_READY */
     struct route_params params;
@@ -388,6 +391,17 @@ static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind, const cha
     struct header_scan *h = cls;
     bool bad = !key || strlen(key) != key_size || (value && strlen(value) != value_size);
 
+    /*
+     * libmicrohttpd 0.9.75 cuts a value at a NUL and reports the shorter
+     * length. The value lies in its read buffer, where it ended the line by
+     * overwriting CR and LF with NULs: a line that really ended there is
+     * followed by two NULs, one cut short by a NUL is followed by the rest
+     * of the line. (A bare-LF line end looks like the latter and is refused
+     * too, which is no loss: RFC 9112 lines end in CRLF.)
+     */
+    if (!bad && value && value_size > 0 && value[value_size] == '\0' && value[value_size + 1] != '\0')
+        bad = true;
+
     for (size_t i = 0; !bad && i < key_size; i++)
         bad = byte_is_control((unsigned char)key[i]) || key[i] == ' ';
     for (size_t i = 0; !bad && value && i < value_size; i++)
@@ -575,6 +589,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     case REQ_SUSPENDED:
         return MHD_YES;
+    case REQ_DISCARD:
+        if (*upload_data_size > 0) {
+            r->discarded += *upload_data_size;
+            atomic_fetch_add(&s->st_body_bytes, *upload_data_size);
+            *upload_data_size = 0;
+            /* A body that never ends is not read forever: close without an answer. */
+            return r->discarded - r->max_body > HTTP_DISCARD_MAX(r->max_body) ? MHD_NO : MHD_YES;
+        }
+        return send_error(r, 413, "payload_too_large", "request body exceeds the limit", "Connection", "close");
     case REQ_READY:
         *upload_data_size = 0;
         r->state = REQ_DONE;
@@ -590,8 +613,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (body_append(r, upload_data, n, &too_large) < 0)
             return MHD_NO;
         /* A chunked body past the cap: answer now; MHD drops the rest and closes. */
-        if (too_large)
-            return send_error(r, 413, "payload_too_large", "request body exceeds the limit", NULL, NULL);
+        if (too_large) {
+            /* libmicrohttpd takes no response mid-upload: drop the rest and answer at its end. */
+            explicit_bzero(r->body, r->body_len);
+            r->discarded = r->body_len + n;
+            r->body_len = 0;
+            r->state = REQ_DISCARD;
+        }
         return MHD_YES;
     }
     return request_finish(s, r);

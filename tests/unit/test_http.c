@@ -411,7 +411,9 @@ static void test_server_body_cap_chunked(void **state)
     send_all(fd, "0\r\n\r\n", 5);
     read_reply(fd, &r);
     close(fd);
-    assert_true(r.closed || r.status == 413);
+    fprintf(stderr, "chunked: closed=%d status=%d\n", r.closed, r.status);
+    assert_int_equal(r.status, 413);
+    assert_error_shape(&r, "payload_too_large");
     assert_int_equal(l->calls, 0);
 
     /* The server is still fine. */
