@@ -47,6 +47,7 @@
 #define HTTP_LISTEN_BACKLOG 4096
 #define HTTP_BODY_KEEP 65536 /* initial allocation cap when Content-Length is unknown or large */
 #define HTTP_TOKEN_MAX 256
+#define HTTP_STOP_SEND_MS 2000 /* at stop, how long resumed answers may take to go out */
 #define HTTP_DISCARD_MAX(cap) (4 * (cap) + 65536) /* body dropped past the cap before a 413 */
 
 /* A connection as the header-deadline sweeper sees it. */
@@ -75,6 +76,7 @@ struct http_server {
     pthread_cond_t cond; /* sweeper wake-up, resumed requests, stop */
     struct http_conn *conns;
     size_t n_suspended;
+    size_t n_unsent; /* suspended requests whose answer is not yet sent */
     bool stopping;
     bool sweeper_started;
     pthread_t sweeper;
@@ -102,6 +104,7 @@ struct http_request {
     char *body; /* NUL-terminated; NULL until the first byte */
     size_t body_len, body_cap;
     size_t discarded; /* REQ_DISCARD: body bytes seen */
+    bool was_suspended; /* counted in the server's n_unsent until completed */
     _Atomic int state;
     struct http_response deferred; /* REQ_READY */
     struct route_params params;
@@ -312,7 +315,9 @@ void http_suspend(struct http_request *r)
 
     pthread_mutex_lock(&s->mu);
     s->n_suspended++;
+    s->n_unsent++;
     pthread_mutex_unlock(&s->mu);
+    r->was_suspended = true;
     r->state = REQ_SUSPENDED;
     if (s->epoll)
         MHD_suspend_connection(r->conn);
@@ -632,6 +637,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
     if (!r)
         return;
+    if (r->was_suspended) {
+        pthread_mutex_lock(&s->mu);
+        s->n_unsent--;
+        pthread_cond_broadcast(&s->cond);
+        pthread_mutex_unlock(&s->mu);
+    }
     if (r->tracked) {
         struct tcp_info ti;
         socklen_t len = sizeof ti;
@@ -975,6 +986,16 @@ void http_server_stop(struct http_server *s)
             log_warn("http", "stopping: still waiting for %zu suspended requests", s->n_suspended);
             since = mono_ms();
         }
+    }
+    /* Then a moment for their answers to go out (a client that reads nothing does not hold the stop). */
+    int64_t until = mono_ms() + HTTP_STOP_SEND_MS;
+    while (s->n_unsent > 0 && mono_ms() < until) {
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        t.tv_nsec += 10 * 1000000L;
+        t.tv_sec += t.tv_nsec / 1000000000L;
+        t.tv_nsec %= 1000000000L;
+        pthread_cond_timedwait(&s->cond, &s->mu, &t);
     }
     pthread_mutex_unlock(&s->mu);
     if (s->sweeper_started)

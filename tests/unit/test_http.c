@@ -1,6 +1,6 @@
 /*
  * HTTP server wrapper and router: route matching, a real server on
- * 127.0.0.1 port 0 driven over raw sockets (body cap → 413, 404/405,
+ * 127.0.0.1 port 0 driven over raw sockets (body cap → 413, chunked too, 404/405,
  * headers/query/params, keep-alive, the JSON error shape).
  */
 #include <stdarg.h>
@@ -411,7 +411,6 @@ static void test_server_body_cap_chunked(void **state)
     send_all(fd, "0\r\n\r\n", 5);
     read_reply(fd, &r);
     close(fd);
-    fprintf(stderr, "chunked: closed=%d status=%d\n", r.closed, r.status);
     assert_int_equal(r.status, 413);
     assert_error_shape(&r, "payload_too_large");
     assert_int_equal(l->calls, 0);
