@@ -17,6 +17,12 @@ struct config {
     char admin_token[256];   /* empty: generated at first start and kept beside the store */
     char node_id[128];       /* empty: "hostname:admin_port" (stable across restarts, so a restarted node frees its own leases) */
     char log_level[16];      /* "debug", "info", "warn", "error"; default "info" */
+    int http_threads;             /* event-loop threads per listener; 2 */
+    int max_connections;          /* per listener; 10240 (at most what the open-file limit allows) */
+    int max_connections_per_ip;   /* per listener and client address; 1024 */
+    int64_t header_timeout_ms;    /* whole request header, from its first byte; 10s */
+    int64_t idle_timeout_ms;      /* a connection with no traffic (keep-alive wait); 60s */
+    int64_t connection_memory;    /* per-connection buffers; 128KiB */
     /* [delivery] */
     int64_t timeout_ms;          /* 10s */
     int64_t connect_timeout_ms;  /* 5s */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "core/clock.h"
@@ -179,16 +180,45 @@ static int hub_wire(struct daemon *d)
     return r;
 }
 
+/* Each connection is a descriptor: take the whole hard limit. */
+static void nofile_raise(void)
+{
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            log_warn("serve", "cannot raise the open-file limit: %s", strerror(errno));
+    }
+}
+
+/* The API gets the parts it uses, and the servers the limits; neither sees the daemon. */
 static int listeners_start(struct daemon *d)
 {
+    struct api_ctx *api = calloc(1, sizeof *api);
+
+    if (api == NULL)
+        return HOOKD_ENOMEM;
+    *api = (struct api_ctx){
+        .cfg = &d->cfg, .writer = d->writer, .readers = d->readers, .hub = d->hub, .node = d->node,
+        .started_at = d->started_at,
+    };
+    d->api = api;
+    nofile_raise();
     struct http_server_options pub = {
-        .listen = d->cfg.public_listen, .routes = public_routes, .n_routes = public_routes_n, .ctx = d,
-        .max_body = (size_t)d->cfg.max_body,
+        .listen = d->cfg.public_listen, .routes = public_routes, .n_routes = public_routes_n, .ctx = api,
+        .max_body = (size_t)d->cfg.max_body, .threads = (unsigned)d->cfg.http_threads,
+        .max_connections = (unsigned)d->cfg.max_connections,
+        .max_connections_per_ip = (unsigned)d->cfg.max_connections_per_ip,
+        .header_timeout_ms = d->cfg.header_timeout_ms, .idle_timeout_s = (unsigned)(d->cfg.idle_timeout_ms / 1000),
+        .connection_memory = (size_t)d->cfg.connection_memory,
     };
-    struct http_server_options adm = {
-        .listen = d->cfg.admin_listen, .routes = admin_routes, .n_routes = admin_routes_n, .ctx = d,
-        .max_body = 1 << 20,
-    };
+    struct http_server_options adm = pub;
+    adm.listen = d->cfg.admin_listen;
+    adm.routes = admin_routes;
+    adm.n_routes = admin_routes_n;
+    adm.admin_token = d->admin_token;
+    adm.max_body = API_BODY_MAX;
     int r = http_server_start(&pub, &d->public_http);
 
     if (r != 0) {
@@ -290,6 +320,7 @@ out:
         http_server_stop(d->admin_http);
     if (d->public_http != NULL)
         http_server_stop(d->public_http);
+    free(d->api); /* after both servers: suspended requests were answered before their stop returned */
     if (d->relay != NULL)
         relay_stop(d->relay);
     if (d->dispatcher != NULL)

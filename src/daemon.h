@@ -14,6 +14,7 @@ struct relay;
 struct dispatcher;
 struct http_server;
 struct hub;
+struct api_ctx;
 
 struct daemon {
     struct config cfg;
@@ -27,6 +28,7 @@ struct daemon {
     struct dispatcher *dispatcher;
     struct http_server *public_http;
     struct http_server *admin_http;
+    struct api_ctx *api;         /* the listeners' handlers' context (ops/api.h) */
     atomic_bool stopping;
     int64_t started_at;
 };

@@ -1,22 +1,36 @@
 /*
  * HTTP server wrapper over libmicrohttpd, with a route table of
- * {method, pattern, handler}. Patterns are literal segments and "{name}"
- * captures ("/v1/endpoints/{id}/secret/rotate"); "*" as the last segment
- * matches any rest. Handlers run synchronously on the connection's thread.
- * Bodies are read fully (up to max_body; larger → 413 before the rest is read)
- * before the handler runs.
+ * {method, pattern, handler, auth, body cap}. Patterns are literal segments
+ * and "{name}" captures ("/v1/endpoints/{id}/secret/rotate"); "*" as the last
+ * segment matches any rest.
  *
- *   http_server_start / http_server_stop
- *   http_header, http_query, http_query_each, http_param   request accessors
- *   http_reply, http_reply_json, http_reply_error   fill the response
+ * The route is decided on the request header alone: 400 (ambiguous framing,
+ * control bytes in a header), 401 (auth), 404, 405, 413 (a Content-Length
+ * over the route's cap), 414 and 431 are answered before any of the body is
+ * read. A chunked body that outgrows the cap is answered 413 as soon as it
+ * does. Then the body is read and the handler runs on a server thread; a
+ * handler that waits for something (a commit) suspends the request and
+ * finishes it later from any thread (http_suspend / http_resume), so no
+ * thread waits with it.
+ *
+ * With threads > 0 the server is one epoll loop per thread, each holding
+ * thousands of connections; the request header has a deadline of its own
+ * (a client trickling bytes does not extend it), and connections are capped
+ * in total and per client address.
+ *
+ *   http_server_start / http_server_stop / http_server_port / http_server_stats
+ *   http_header, http_query, http_query_each, http_param, http_body   request accessors
+ *   http_reply, http_reply_json, http_reply_error    fill the response
+ *   http_suspend / http_resume                       finish a request later
  */
 #ifndef HOOKD_NET_HTTP_H
 #define HOOKD_NET_HTTP_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 struct http_server;
-struct http_request; /* opaque; valid during the handler call only */
+struct http_request; /* opaque; valid during the handler call, or until http_resume */
 
 struct http_response {
     int status;               /* default 200 */
@@ -28,11 +42,24 @@ struct http_response {
 };
 
 typedef void (*http_handler)(struct http_request *req, struct http_response *res, void *ctx);
+/* Runs once the header is complete, before any of the body is read. Returns
+ * true to go on (it may change the body cap with http_set_max_body), false
+ * after filling res: that answer is sent and the body never read. */
+typedef bool (*http_prepare_fn)(struct http_request *req, struct http_response *res, void *ctx);
+
+enum http_auth {
+    HTTP_AUTH_NONE = 0,
+    HTTP_AUTH_ADMIN,  /* "Authorization: Bearer <admin token>", checked by the server before the body */
+    HTTP_AUTH_SOURCE, /* a signature over the raw body: the route's handler checks it (prepare may refuse early) */
+};
 
 struct http_route {
     const char *method; /* "GET", "POST", …; "*" any */
     const char *pattern;
     http_handler handler;
+    enum http_auth auth;
+    size_t max_body;         /* 0: the server's max_body */
+    http_prepare_fn prepare; /* optional */
 };
 
 struct http_server_options {
@@ -40,15 +67,33 @@ struct http_server_options {
     const struct http_route *routes;
     size_t n_routes;
     void *ctx;              /* passed to handlers */
+    const char *admin_token;  /* for HTTP_AUTH_ADMIN routes (copied); NULL or empty: they answer 401 */
     size_t max_body;        /* default 1 MiB */
-    unsigned threads;       /* 0: one thread per connection */
+    unsigned threads;       /* 0: one thread per connection (handlers may sleep); else epoll loops */
+    unsigned max_connections;        /* default 10240 (at most what RLIMIT_NOFILE allows) */
+    unsigned max_connections_per_ip; /* default 1024; 0 keeps the default */
+    int64_t header_timeout_ms;       /* whole request header, from its first byte; default 10 s */
+    unsigned idle_timeout_s;         /* no traffic at all, e.g. between keep-alive requests; default 60 */
+    size_t connection_memory;        /* per-connection buffer memory; default 128 KiB */
 };
 
 __attribute__((warn_unused_result)) int http_server_start(const struct http_server_options *opt,
                                                           struct http_server **out);
 /* The bound port (useful with port 0). */
 int http_server_port(const struct http_server *s);
+/* Waits for suspended requests to be resumed, then closes every connection. */
 void http_server_stop(struct http_server *s);
+
+struct http_server_stats {
+    uint64_t connections;     /* accepted so far */
+    uint64_t open;            /* open now */
+    uint64_t closed;          /* closed so far */
+    uint64_t bytes_read;      /* bytes the server consumed from closed connections (TCP_INFO) */
+    uint64_t body_bytes;      /* request body bytes handed to the server by libmicrohttpd */
+    uint64_t header_timeouts; /* connections closed for a late request header */
+    uint64_t suspended;       /* requests waiting in http_suspend now */
+};
+void http_server_stats(struct http_server *s, struct http_server_stats *out);
 
 const char *http_method(const struct http_request *r);
 const char *http_path(const struct http_request *r);
@@ -61,6 +106,21 @@ int http_query_each(const struct http_request *r, int (*fn)(void *arg, const cha
                     void *arg);
 const char *http_body(const struct http_request *r, size_t *len);        /* NUL-terminated */
 const char *http_peer(const struct http_request *r);                     /* "127.0.0.1:port" */
+/* From a prepare hook: the body cap of this request (a larger Content-Length is then 413). */
+void http_set_max_body(struct http_request *r, size_t max_body);
+
+/*
+ * From a handler: the request is answered later. The handler returns without
+ * a response (res is ignored) and the connection waits without a thread until
+ * http_resume. req, its params, headers and body stay valid until then.
+ */
+void http_suspend(struct http_request *req);
+/* From any thread, exactly once per http_suspend: sends res (its contents are
+ * taken over and res is cleared). req must not be used afterwards. */
+void http_resume(struct http_request *req, struct http_response *res);
+
+/* Constant-time comparison of a token with given_len bytes (an empty expected token never matches). */
+bool http_token_equal(const char *expected, const char *given, size_t given_len);
 
 /* Takes ownership of body (may be NULL). */
 void http_reply(struct http_response *res, int status, char *body, size_t len);

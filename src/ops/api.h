@@ -1,12 +1,33 @@
 /*
- * Route tables of the two listeners. Handlers get the struct daemon * as ctx.
- *   admin: /v1/… (bearer token), one file per resource (api_endpoints.c, api_events.c, api_deliveries.c)
+ * Route tables of the two listeners, and the context their handlers get.
+ *   admin: /v1/… (bearer token, checked by the server before the body), one
+ *          file per resource (api_endpoints.c, api_events.c, api_deliveries.c)
  *   public: /healthz (and /in/{source} later)
+ * The context holds the parts the API uses, given when it is built (daemon.c).
  */
 #ifndef HOOKD_OPS_API_H
 #define HOOKD_OPS_API_H
 #include <stddef.h>
+#include <stdint.h>
 #include "net/http.h"
+
+struct config;
+struct writer;
+struct store_pool;
+struct hub;
+
+#define API_BODY_MAX (1024 * 1024) /* admin request bodies */
+#define API_BODY_NONE 4096         /* routes that read no body */
+
+/* What admin and public handlers use; passed as the servers' ctx. Outlives both servers. */
+struct api_ctx {
+    const struct config *cfg;
+    struct writer *writer;      /* state changes (writer_submit; the connection waits suspended) */
+    struct store_pool *readers; /* reads */
+    struct hub *hub;            /* told after a commit: outbox changed, endpoints changed */
+    const char *node;           /* this process's lease owner name */
+    int64_t started_at;
+};
 
 extern const struct http_route admin_routes[];
 extern const size_t admin_routes_n;

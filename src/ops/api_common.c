@@ -1,8 +1,8 @@
 /*
- * Shared admin API plumbing: bearer auth, store access and error replies,
- * the request body as JSON, and records as JSON, kept here so the handlers
- * stay short and tests reach them. Field and query rules: ops/fields.c;
- * endpoint bodies: ops/endpoint_body.c.
+ * Shared admin API plumbing: store access (readers, suspended writes) and
+ * error replies, the request body as JSON, and records as JSON, kept here so
+ * the handlers stay short and tests reach them. Field and query rules:
+ * ops/fields.c; endpoint bodies: ops/endpoint_body.c.
  */
 #include "ops/api_common.h"
 
@@ -12,13 +12,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include <openssl/crypto.h>
-#include <openssl/sha.h>
 
 #include "core/clock.h"
 #include "core/duration.h"
 #include "core/timefmt.h"
-#include "daemon.h"
 #include "store/pool.h"
 
 /* ---- errors ------------------------------------------------------------------ */
@@ -55,37 +52,15 @@ void api_reply_store_error(struct http_response *res, int err, const char *what)
 
 bool api_token_equal(const char *expected, const char *given)
 {
-    unsigned char a[SHA256_DIGEST_LENGTH], b[SHA256_DIGEST_LENGTH];
-
-    if (!expected || !given || expected[0] == '\0')
-        return false;
-    /* Hashing first makes the comparison independent of both lengths. */
-    SHA256((const unsigned char *)expected, strlen(expected), a);
-    SHA256((const unsigned char *)given, strlen(given), b);
-    return CRYPTO_memcmp(a, b, sizeof a) == 0;
+    return given && http_token_equal(expected, given, strlen(given));
 }
 
-struct daemon *api_begin(struct http_request *req, struct http_response *res, void *ctx)
-{
-    struct daemon *d = ctx;
-    const char *auth = http_header(req, "Authorization");
+struct api_ctx *api_begin(struct http_request *req, struct http_response *res, void *ctx) { return ctx; }
 
-    if (auth && strncasecmp(auth, "Bearer ", 7) == 0) {
-        const char *token = auth + 7;
-        while (*token == ' ')
-            token++;
-        if (api_token_equal(d->admin_token, token))
-            return d;
-    }
-    http_reply_error(res, 401, "unauthorized", "a valid \"Authorization: Bearer <admin token>\" header is required");
-    http_add_header(res, "WWW-Authenticate", "Bearer");
-    return NULL;
-}
-
-struct store *api_reader_get(struct daemon *d, struct http_response *res)
+struct store *api_reader_get(const struct api_ctx *api, struct http_response *res)
 {
     struct store *s = NULL;
-    int rc = d->readers ? store_pool_get(d->readers, &s) : HOOKD_EUNAVAIL;
+    int rc = api->readers ? store_pool_get(api->readers, &s) : HOOKD_EUNAVAIL;
 
     if (rc != 0) {
         api_reply_store_error(res, api_store_down(rc) ? rc : HOOKD_EUNAVAIL, "store");
@@ -94,15 +69,55 @@ struct store *api_reader_get(struct daemon *d, struct http_response *res)
     return s;
 }
 
-void api_reader_put(struct daemon *d, struct store *s, int last_err)
+void api_reader_put(const struct api_ctx *api, struct store *s, int last_err)
 {
     if (s)
-        store_pool_put(d->readers, s, last_err == HOOKD_EIO || last_err == HOOKD_EUNAVAIL);
+        store_pool_put(api->readers, s, last_err == HOOKD_EIO || last_err == HOOKD_EUNAVAIL);
 }
 
-int api_write(struct daemon *d, write_fn fn, void *arg)
+/* One suspended write: the op and how to answer it. */
+struct api_async {
+    struct http_request *req;
+    write_fn fn;
+    api_reply_fn reply;
+    void *arg;
+};
+
+static int async_run(struct store *s, void *p)
 {
-    return d->writer ? writer_exec(d->writer, fn, arg) : HOOKD_EUNAVAIL;
+    struct api_async *a = p;
+    return a->fn(s, a->arg);
+}
+
+/* Writer thread, after the commit: answer, then let the connection go on. */
+static void async_done(void *p, int result)
+{
+    struct api_async *a = p;
+    struct http_request *req = a->req;
+    struct http_response res = {.status = 200};
+
+    a->reply(a->arg, result, &res);
+    free(a);
+    http_resume(req, &res);
+}
+
+void api_write_async(const struct api_ctx *api, struct http_request *req, write_fn fn, api_reply_fn reply,
+                     void *arg)
+{
+    struct api_async *a = malloc(sizeof *a);
+    int rc;
+
+    http_suspend(req);
+    if (!a) {
+        struct http_response res = {.status = 200};
+        reply(arg, HOOKD_ENOMEM, &res);
+        http_resume(req, &res);
+        return;
+    }
+    *a = (struct api_async){.req = req, .fn = fn, .reply = reply, .arg = arg};
+    rc = api->writer ? writer_submit(api->writer, async_run, async_done, a) : HOOKD_EUNAVAIL;
+    if (rc != 0)
+        async_done(a, rc); /* the writer never calls back for an op it refused */
 }
 
 /* ---- request parsing ------------------------------------------------------------------ */

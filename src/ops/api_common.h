@@ -2,9 +2,10 @@
  * What every admin API handler shares: bearer auth, store access (a pooled
  * reader for reads, the writer for changes), error replies, record → JSON.
  *
- *   api_begin               auth check; the daemon, or NULL after a 401
+ *   api_begin               the handler's api_ctx (the server has checked the token)
  *   api_reader_get/put      borrow a read connection
- *   api_write               run a write op through the writer and wait for its commit
+ *   api_write_async         run a write op through the writer; the request waits
+ *                           suspended and is answered after the commit
  *   api_reply_store_error   404 / 503 store_unavailable / 500 for a store error
  *   api_body_object         the request body as a JSON object (400 malformed_json)
  *   api_*_json              records as the JSON of DESIGN §12
@@ -21,12 +22,11 @@
 #include <jansson.h>
 
 #include "net/http.h"
+#include "ops/api.h"
 #include "ops/endpoint_body.h"
 #include "ops/fields.h"
 #include "store/store.h"
 #include "store/writer.h"
-
-struct daemon;
 
 #define API_LIMIT_DEFAULT 100
 #define API_LIMIT_MAX STORE_LIST_MAX
@@ -49,17 +49,31 @@ void api_reply_api_error(struct http_response *res, const struct api_error *e);
 
 /* ---- request plumbing --------------------------------------------------- */
 
-/* Checks "Authorization: Bearer <token>"; answers 401 and returns NULL when it is wrong. */
-struct daemon *api_begin(struct http_request *req, struct http_response *res, void *ctx);
+/* The handler's context. Routes declare HTTP_AUTH_ADMIN, so the server has
+ * checked the bearer token before the body was read; never NULL. */
+struct api_ctx *api_begin(struct http_request *req, struct http_response *res, void *ctx);
 /* Constant-time comparison of two tokens (an empty expected token never matches). */
 bool api_token_equal(const char *expected, const char *given);
 
 /* Borrows a read connection; on failure answers 503 and returns NULL. */
-struct store *api_reader_get(struct daemon *d, struct http_response *res);
+struct store *api_reader_get(const struct api_ctx *api, struct http_response *res);
 /* Returns it; last_err is the last store result (I/O errors close the connection). */
-void api_reader_put(struct daemon *d, struct store *s, int last_err);
-/* writer_exec on the daemon's writer (HOOKD_EUNAVAIL when there is none). */
-__attribute__((warn_unused_result)) int api_write(struct daemon *d, write_fn fn, void *arg);
+void api_reader_put(const struct api_ctx *api, struct store *s, int last_err);
+
+/*
+ * Fills res from a write op's result. Runs on the writer thread after the
+ * commit (or on the handler's thread when the op could not be queued: result
+ * is then HOOKD_EUNAVAIL or HOOKD_ENOMEM); must not block. It owns arg and
+ * frees it; the request (its params and body) is still valid during the call.
+ */
+typedef void (*api_reply_fn)(void *arg, int result, struct http_response *res);
+/*
+ * Runs fn(store, arg) as a writer op without holding a thread: the request
+ * is suspended, and reply(arg, result, res) answers it after the commit.
+ * reply runs exactly once, on every path.
+ */
+void api_write_async(const struct api_ctx *api, struct http_request *req, write_fn fn, api_reply_fn reply,
+                     void *arg);
 /* Whether err means the store is down (EUNAVAIL, EIO, EBUSY). */
 bool api_store_down(int err);
 /* 404 not_found naming what (ENOTFOUND), 503 store_unavailable, else 500 internal. */

@@ -6,13 +6,12 @@
 #include <string.h>
 
 #include "core/ids.h"
-#include "daemon.h"
 #include "ops/api_common.h"
 #include "ops/list_queries.h"
 
 void api_deliveries_list(struct http_request *req, struct http_response *res, void *ctx)
 {
-    struct daemon *d = api_begin(req, res, ctx);
+    struct api_ctx *d = api_begin(req, res, ctx);
     struct delivery_filter f = {.status = -1};
     struct delivery_list list = {0};
     struct query_scratch scratch;
@@ -45,7 +44,7 @@ void api_deliveries_list(struct http_request *req, struct http_response *res, vo
 
 void api_deliveries_get(struct http_request *req, struct http_response *res, void *ctx)
 {
-    struct daemon *d = api_begin(req, res, ctx);
+    struct api_ctx *d = api_begin(req, res, ctx);
     const char *id = http_param(req, "id");
     struct delivery dl = {0};
     struct attempt_list al = {0};

@@ -1,16 +1,18 @@
 /*
  * Admin API /v1/endpoints: create, list, get, update, delete, disable, enable
- * and secret rotation. Reads use a pooled reader; every change is one writer op,
- * after which the daemon is told that endpoints changed.
+ * and secret rotation. Reads use a pooled reader; every change is one writer
+ * op, answered from the writer thread after its commit (the connection waits
+ * suspended), after which the hub is told that endpoints changed.
  */
 #include <stdlib.h>
 #include <string.h>
+
+#include "config.h"
 
 #include "core/clock.h"
 #include "core/duration.h"
 #include "core/ids.h"
 #include "core/signature.h"
-#include "daemon.h"
 #include "hub.h"
 #include "ops/api_common.h"
 #include "ops/list_queries.h"
@@ -18,18 +20,46 @@
 #define ROTATE_GRACE_MAX_MS (30LL * 24 * 3600 * 1000)
 #define DISABLE_REASON_DEFAULT "disabled through the admin API"
 
-/* One endpoint write: inputs, and the row as it stands after the op. */
+/* One endpoint write: inputs, and the row as it stands after the op. Heap
+ * for a write (it outlives the handler call); the reply frees it. */
 struct endpoint_op {
-    const char *id;
-    const json_t *body;       /* PATCH */
+    const struct api_ctx *api;
+    const char *id;           /* the request's {id}: valid until the reply */
+    json_t *body;             /* owned; PATCH applies it, reason points into it */
     bool enabled;             /* disable/enable */
     const char *reason;
-    const char *new_secret;   /* rotate */
+    const char *new_secret;   /* rotate: into secret_buf or body */
+    char secret_buf[SECRET_TEXT_MAX];
     int64_t grace_ms;
     int64_t now;
+    int status;               /* the answer on success */
+    bool with_secret;
     struct endpoint ep;
     struct api_error err;
 };
+
+static struct endpoint_op *endpoint_op_new(const struct api_ctx *api, struct http_response *res)
+{
+    struct endpoint_op *o = calloc(1, sizeof *o);
+
+    if (!o) {
+        api_reply_store_error(res, HOOKD_ENOMEM, "endpoint");
+        return NULL;
+    }
+    o->api = api;
+    o->now = clock_now_ms();
+    return o;
+}
+
+static void endpoint_op_free(struct endpoint_op *o)
+{
+    if (!o)
+        return;
+    endpoint_free(&o->ep);
+    json_decref(o->body);
+    explicit_bzero(o->secret_buf, sizeof o->secret_buf);
+    free(o);
+}
 
 static int op_insert(struct store *s, void *arg)
 {
@@ -109,52 +139,64 @@ static const char *path_id(struct http_request *req, struct http_response *res)
     return id;
 }
 
-/* Runs fn as a writer op; on success tells the daemon and answers status with the endpoint. */
-static void write_and_reply(struct daemon *d, struct http_response *res, write_fn fn, struct endpoint_op *o,
-                            int status, bool with_secret)
+/* The reply of a write, after its commit: tell the hub, answer with the endpoint. */
+static void write_reply(void *arg, int rc, struct http_response *res)
 {
-    int rc = api_write(d, fn, o);
+    struct endpoint_op *o = arg;
 
     if (rc != 0) {
         reply_op_error(res, rc, o);
-        return;
+    } else {
+        hub_notify(o->api->hub, HUB_ENDPOINTS_CHANGED);
+        if (o->status == 204)
+            http_reply(res, 204, NULL, 0);
+        else
+            http_reply_json(res, o->status, api_endpoint_json(&o->ep, o->with_secret, clock_now_ms()));
     }
-    hub_notify(d->hub, HUB_ENDPOINTS_CHANGED);
-    if (status == 204)
-        http_reply(res, 204, NULL, 0);
-    else
-        http_reply_json(res, status, api_endpoint_json(&o->ep, with_secret, clock_now_ms()));
+    endpoint_op_free(o);
+}
+
+/* Runs fn as a writer op and answers status after its commit; takes o. */
+static void write_and_reply(struct http_request *req, write_fn fn, struct endpoint_op *o, int status,
+                            bool with_secret)
+{
+    o->status = status;
+    o->with_secret = with_secret;
+    api_write_async(o->api, req, fn, write_reply, o);
 }
 
 void api_endpoints_create(struct http_request *req, struct http_response *res, void *ctx)
 {
-    struct daemon *d = api_begin(req, res, ctx);
-    struct endpoint_op o = {.now = clock_now_ms()};
+    struct api_ctx *api = api_begin(req, res, ctx);
+    struct endpoint_op *o;
     json_t *body;
     int rc;
 
-    if (!d || !(body = api_body_object(req, res, false)))
+    if (!(body = api_body_object(req, res, false)))
         return;
-    rc = api_endpoint_apply(&o.ep, body, API_BODY_CREATE, &o.err);
-    if (rc != 0) {
-        reply_op_error(res, rc, &o);
-        goto out;
+    if (!(o = endpoint_op_new(api, res))) {
+        json_decref(body);
+        return;
     }
-    id_new(o.ep.id, "ep_");
-    o.id = o.ep.id;
-    o.ep.enabled = true;
-    o.ep.created_at = o.ep.updated_at = o.now;
-    for (size_t i = 0; i < o.ep.n_secrets; i++)
-        o.ep.secrets[i].created_at = o.now;
-    write_and_reply(d, res, op_insert, &o, 201, true);
-out:
-    endpoint_free(&o.ep);
-    json_decref(body);
+    o->body = body;
+    rc = api_endpoint_apply(&o->ep, body, API_BODY_CREATE, &o->err);
+    if (rc != 0) {
+        reply_op_error(res, rc, o);
+        endpoint_op_free(o);
+        return;
+    }
+    id_new(o->ep.id, "ep_");
+    o->id = o->ep.id;
+    o->ep.enabled = true;
+    o->ep.created_at = o->ep.updated_at = o->now;
+    for (size_t i = 0; i < o->ep.n_secrets; i++)
+        o->ep.secrets[i].created_at = o->now;
+    write_and_reply(req, op_insert, o, 201, true);
 }
 
 void api_endpoints_list(struct http_request *req, struct http_response *res, void *ctx)
 {
-    struct daemon *d = api_begin(req, res, ctx);
+    struct api_ctx *d = api_begin(req, res, ctx);
     struct endpoint_filter f = {0};
     struct endpoint_list list = {0};
     struct query_scratch scratch;
@@ -187,7 +229,7 @@ void api_endpoints_list(struct http_request *req, struct http_response *res, voi
 
 void api_endpoints_get(struct http_request *req, struct http_response *res, void *ctx)
 {
-    struct daemon *d = api_begin(req, res, ctx);
+    struct api_ctx *d = api_begin(req, res, ctx);
     struct endpoint_op o = {0};
     struct store *s;
     int rc;
@@ -205,50 +247,64 @@ void api_endpoints_get(struct http_request *req, struct http_response *res, void
 
 void api_endpoints_update(struct http_request *req, struct http_response *res, void *ctx)
 {
-    struct daemon *d = api_begin(req, res, ctx);
-    struct endpoint_op o = {.now = clock_now_ms()};
+    struct api_ctx *api = api_begin(req, res, ctx);
     struct endpoint scratch = {0};
+    struct endpoint_op *o;
+    const char *id;
     json_t *body;
 
-    if (!d || !(o.id = path_id(req, res)) || !(body = api_body_object(req, res, false)))
+    if (!(id = path_id(req, res)) || !(body = api_body_object(req, res, false)))
         return;
+    if (!(o = endpoint_op_new(api, res))) {
+        json_decref(body);
+        return;
+    }
+    o->id = id;
+    o->body = body;
     /* Validate before queueing, so a bad body never reaches the writer. */
-    int rc = api_endpoint_apply(&scratch, body, API_BODY_PATCH, &o.err);
+    int rc = api_endpoint_apply(&scratch, body, API_BODY_PATCH, &o->err);
     endpoint_free(&scratch);
     if (rc != 0) {
-        reply_op_error(res, rc, &o);
-        goto out;
+        reply_op_error(res, rc, o);
+        endpoint_op_free(o);
+        return;
     }
-    o.body = body;
-    write_and_reply(d, res, op_update, &o, 200, true);
-out:
-    endpoint_free(&o.ep);
-    json_decref(body);
+    write_and_reply(req, op_update, o, 200, true);
 }
 
 void api_endpoints_delete(struct http_request *req, struct http_response *res, void *ctx)
 {
-    struct daemon *d = api_begin(req, res, ctx);
-    struct endpoint_op o = {0};
+    struct api_ctx *api = api_begin(req, res, ctx);
+    struct endpoint_op *o;
+    const char *id;
 
-    if (!d || !(o.id = path_id(req, res)))
+    if (!(id = path_id(req, res)) || !(o = endpoint_op_new(api, res)))
         return;
-    write_and_reply(d, res, op_delete, &o, 204, false);
+    o->id = id;
+    write_and_reply(req, op_delete, o, 204, false);
 }
 
 static void set_enabled(struct http_request *req, struct http_response *res, void *ctx, bool enabled)
 {
-    struct daemon *d = api_begin(req, res, ctx);
-    struct endpoint_op o = {.now = clock_now_ms(), .enabled = enabled, .reason = DISABLE_REASON_DEFAULT};
-    const char *key;
+    struct api_ctx *api = api_begin(req, res, ctx);
+    struct endpoint_op *o;
+    const char *key, *id;
     json_t *body, *v;
 
-    if (!d || !(o.id = path_id(req, res)) || !(body = api_body_object(req, res, true)))
+    if (!(id = path_id(req, res)) || !(body = api_body_object(req, res, true)))
         return;
+    if (!(o = endpoint_op_new(api, res))) {
+        json_decref(body);
+        return;
+    }
+    o->id = id;
+    o->body = body;
+    o->enabled = enabled;
+    o->reason = DISABLE_REASON_DEFAULT;
     json_object_foreach(body, key, v) {
         if (enabled || strcmp(key, "reason") != 0) {
             http_reply_error(res, 400, "unknown_field", "%.64s: unknown field", key);
-            goto out;
+            goto fail;
         }
         if (json_is_null(v))
             continue;
@@ -256,15 +312,15 @@ static void set_enabled(struct http_request *req, struct http_response *res, voi
         if (!r || strlen(r) > API_DESCRIPTION_MAX || strlen(r) != json_string_length(v)) {
             http_reply_error(res, 400, "invalid_field", "reason: must be a string of at most %d characters",
                              API_DESCRIPTION_MAX);
-            goto out;
+            goto fail;
         }
         if (r[0])
-            o.reason = r;
+            o->reason = r;
     }
-    write_and_reply(d, res, op_set_enabled, &o, 200, true);
-out:
-    endpoint_free(&o.ep);
-    json_decref(body);
+    write_and_reply(req, op_set_enabled, o, 200, true);
+    return;
+fail:
+    endpoint_op_free(o);
 }
 
 void api_endpoints_disable(struct http_request *req, struct http_response *res, void *ctx)
@@ -311,22 +367,27 @@ static bool rotate_body(const json_t *body, struct endpoint_op *o, struct http_r
 
 void api_endpoints_rotate(struct http_request *req, struct http_response *res, void *ctx)
 {
-    struct daemon *d = api_begin(req, res, ctx);
-    struct endpoint_op o = {.now = clock_now_ms()};
-    char generated[SECRET_TEXT_MAX];
+    struct api_ctx *api = api_begin(req, res, ctx);
+    struct endpoint_op *o;
+    const char *id;
     json_t *body;
 
-    if (!d || !(o.id = path_id(req, res)) || !(body = api_body_object(req, res, true)))
+    if (!(id = path_id(req, res)) || !(body = api_body_object(req, res, true)))
         return;
-    o.grace_ms = d->cfg.rotate_grace_ms;
-    if (rotate_body(body, &o, res)) {
-        if (!o.new_secret) {
-            secret_generate(generated);
-            o.new_secret = generated;
-        }
-        write_and_reply(d, res, op_rotate, &o, 200, true);
+    if (!(o = endpoint_op_new(api, res))) {
+        json_decref(body);
+        return;
     }
-    explicit_bzero(generated, sizeof generated);
-    endpoint_free(&o.ep);
-    json_decref(body);
+    o->id = id;
+    o->body = body;
+    o->grace_ms = api->cfg->rotate_grace_ms;
+    if (!rotate_body(body, o, res)) {
+        endpoint_op_free(o);
+        return;
+    }
+    if (!o->new_secret) {
+        secret_generate(o->secret_buf);
+        o->new_secret = o->secret_buf;
+    }
+    write_and_reply(req, op_rotate, o, 200, true);
 }

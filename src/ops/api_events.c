@@ -1,7 +1,8 @@
 /*
  * Admin API /v1/events: publish into the outbox (with Idempotency-Key), list,
- * and one event with its deliveries. A publish is one writer op; the relay is
- * woken once it has committed.
+ * and one event with its deliveries. A publish is one writer op, answered
+ * from the writer thread after its commit (the connection waits suspended);
+ * the hub is told that the outbox changed.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -10,15 +11,23 @@
 
 #include "core/filter.h"
 #include "core/ids.h"
-#include "daemon.h"
 #include "hub.h"
 #include "ops/api_common.h"
 #include "ops/list_queries.h"
 
+/* A publish; heap (it outlives the handler call), freed by its reply. */
 struct event_op {
+    const struct api_ctx *api;
     struct event ev;
     struct event existing; /* filled on EEXISTS */
 };
+
+static void event_op_free(struct event_op *o)
+{
+    event_free(&o->ev);
+    event_free(&o->existing);
+    free(o);
+}
 
 static int op_publish(struct store *s, void *arg)
 {
@@ -149,17 +158,43 @@ static bool same_event(const struct event *a, const struct event *b)
     return same;
 }
 
+/* After the commit: 201 with the event, or the replay / conflict / store error. */
+static void publish_reply(void *arg, int rc, struct http_response *res)
+{
+    struct event_op *o = arg;
+
+    if (rc == 0) {
+        hub_notify(o->api->hub, HUB_OUTBOX_CHANGED);
+        http_reply_json(res, 201, api_event_json(&o->ev));
+    } else if (rc == HOOKD_EEXISTS && same_event(&o->ev, &o->existing)) {
+        http_reply_json(res, 200, api_event_json(&o->existing));
+        http_add_header(res, "Idempotent-Replayed", "true");
+    } else if (rc == HOOKD_EEXISTS || rc == HOOKD_ECONFLICT) {
+        http_reply_error(res, 409, "idempotency_conflict",
+                         "an event with this %s already exists with a different type, account or data",
+                         o->ev.idempotency_key ? "Idempotency-Key" : "id");
+    } else {
+        api_reply_store_error(res, rc, "event");
+    }
+    event_op_free(o);
+}
+
 void api_events_publish(struct http_request *req, struct http_response *res, void *ctx)
 {
-    struct daemon *d = api_begin(req, res, ctx);
-    struct event_op o = {0};
+    struct api_ctx *api = api_begin(req, res, ctx);
+    struct event_op *o = NULL;
     struct api_error err = {0};
     const char *key;
     json_t *body;
     int rc;
 
-    if (!d || !(body = api_body_object(req, res, false)))
+    if (!(body = api_body_object(req, res, false)))
         return;
+    if (!(o = calloc(1, sizeof *o))) {
+        api_reply_store_error(res, HOOKD_ENOMEM, "event");
+        goto out;
+    }
+    o->api = api;
     key = http_header(req, "Idempotency-Key");
     if (key && key[0]) {
         if (strlen(key) > API_IDEMPOTENCY_KEY_MAX) {
@@ -167,40 +202,31 @@ void api_events_publish(struct http_request *req, struct http_response *res, voi
                              API_IDEMPOTENCY_KEY_MAX);
             goto out;
         }
-        if (dup_field(&o.ev.idempotency_key, key) != 0) {
+        if (dup_field(&o->ev.idempotency_key, key) != 0) {
             api_reply_store_error(res, HOOKD_ENOMEM, "event");
             goto out;
         }
     }
-    rc = event_from_json(body, &o.ev, &err);
+    rc = event_from_json(body, &o->ev, &err);
     if (rc == HOOKD_EINVAL) {
         api_reply_api_error(res, &err);
         goto out;
     }
-    if (rc == 0)
-        rc = api_write(d, op_publish, &o);
-    if (rc == 0) {
-        hub_notify(d->hub, HUB_OUTBOX_CHANGED);
-        http_reply_json(res, 201, api_event_json(&o.ev));
-    } else if (rc == HOOKD_EEXISTS && same_event(&o.ev, &o.existing)) {
-        http_reply_json(res, 200, api_event_json(&o.existing));
-        http_add_header(res, "Idempotent-Replayed", "true");
-    } else if (rc == HOOKD_EEXISTS || rc == HOOKD_ECONFLICT) {
-        http_reply_error(res, 409, "idempotency_conflict",
-                         "an event with this %s already exists with a different type, account or data",
-                         o.ev.idempotency_key ? "Idempotency-Key" : "id");
-    } else {
+    if (rc != 0) {
         api_reply_store_error(res, rc, "event");
+        goto out;
     }
+    api_write_async(api, req, op_publish, publish_reply, o);
+    o = NULL; /* the reply frees it */
 out:
-    event_free(&o.ev);
-    event_free(&o.existing);
+    if (o)
+        event_op_free(o);
     json_decref(body);
 }
 
 void api_events_list(struct http_request *req, struct http_response *res, void *ctx)
 {
-    struct daemon *d = api_begin(req, res, ctx);
+    struct api_ctx *d = api_begin(req, res, ctx);
     struct event_filter f = {0};
     struct event_list list = {0};
     struct query_scratch scratch;
@@ -232,7 +258,7 @@ void api_events_list(struct http_request *req, struct http_response *res, void *
 
 void api_events_get(struct http_request *req, struct http_response *res, void *ctx)
 {
-    struct daemon *d = api_begin(req, res, ctx);
+    struct api_ctx *d = api_begin(req, res, ctx);
     const char *id = http_param(req, "id");
     struct event ev = {0};
     struct delivery_list dl = {0};

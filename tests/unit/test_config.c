@@ -72,6 +72,12 @@ static void test_defaults(void **state)
     assert_true(c.max_defer_ms == 3600000);
     assert_true(c.max_body == 1048576);
     assert_int_equal(c.workers, 2);
+    assert_int_equal(c.http_threads, 2);
+    assert_int_equal(c.max_connections, 10240);
+    assert_int_equal(c.max_connections_per_ip, 1024);
+    assert_true(c.header_timeout_ms == 10000);
+    assert_true(c.idle_timeout_ms == 60000);
+    assert_true(c.connection_memory == 131072);
 }
 
 static void test_file(void **state)
@@ -84,6 +90,12 @@ static void test_file(void **state)
                        "store = sqlite:/tmp/x.db\n"
                        "admin_token = s3cret\n"
                        "log_level = debug\n"
+                       "http_threads = 4\n"
+                       "max_connections = 20000\n"
+                       "max_connections_per_ip = 64\n"
+                       "header_timeout = 2s\n"
+                       "idle_timeout = 30s\n"
+                       "connection_memory = 64KiB\n"
                        "public_listen = [::1]:0\n"
                        "\n"
                        "# delivery\n"
@@ -120,6 +132,12 @@ static void test_file(void **state)
     assert_int_equal(c.inbox_retry.n_schedule, 1);
     assert_true(c.max_body == 2097152);
     assert_int_equal(c.workers, 4);
+    assert_int_equal(c.http_threads, 4);
+    assert_int_equal(c.max_connections, 20000);
+    assert_int_equal(c.max_connections_per_ip, 64);
+    assert_true(c.header_timeout_ms == 2000);
+    assert_true(c.idle_timeout_ms == 30000);
+    assert_true(c.connection_memory == 65536);
     /* Untouched keys keep their defaults. */
     assert_true(c.connect_timeout_ms == 5000);
     assert_string_equal(c.admin_listen, "127.0.0.1:8081");
@@ -182,6 +200,10 @@ static void test_file_errors(void **state)
         {"[delivery]\nretry_schedule = 10s,,1m\n",
          ":2: delivery.retry_schedule: invalid duration list '10s,,1m' (e.g. 10s,30s,2m; at most 32 items)"},
         {"[inbox]\nmax_body = 1MB\n", ":2: inbox.max_body: invalid size '1MB' (e.g. 4096, 512KiB, 1MiB)"},
+        {"[server]\nhttp_threads = 0\n", ":2: server.http_threads: '0' out of range (1..64)"},
+        {"[server]\nheader_timeout = 10ms\n", ":2: server.header_timeout: '10ms' out of range (100ms..1h)"},
+        {"[server]\nconnection_memory = 1KiB\n",
+         ":2: server.connection_memory: '1KiB' out of range (16384..16777216)"},
         {"[server]\nlog_level = loud\n", ":2: server.log_level: invalid log level (debug, info, warn, error) 'loud'"},
         {"[server]\nadmin_listen = localhost\n",
          ":2: server.admin_listen: invalid listen address (host:port) 'localhost'"},

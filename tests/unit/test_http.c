@@ -1,6 +1,6 @@
 /*
  * HTTP server wrapper and router: route matching, a real server on
- * 127.0.0.1 port 0 driven over raw sockets (body cap → 413, 404/405,
+ * 127.0.0.1 port 0 driven over raw sockets (body cap → 413, chunked too, 404/405,
  * headers/query/params, keep-alive, the JSON error shape).
  */
 #include <stdarg.h>
@@ -33,14 +33,14 @@
 static void h_dummy(struct http_request *req, struct http_response *res, void *ctx) {}
 
 static const struct http_route table[] = {
-    {"GET", "/v1/endpoints", h_dummy},
-    {"POST", "/v1/endpoints", h_dummy},
-    {"GET", "/v1/endpoints/{id}", h_dummy},
-    {"PATCH", "/v1/endpoints/{id}", h_dummy},
-    {"POST", "/v1/endpoints/{id}/secret/rotate", h_dummy},
-    {"*", "/in/{source}", h_dummy},
-    {"GET", "/ui/*", h_dummy},
-    {"GET", "/", h_dummy},
+    {"GET", "/v1/endpoints", h_dummy, HTTP_AUTH_NONE, 0, NULL},
+    {"POST", "/v1/endpoints", h_dummy, HTTP_AUTH_NONE, 0, NULL},
+    {"GET", "/v1/endpoints/{id}", h_dummy, HTTP_AUTH_NONE, 0, NULL},
+    {"PATCH", "/v1/endpoints/{id}", h_dummy, HTTP_AUTH_NONE, 0, NULL},
+    {"POST", "/v1/endpoints/{id}/secret/rotate", h_dummy, HTTP_AUTH_NONE, 0, NULL},
+    {"*", "/in/{source}", h_dummy, HTTP_AUTH_NONE, 0, NULL},
+    {"GET", "/ui/*", h_dummy, HTTP_AUTH_NONE, 0, NULL},
+    {"GET", "/", h_dummy, HTTP_AUTH_NONE, 0, NULL},
 };
 #define N_TABLE (sizeof table / sizeof table[0])
 
@@ -153,11 +153,11 @@ static void h_text(struct http_request *req, struct http_response *res, void *ct
 }
 
 static const struct http_route live_routes[] = {
-    {"*", "/echo/{id}", h_echo},
-    {"DELETE", "/empty", h_empty},
-    {"GET", "/fail", h_fail},
-    {"GET", "/slow", h_slow},
-    {"GET", "/text", h_text},
+    {"*", "/echo/{id}", h_echo, HTTP_AUTH_NONE, 0, NULL},
+    {"DELETE", "/empty", h_empty, HTTP_AUTH_NONE, 0, NULL},
+    {"GET", "/fail", h_fail, HTTP_AUTH_NONE, 0, NULL},
+    {"GET", "/slow", h_slow, HTTP_AUTH_NONE, 0, NULL},
+    {"GET", "/text", h_text, HTTP_AUTH_NONE, 0, NULL},
 };
 
 struct live {
@@ -411,7 +411,8 @@ static void test_server_body_cap_chunked(void **state)
     send_all(fd, "0\r\n\r\n", 5);
     read_reply(fd, &r);
     close(fd);
-    assert_true(r.closed || r.status == 413);
+    assert_int_equal(r.status, 413);
+    assert_error_shape(&r, "payload_too_large");
     assert_int_equal(l->calls, 0);
 
     /* The server is still fine. */
