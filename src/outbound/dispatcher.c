@@ -202,7 +202,6 @@ static struct request *request_take(struct dispatcher *q)
 
 static void request_put(struct dispatcher *q, struct request *r)
 {
-    r->active = false;
     r->owner = NULL;
     q->idle[q->n_idle++] = r;
 }
@@ -244,7 +243,6 @@ static void job_start(struct dispatcher *q, struct job *j, struct request *r)
     rc = request_prepare(r, ep, &j->dj.ev, timeout, now);
     if (rc == 0) {
         r->owner = j;
-        r->active = true;
         rc = http_engine_submit(q->engine, &r->http, transfer_done, r);
         if (rc == 0) {
             q->in_flight++;

@@ -28,8 +28,7 @@ struct request {
     char *slot_id, *slot_timestamp, *slot_signature; /* header lines of a fixed size, rewritten per request */
     const char *headers[REQUEST_HEADERS];
     struct http_client_request http; /* points into this object */
-    void *owner;                     /* the dispatcher's job while active */
-    bool active;
+    void *owner;                     /* the dispatcher's job while in a transfer */
 };
 
 struct request_outcome {
