@@ -37,6 +37,7 @@ struct transfer {
     http_client_done_fn done;
     void *arg;
     bool active;
+    bool cancelling; /* in flight when http_engine_cancel_all began */
 };
 
 struct http_engine {
@@ -443,12 +444,16 @@ int http_engine_room(const struct http_engine *e) { return e->opt.max_transfers 
 
 void http_engine_cancel_all(struct http_engine *e)
 {
+    /* Only what is in flight now: a done that submits again starts a transfer this call leaves alone. */
+    for (int i = 0; i < e->n_all; i++)
+        e->all[i]->cancelling = e->all[i]->active;
     for (int i = 0; i < e->n_all; i++) {
         struct transfer *t = e->all[i];
         struct http_client_result res;
 
-        if (!t->active)
+        if (!t->cancelling)
             continue;
+        t->cancelling = false;
         memset(&res, 0, sizeof res);
         snprintf(t->error, sizeof t->error, "cancelled");
         res.transport = TRANSPORT_OTHER;

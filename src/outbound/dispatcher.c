@@ -1,9 +1,8 @@
 /*
- * The dispatcher: one event-loop thread running the HTTP engine that sends leased
- * deliveries within global and per-endpoint in-flight caps and records each
- * attempt through the writer. Claims of due deliveries and results written
- * again after a store outage are in claims.c; the state is in
- * dispatcher_internal.h.
+ * The dispatcher: one event-loop thread that sends leased deliveries within
+ * global and per-endpoint in-flight caps and records each attempt through the
+ * writer. Claims of due deliveries and results written again after a store
+ * outage are in claims.c; the state is in dispatcher_internal.h.
  *
  * The transfers are the HTTP engine's (net/http_client.h), run by this loop:
  * the dispatcher builds each signed request (request.c), hands it over with

@@ -328,6 +328,22 @@ static void on_done(void *arg, const struct http_client_result *res)
     s->retry_after_ms = o.retry_after_ms;
 }
 
+/* Submits its request once more from inside the first completion. */
+struct resubmit {
+    struct http_engine *e;
+    const struct http_client_request *req;
+    struct seen first, second;
+    int submitted; /* http_engine_submit's answer from inside the callback */
+};
+
+static void on_done_resubmit(void *arg, const struct http_client_result *res)
+{
+    struct resubmit *rs = arg;
+
+    on_done(&rs->first, res);
+    rs->submitted = http_engine_submit(rs->e, rs->req, on_done, &rs->second);
+}
+
 static void run_until(struct http_engine *e, int want, int max_ms)
 {
     int64_t deadline = clock_mono_ms() + max_ms;
@@ -656,6 +672,24 @@ static void test_room_cancel_and_destroy(void **state)
     assert_int_equal(a.outcome, -1);
     assert_int_equal(b.calls, 0);
     assert_int_equal(http_engine_room(e), 1);
+
+    /* A done run by cancel_all may submit again: the new transfer is not cancelled with the old ones. */
+    struct http_engine *two = engine(2, true, 4096, 0);
+    struct resubmit rs = {.e = two, .req = &req};
+    completions = 0;
+    assert_int_equal(http_engine_submit(two, &req, on_done_resubmit, &rs), 0);
+    http_engine_run(two);
+    http_engine_cancel_all(two);
+    assert_int_equal(rs.first.calls, 1);
+    assert_true(rs.first.cancelled);
+    assert_int_equal(rs.submitted, 0);
+    assert_int_equal(rs.second.calls, 0);
+    assert_int_equal(http_engine_room(two), 1);
+    http_engine_cancel_all(two);
+    assert_int_equal(rs.second.calls, 1);
+    assert_true(rs.second.cancelled);
+    assert_int_equal(http_engine_room(two), 2);
+    http_engine_destroy(two);
 
     /* A wake-up from another thread ends a wait early. */
     int64_t t0 = clock_mono_ms();
