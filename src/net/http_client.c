@@ -283,6 +283,18 @@ static bool method_valid(const char *m)
     return true;
 }
 
+/* A line libcurl would send as it is: CR or LF inside it would start a header of someone else's choosing. */
+static bool headers_valid(const char *const *headers, size_t n)
+{
+    if (n > HTTP_CLIENT_MAX_HEADERS || (n > 0 && headers == NULL))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (headers[i] == NULL || strpbrk(headers[i], "\r\n") != NULL)
+            return false;
+    }
+    return true;
+}
+
 int http_engine_submit(struct http_engine *e, const struct http_client_request *req, http_client_done_fn done,
                        void *arg)
 {
@@ -291,7 +303,7 @@ int http_engine_submit(struct http_engine *e, const struct http_client_request *
     size_t i;
 
     if (req == NULL || done == NULL || req->url == NULL || !method_valid(req->method) ||
-        req->n_headers > HTTP_CLIENT_MAX_HEADERS || (req->n_headers > 0 && req->headers == NULL))
+        !headers_valid(req->headers, req->n_headers))
         return HOOKD_EINVAL;
     t = transfer_take(e);
     if (t == NULL)

@@ -96,8 +96,8 @@ void http_engine_destroy(struct http_engine *e);
  * Starts req. The method and URL are copied; the header lines and the body
  * are borrowed until done runs (req itself may go). Returns 0 (done will run),
  * HOOKD_EBUSY (no room: max_transfers in flight), HOOKD_EINVAL (bad method,
- * too many headers, a URL libcurl refuses) or HOOKD_ENOMEM; done never runs
- * then.
+ * too many headers, a header line with CR or LF, a URL libcurl refuses) or
+ * HOOKD_ENOMEM; done never runs then.
  */
 __attribute__((warn_unused_result)) int http_engine_submit(struct http_engine *e,
                                                            const struct http_client_request *req,

@@ -512,7 +512,16 @@ static void test_keep_alive_and_methods_on_one_handle(void **state)
     bad.n_headers = HTTP_CLIENT_MAX_HEADERS + 1;
     bad.headers = headers;
     assert_int_equal(http_engine_submit(e, &bad, on_done, &d), HOOKD_EINVAL);
+    /* A line with CR or LF would let its value start headers of its own. */
+    const char *const injected[] = {"webhook-id: msg_1\r\nAuthorization: Bearer forged"};
+    const char *const lf[] = {"x-a: 1\nx-b: 2"};
+    bad.headers = injected;
+    bad.n_headers = 1;
+    assert_int_equal(http_engine_submit(e, &bad, on_done, &d), HOOKD_EINVAL);
+    bad.headers = lf;
+    assert_int_equal(http_engine_submit(e, &bad, on_done, &d), HOOKD_EINVAL);
     assert_int_equal(d.calls, 1);
+    assert_int_equal(atomic_load(&s->requests), 4);
     assert_int_equal(http_engine_room(e), 1);
     http_engine_destroy(e);
     server_stop(s);
