@@ -53,7 +53,7 @@ static void op_claim_done(void *arg, int result)
     wake = dispatcher_inbox_wake_needed(q);
     pthread_mutex_unlock(&q->mu);
     if (wake)
-        curl_multi_wakeup(q->multi);
+        http_engine_wakeup(q->engine);
 }
 
 void claims_maybe(struct dispatcher *q, int64_t now)

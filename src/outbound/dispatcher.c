@@ -1,13 +1,17 @@
 /*
- * The dispatcher: one event-loop thread on libcurl multi that sends leased
- * deliveries within global and per-endpoint in-flight caps and records each
- * attempt through the writer. Claims of due deliveries and results written
- * again after a store outage are in claims.c; the state is in
- * dispatcher_internal.h.
+ * The dispatcher: one event-loop thread that sends leased deliveries within
+ * global and per-endpoint in-flight caps and records each attempt through the
+ * writer. Claims of due deliveries and results written again after a store
+ * outage are in claims.c; the state is in dispatcher_internal.h.
+ *
+ * The transfers are the HTTP engine's (net/http_client.h), run by this loop:
+ * the dispatcher builds each signed request (request.c), hands it over with
+ * the delivery classifier, and decides the delivery's next state from the
+ * result.
  *
  * Threads: the loop owns everything below "loop thread only". Other threads
  * (the relay's and our own writer callbacks) talk to it through the inbox: a
- * mutex-guarded set of lists plus curl_multi_wakeup(). A job counts in `held`
+ * mutex-guarded set of lists plus http_engine_wakeup(). A job counts in `held`
  * from the moment it is handed over until its last writer op has committed,
  * which is what bounds the window the relay and the claims may fill.
  */
@@ -86,7 +90,7 @@ static void inbox_finished(struct job *j, int result)
     wake = dispatcher_inbox_wake_needed(q);
     pthread_mutex_unlock(&q->mu);
     if (wake)
-        curl_multi_wakeup(q->multi);
+        http_engine_wakeup(q->engine);
 }
 
 /* ---- writer ops (fn on the writer thread inside the batch; done after commit) -- */
@@ -187,8 +191,8 @@ static struct request *request_take(struct dispatcher *q)
         return q->idle[--q->n_idle];
     if (q->n_requests >= q->max_in_flight)
         return NULL;
-    if (request_new(&q->ropt, &r) != 0) {
-        log_limited(&q->lim_alloc, LOG_ERROR, PART, "cannot create an HTTP handle");
+    if (request_new(&r) != 0) {
+        log_limited(&q->lim_alloc, LOG_ERROR, PART, "cannot create a request");
         return NULL;
     }
     q->requests[q->n_requests++] = r;
@@ -197,13 +201,34 @@ static struct request *request_take(struct dispatcher *q)
 
 static void request_put(struct dispatcher *q, struct request *r)
 {
-    r->active = false;
     r->owner = NULL;
     q->idle[q->n_idle++] = r;
 }
 
 static void job_record(struct dispatcher *q, struct job *j, const struct request_outcome *o, const char *response,
                        int64_t started_at);
+
+/* The engine's completion (on the loop, inside http_engine_run): frees the slot at once, then records the attempt. */
+static void transfer_done(void *arg, const struct http_client_result *res)
+{
+    struct request *r = arg;
+    struct job *j = r->owner;
+    struct dispatcher *q = j->q;
+    struct request_outcome o;
+
+    q->in_flight--;
+    j->ep->in_flight--;
+    if (res->cancelled) {
+        /* Stop: the attempt is abandoned and its lease expires. */
+        dispatcher_job_free(q, j);
+        request_put(q, r);
+        return;
+    }
+    endpoint_cache_mark_ready(&q->cache, j->ep);
+    request_outcome(res, &o);
+    job_record(q, j, &o, res->body, res->started_at_ms);
+    request_put(q, r);
+}
 
 /* Starts one job's POST; a request that cannot even be built counts as a failed attempt. */
 static void job_start(struct dispatcher *q, struct job *j, struct request *r)
@@ -214,20 +239,18 @@ static void job_start(struct dispatcher *q, struct job *j, struct request *r)
     int rc;
 
     j->phase = JOB_SENDING;
-    r->started_at = now;
-    r->started_mono = clock_mono_ms();
     rc = request_prepare(r, ep, &j->dj.ev, timeout, now);
     if (rc == 0) {
         r->owner = j;
-        r->active = true;
-        if (curl_multi_add_handle(q->multi, r->easy) == CURLM_OK) {
+        rc = http_engine_submit(q->engine, &r->http, transfer_done, r);
+        if (rc == 0) {
             q->in_flight++;
             j->ep->in_flight++;
             return;
         }
-        rc = HOOKD_ENOMEM;
     }
     struct request_outcome o = {.err = TRANSPORT_OTHER, .retry_after_ms = -1};
+    o.outcome = retry_classify(o.err, 0);
     snprintf(o.error, sizeof o.error, "cannot build the request: %s", hookd_strerror(rc));
     request_put(q, r);
     job_record(q, j, &o, NULL, now);
@@ -390,35 +413,6 @@ static void parked_release(struct dispatcher *q, uint64_t decided, bool drop_res
     q->parked_tail = keep_tail;
 }
 
-/* Collects finished transfers: frees their slot at once, then records the attempt. */
-static int transfers_finish(struct dispatcher *q)
-{
-    CURLMsg *msg;
-    int left = 0, finished = 0;
-
-    while ((msg = curl_multi_info_read(q->multi, &left)) != NULL) {
-        struct request *r = NULL;
-        char *priv = NULL;
-        struct request_outcome o;
-
-        if (msg->msg != CURLMSG_DONE)
-            continue;
-        CURLcode rc = msg->data.result;
-        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv);
-        r = (struct request *)(void *)priv;
-        curl_multi_remove_handle(q->multi, msg->easy_handle);
-        struct job *j = r->owner;
-        request_outcome(r, rc, clock_mono_ms(), &o);
-        q->in_flight--;
-        j->ep->in_flight--;
-        endpoint_cache_mark_ready(&q->cache, j->ep);
-        job_record(q, j, &o, r->response.data, r->started_at);
-        request_put(q, r);
-        finished++;
-    }
-    return finished;
-}
-
 /* Errors that mean the store is down or busy for now, not that the write is wrong. */
 static bool store_down(int err) { return err == HOOKD_EUNAVAIL || err == HOOKD_EIO || err == HOOKD_EBUSY; }
 
@@ -540,20 +534,7 @@ static void abandon_queued(struct dispatcher *q)
     parked_release(q, 0, true);
 }
 
-static void abandon_in_flight(struct dispatcher *q)
-{
-    for (int i = 0; i < q->n_requests; i++) {
-        struct request *r = q->requests[i];
-        if (!r->active)
-            continue;
-        curl_multi_remove_handle(q->multi, r->easy);
-        struct job *j = r->owner;
-        j->ep->in_flight--;
-        q->in_flight--;
-        dispatcher_job_free(q, j);
-        request_put(q, r);
-    }
-}
+static void abandon_in_flight(struct dispatcher *q) { http_engine_cancel_all(q->engine); }
 
 static int poll_timeout(struct dispatcher *q, int64_t now, int64_t mono)
 {
@@ -574,7 +555,6 @@ static void *dispatcher_main(void *arg)
 
     for (;;) {
         int64_t now = clock_now_ms(), mono = clock_mono_ms();
-        int running = 0;
 
         inbox_drain(q, now);
         if (atomic_load(&q->stopping)) {
@@ -600,14 +580,13 @@ static void *dispatcher_main(void *arg)
             claims_maybe(q, now);
             schedule(q);
         }
-        curl_multi_perform(q->multi, &running);
-        if (transfers_finish(q) > 0 && !atomic_load(&q->stopping)) {
+        if (http_engine_run(q->engine) > 0 && !atomic_load(&q->stopping)) {
             /* Due deliveries wait for the leases these results free: no waiting for company. */
             if (q->due_held_back && q->deps.claimer != NULL)
                 writer_flush(q->deps.writer);
             continue; /* slots opened: start what waits before sleeping */
         }
-        curl_multi_poll(q->multi, NULL, 0, atomic_load(&q->stopping) ? 50 : poll_timeout(q, now, mono), NULL);
+        http_engine_wait(q->engine, atomic_load(&q->stopping) ? 50 : poll_timeout(q, now, mono));
     }
     return leak ? q : NULL;
 }
@@ -618,50 +597,47 @@ static void dispatcher_free(struct dispatcher *q)
 {
     if (q == NULL)
         return;
+    /* The engine first: it drops transfers that may still read the requests' bodies. */
+    http_engine_destroy(q->engine);
     for (int i = 0; i < q->n_requests; i++)
         request_free(q->requests[i]);
-    if (q->multi != NULL)
-        curl_multi_cleanup(q->multi);
     job_table_destroy(&q->jobs);
     endpoint_cache_destroy(&q->cache);
     free(q->requests);
     free(q->idle);
     pthread_mutex_destroy(&q->mu);
     free(q);
-    curl_global_cleanup();
 }
 
 int dispatcher_start(const struct dispatcher_deps *deps, struct dispatcher **out)
 {
     struct dispatcher *q = NULL;
     int max = deps->max_in_flight > 0 ? deps->max_in_flight : 1;
+    const struct http_engine_options eopt = {
+        .max_transfers = max,
+        .connect_timeout_ms = deps->connect_timeout_ms,
+        .timeout_ms = deps->timeout_ms,
+        .response_max = deps->response_max > 0 ? (size_t)deps->response_max : 0,
+        .allow_private_networks = deps->allow_private_networks,
+    };
     int rc = HOOKD_ENOMEM;
 
     *out = NULL;
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-        return HOOKD_EIO;
     q = calloc(1, sizeof *q);
-    if (q == NULL) {
-        curl_global_cleanup();
+    if (q == NULL)
         return HOOKD_ENOMEM;
-    }
     pthread_mutex_init(&q->mu, NULL);
     q->deps = *deps;
     q->max_in_flight = max;
-    q->ropt.connect_timeout_ms = deps->connect_timeout_ms;
-    q->ropt.response_max = deps->response_max > 0 ? (size_t)deps->response_max : 0;
-    q->ropt.allow_private_networks = deps->allow_private_networks;
     random_bytes(&q->rng, sizeof q->rng);
     q->rng |= 1; /* xorshift must not start at 0 */
     q->requests = calloc((size_t)max, sizeof *q->requests);
     q->idle = calloc((size_t)max, sizeof *q->idle);
-    q->multi = curl_multi_init();
-    if (q->requests == NULL || q->idle == NULL || q->multi == NULL)
+    if (q->requests == NULL || q->idle == NULL)
         goto fail;
-    if (curl_multi_setopt(q->multi, CURLMOPT_MAXCONNECTS, (long)max) != CURLM_OK) {
-        rc = HOOKD_EINVAL;
+    rc = http_engine_create(&eopt, &q->engine);
+    if (rc != 0)
         goto fail;
-    }
     rc = job_table_init(&q->jobs, deps->window > 0 ? (size_t)deps->window : 1);
     if (rc == 0)
         rc = endpoint_cache_init(&q->cache, q->deps.store, &q->deps.retry, q->deps.endpoint_max_in_flight);
@@ -716,7 +692,7 @@ static bool batch_post(struct dispatcher *q, struct job_list *jobs, uint64_t fan
     wake = dispatcher_inbox_wake_needed(q);
     pthread_mutex_unlock(&q->mu);
     if (wake)
-        curl_multi_wakeup(q->multi);
+        http_engine_wakeup(q->engine);
     return true;
 }
 
@@ -741,7 +717,7 @@ void dispatcher_fanout_decided(struct dispatcher *q, uint64_t fanout)
     wake = dispatcher_inbox_wake_needed(q);
     pthread_mutex_unlock(&q->mu);
     if (wake)
-        curl_multi_wakeup(q->multi);
+        http_engine_wakeup(q->engine);
 }
 
 int dispatcher_room(struct dispatcher *q) { return q->deps.window - atomic_load(&q->held); }
@@ -749,7 +725,7 @@ int dispatcher_room(struct dispatcher *q) { return q->deps.window - atomic_load(
 void dispatcher_wake(struct dispatcher *q)
 {
     atomic_store(&q->claim_wanted, true);
-    curl_multi_wakeup(q->multi);
+    http_engine_wakeup(q->engine);
 }
 
 void dispatcher_endpoints_changed(struct dispatcher *q)
@@ -757,7 +733,7 @@ void dispatcher_endpoints_changed(struct dispatcher *q)
     atomic_store(&q->endpoints_dirty, true);
     /* An endpoint enabled again has deliveries waiting in the store. */
     atomic_store(&q->claim_wanted, true);
-    curl_multi_wakeup(q->multi);
+    http_engine_wakeup(q->engine);
 }
 
 void dispatcher_stop(struct dispatcher *q)
@@ -767,7 +743,7 @@ void dispatcher_stop(struct dispatcher *q)
     if (q == NULL)
         return;
     atomic_store(&q->stopping, true);
-    curl_multi_wakeup(q->multi);
+    http_engine_wakeup(q->engine);
     pthread_join(q->thread, &leaked);
     if (leaked != NULL)
         return; /* writer callbacks may still arrive: the memory must stay valid */

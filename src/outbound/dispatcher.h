@@ -1,5 +1,6 @@
 /*
- * The dispatcher: one event-loop thread on libcurl multi. It holds a bounded
+ * The dispatcher: one event-loop thread that runs the HTTP engine
+ * (net/http_client.h) and keeps the delivery policy. It holds a bounded
  * window of leased deliveries, signs and POSTs them within global and
  * per-endpoint in-flight caps, classifies each outcome (core/retry.h), records
  * the attempt through the writer (fenced by the lease token), and claims due

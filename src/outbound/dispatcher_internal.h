@@ -14,13 +14,13 @@
  */
 #ifndef HOOKD_OUTBOUND_DISPATCHER_INTERNAL_H
 #define HOOKD_OUTBOUND_DISPATCHER_INTERNAL_H
-#include <curl/curl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "log.h"
+#include "net/http_client.h"
 #include "outbound/dispatcher.h"
 #include "outbound/endpoint_cache.h"
 #include "outbound/jobs.h"
@@ -49,7 +49,7 @@ struct claim {
 struct dispatcher {
     struct dispatcher_deps deps; /* the parts and settings it was started with */
     pthread_t thread;
-    CURLM *multi;
+    struct http_engine *engine; /* the loop runs it: transfers, their sockets, the inbox wake-up */
     atomic_int held;
     atomic_bool stopping;
     atomic_bool claim_wanted;
@@ -67,11 +67,10 @@ struct dispatcher {
 
     /* loop thread only */
     struct endpoint_cache cache;
-    struct request_options ropt;
     int max_in_flight;         /* deps.max_in_flight, at least 1 */
-    struct request **requests; /* every handle made, up to max_in_flight */
+    struct request **requests; /* every request object made, up to max_in_flight */
     int n_requests;
-    struct request **idle;     /* handles not in a transfer */
+    struct request **idle;     /* request objects not in a transfer */
     int n_idle;
     int in_flight;
     int outstanding_ops;       /* writer ops whose done has not been processed yet */

@@ -123,7 +123,7 @@ void job_set_result(struct job *j, const struct retry_policy *policy, const stru
     struct delivery_result *res = &j->result;
     struct retry_decision dec;
 
-    retry_decide(policy, retry_classify(o->err, o->status_code), d->attempt_count + 1, first, now,
+    retry_decide(policy, o->outcome, d->attempt_count + 1, first, now,
                  o->retry_after_ms, rnd01, &dec);
     free(res->attempt.response);
     memset(res, 0, sizeof *res);

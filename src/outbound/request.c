@@ -1,7 +1,7 @@
 /*
- * One webhook POST on a reusable libcurl easy handle: fixed options set once,
- * per-request body and signature headers rewritten in place, response kept
- * within caps, and the SSRF guard applied to each address before connecting.
+ * One webhook POST as the HTTP engine sends it: the envelope body and the
+ * Standard Webhooks headers rewritten in place in a reused object, and the
+ * engine's result read as a delivery attempt.
  */
 #include "outbound/request.h"
 
@@ -9,179 +9,59 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/socket.h>
 
 #include "core/envelope.h"
 #include "core/signature.h"
 #include "core/signature_scheme.h"
 #include "hookd.h"
-#include "outbound/ssrf.h"
 
 /* Largest envelope we build: the payload cap of the inbound API plus room for the wrapper. */
 #define REQUEST_BODY_MAX (8u * 1024 * 1024)
 
 /*
- * The three headers that change per request live in slots of a fixed size
- * inside the curl_slist, created once and rewritten with snprintf, so a request
- * costs no list allocations. Sizes hold the longest possible value.
+ * The three headers that change per request live in lines of a fixed size,
+ * allocated once and rewritten with snprintf, so a request costs no
+ * allocation. Sizes hold the longest possible value.
  */
 #define SLOT_ID_LEN (sizeof "webhook-id: " + HOOKD_ID_MAX)
 #define SLOT_TIMESTAMP_LEN (sizeof "webhook-timestamp: " + 24)
 #define SLOT_SIGNATURE_LEN (sizeof "webhook-signature: " + ENDPOINT_MAX_SECRETS * SIGNATURE_V1_LEN)
 
-static const char *const fixed_headers[] = {
-    "content-type: application/json",
-    "user-agent: hookd/" HOOKD_VERSION,
-    "Expect:", /* no 100-continue round trip for larger bodies */
-};
-
-static size_t on_body(char *data, size_t size, size_t n, void *ud)
-{
-    struct request *r = ud;
-    size_t total = size * n;
-    size_t room = r->response.max > r->response.len ? r->response.max - r->response.len : 0;
-
-    r->received += total;
-    if (r->received > REQUEST_RESPONSE_ABORT) {
-        r->too_large = true;
-        return 0; /* aborts the transfer */
-    }
-    if (room > 0 && buf_append(&r->response, data, total < room ? total : room) != 0)
-        return 0;
-    return total;
-}
-
-static size_t on_header(char *line, size_t size, size_t n, void *ud)
-{
-    static const char name[] = "retry-after:";
-    struct request *r = ud;
-    size_t total = size * n;
-    size_t len = total;
-
-    if (total >= 5 && strncasecmp(line, "HTTP/", 5) == 0) {
-        r->retry_after[0] = '\0'; /* a new response (after a 1xx) starts */
-        return total;
-    }
-    if (total < sizeof name - 1 || strncasecmp(line, name, sizeof name - 1) != 0)
-        return total;
-    line += sizeof name - 1;
-    len -= sizeof name - 1;
-    while (len > 0 && (*line == ' ' || *line == '\t')) {
-        line++;
-        len--;
-    }
-    while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == '\n' || line[len - 1] == ' '))
-        len--;
-    if (len >= sizeof r->retry_after)
-        len = sizeof r->retry_after - 1;
-    memcpy(r->retry_after, line, len);
-    r->retry_after[len] = '\0';
-    return total;
-}
-
-/* libcurl asks here for every socket it connects: the resolved address is judged before connect(). */
-static curl_socket_t open_socket(void *ud, curlsocktype purpose, struct curl_sockaddr *addr)
-{
-    struct request *r = ud;
-
-    if (purpose != CURLSOCKTYPE_IPCXN)
-        return CURL_SOCKET_BAD;
-    if (!r->opt->allow_private_networks && !ssrf_address_allowed(&addr->addr)) {
-        r->blocked = true;
-        return CURL_SOCKET_BAD;
-    }
-    return socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
-}
-
-/* Appends a header slot of len bytes to the list and returns its text buffer. */
-static char *slot_add(struct curl_slist **list, size_t len)
-{
-    char filler[SLOT_SIGNATURE_LEN + 1];
-    struct curl_slist *grown;
-
-    if (len > SLOT_SIGNATURE_LEN)
-        return NULL;
-    memset(filler, 'x', len - 1);
-    filler[len - 1] = '\0';
-    grown = curl_slist_append(*list, filler);
-    if (grown == NULL)
-        return NULL;
-    *list = grown;
-    while (grown->next != NULL)
-        grown = grown->next;
-    return grown->data; /* a copy of filler: len bytes we may rewrite */
-}
-
-static int headers_build(struct request *r)
-{
-    for (size_t i = 0; i < sizeof fixed_headers / sizeof fixed_headers[0]; i++) {
-        struct curl_slist *grown = curl_slist_append(r->headers, fixed_headers[i]);
-        if (grown == NULL)
-            return HOOKD_ENOMEM;
-        r->headers = grown;
-    }
-    r->slot_id = slot_add(&r->headers, SLOT_ID_LEN);
-    r->slot_timestamp = slot_add(&r->headers, SLOT_TIMESTAMP_LEN);
-    r->slot_signature = slot_add(&r->headers, SLOT_SIGNATURE_LEN);
-    if (r->slot_id == NULL || r->slot_timestamp == NULL || r->slot_signature == NULL)
-        return HOOKD_ENOMEM;
-    return 0;
-}
-
-int request_new(const struct request_options *opt, struct request **out)
+int request_new(struct request **out)
 {
     struct request *r = calloc(1, sizeof *r);
-    CURLcode cc = CURLE_OK;
-    int rc = HOOKD_ENOMEM;
 
+    *out = NULL;
     if (r == NULL)
         return HOOKD_ENOMEM;
-    r->opt = opt;
     buf_init(&r->body, REQUEST_BODY_MAX);
-    buf_init(&r->response, opt->response_max);
-    r->easy = curl_easy_init();
-    if (r->easy == NULL || headers_build(r) != 0)
-        goto fail;
-    /* Redirects are never followed, proxies from the environment never used. */
-    cc |= curl_easy_setopt(r->easy, CURLOPT_PROTOCOLS_STR, "http,https");
-    cc |= curl_easy_setopt(r->easy, CURLOPT_FOLLOWLOCATION, 0L);
-    cc |= curl_easy_setopt(r->easy, CURLOPT_PROXY, "");
-    cc |= curl_easy_setopt(r->easy, CURLOPT_NOPROXY, "*");
-    cc |= curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
-    cc |= curl_easy_setopt(r->easy, CURLOPT_TCP_KEEPALIVE, 1L);
-    cc |= curl_easy_setopt(r->easy, CURLOPT_TCP_NODELAY, 1L);
-    cc |= curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT_MS, (long)opt->connect_timeout_ms);
-    cc |= curl_easy_setopt(r->easy, CURLOPT_POST, 1L);
-    cc |= curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers);
-    cc |= curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_body);
-    cc |= curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
-    cc |= curl_easy_setopt(r->easy, CURLOPT_HEADERFUNCTION, on_header);
-    cc |= curl_easy_setopt(r->easy, CURLOPT_HEADERDATA, r);
-    cc |= curl_easy_setopt(r->easy, CURLOPT_OPENSOCKETFUNCTION, open_socket);
-    cc |= curl_easy_setopt(r->easy, CURLOPT_OPENSOCKETDATA, r);
-    cc |= curl_easy_setopt(r->easy, CURLOPT_ERRORBUFFER, r->errbuf);
-    cc |= curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
-    if (cc != CURLE_OK) {
-        rc = HOOKD_EINVAL;
-        goto fail;
+    r->slot_id = calloc(1, SLOT_ID_LEN);
+    r->slot_timestamp = calloc(1, SLOT_TIMESTAMP_LEN);
+    r->slot_signature = calloc(1, SLOT_SIGNATURE_LEN);
+    if (r->slot_id == NULL || r->slot_timestamp == NULL || r->slot_signature == NULL) {
+        request_free(r);
+        return HOOKD_ENOMEM;
     }
+    r->headers[0] = "content-type: application/json";
+    r->headers[1] = r->slot_id;
+    r->headers[2] = r->slot_timestamp;
+    r->headers[3] = r->slot_signature;
+    r->http.method = "POST";
+    r->http.headers = r->headers;
+    r->http.n_headers = REQUEST_HEADERS;
+    r->http.classify = request_classify;
     *out = r;
     return 0;
-fail:
-    request_free(r);
-    return rc;
 }
 
 void request_free(struct request *r)
 {
     if (r == NULL)
         return;
-    if (r->easy != NULL)
-        curl_easy_cleanup(r->easy);
-    curl_slist_free_all(r->headers);
     buf_free(&r->body);
-    buf_free(&r->response);
+    free(r->slot_id);
+    free(r->slot_timestamp);
+    free(r->slot_signature);
     free(r);
 }
 
@@ -225,16 +105,9 @@ int request_prepare(struct request *r, const struct endpoint *ep, const struct e
         .data_json = ev->payload,
     };
     int64_t ts_s = now_ms / 1000;
-    CURLcode cc = CURLE_OK;
     int rc;
 
     buf_reset(&r->body);
-    buf_reset(&r->response);
-    r->received = 0;
-    r->too_large = false;
-    r->blocked = false;
-    r->retry_after[0] = '\0';
-    r->errbuf[0] = '\0';
     rc = envelope_build(&in, &r->body);
     if (rc != 0)
         return rc;
@@ -243,66 +116,30 @@ int request_prepare(struct request *r, const struct endpoint *ep, const struct e
     rc = sign_all(r, ep, ev->id, ts_s, now_ms);
     if (rc != 0)
         return rc;
-    cc |= curl_easy_setopt(r->easy, CURLOPT_URL, ep->url);
-    cc |= curl_easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body.len);
-    cc |= curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, r->body.data);
-    cc |= curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
-    if (cc != CURLE_OK)
-        return cc == CURLE_OUT_OF_MEMORY ? HOOKD_ENOMEM : HOOKD_EINVAL;
+    r->http.url = ep->url;
+    r->http.body = r->body.data;
+    r->http.body_len = r->body.len;
+    r->http.timeout_ms = timeout_ms;
     return 0;
 }
 
-struct curl_error_class {
-    CURLcode code;
-    enum transport_error err;
-};
+int request_classify(const struct http_client_result *res) { return (int)retry_classify(res->transport, res->status); }
 
-/* libcurl results with their own class; everything else is TRANSPORT_OTHER (retried). */
-static const struct curl_error_class curl_error_classes[] = {
-    {CURLE_COULDNT_CONNECT, TRANSPORT_CONNECT},
-    {CURLE_SSL_CONNECT_ERROR, TRANSPORT_CONNECT},
-    {CURLE_PEER_FAILED_VERIFICATION, TRANSPORT_CONNECT},
-    {CURLE_COULDNT_RESOLVE_HOST, TRANSPORT_DNS},
-    {CURLE_OPERATION_TIMEDOUT, TRANSPORT_TIMEOUT},
-    {CURLE_UNSUPPORTED_PROTOCOL, TRANSPORT_BLOCKED}, /* only http and https may be reached */
-};
-
-static enum transport_error classify_curl(CURLcode rc)
+void request_outcome(const struct http_client_result *res, struct request_outcome *out)
 {
-    for (size_t i = 0; i < sizeof curl_error_classes / sizeof curl_error_classes[0]; i++) {
-        if (curl_error_classes[i].code == rc)
-            return curl_error_classes[i].err;
-    }
-    return TRANSPORT_OTHER;
-}
-
-void request_outcome(struct request *r, CURLcode rc, int64_t now_mono, struct request_outcome *out)
-{
-    long code = 0;
-    int64_t dur = now_mono - r->started_mono;
-
     memset(out, 0, sizeof *out);
+    out->err = res->transport;
+    out->outcome = (enum outcome)(res->outcome >= 0 ? res->outcome : request_classify(res));
     out->retry_after_ms = -1;
-    out->duration_ms = dur < 0 ? 0 : dur > INT32_MAX ? INT32_MAX : (int)dur;
-    if (curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code) != CURLE_OK)
-        code = 0;
-    /* A response too large to keep still has a status, and the status is the answer. */
-    if (rc == CURLE_OK || (r->too_large && code > 0)) {
-        out->err = TRANSPORT_OK;
-        out->status_code = (int)code;
-        if (code < 200 || code > 299)
-            snprintf(out->error, sizeof out->error, "HTTP %ld", code);
-        if (r->retry_after[0] != '\0' && retry_after_parse(r->retry_after, r->started_at + dur, &out->retry_after_ms) != 0)
-            out->retry_after_ms = -1;
+    out->duration_ms = res->duration_ms;
+    if (res->transport != TRANSPORT_OK) {
+        snprintf(out->error, sizeof out->error, "%s", res->error);
         return;
     }
-    if (r->blocked) {
-        out->err = TRANSPORT_BLOCKED;
-        snprintf(out->error, sizeof out->error, "address refused by SSRF guard");
-        return;
-    }
-    /* The class leads the text, so "timeout" or "connect" reads the same whatever libcurl's wording. */
-    out->err = classify_curl(rc);
-    snprintf(out->error, sizeof out->error, "%s: %s", transport_error_name(out->err),
-             r->errbuf[0] != '\0' ? r->errbuf : curl_easy_strerror(rc));
+    out->status_code = res->status;
+    if (res->status < 200 || res->status > 299)
+        snprintf(out->error, sizeof out->error, "HTTP %d", res->status);
+    if (res->retry_after[0] != '\0' &&
+        retry_after_parse(res->retry_after, res->started_at_ms + res->duration_ms, &out->retry_after_ms) != 0)
+        out->retry_after_ms = -1;
 }

@@ -1,65 +1,50 @@
 /*
- * One outbound webhook POST on a reusable libcurl easy handle (private to the
- * dispatcher): building and signing the request, collecting the response
- * within caps, refusing private addresses at connect time, and naming the
- * transport outcome.
+ * One outbound webhook POST (private to the dispatcher): the signed delivery
+ * request handed to the HTTP engine (net/http_client.h), and what its result
+ * means for the delivery. A request object is reused; its body buffer and
+ * header lines stay valid until the engine's done has run.
  *
- *   request_new / request_free   a handle with its fixed options and buffers
+ *   request_new / request_free   a request object with its buffers
  *   request_prepare              envelope body, Standard Webhooks headers, URL, timeout
+ *   request_classify             the engine classifier for deliveries (core/retry.h)
  *   request_outcome              what happened: transport error or status, Retry-After, error text
  */
 #ifndef HOOKD_OUTBOUND_REQUEST_H
 #define HOOKD_OUTBOUND_REQUEST_H
-#include <curl/curl.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "core/buf.h"
 #include "core/retry.h"
+#include "net/http_client.h"
 #include "store/store.h"
 
-/* A response body larger than this aborts the transfer (only a snippet is kept anyway). */
-#define REQUEST_RESPONSE_ABORT (1024 * 1024)
-#define REQUEST_ERROR_MAX (CURL_ERROR_SIZE + 32) /* "class: " + libcurl's message */
+#define REQUEST_ERROR_MAX HTTP_CLIENT_ERROR_MAX
 
-struct request_options {
-    int64_t connect_timeout_ms;
-    size_t response_max; /* snippet cap in bytes */
-    bool allow_private_networks;
-};
+#define REQUEST_HEADERS 4 /* content-type and the three that change per request */
 
 struct request {
-    CURL *easy;
-    const struct request_options *opt; /* borrowed; outlives the request */
-    struct curl_slist *headers;        /* fixed list; three slots are rewritten per request */
-    char *slot_id, *slot_timestamp, *slot_signature;
-    struct buf body;     /* the envelope; curl reads it in place */
-    struct buf response; /* the first response_max bytes */
-    size_t received;     /* response bytes seen in total */
-    bool too_large;      /* aborted past REQUEST_RESPONSE_ABORT */
-    bool blocked;        /* the SSRF guard refused an address */
-    char retry_after[64];
-    char errbuf[CURL_ERROR_SIZE];
-    int64_t started_at;   /* wall ms */
-    int64_t started_mono; /* monotonic ms */
-    void *owner;          /* the dispatcher's job while active */
-    bool active;
+    struct buf body; /* the envelope; the engine reads it in place */
+    char *slot_id, *slot_timestamp, *slot_signature; /* header lines of a fixed size, rewritten per request */
+    const char *headers[REQUEST_HEADERS];
+    struct http_client_request http; /* points into this object */
+    void *owner;                     /* the dispatcher's job while in a transfer */
 };
 
 struct request_outcome {
     enum transport_error err;
+    enum outcome outcome;           /* request_classify's class */
     int status_code;                /* 0 without a usable response */
     int64_t retry_after_ms;         /* -1: none */
     int duration_ms;
     char error[REQUEST_ERROR_MAX];  /* empty on success */
 };
 
-/* A handle with every option that does not change between requests. */
-__attribute__((warn_unused_result)) int request_new(const struct request_options *opt, struct request **out);
+__attribute__((warn_unused_result)) int request_new(struct request **out);
 void request_free(struct request *r);
 
 /*
- * Prepares a POST of ev to ep: body = envelope, webhook-id = event id,
+ * Prepares r->http, a POST of ev to ep: body = envelope, webhook-id = event id,
  * webhook-timestamp = now, webhook-signature = one "v1,…" per secret still
  * active at now. Returns 0, HOOKD_ENOMEM or HOOKD_EINVAL (the event cannot be
  * enveloped); on error nothing may be sent with r until the next prepare succeeds.
@@ -67,6 +52,9 @@ void request_free(struct request *r);
 __attribute__((warn_unused_result)) int request_prepare(struct request *r, const struct endpoint *ep,
                                                         const struct event *ev, int64_t timeout_ms, int64_t now_ms);
 
-/* After the transfer ended with rc. The response snippet stays in r->response until the next prepare. */
-void request_outcome(struct request *r, CURLcode rc, int64_t now_mono, struct request_outcome *out);
+/* The outbound delivery classifier (an enum outcome), for http_client_request.classify. */
+int request_classify(const struct http_client_result *res);
+
+/* What the engine's result means for the delivery (Retry-After parsed against the attempt's start). */
+void request_outcome(const struct http_client_result *res, struct request_outcome *out);
 #endif

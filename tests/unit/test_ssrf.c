@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "outbound/ssrf.h"
+#include "net/ssrf.h"
 
 struct ssrf_case {
     const char *addr;

@@ -1,8 +1,9 @@
 /*
- * SSRF guard: the address ranges an outbound webhook may never reach, as two
- * tables (IPv4, IPv6), checked against the address libcurl is about to connect to.
+ * SSRF guard: the address ranges an outbound request may never reach, as two
+ * tables (IPv4, IPv6), checked by the HTTP engine against the address libcurl
+ * is about to connect to.
  */
-#include "outbound/ssrf.h"
+#include "net/ssrf.h"
 
 #include <netinet/in.h>
 #include <stddef.h>

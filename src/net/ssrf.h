@@ -1,10 +1,10 @@
 /*
  * SSRF guard: decides whether an outbound request may connect to an address.
- * The dispatcher asks at connect time (after DNS), so a name that resolves to
- * a private address is refused however it was spelled.
+ * The HTTP engine (net/http_client.h) asks at connect time (after DNS), so a
+ * name that resolves to a private address is refused however it was spelled.
  */
-#ifndef HOOKD_OUTBOUND_SSRF_H
-#define HOOKD_OUTBOUND_SSRF_H
+#ifndef HOOKD_NET_SSRF_H
+#define HOOKD_NET_SSRF_H
 #include <stdbool.h>
 #include <sys/socket.h>
 
