@@ -24,11 +24,13 @@ static int op_claim(struct store *s, void *arg)
 {
     struct dispatcher *q = arg;
     struct claim *c = &q->claim;
+    /* On one node the dispatcher keeps the in-flight caps: an endpoint may hold its share of the window. */
+    struct lease_limits lim = {.default_cap = q->deps.endpoint_max_in_flight,
+                               .lease_max = store_backend(s)->single_node ? dispatcher_endpoint_window(q) : 0};
     int64_t at = 0;
     int rc;
 
-    rc = store_delivery_claim_due(s, q->deps.node, c->now, c->lease_until, c->limit, q->deps.endpoint_max_in_flight,
-                                  &c->jobs);
+    rc = store_delivery_claim_due(s, q->deps.node, c->now, c->lease_until, c->limit, &lim, &c->jobs);
     if (rc != 0)
         return rc;
     /* A full batch is followed by the next claim at once (claims_finished): its answer would go unused. */

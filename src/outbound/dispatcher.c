@@ -59,7 +59,7 @@ void dispatcher_job_free(struct dispatcher *q, struct job *j)
     delivery_job_free(&j->dj);
     free(j->result.attempt.response);
     if (j->ep != NULL)
-        j->ep->refs--;
+        endpoint_cache_unref(&q->cache, j->ep);
     atomic_fetch_sub(&q->held, 1);
     job_table_recycle(&q->jobs, j);
 }
@@ -166,10 +166,11 @@ static void fifo_push(struct dispatcher *q, struct ep_state *st, struct job *j)
         st->head = j;
     st->tail = j;
     st->queued++;
+    endpoint_cache_note_busy(&q->cache, st);
     endpoint_cache_mark_ready(&q->cache, st);
 }
 
-static struct job *fifo_pop(struct ep_state *st)
+static struct job *fifo_pop(struct dispatcher *q, struct ep_state *st)
 {
     struct job *j = st->head;
 
@@ -179,6 +180,7 @@ static struct job *fifo_pop(struct ep_state *st)
     if (st->head == NULL)
         st->tail = NULL;
     st->queued--;
+    endpoint_cache_note_busy(&q->cache, st);
     j->next = NULL;
     return j;
 }
@@ -218,6 +220,7 @@ static void transfer_done(void *arg, const struct http_client_result *res)
 
     q->in_flight--;
     j->ep->in_flight--;
+    endpoint_cache_note_busy(&q->cache, j->ep);
     if (res->cancelled) {
         /* Stop: the attempt is abandoned and its lease expires. */
         dispatcher_job_free(q, j);
@@ -246,6 +249,7 @@ static void job_start(struct dispatcher *q, struct job *j, struct request *r)
         if (rc == 0) {
             q->in_flight++;
             j->ep->in_flight++;
+            endpoint_cache_note_busy(&q->cache, j->ep);
             return;
         }
     }
@@ -261,20 +265,58 @@ static void endpoint_release_all(struct dispatcher *q, struct ep_state *st)
 {
     struct job *j;
 
-    while ((j = fifo_pop(st)) != NULL) {
+    while ((j = fifo_pop(q, st)) != NULL) {
         log_debug(PART, "releasing %s: endpoint %s is %s", j->dj.d.id, st->id, st->present ? "disabled" : "gone");
         dispatcher_job_submit(q, j, JOB_RELEASING);
     }
 }
 
+/*
+ * The window's fair share: what one endpoint may hold of it, counting the
+ * endpoints that hold jobs, the one asking (which may not hold any yet) and
+ * one more, so that an endpoint that gets work next finds room.
+ */
+static int dispatcher_endpoint_window_of(const struct dispatcher *q)
+{
+    int share = q->deps.window / (q->cache.n_holding + 2);
+
+    return share > 0 ? share : 1;
+}
+
+/*
+ * The global in-flight cap is shared. With B endpoints busy (jobs queued or in
+ * flight), an endpoint's fair share is max_in_flight / (B + 1), at least 1:
+ * within it an endpoint may start while any slot is free; beyond it (up to its
+ * own cap) only while a share stays free. So endpoints that hold their slots
+ * until a timeout cannot take the slots that endpoints waiting beside them
+ * need: each waiting one gets its share as slots free, and one that gets work
+ * next finds free slots unless the busy ones all sit within their shares.
+ */
+static bool fair_share_allows(const struct dispatcher *q, const struct ep_state *st)
+{
+    int share = q->max_in_flight / (q->cache.n_busy + 1);
+
+    if (share < 1)
+        share = 1;
+    if (q->in_flight >= q->max_in_flight)
+        return false;
+    return st->in_flight < share || q->in_flight < q->max_in_flight - share;
+}
+
 /* Starts queued jobs round-robin over endpoints while global and per-endpoint caps allow. */
 static void schedule(struct dispatcher *q)
 {
-    struct ep_state *st;
+    struct ep_state *st, *held_back = NULL;
 
     while (q->in_flight < q->max_in_flight && (st = endpoint_cache_next_ready(&q->cache)) != NULL) {
         if (!st->present || !st->ep.enabled) {
             endpoint_release_all(q, st);
+            continue;
+        }
+        if (!fair_share_allows(q, st)) {
+            /* Beyond its share: it waits for a slot to free (it is back in the ring below). */
+            st->held_next = held_back;
+            held_back = st;
             continue;
         }
         struct request *r = request_take(q);
@@ -282,10 +324,17 @@ static void schedule(struct dispatcher *q)
             endpoint_cache_mark_ready(&q->cache, st);
             break;
         }
-        struct job *j = fifo_pop(st);
+        struct job *j = fifo_pop(q, st);
         job_start(q, j, r);
         endpoint_cache_mark_ready(&q->cache, st);
     }
+    while (held_back != NULL) {
+        st = held_back;
+        held_back = st->held_next;
+        st->held_next = NULL;
+        endpoint_cache_mark_ready(&q->cache, st);
+    }
+    atomic_store(&q->endpoint_window, dispatcher_endpoint_window_of(q));
 }
 
 /*
@@ -348,7 +397,7 @@ void dispatcher_jobs_accept(struct dispatcher *q, struct job_list *list, uint64_
             continue;
         }
         j->ep = st;
-        st->refs++;
+        endpoint_cache_ref(&q->cache, st);
         j->phase = JOB_QUEUED;
         fifo_push(q, st, j);
     }
@@ -521,10 +570,11 @@ static void endpoints_refresh(struct dispatcher *q, int64_t mono)
 /* Stop: no new sends; queued jobs are abandoned (their leases expire); in-flight ones get a grace period. */
 static void abandon_endpoint_queue(struct ep_state *st, void *arg)
 {
+    struct dispatcher *q = arg;
     struct job *j;
 
-    while ((j = fifo_pop(st)) != NULL)
-        dispatcher_job_free(arg, j);
+    while ((j = fifo_pop(q, st)) != NULL)
+        dispatcher_job_free(q, j);
 }
 
 static void abandon_queued(struct dispatcher *q)
@@ -629,6 +679,7 @@ int dispatcher_start(const struct dispatcher_deps *deps, struct dispatcher **out
     pthread_mutex_init(&q->mu, NULL);
     q->deps = *deps;
     q->max_in_flight = max;
+    atomic_store(&q->endpoint_window, deps->window > 2 ? deps->window / 2 : 1);
     random_bytes(&q->rng, sizeof q->rng);
     q->rng |= 1; /* xorshift must not start at 0 */
     q->requests = calloc((size_t)max, sizeof *q->requests);
@@ -721,6 +772,8 @@ void dispatcher_fanout_decided(struct dispatcher *q, uint64_t fanout)
 }
 
 int dispatcher_room(struct dispatcher *q) { return q->deps.window - atomic_load(&q->held); }
+
+int dispatcher_endpoint_window(struct dispatcher *q) { return atomic_load(&q->endpoint_window); }
 
 void dispatcher_wake(struct dispatcher *q)
 {

@@ -12,6 +12,7 @@
  *                              sent at once, results held until
  *   dispatcher_fanout_decided  that fan-out committed or rolled back
  *   dispatcher_room            free slots in the window (for the relay's backpressure)
+ *   dispatcher_endpoint_window what one endpoint may hold of the window now (its fair share)
  *   dispatcher_wake            something may be due in the store (replay, start-up)
  *   dispatcher_endpoints_changed  reload endpoint settings before the next send
  *   dispatcher_stop            finish or abandon in-flight requests (leases expire), join
@@ -65,6 +66,9 @@ void dispatcher_enqueue(struct dispatcher *q, struct job_list *jobs);
 uint64_t dispatcher_enqueue_tentative(struct dispatcher *q, struct job_list *jobs);
 void dispatcher_fanout_decided(struct dispatcher *q, uint64_t fanout);
 int dispatcher_room(struct dispatcher *q);
+/* The window divided among the endpoints holding jobs (at least 1): a single-node fan-out hands an endpoint
+ * no more leased deliveries than this (or its cap, when larger), the rest waits in the store for claims. */
+int dispatcher_endpoint_window(struct dispatcher *q);
 void dispatcher_wake(struct dispatcher *q);
 void dispatcher_endpoints_changed(struct dispatcher *q);
 void dispatcher_stop(struct dispatcher *q);

@@ -51,6 +51,7 @@ struct dispatcher {
     pthread_t thread;
     struct http_engine *engine; /* the loop runs it: transfers, their sockets, the inbox wake-up */
     atomic_int held;
+    atomic_int endpoint_window; /* the window's fair share per endpoint, kept by the loop (single-node hand-off) */
     atomic_bool stopping;
     atomic_bool claim_wanted;
     atomic_bool endpoints_dirty;

@@ -272,3 +272,25 @@ void endpoint_cache_each(struct endpoint_cache *c, void (*fn)(struct ep_state *s
             fn(st, arg);
     }
 }
+
+void endpoint_cache_note_busy(struct endpoint_cache *c, struct ep_state *st)
+{
+    bool busy = st->queued > 0 || st->in_flight > 0;
+
+    if (busy == st->busy)
+        return;
+    st->busy = busy;
+    c->n_busy += busy ? 1 : -1;
+}
+
+void endpoint_cache_ref(struct endpoint_cache *c, struct ep_state *st)
+{
+    if (st->refs++ == 0)
+        c->n_holding++;
+}
+
+void endpoint_cache_unref(struct endpoint_cache *c, struct ep_state *st)
+{
+    if (--st->refs == 0)
+        c->n_holding--;
+}

@@ -13,6 +13,8 @@
  *   endpoint_cache_mark_ready       put a state in the ring if it can start (or must release) a job
  *   endpoint_cache_next_ready       take the next such state out of the ring
  *   endpoint_cache_each             visit every state
+ *   endpoint_cache_note_busy        after a change of queued or in_flight: keep n_busy
+ *   endpoint_cache_ref/unref        a job starts or stops pointing at a state: keep refs and n_holding
  */
 #ifndef HOOKD_OUTBOUND_ENDPOINT_CACHE_H
 #define HOOKD_OUTBOUND_ENDPOINT_CACHE_H
@@ -34,10 +36,12 @@ struct ep_state {
     int in_flight;
     struct job *head, *tail;    /* ready jobs, FIFO (linked through the dispatcher's job) */
     size_t queued;
-    int refs;                   /* jobs that point here */
+    int refs;                   /* jobs that point here (what it holds of the window) */
+    bool busy;                  /* queued or in flight: counted in n_busy */
     bool in_ring;
     bool seen;                  /* reload bookkeeping */
     struct ep_state *ring_next;
+    struct ep_state *held_next; /* the dispatcher's list of states its fair share held back this turn */
     struct ep_state *hash_next;
 };
 
@@ -51,6 +55,8 @@ struct endpoint_cache {
     struct ep_state *ring_head, *ring_tail;
     int64_t version;
     bool loaded;
+    int n_busy;    /* states with jobs queued or in flight: the in-flight cap's fair share divides by it */
+    int n_holding; /* states with refs > 0: the window's fair share divides by it */
 };
 
 /* store and policy are borrowed: they must outlive the cache. */
@@ -64,4 +70,7 @@ struct ep_state *endpoint_cache_placeholder(struct endpoint_cache *c, const char
 void endpoint_cache_mark_ready(struct endpoint_cache *c, struct ep_state *st);
 struct ep_state *endpoint_cache_next_ready(struct endpoint_cache *c);
 void endpoint_cache_each(struct endpoint_cache *c, void (*fn)(struct ep_state *st, void *arg), void *arg);
+void endpoint_cache_note_busy(struct endpoint_cache *c, struct ep_state *st);
+void endpoint_cache_ref(struct endpoint_cache *c, struct ep_state *st);
+void endpoint_cache_unref(struct endpoint_cache *c, struct ep_state *st);
 #endif

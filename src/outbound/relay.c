@@ -48,6 +48,7 @@
 #define SAFETY_POLL_MS 1000   /* re-check the outbox even without any signal */
 #define FANOUT_BATCH_MAX 256  /* events per writer op */
 #define ROUNDS_PER_TURN 64    /* full batches in a row before the next change check */
+#define HANDOFFS_UNRECORDED_MAX 4 /* single-node hand-offs whose record is queued, at most */
 #define BACKOFF_MIN_MS 10
 #define BACKOFF_MAX_MS 1000
 
@@ -72,6 +73,7 @@ struct relay {
      * failed record makes the writer thread ask (under mu) to look again from rewind_to. */
     int64_t handed_seq;
     int64_t rewind_to; /* -1: none */
+    struct handoff *unrecorded; /* under mu: hand-offs whose leases the store does not show yet */
 
     /* Relay thread only. */
     struct store *rd;
@@ -266,7 +268,8 @@ static int fanout_slots_get(struct relay *r, struct store *s, const struct event
             }
         }
     }
-    return store_delivery_slots(s, now, r->deps.endpoint_max_in_flight, fs->ids, fs->n, fs->slots);
+    return store_delivery_slots(s, now, &(struct lease_limits){.default_cap = r->deps.endpoint_max_in_flight}, fs->ids,
+                                fs->n, fs->slots);
 }
 
 /*
@@ -380,6 +383,12 @@ static int fan_out_batch(struct relay *r, int limit, size_t *fetched)
 
 /* ---- single-node hand-off ------------------------------------------------ */
 
+/* Leased deliveries of one endpoint in a hand-off whose record has not committed yet. */
+struct handoff_leases {
+    char endpoint_id[HOOKD_ID_MAX];
+    int n;
+};
+
 /* A fan-out already handed to the dispatcher, to be recorded by the writer. */
 struct handoff {
     struct relay *r;
@@ -388,13 +397,19 @@ struct handoff {
     size_t n_ds;
     int64_t *seqs;
     int64_t now;
+    struct handoff_leases *leases; /* per endpoint, what this hand-off leased (not in the store until it commits) */
+    size_t n_leases;
+    struct handoff *next;          /* the relay's list of hand-offs not recorded yet (under mu) */
 };
+
+static void handoff_unlist(struct relay *r, struct handoff *h);
 
 static void handoff_free(struct handoff *h)
 {
     event_list_free(&h->evs);
     free(h->ds);
     free(h->seqs);
+    free(h->leases);
     free(h);
 }
 
@@ -415,6 +430,7 @@ static void op_record_handoff_done(void *arg, int result)
     struct handoff *h = arg;
     struct relay *r = h->r;
 
+    handoff_unlist(r, h);
     if (result != 0) {
         int64_t from = h->seqs[0] - 1;
         log_warn(PART, "recording a fan-out of %zu events failed (%s); they will be fanned out again",
@@ -428,16 +444,133 @@ static void op_record_handoff_done(void *arg, int result)
 }
 
 /*
+ * The per-endpoint side of a single-node hand-off (kept apart from the rest
+ * of the fan-out): an endpoint gets leased deliveries only within its free
+ * slots, the store's count (its lease limit, where lease_max is its share of
+ * the dispatcher's window, minus its leases; none while it has due rows
+ * waiting, or while the breaker, a rate limit or a ramp holds it) less the
+ * leases of hand-offs not recorded yet. The rest goes into the store unleased
+ * for the dispatcher's claims, so one endpoint's backlog never fills the
+ * window the others need.
+ */
+static int handoff_leased_of(struct relay *r, const char *endpoint_id)
+{
+    int n = 0;
+
+    pthread_mutex_lock(&r->mu);
+    for (const struct handoff *h = r->unrecorded; h != NULL; h = h->next) {
+        for (size_t i = 0; i < h->n_leases; i++) {
+            if (strcmp(h->leases[i].endpoint_id, endpoint_id) == 0)
+                n += h->leases[i].n;
+        }
+    }
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
+static int handoff_slots_get(struct relay *r, const struct event_list *evs, const bool *valid, int64_t now,
+                             struct fanout_slots *fs)
+{
+    struct lease_limits lim = {.default_cap = r->deps.endpoint_max_in_flight,
+                               .lease_max = dispatcher_endpoint_window(r->deps.dispatcher)};
+    int rc;
+
+    memset(fs, 0, sizeof *fs);
+    fs->of_endpoint = malloc((r->eps.n + 1) * sizeof *fs->of_endpoint);
+    fs->ids = malloc((r->eps.n + 1) * sizeof *fs->ids);
+    fs->slots = malloc((r->eps.n + 1) * sizeof *fs->slots);
+    if (fs->of_endpoint == NULL || fs->ids == NULL || fs->slots == NULL)
+        return HOOKD_ENOMEM;
+    for (size_t k = 0; k < r->eps.n; k++) {
+        const struct endpoint *ep = &r->eps.items[k];
+        fs->of_endpoint[k] = -1;
+        for (size_t i = 0; i < evs->n && ep->enabled; i++) {
+            if (valid[i] && endpoint_wants(ep, &evs->items[i])) {
+                fs->of_endpoint[k] = (int)fs->n;
+                fs->ids[fs->n++] = ep->id;
+                break;
+            }
+        }
+    }
+    rc = store_delivery_slots(r->rd, now, &lim, fs->ids, fs->n, fs->slots);
+    for (size_t i = 0; i < fs->n && rc == 0; i++) {
+        if (fs->slots[i] > 0 && fs->slots[i] != STORE_SLOTS_UNCAPPED) {
+            fs->slots[i] -= handoff_leased_of(r, fs->ids[i]);
+            if (fs->slots[i] < 0)
+                fs->slots[i] = 0;
+        }
+    }
+    return rc;
+}
+
+/* Counts a leased delivery of endpoint_id in h (what handoff_leased_of adds up until it is recorded). */
+static int handoff_count_lease(struct handoff *h, size_t *cap, const char *endpoint_id)
+{
+    for (size_t i = 0; i < h->n_leases; i++) {
+        if (strcmp(h->leases[i].endpoint_id, endpoint_id) == 0) {
+            h->leases[i].n++;
+            return 0;
+        }
+    }
+    if (h->n_leases == *cap) {
+        size_t grown_cap = *cap == 0 ? 8 : *cap * 2;
+        struct handoff_leases *grown = realloc(h->leases, grown_cap * sizeof *grown);
+        if (grown == NULL)
+            return HOOKD_ENOMEM;
+        h->leases = grown;
+        *cap = grown_cap;
+    }
+    snprintf(h->leases[h->n_leases].endpoint_id, HOOKD_ID_MAX, "%s", endpoint_id);
+    h->leases[h->n_leases++].n = 1;
+    return 0;
+}
+
+static int handoffs_unrecorded(struct relay *r)
+{
+    int n = 0;
+
+    pthread_mutex_lock(&r->mu);
+    for (const struct handoff *h = r->unrecorded; h != NULL; h = h->next)
+        n++;
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
+static void handoff_list(struct relay *r, struct handoff *h)
+{
+    pthread_mutex_lock(&r->mu);
+    h->next = r->unrecorded;
+    r->unrecorded = h;
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void handoff_unlist(struct relay *r, struct handoff *h)
+{
+    pthread_mutex_lock(&r->mu);
+    for (struct handoff **pp = &r->unrecorded; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == h) {
+            *pp = h->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+/*
  * Reads up to limit rows after handed_seq on the relay's own connection, hands
- * the pending deliveries to the dispatcher, and queues their recording. The
- * record op is queued before the jobs reach the dispatcher, so every attempt
- * result (queued later on the same FIFO writer) finds its delivery row.
+ * the pending deliveries that fit their endpoint's free slots to the
+ * dispatcher, and queues their recording (the rest go in unleased, for the
+ * claims). The record op is queued before the jobs reach the dispatcher, so
+ * every attempt result (queued later on the same FIFO writer) finds its
+ * delivery row, and so does the claim the relay asks for.
  */
 static int hand_off_batch(struct relay *r, int limit, size_t *fetched)
 {
     struct handoff *h = calloc(1, sizeof *h);
-    size_t cap = 0;
-    int rc;
+    struct fanout_slots fs = {0};
+    bool *valid = NULL, left = false;
+    size_t cap = 0, leases_cap = 0;
+    int room, rc;
 
     *fetched = 0;
     if (h == NULL)
@@ -456,42 +589,70 @@ static int hand_off_batch(struct relay *r, int limit, size_t *fetched)
     if (rc != 0)
         goto fail;
     h->seqs = malloc(h->evs.n * sizeof *h->seqs);
-    if (h->seqs == NULL) {
+    valid = malloc(h->evs.n * sizeof *valid);
+    if (h->seqs == NULL || valid == NULL) {
         rc = HOOKD_ENOMEM;
         goto fail;
     }
+    for (size_t i = 0; i < h->evs.n; i++)
+        valid[i] = payload_is_json(h->evs.items[i].payload);
+    rc = handoff_slots_get(r, &h->evs, valid, h->now, &fs);
+    if (rc != 0)
+        goto fail;
+    room = dispatcher_room(r->deps.dispatcher);
     for (size_t i = 0; i < h->evs.n; i++) {
         const struct event *ev = &h->evs.items[i];
-        bool valid = payload_is_json(ev->payload);
 
         h->seqs[i] = ev->seq;
         for (size_t k = 0; k < r->eps.n; k++) {
-            if (!endpoint_wants(&r->eps.items[k], ev))
-                continue;
+            int *free_slots = fs.of_endpoint[k] >= 0 ? &fs.slots[fs.of_endpoint[k]] : NULL;
+            const struct endpoint *ep = &r->eps.items[k];
+            bool leased;
             struct delivery d;
-            delivery_plan(r, ev, &r->eps.items[k], valid, true, h->now, &d);
-            rc = plan_add(&h->ds, &h->n_ds, &cap, &d);
-            if (rc == 0 && d.status == DELIVERY_PENDING)
+            if (!endpoint_wants(ep, ev))
+                continue;
+            leased = free_slots != NULL && *free_slots > 0 && room > 0;
+            delivery_plan(r, ev, ep, valid[i], leased, h->now, &d);
+            if (d.status == DELIVERY_PENDING && leased) {
+                if (*free_slots != STORE_SLOTS_UNCAPPED)
+                    (*free_slots)--;
+                room--;
                 rc = job_add(r, &d, ev);
+                if (rc == 0)
+                    rc = handoff_count_lease(h, &leases_cap, ep->id);
+            } else if (d.status == DELIVERY_PENDING) {
+                left = true;
+            }
+            if (rc == 0)
+                rc = plan_add(&h->ds, &h->n_ds, &cap, &d);
             if (rc != 0)
                 goto fail;
         }
     }
     *fetched = h->evs.n;
     r->handed_seq = h->seqs[h->evs.n - 1];
+    handoff_list(r, h);
     rc = writer_submit_deferred(r->deps.writer, op_record_handoff, op_record_handoff_done, h);
     if (rc != 0) {
+        handoff_unlist(r, h);
         r->handed_seq = h->seqs[0] - 1;
         goto fail;
     }
     if (r->op_jobs.n > 0)
         dispatcher_enqueue(r->deps.dispatcher, &r->op_jobs);
+    /* Deliveries left in the store: the claim queued behind the record finds them. */
+    if (left)
+        dispatcher_wake(r->deps.dispatcher);
     job_list_free(&r->op_jobs);
     r->op_jobs_cap = 0;
+    fanout_slots_free(&fs);
+    free(valid);
     return 0;
 fail:
     job_list_free(&r->op_jobs);
     r->op_jobs_cap = 0;
+    fanout_slots_free(&fs);
+    free(valid);
     handoff_free(h);
     return rc;
 }
@@ -545,10 +706,17 @@ static bool fan_out_pending(struct relay *r)
         }
         if (!any)
             return false;
+        /*
+         * Without room in the window the rows are still fanned out, into the
+         * store, unleased: the claims bring them in as room frees. Stopping
+         * here would let endpoints that hold their share of the window (a
+         * hung one) hold back everyone else's events. On a single-node store
+         * the hand-offs waiting for their record bound what this costs.
+         */
         room = dispatcher_room(r->deps.dispatcher);
-        if (room <= 0)
+        if (store_backend(r->rd)->single_node && handoffs_unrecorded(r) >= HANDOFFS_UNRECORDED_MAX)
             return true;
-        limit = room < FANOUT_BATCH_MAX ? room : FANOUT_BATCH_MAX;
+        limit = room > 0 && room < FANOUT_BATCH_MAX ? room : FANOUT_BATCH_MAX;
         if (store_backend(r->rd)->single_node)
             rc = hand_off_batch(r, limit, &fetched);
         else

@@ -275,9 +275,10 @@ static int claim_lease(struct store *s, const char *node, int64_t now, int64_t l
  * then, in a snapshot taken after them, each endpoint's free slots. Results
  * come by position (WITH ORDINALITY), so unknown and disabled ids keep 0.
  */
-static int postgres_delivery_slots(struct store *s, int64_t now, int default_cap, const char *const *endpoint_ids, size_t n,
-                            int *slots)
+static int postgres_delivery_slots(struct store *s, int64_t now, const struct lease_limits *lim,
+                                   const char *const *endpoint_ids, size_t n, int *slots)
 {
+    int default_cap = lim->default_cap; /* lease_max is for single-node stores: here the leases are the cap */
     struct pg_array ids = {0};
     struct pg_params p = {.n = 0};
     PGresult *res[2] = {NULL, NULL};
@@ -336,8 +337,9 @@ static int postgres_delivery_slots(struct store *s, int64_t now, int default_cap
 /* Both statements run in one transaction (the caller's, or one of its own), so
  * the endpoint locks last until the new leases are committed. */
 static int postgres_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
-                                int default_cap, struct job_list *out)
+                                       const struct lease_limits *lim, struct job_list *out)
 {
+    int default_cap = lim->default_cap; /* lease_max is for single-node stores: here the leases are the cap */
     char *candidates = NULL;
     int result;
 

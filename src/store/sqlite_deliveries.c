@@ -158,12 +158,13 @@ static int claim_endpoint_read(const struct store_row *r, void *item)
 }
 
 /* Enabled endpoints with a due, unleased delivery, earliest first, each with
- * its free slots: cap minus its live leases (anyone's, lease_until >= now). */
-static int claim_endpoints(struct store *s, int64_t now, int default_cap, struct claim_endpoint_list *out)
+ * its free slots: its lease limit minus its live leases (anyone's, lease_until >= now). */
+static int claim_endpoints(struct store *s, int64_t now, const struct lease_limits *lim,
+                           struct claim_endpoint_list *out)
 {
     sqlite3_stmt *st;
     int result = sq_stmt(s, SQ_DELIVERY_CLAIM_ENDPOINTS,
-                             "SELECT id, cap, CASE WHEN cap > 0 THEN cap - (SELECT count(*)"
+                             "SELECT id, cap, CASE WHEN cap > 0 THEN max(cap, min(2 * cap, ?3)) - (SELECT count(*)"
                              "  FROM hookd_deliveries x INDEXED BY hookd_deliveries_leased"
                              "  WHERE x.endpoint_id = c.id AND x.lease_owner IS NOT NULL AND x.lease_until >= ?1) END,"
                              " first_at FROM (SELECT e.id, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"
@@ -181,7 +182,8 @@ static int claim_endpoints(struct store *s, int64_t now, int default_cap, struct
     if (result)
         return result;
     sqlite3_bind_int64(st, 1, now);
-    sqlite3_bind_int(st, 2, default_cap);
+    sqlite3_bind_int(st, 2, lim->default_cap);
+    sqlite3_bind_int(st, 3, lim->lease_max);
     return sq_rows_read(s, st, CLAIM_ENDPOINTS_MAX, claim_endpoint_read, STORE_ROWS(out, NULL));
 }
 
@@ -232,12 +234,12 @@ static int endpoint_picks(struct store *s, const char *endpoint_id, int64_t now,
 }
 
 /* The claim's choice, sorted, into p (limit rows at most). */
-static int claim_pick(struct store *s, int64_t now, int default_cap, struct picks *p)
+static int claim_pick(struct store *s, int64_t now, const struct lease_limits *lim, struct picks *p)
 {
     struct claim_endpoint_list eps = {NULL, 0};
     struct pick *rows = malloc(p->limit * sizeof *rows);
     size_t n_rows;
-    int result = rows ? claim_endpoints(s, now, default_cap, &eps) : HOOKD_ENOMEM;
+    int result = rows ? claim_endpoints(s, now, lim, &eps) : HOOKD_ENOMEM;
 
     for (size_t i = 0; i < eps.n && result == 0; i++) {
         const struct claim_endpoint *ep = &eps.items[i];
@@ -289,7 +291,7 @@ static int jobs_read(struct store *s, const struct picks *p, struct job_list *ou
 /* SQLite has one writer at a time, so counting leases and leasing need no
  * further locking: the claim is one atomic unit. */
 static int sqlite_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
-                              int default_cap, struct job_list *out)
+                                     const struct lease_limits *lim, struct job_list *out)
 {
     struct picks p = {.limit = limit > STORE_LIST_MAX ? STORE_LIST_MAX : limit > 0 ? (size_t)limit : 0};
     int result;
@@ -302,7 +304,7 @@ static int sqlite_delivery_claim_due(struct store *s, const char *node, int64_t 
     p.scratch = malloc(p.limit * sizeof *p.scratch);
     result = p.items && p.scratch ? sq_atomic_begin(s) : HOOKD_ENOMEM;
     if (result == 0) {
-        result = claim_pick(s, now, default_cap, &p);
+        result = claim_pick(s, now, lim, &p);
         if (result == 0)
             result = jobs_read(s, &p, out);
         if (result == 0)
@@ -317,8 +319,8 @@ static int sqlite_delivery_claim_due(struct store *s, const char *node, int64_t 
 }
 
 /* One endpoint at a time: SQLite runs in-process and has one writer, so there is no one to lock out. */
-static int sqlite_delivery_slots(struct store *s, int64_t now, int default_cap, const char *const *endpoint_ids, size_t n,
-                          int *slots)
+static int sqlite_delivery_slots(struct store *s, int64_t now, const struct lease_limits *lim,
+                                 const char *const *endpoint_ids, size_t n, int *slots)
 {
     sqlite3_stmt *st;
     int result = sq_stmt(s, SQ_DELIVERY_SLOTS,
@@ -326,7 +328,7 @@ static int sqlite_delivery_slots(struct store *s, int64_t now, int default_cap, 
                          "  WHEN EXISTS (SELECT 1 FROM hookd_deliveries d INDEXED BY hookd_deliveries_endpoint_due"
                          "   WHERE d.endpoint_id = c.id AND d.status IN ('pending', 'retrying') AND d.next_attempt_at <= ?2"
                          "   AND (d.lease_owner IS NULL OR d.lease_until < ?2)) THEN 0"
-                         "  ELSE max(c.cap - (SELECT count(*) FROM hookd_deliveries x INDEXED BY hookd_deliveries_leased"
+                         "  ELSE max(max(c.cap, min(2 * c.cap, ?4)) - (SELECT count(*) FROM hookd_deliveries x INDEXED BY hookd_deliveries_leased"
                          "   WHERE x.endpoint_id = c.id AND x.lease_owner IS NOT NULL AND x.lease_until >= ?2), 0) END"
                          " FROM (SELECT e.id, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"
                          "  WHEN ?3 > 0 THEN ?3 ELSE 0 END AS cap FROM hookd_endpoints e WHERE e.id = ?1 AND e.enabled) c",
@@ -338,7 +340,8 @@ static int sqlite_delivery_slots(struct store *s, int64_t now, int default_cap, 
         int rc;
         sq_bind_text(st, 1, endpoint_ids[i]);
         sqlite3_bind_int64(st, 2, now);
-        sqlite3_bind_int(st, 3, default_cap);
+        sqlite3_bind_int(st, 3, lim->default_cap);
+        sqlite3_bind_int(st, 4, lim->lease_max);
         rc = sqlite3_step(st);
         if (rc == SQLITE_ROW) {
             int64_t v = sqlite3_column_int64(st, 0);

@@ -289,17 +289,17 @@ int store_delivery_insert_many(struct store *s, const struct delivery *ds, size_
 }
 
 int store_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
-                             int default_cap, struct job_list *out)
+                             const struct lease_limits *lim, struct job_list *out)
 {
-    assert(s && out && lease_until >= now);
-    FAMILY_CALL(s, deliveries, claim_due, node, now, lease_until, limit, default_cap, out);
+    assert(s && out && lim && lease_until >= now);
+    FAMILY_CALL(s, deliveries, claim_due, node, now, lease_until, limit, lim, out);
 }
 
-int store_delivery_slots(struct store *s, int64_t now, int default_cap, const char *const *endpoint_ids, size_t n,
-                         int *slots)
+int store_delivery_slots(struct store *s, int64_t now, const struct lease_limits *lim,
+                         const char *const *endpoint_ids, size_t n, int *slots)
 {
-    assert(s && (n == 0 || (endpoint_ids && slots)));
-    FAMILY_CALL(s, deliveries, slots, now, default_cap, endpoint_ids, n, slots);
+    assert(s && lim && (n == 0 || (endpoint_ids && slots)));
+    FAMILY_CALL(s, deliveries, slots, now, lim, endpoint_ids, n, slots);
 }
 
 int store_delivery_next_due(struct store *s, int64_t *at)

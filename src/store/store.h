@@ -187,6 +187,20 @@ struct delivery_result {
 /* What delivery_complete requires: the delivery, the lease and a valid status. */
 bool delivery_result_valid(const struct delivery_result *r);
 
+/*
+ * What bounds the deliveries of one endpoint a claim or a fan-out may lease.
+ * Its in-flight cap is its max_in_flight when > 0, else default_cap (<= 0: no
+ * cap). On a shared store the leases are the cap, counted over every node. On
+ * a single-node store (one dispatcher holds every lease, and keeps the
+ * in-flight caps itself) an endpoint may hold up to max(cap, min(2 × cap,
+ * lease_max)) leases: what it holds beyond its cap waits in that dispatcher's
+ * memory, ready for the next free slot.
+ */
+struct lease_limits {
+    int default_cap;
+    int lease_max; /* 0: the cap */
+};
+
 /* ---- lists and filters ------------------------------------------------ */
 
 #define STORE_LIST_MAX 1000
@@ -290,16 +304,16 @@ struct store_delivery_ops {
     /*
      * Leases up to limit (1..STORE_LIST_MAX) due deliveries (pending or retrying, next_attempt_at <= now,
      * unleased or lease expired, endpoint enabled, event present) to node until lease_until, earliest
-     * first, bumping each one's lease_token. Per endpoint it takes at most cap - (its deliveries leased by
-     * anyone with lease_until >= now), where cap is the endpoint's max_in_flight when > 0, else
-     * default_cap; a cap <= 0 means no cap. The cap holds across nodes: concurrent claims on one database
+     * first, bumping each one's lease_token. Per endpoint it takes at most its lease limit (struct
+     * lease_limits) - (its deliveries leased by
+     * anyone with lease_until >= now). The cap holds across nodes: concurrent claims on one database
      * are serialized per endpoint. Runs in the caller's transaction, or in one of its own.
      */
     int (*claim_due)(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
-                     int default_cap, struct job_list *out);
+                     const struct lease_limits *lim, struct job_list *out);
     /*
      * The in-flight slots a fan-out may fill at once with new deliveries of each of the n distinct
-     * endpoint_ids, into slots[i]: the endpoint's cap (as in claim_due) minus the deliveries
+     * endpoint_ids, into slots[i]: the endpoint's lease limit (as in claim_due) minus the deliveries
      * leased by anyone with lease_until >= now, at least 0; STORE_SLOTS_UNCAPPED when it has no cap
      * (due rows then never wait for slots); 0 when the endpoint is unknown or disabled, when due
      * deliveries of a capped endpoint wait unleased (claims serve them first, in order), or when another
@@ -307,8 +321,8 @@ struct store_delivery_ops {
      * with slots stays locked to the caller's transaction, like a claim's, so no other node can count
      * the same slots before this one's leases commit: call it inside the transaction that inserts them.
      */
-    int (*slots)(struct store *s, int64_t now, int default_cap, const char *const *endpoint_ids, size_t n,
-                 int *slots);
+    int (*slots)(struct store *s, int64_t now, const struct lease_limits *lim, const char *const *endpoint_ids,
+                 size_t n, int *slots);
     int (*next_due)(struct store *s, int64_t *at); /* ENOTFOUND when nothing is scheduled */
     int (*complete)(struct store *s, const struct delivery_result *r, int64_t now); /* ESTALE if fenced out */
     /*
@@ -423,9 +437,9 @@ STORE_WRAPPER store_endpoint_version(struct store *s, int64_t *version);
 STORE_WRAPPER store_delivery_insert(struct store *s, const struct delivery *d);
 STORE_WRAPPER store_delivery_insert_many(struct store *s, const struct delivery *ds, size_t n);
 STORE_WRAPPER store_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
-                                       int default_cap, struct job_list *out);
-STORE_WRAPPER store_delivery_slots(struct store *s, int64_t now, int default_cap, const char *const *endpoint_ids,
-                                   size_t n, int *slots);
+                                       const struct lease_limits *lim, struct job_list *out);
+STORE_WRAPPER store_delivery_slots(struct store *s, int64_t now, const struct lease_limits *lim,
+                                   const char *const *endpoint_ids, size_t n, int *slots);
 STORE_WRAPPER store_delivery_next_due(struct store *s, int64_t *at);
 STORE_WRAPPER store_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now);
 STORE_WRAPPER store_delivery_complete_many(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,

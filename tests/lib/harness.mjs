@@ -298,12 +298,19 @@ export async function startCountingSink(opts = {}) {
     total: 0, open: 0, maxOpen: 0,
     bodyMismatches: 0, // opts.checkBody: arrivals whose body id is not their webhook-id
     byPath: new Map(), // path → Map(webhook-id → count)
+    openByPath: new Map(), maxOpenByPath: new Map(), // path → requests open now / at most at once
     arrivals: [],      // [ms, path, webhook-id] when opts.keepArrivals
   };
   const server = createHttpServer((req, res) => {
     const n = ++sink.total;
     sink.open++;
     if (sink.open > sink.maxOpen) sink.maxOpen = sink.open;
+    const pathOpen = (sink.openByPath.get(req.url) || 0) + 1;
+    sink.openByPath.set(req.url, pathOpen);
+    if (pathOpen > (sink.maxOpenByPath.get(req.url) || 0)) sink.maxOpenByPath.set(req.url, pathOpen);
+    let closed = false;
+    const close = () => { if (!closed) { closed = true; sink.openByPath.set(req.url, sink.openByPath.get(req.url) - 1); } };
+    res.on('close', close); // the sender gave up (its timeout) before an answer
     const id = req.headers['webhook-id'] || '';
     let ids = sink.byPath.get(req.url);
     if (!ids) sink.byPath.set(req.url, ids = new Map());
@@ -318,11 +325,13 @@ export async function startCountingSink(opts = {}) {
         if (bodyId !== id) sink.bodyMismatches++;
       }
       const answer = () => {
+        close();
         sink.open--; // before the answer leaves: the sender cannot have seen it yet
         res.writeHead(opts.status ? opts.status(n, req) : 200, { 'content-type': 'text/plain' });
         res.end('ok');
       };
       const delay = opts.delayMs ? opts.delayMs(n, req) : 0;
+      if (delay === Infinity) { res.on('close', () => { sink.open--; }); return; } // never answers
       if (delay > 0) setTimeout(answer, delay); else answer();
     });
   });

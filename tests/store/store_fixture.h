@@ -142,7 +142,7 @@ FIXTURE static void drain_due(struct fixture *fx)
 
     for (int round = 0; round < 1000; round++) {
         struct job_list jobs;
-        assert_int_equal(store_delivery_claim_due(fx->s, "drain", until, until + 1000, 500, 0, &jobs), 0);
+        assert_int_equal(store_delivery_claim_due(fx->s, "drain", until, until + 1000, 500, &(struct lease_limits){0}, &jobs), 0);
         for (size_t i = 0; i < jobs.n; i++) {
             struct delivery_result r = {.delivery_id = jobs.items[i].d.id, .lease_owner = "drain",
                                         .lease_token = jobs.items[i].d.lease_token, .status = DELIVERY_DEAD,
@@ -160,7 +160,7 @@ FIXTURE static void drain_due(struct fixture *fx)
 /* A claim of up to 100 without a default in-flight cap. */
 FIXTURE static int claim(struct fixture *fx, const char *node, int64_t now, int64_t lease_until, struct job_list *jobs)
 {
-    assert_int_equal(store_delivery_claim_due(fx->s, node, now, lease_until, 100, 0, jobs), 0);
+    assert_int_equal(store_delivery_claim_due(fx->s, node, now, lease_until, 100, &(struct lease_limits){0}, jobs), 0);
     return (int)jobs->n;
 }
 
@@ -168,7 +168,7 @@ FIXTURE static int claim(struct fixture *fx, const char *node, int64_t now, int6
 FIXTURE static int claim_capped(struct fixture *fx, const char *node, int64_t now, int64_t lease_until, int limit,
                                 int default_cap, struct job_list *jobs)
 {
-    assert_int_equal(store_delivery_claim_due(fx->s, node, now, lease_until, limit, default_cap, jobs), 0);
+    assert_int_equal(store_delivery_claim_due(fx->s, node, now, lease_until, limit, &(struct lease_limits){.default_cap = default_cap}, jobs), 0);
     return (int)jobs->n;
 }
 

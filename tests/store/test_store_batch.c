@@ -693,7 +693,7 @@ static void test_complete_many_large(void **state)
         row_fill(fx, evs[i].id, ep.id, now - MANY_N + i, &ds[i]);
     }
     assert_int_equal(store_delivery_insert_many(fx->s, ds, MANY_N), 0);
-    assert_int_equal(store_delivery_claim_due(fx->s, "node-a", now, now + 30000, MANY_N, 0, &jobs), 0);
+    assert_int_equal(store_delivery_claim_due(fx->s, "node-a", now, now + 30000, MANY_N, &(struct lease_limits){0}, &jobs), 0);
     assert_int_equal(jobs.n, MANY_N);
     for (size_t i = 0; i < jobs.n; i++) {
         rs[i] = delivered_result(&jobs.items[i], now + (int64_t)i);

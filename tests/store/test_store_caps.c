@@ -230,7 +230,7 @@ static void *claim_thread_main(void *arg)
     if (t->result == 0)
         t->result = store_begin(s);
     if (t->result == 0)
-        t->result = store_delivery_claim_due(s, t->node, t->now, t->now + 30000, 100, t->cap, &jobs);
+        t->result = store_delivery_claim_due(s, t->node, t->now, t->now + 30000, 100, &(struct lease_limits){.default_cap = t->cap}, &jobs);
     t->claimed = (int)jobs.n;
     job_list_free(&jobs);
     if (t->hold_us)

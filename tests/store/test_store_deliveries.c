@@ -206,7 +206,7 @@ static void test_claim_skips_leased(void **state)
     drain_due(fx);
     scene_make(fx, now - 20, &a);
     scene_make(fx, now - 10, &b);
-    assert_int_equal(store_delivery_claim_due(fx->s, "node-a", now, now + 30000, 1, 0, &jobs), 0);
+    assert_int_equal(store_delivery_claim_due(fx->s, "node-a", now, now + 30000, 1, &(struct lease_limits){0}, &jobs), 0);
     assert_int_equal(jobs.n, 1);
     assert_string_equal(jobs.items[0].d.id, a.d.id); /* earliest first */
     job_list_free(&jobs);
@@ -371,7 +371,7 @@ static void test_next_due(void **state)
     assert_int_equal(store_delivery_next_due(fx->s, &at), 0);
     assert_int_equal(at, now + 500000);
     /* A leased row does not count until its lease expires. */
-    assert_int_equal(store_delivery_claim_due(fx->s, "node-a", now + 500000, now + 900000, 1, 0, &jobs), 0);
+    assert_int_equal(store_delivery_claim_due(fx->s, "node-a", now + 500000, now + 900000, 1, &(struct lease_limits){0}, &jobs), 0);
     assert_int_equal(jobs.n, 1);
     job_list_free(&jobs);
     assert_int_equal(store_delivery_next_due(fx->s, &at), 0);
@@ -475,7 +475,7 @@ static void test_delivery_list_filters_cursor(void **state)
     for (int i = 0; i < 4; i++)
         delivery_make(fx, evs[i].id, ep1.id, now, &ds[i]);
     delivery_make(fx, evs[0].id, ep2.id, now + 100000, &ds[4]);
-    assert_int_equal(store_delivery_claim_due(fx->s, "node-a", now, now + 1000, 1, 0, &jobs), 0);
+    assert_int_equal(store_delivery_claim_due(fx->s, "node-a", now, now + 1000, 1, &(struct lease_limits){0}, &jobs), 0);
     assert_int_equal(jobs.n, 1);
     complete(fx, &jobs.items[0], DELIVERY_DELIVERED, 1, 200, now, 0, 0);
     job_list_free(&jobs);

@@ -60,7 +60,7 @@ static int slots_on(struct store *s, int64_t now, int default_cap, const char *e
     const char *ids[1] = {endpoint_id};
     int slots[1] = {-7};
 
-    assert_int_equal(store_delivery_slots(s, now, default_cap, ids, 1, slots), 0);
+    assert_int_equal(store_delivery_slots(s, now, &(struct lease_limits){.default_cap = default_cap}, ids, 1, slots), 0);
     return slots[0];
 }
 
@@ -283,7 +283,7 @@ static void test_slots_many_by_position(void **state)
     ids[6] = plain.id, expect[6] = 4;
     for (int i = 0; i < N; i++)
         slots[i] = -7;
-    assert_int_equal(store_delivery_slots(fx->s, now, 4, ids, N, slots), 0);
+    assert_int_equal(store_delivery_slots(fx->s, now, &(struct lease_limits){.default_cap = 4}, ids, N, slots), 0);
     for (int i = 0; i < N; i++) {
         assert_int_equal(slots[i], expect[i]);
         assert_int_equal(slots_of(fx, now, 4, ids[i]), expect[i]);
@@ -292,14 +292,14 @@ static void test_slots_many_by_position(void **state)
         reversed[i] = ids[N - 1 - i];
         slots_rev[i] = -7;
     }
-    assert_int_equal(store_delivery_slots(fx->s, now, 4, reversed, N, slots_rev), 0);
+    assert_int_equal(store_delivery_slots(fx->s, now, &(struct lease_limits){.default_cap = 4}, reversed, N, slots_rev), 0);
     for (int i = 0; i < N; i++)
         assert_int_equal(slots_rev[i], expect[N - 1 - i]);
 
     /* Without a default: the uncapped ones, and the rest as before. */
     ids[0] = uncapped.id;
     ids[6] = plain.id;
-    assert_int_equal(store_delivery_slots(fx->s, now, 0, ids, N, slots), 0);
+    assert_int_equal(store_delivery_slots(fx->s, now, &(struct lease_limits){.default_cap = 0}, ids, N, slots), 0);
     assert_int_equal(slots[0], STORE_SLOTS_UNCAPPED);
     assert_int_equal(slots[1], STORE_SLOTS_UNCAPPED); /* leased, but no cap */
     assert_int_equal(slots[2], 0);
@@ -309,7 +309,7 @@ static void test_slots_many_by_position(void **state)
     assert_int_equal(slots[6], STORE_SLOTS_UNCAPPED);
 
     /* No ids: nothing to do. */
-    assert_int_equal(store_delivery_slots(fx->s, now, 4, ids, 0, slots), 0);
+    assert_int_equal(store_delivery_slots(fx->s, now, &(struct lease_limits){.default_cap = 4}, ids, 0, slots), 0);
     endpoint_free(&uncapped);
     endpoint_free(&own);
     endpoint_free(&leased);
@@ -370,7 +370,7 @@ static void test_slots_locked_to_transaction(void **state)
     assert_int_equal(slots_on(b, now, 0, capped.id), 0); /* b outside a transaction is locked out too */
     assert_int_equal(store_begin(b), 0);
     ids[0] = capped.id, ids[1] = other.id, ids[2] = uncapped.id;
-    assert_int_equal(store_delivery_slots(b, now, 0, ids, 3, slots), 0);
+    assert_int_equal(store_delivery_slots(b, now, &(struct lease_limits){.default_cap = 0}, ids, 3, slots), 0);
     assert_int_equal(slots[0], 0);
     assert_int_equal(slots[1], 2);
     assert_int_equal(slots[2], STORE_SLOTS_UNCAPPED);
