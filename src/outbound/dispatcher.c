@@ -58,6 +58,7 @@ void dispatcher_job_free(struct dispatcher *q, struct job *j)
     job_table_remove(&q->jobs, j);
     delivery_job_free(&j->dj);
     free(j->result.attempt.response);
+    free(j->supersede_key);
     if (j->ep != NULL)
         endpoint_cache_unref(&q->cache, j->ep);
     atomic_fetch_sub(&q->held, 1);
@@ -95,10 +96,50 @@ static void inbox_finished(struct job *j, int result)
 
 /* ---- writer ops (fn on the writer thread inside the batch; done after commit) -- */
 
+/*
+ * Latest mode: a delivery that will be retried gives way to a newer version
+ * of its resource that arrived while it was in flight (it becomes
+ * superseded, in the transaction that records its attempt).
+ */
+static int supersede_after(struct store *s, void *const *args, size_t n, const int *results)
+{
+    const char **eps = NULL, **keys = NULL;
+    size_t k = 0;
+    int rc = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        const struct job *j = args[i];
+        k += j->supersede_key != NULL && results[i] == 0;
+    }
+    if (k == 0)
+        return 0;
+    eps = malloc(k * sizeof *eps);
+    keys = malloc(k * sizeof *keys);
+    if (eps == NULL || keys == NULL) {
+        rc = HOOKD_ENOMEM;
+        goto out;
+    }
+    k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct job *j = args[i];
+        if (j->supersede_key != NULL && results[i] == 0) {
+            eps[k] = j->dj.d.endpoint_id;
+            keys[k++] = j->supersede_key;
+        }
+    }
+    rc = store_delivery_supersede(s, eps, keys, k, clock_now_ms());
+out:
+    free(eps);
+    free(keys);
+    return rc;
+}
+
 static int op_record(struct store *s, void *arg)
 {
     struct job *j = arg;
-    return store_delivery_complete(s, &j->result, j->recorded_now);
+    int rc = store_delivery_complete(s, &j->result, j->recorded_now);
+
+    return rc == 0 ? supersede_after(s, (void *const *)&arg, 1, &rc) : rc;
 }
 
 /* Attempt results queued one after another: one multi-row write (the latest of their times is "now"). */
@@ -117,7 +158,7 @@ static int group_record(struct store *s, void *const *args, size_t n, int *resul
     }
     rc = store_delivery_complete_many(s, rs, n, now, results);
     free(rs);
-    return rc;
+    return rc == 0 ? supersede_after(s, args, n, results) : rc;
 }
 
 static int op_release(struct store *s, void *arg)
@@ -416,6 +457,11 @@ static void job_record(struct dispatcher *q, struct job *j, const struct request
 
     job_set_result(j, &j->ep->policy, o, response, started_at, now, rnd01(q), q->deps.node);
     q->freed_since_claim = true;
+    free(j->supersede_key);
+    j->supersede_key = NULL;
+    if (j->result.status == DELIVERY_RETRYING && j->ep->present && j->ep->ep.ordering == ORDERING_LATEST &&
+        delivery_order_key(ORDERING_LATEST, &j->dj.ev, &j->supersede_key) != 0)
+        log_limited(&q->lim_alloc, LOG_ERROR, PART, "out of memory: %s is retried, not superseded", j->dj.d.id);
     if (j->fanout > q->fanouts_decided) {
         /* Its fan-out may not have committed yet: the write would not find the row. */
         j->phase = JOB_RECORDING;

@@ -40,6 +40,7 @@ struct job {
     /* The attempt, filled when the transfer ends and recorded by delivery_complete. */
     struct delivery_result result;
     int64_t recorded_now;
+    char *supersede_key;    /* latest mode, a retry: its resource's key, whose newer versions then supersede it */
     char error_class[16];
     char error[REQUEST_ERROR_MAX + 64];
 };

@@ -172,6 +172,7 @@ static int job_add(struct relay *r, const struct delivery *d, const struct event
     j->d.account = dup_or_null(d->account, &ok);
     j->d.lease_owner = dup_or_null(d->lease_owner, &ok);
     j->d.last_error = NULL;
+    j->d.order_key = NULL; /* the plan's; the dispatcher derives it again when it needs it */
     if (!ok || event_dup(&j->ev, ev) != 0) {
         delivery_job_free(j);
         return HOOKD_ENOMEM;
@@ -209,6 +210,67 @@ static void delivery_plan(struct relay *r, const struct event *ev, const struct 
         }
     }
     *out = d;
+}
+
+/*
+ * Ordering (kept apart from the rest of the fan-out). A delivery of an endpoint
+ * in key or latest mode whose event names a resource is never leased at
+ * fan-out: the claims take it when it is its resource's oldest open delivery
+ * (store.h, claim_due), so no path sends it while an older one is open. It
+ * carries the resource's key, the event's seq and version for that; in latest
+ * mode, the insert is followed by superseding the older versions.
+ */
+static bool delivery_ordered(const struct endpoint *ep, const struct event *ev)
+{
+    return ep->ordering != ORDERING_NONE && ev->resource_type != NULL && ev->resource_id != NULL;
+}
+
+static int delivery_order_set(struct delivery *d, const struct endpoint *ep, const struct event *ev)
+{
+    d->order_seq = ev->seq;
+    d->has_order_version = ev->has_resource_version;
+    d->order_version = ev->resource_version;
+    return delivery_order_key(ep->ordering, ev, &d->order_key);
+}
+
+/* Frees the order keys of a plan (the only strings a planned delivery owns). */
+static void plan_free_keys(struct delivery *ds, size_t n)
+{
+    for (size_t i = 0; ds != NULL && i < n; i++) {
+        free(ds[i].order_key);
+        ds[i].order_key = NULL;
+    }
+}
+
+/* After the insert, in its transaction: latest-mode keys of the plan supersede their older versions. */
+static int plan_supersede(struct store *s, const struct delivery *ds, size_t n, int64_t now)
+{
+    const char **eps = NULL, **keys = NULL;
+    size_t k = 0;
+    int rc = 0;
+
+    for (size_t i = 0; i < n; i++)
+        k += ds[i].order_key != NULL && ds[i].order_key[0] == 'L';
+    if (k == 0)
+        return 0;
+    eps = malloc(k * sizeof *eps);
+    keys = malloc(k * sizeof *keys);
+    if (eps == NULL || keys == NULL) {
+        rc = HOOKD_ENOMEM;
+        goto out;
+    }
+    k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ds[i].order_key != NULL && ds[i].order_key[0] == 'L') {
+            eps[k] = ds[i].endpoint_id;
+            keys[k++] = ds[i].order_key;
+        }
+    }
+    rc = store_delivery_supersede(s, eps, keys, k, now);
+out:
+    free(eps);
+    free(keys);
+    return rc;
 }
 
 /* Appends d to the plan (a growable array). */
@@ -319,7 +381,8 @@ static int fanout_rows(struct relay *r, struct store *s, int limit, size_t *fetc
             struct delivery d;
             if (!endpoint_wants(&r->eps.items[k], ev))
                 continue;
-            leased = free_slots != NULL && *free_slots > 0 && room > 0;
+            bool ordered = delivery_ordered(&r->eps.items[k], ev);
+            leased = free_slots != NULL && *free_slots > 0 && room > 0 && !ordered;
             delivery_plan(r, ev, &r->eps.items[k], valid[i], leased, now, &d);
             if (d.status == DELIVERY_PENDING && leased) {
                 (*free_slots)--;
@@ -327,16 +390,23 @@ static int fanout_rows(struct relay *r, struct store *s, int limit, size_t *fetc
                 rc = job_add(r, &d, ev);
             } else if (d.status == DELIVERY_PENDING) {
                 left++;
+                if (ordered)
+                    rc = delivery_order_set(&d, &r->eps.items[k], ev);
             }
             if (rc == 0)
                 rc = plan_add(&ds, &n_ds, &cap, &d);
+            else
+                free(d.order_key);
         }
     }
     if (rc == 0)
         rc = store_delivery_insert_many(s, ds, n_ds);
+    if (rc == 0)
+        rc = plan_supersede(s, ds, n_ds, now);
     r->op_left_due = left > 0;
 out:
     fanout_slots_free(&fs);
+    plan_free_keys(ds, n_ds);
     free(ds);
     free(valid);
     event_list_free(&evs);
@@ -407,6 +477,7 @@ static void handoff_unlist(struct relay *r, struct handoff *h);
 static void handoff_free(struct handoff *h)
 {
     event_list_free(&h->evs);
+    plan_free_keys(h->ds, h->n_ds);
     free(h->ds);
     free(h->seqs);
     free(h->leases);
@@ -419,6 +490,8 @@ static int op_record_handoff(struct store *s, void *arg)
     struct handoff *h = arg;
     int rc = store_delivery_insert_many(s, h->ds, h->n_ds);
 
+    if (rc == 0)
+        rc = plan_supersede(s, h->ds, h->n_ds, h->now);
     if (rc == 0)
         rc = store_outbox_mark_dispatched(s, h->seqs, h->evs.n, h->now);
     return rc;
@@ -611,7 +684,8 @@ static int hand_off_batch(struct relay *r, int limit, size_t *fetched)
             struct delivery d;
             if (!endpoint_wants(ep, ev))
                 continue;
-            leased = free_slots != NULL && *free_slots > 0 && room > 0;
+            bool ordered = delivery_ordered(ep, ev);
+            leased = free_slots != NULL && *free_slots > 0 && room > 0 && !ordered;
             delivery_plan(r, ev, ep, valid[i], leased, h->now, &d);
             if (d.status == DELIVERY_PENDING && leased) {
                 if (*free_slots != STORE_SLOTS_UNCAPPED)
@@ -622,11 +696,15 @@ static int hand_off_batch(struct relay *r, int limit, size_t *fetched)
                     rc = handoff_count_lease(h, &leases_cap, ep->id);
             } else if (d.status == DELIVERY_PENDING) {
                 left = true;
+                if (ordered)
+                    rc = delivery_order_set(&d, ep, ev);
             }
             if (rc == 0)
                 rc = plan_add(&h->ds, &h->n_ds, &cap, &d);
-            if (rc != 0)
+            if (rc != 0) {
+                free(d.order_key);
                 goto fail;
+            }
         }
     }
     *fetched = h->evs.n;

@@ -18,6 +18,7 @@ enum {
     PG_DELIVERY_CLAIM_ENDPOINTS,
     PG_DELIVERY_CLAIM,
     PG_DELIVERY_NEXT_DUE,
+    PG_DELIVERY_SUPERSEDE,
     PG_DELIVERY_SLOTS_LOCK,
     PG_DELIVERY_SLOTS,
     PG_DELIVERY_COMPLETE_MANY,
@@ -98,7 +99,7 @@ static int insert_rows(struct store *s, const struct delivery *ds, size_t n, int
         result = pg_run(s, PG_DELIVERY_INSERT_MANY,
                         "WITH i AS (INSERT INTO hookd_deliveries(" STORE_DELIVERY_INSERT_COLUMNS ")"
                         "  SELECT * FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
-                        "  $15, $16) ON CONFLICT DO NOTHING RETURNING id, endpoint_id, lease_owner, lease_until),"
+                        "  $15, $16, $17, $18, $19) ON CONFLICT DO NOTHING RETURNING id, endpoint_id, lease_owner, lease_until),"
                         " f AS (" INFLIGHT_RECORD("i") ")"
                         " SELECT count(*) FROM i",
                         &p, &res);
@@ -230,7 +231,7 @@ static int claim_lease(struct store *s, const char *node, int64_t now, int64_t l
                     "   SELECT d.ctid AS tid, d.next_attempt_at, d.id FROM hookd_deliveries d"
                     "   WHERE d.endpoint_id = f.id AND d.status IN " OPEN_STATUSES " AND d.next_attempt_at <= $2"
                     "   AND (d.lease_owner IS NULL OR d.lease_until < $2)"
-                    "   AND EXISTS (SELECT 1 FROM hookd_outbox o WHERE o.id = d.event_id)"
+                    "   AND EXISTS (SELECT 1 FROM hookd_outbox o WHERE o.id = d.event_id) AND " STORE_ORDER_FIRST("d")
                     "   ORDER BY d.next_attempt_at, d.id LIMIT least(greatest(f.free, 0), $4)"
                     "   FOR UPDATE OF d SKIP LOCKED) q"
                     "  ORDER BY q.next_attempt_at, q.id LIMIT $4),"
@@ -384,6 +385,46 @@ static int postgres_delivery_next_due(struct store *s, int64_t *at)
     else
         result = HOOKD_ENOTFOUND;
     PQclear(res);
+    return result;
+}
+
+/* One statement for every (endpoint, key): the pairs are unnested server-side. */
+static int postgres_delivery_supersede(struct store *s, const char *const *endpoint_ids, const char *const *order_keys,
+                                       size_t n, int64_t now)
+{
+    struct pg_array eps = {0}, keys = {0};
+    struct pg_params p = {.n = 0};
+    PGresult *res = NULL;
+    const char *eps_literal, *keys_literal;
+    int result;
+
+    if (n == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        pg_array_text(&eps, endpoint_ids[i]);
+        pg_array_text(&keys, order_keys[i]);
+    }
+    eps_literal = pg_array_end(&eps);
+    keys_literal = pg_array_end(&keys);
+    if (!eps_literal || !keys_literal) {
+        result = HOOKD_ENOMEM;
+        goto out;
+    }
+    pg_param_text_array(&p, 1, eps_literal);
+    pg_param_text_array(&p, 2, keys_literal);
+    pg_param_i64(&p, 3, now);
+    result = pg_run(s, PG_DELIVERY_SUPERSEDE,
+                            "WITH k AS (SELECT DISTINCT * FROM unnest($1::text[], $2::text[]) AS k(endpoint_id, order_key)),"
+                            " u AS (UPDATE hookd_deliveries d" STORE_SUPERSEDE_SET " FROM k"
+                            "  WHERE" STORE_SUPERSEDE_WHERE("d", "k.endpoint_id", "k.order_key", "$3")
+                            "  RETURNING d.id),"
+                            " f AS (" INFLIGHT_DROP("u") ")"
+                            " SELECT count(*) FROM u",
+                            &p, &res);
+    PQclear(res);
+out:
+    pg_array_free(&eps);
+    pg_array_free(&keys);
     return result;
 }
 
@@ -597,6 +638,7 @@ const struct store_delivery_ops postgres_delivery_ops = {
     .claim_due = postgres_delivery_claim_due,
     .slots = postgres_delivery_slots,
     .next_due = postgres_delivery_next_due,
+    .supersede = postgres_delivery_supersede,
     .complete = postgres_delivery_complete,
     .complete_many = postgres_delivery_complete_many,
     .release = postgres_delivery_release,

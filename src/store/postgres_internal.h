@@ -67,7 +67,7 @@ int pg_check(struct store *s, const PGresult *res);
 
 /* Parameters of one statement, in text format: $1 is index 1. Every
  * parameter of a statement is set on every call, with the same type. */
-#define PG_MAX_PARAMS 16
+#define PG_MAX_PARAMS 24
 struct pg_params {
     int n; /* highest index set */
     const char *values[PG_MAX_PARAMS];

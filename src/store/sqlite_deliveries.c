@@ -19,6 +19,7 @@ enum {
     SQ_DELIVERY_JOB,
     SQ_DELIVERY_LEASE,
     SQ_DELIVERY_NEXT_DUE,
+    SQ_DELIVERY_SUPERSEDE,
     SQ_DELIVERY_SLOTS,
     SQ_DELIVERY_COMPLETE,
     SQ_ATTEMPT_INSERT,
@@ -46,7 +47,7 @@ static int sqlite_delivery_insert(struct store *s, const struct delivery *d)
         return HOOKD_EINVAL;
     result = sq_stmt(s, SQ_DELIVERY_INSERT,
                      "INSERT INTO hookd_deliveries(" STORE_DELIVERY_INSERT_COLUMNS ")"
-                     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
+                     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"
                      " ON CONFLICT DO NOTHING",
                      &st);
     if (result)
@@ -210,6 +211,7 @@ static int endpoint_picks(struct store *s, const char *endpoint_id, int64_t now,
                              " INDEXED BY hookd_deliveries_endpoint_due JOIN hookd_outbox o ON o.id = d.event_id"
                              " WHERE d.endpoint_id = ?1 AND d.status IN ('pending', 'retrying')"
                              " AND d.next_attempt_at <= ?3 AND (d.lease_owner IS NULL OR d.lease_until < ?2)"
+                             " AND " STORE_ORDER_FIRST("d")
                              " ORDER BY d.next_attempt_at, d.id LIMIT ?4",
                              &st);
 
@@ -370,6 +372,29 @@ static int sqlite_delivery_next_due(struct store *s, int64_t *at)
         return result;
     sqlite3_bind_int64(st, 1, clock_now_ms());
     return sq_get_i64(s, st, at);
+}
+
+static int sqlite_delivery_supersede(struct store *s, const char *const *endpoint_ids, const char *const *order_keys,
+                                    size_t n, int64_t now)
+{
+    sqlite3_stmt *st;
+    int result = sq_stmt(s, SQ_DELIVERY_SUPERSEDE,
+                         "UPDATE hookd_deliveries AS d" STORE_SUPERSEDE_SET
+                         " WHERE" STORE_SUPERSEDE_WHERE("d", "?1", "?2", "?3"),
+                         &st);
+
+    if (result)
+        return result;
+    result = sq_atomic_begin(s);
+    if (result)
+        return result;
+    for (size_t i = 0; i < n && result == 0; i++) {
+        sq_bind_text(st, 1, endpoint_ids[i]);
+        sq_bind_text(st, 2, order_keys[i]);
+        sqlite3_bind_int64(st, 3, now);
+        result = sq_run(s, st, NULL);
+    }
+    return sq_atomic_end(s, result);
 }
 
 static int attempt_insert(struct store *s, const struct delivery_result *r, int64_t started_at)
@@ -576,6 +601,7 @@ const struct store_delivery_ops sqlite_delivery_ops = {
     .claim_due = sqlite_delivery_claim_due,
     .slots = sqlite_delivery_slots,
     .next_due = sqlite_delivery_next_due,
+    .supersede = sqlite_delivery_supersede,
     .complete = sqlite_delivery_complete,
     .complete_many = sqlite_delivery_complete_many,
     .release = sqlite_delivery_release,

@@ -308,6 +308,13 @@ int store_delivery_next_due(struct store *s, int64_t *at)
     FAMILY_CALL(s, deliveries, next_due, at);
 }
 
+int store_delivery_supersede(struct store *s, const char *const *endpoint_ids, const char *const *order_keys, size_t n,
+                             int64_t now)
+{
+    assert(s && (n == 0 || (endpoint_ids && order_keys)));
+    FAMILY_CALL(s, deliveries, supersede, endpoint_ids, order_keys, n, now);
+}
+
 int store_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now)
 {
     assert(s && r);
@@ -493,7 +500,25 @@ void delivery_free(struct delivery *d)
     free(d->account);
     free(d->last_error);
     free(d->lease_owner);
+    free(d->order_key);
     memset(d, 0, sizeof *d);
+}
+
+int delivery_order_key(enum ordering_mode m, const struct event *ev, char **out)
+{
+    size_t n;
+
+    *out = NULL;
+    if (m == ORDERING_NONE || ev->resource_type == NULL || ev->resource_id == NULL)
+        return 0;
+    /* The type's length first: "K5:order" "12" and "K6:order1" "2" differ. */
+    n = strlen(ev->resource_type) + strlen(ev->resource_id) + 32;
+    *out = malloc(n);
+    if (*out == NULL)
+        return HOOKD_ENOMEM;
+    snprintf(*out, n, "%c%zu:%s%s", m == ORDERING_LATEST ? 'L' : 'K', strlen(ev->resource_type), ev->resource_type,
+             ev->resource_id);
+    return 0;
 }
 
 void delivery_job_free(struct delivery_job *j)

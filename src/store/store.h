@@ -40,9 +40,11 @@
  *   deliveries (hookd_deliveries, hookd_attempts)
  *     delivery_insert       one delivery per (event, endpoint); EEXISTS if present
  *     delivery_insert_many  many at once (one statement on postgres); present ones are skipped
- *     delivery_claim_due    lease due deliveries to a node within per-endpoint in-flight caps, bump fencing token
+ *     delivery_claim_due    lease due deliveries to a node within per-endpoint in-flight caps (and, in key
+ *                           and latest mode, only a resource's oldest open one), bump fencing token
  *     delivery_slots        how many new deliveries of each endpoint a fan-out may insert already leased
  *     delivery_next_due     earliest next_attempt_at of unleased due-able rows
+ *     delivery_supersede    latest mode: older open versions of a resource become superseded
  *     delivery_complete     fenced: record an attempt and the delivery's new state
  *     delivery_complete_many  the same for many results at once, a result code for each
  *     delivery_release      fenced: drop one lease without an attempt (endpoint disabled meanwhile)
@@ -148,8 +150,20 @@ struct delivery {
     char *lease_owner;        /* NULL: unleased */
     int64_t lease_until;      /* ms */
     int64_t lease_token;      /* fencing token, bumped by every claim */
+    /* Ordering (written at insert, not read back): delivery_order_key() of an endpoint in key or latest
+     * mode and an event with a resource, else NULL (unordered); the event's outbox seq and version. */
+    char *order_key;
+    int64_t order_seq;
+    bool has_order_version;
+    int64_t order_version;
 };
 void delivery_free(struct delivery *d);
+/*
+ * The ordering key of a delivery of ev to an endpoint in mode m, into *out (heap; NULL when unordered:
+ * mode none, or an event without resource type and id): the mode ('K' key, 'L' latest) and the
+ * resource type and id, unambiguously joined. HOOKD_ENOMEM on failure.
+ */
+__attribute__((warn_unused_result)) int delivery_order_key(enum ordering_mode m, const struct event *ev, char **out);
 /* What delivery_insert requires of a row: its three ids and a valid status. */
 bool delivery_insertable(const struct delivery *d);
 
@@ -324,6 +338,14 @@ struct store_delivery_ops {
     int (*slots)(struct store *s, int64_t now, const struct lease_limits *lim, const char *const *endpoint_ids,
                  size_t n, int *slots);
     int (*next_due)(struct store *s, int64_t *at); /* ENOTFOUND when nothing is scheduled */
+    /*
+     * Latest mode: of each (endpoint_ids[i], order_keys[i]) with a latest-mode key, every open delivery
+     * that is not leased (or whose lease ran out) and has a newer sibling (a higher order_version when
+     * both have one, else a later order_seq) that is open or delivered becomes superseded, never to be
+     * sent. Keys of key mode are left alone. Runs in the caller's transaction, or in one of its own.
+     */
+    int (*supersede)(struct store *s, const char *const *endpoint_ids, const char *const *order_keys, size_t n,
+                     int64_t now);
     int (*complete)(struct store *s, const struct delivery_result *r, int64_t now); /* ESTALE if fenced out */
     /*
      * complete for n results: results[i] is 0, ESTALE (fenced out) or EINVAL, and a result other
@@ -441,6 +463,8 @@ STORE_WRAPPER store_delivery_claim_due(struct store *s, const char *node, int64_
 STORE_WRAPPER store_delivery_slots(struct store *s, int64_t now, const struct lease_limits *lim,
                                    const char *const *endpoint_ids, size_t n, int *slots);
 STORE_WRAPPER store_delivery_next_due(struct store *s, int64_t *at);
+STORE_WRAPPER store_delivery_supersede(struct store *s, const char *const *endpoint_ids, const char *const *order_keys,
+                                       size_t n, int64_t now);
 STORE_WRAPPER store_delivery_complete(struct store *s, const struct delivery_result *r, int64_t now);
 STORE_WRAPPER store_delivery_complete_many(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,
                                            int *results);

@@ -338,6 +338,9 @@ void store_delivery_values(const struct delivery *d, int64_t now, struct store_v
     v[13] = v_text(d->lease_owner);
     v[14] = v_time(d->lease_owner ? d->lease_until : 0);
     v[15] = v_i64(d->lease_token);
+    v[16] = v_text(d->order_key);
+    v[17] = d->order_key ? v_i64(d->order_seq) : v_null(STORE_V_I64);
+    v[18] = d->order_key && d->has_order_version ? v_i64(d->order_version) : v_null(STORE_V_I64);
 }
 
 /* ---- events ---------------------------------------------------------------- */

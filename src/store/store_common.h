@@ -30,6 +30,31 @@
 #define STORE_ATTEMPT_COLUMNS \
     "id, delivery_id, n, started_at, duration_ms, status_code, error_class, error, response, node"
 
+/*
+ * Ordering, the same SQL on both backends. STORE_ORDER_FIRST(d): the delivery
+ * aliased d is unordered, or its resource's oldest open delivery to its
+ * endpoint (claims take no other: key and latest modes send one at a time per
+ * resource, in outbox order). STORE_ORDER_NEWER(n, d): n is a newer version of
+ * d's resource (latest mode): a higher resource_version, an event without one
+ * counting as older than any with one, and outbox order between equals.
+ */
+#define STORE_ORDER_FIRST(d)                                                                                     \
+    "(" d ".order_key IS NULL OR NOT EXISTS (SELECT 1 FROM hookd_deliveries p WHERE p.endpoint_id = " d            \
+    ".endpoint_id AND p.order_key = " d ".order_key AND p.order_seq < " d ".order_seq"                             \
+    " AND p.status IN ('pending', 'retrying')))"
+#define STORE_ORDER_RANK(d) "(COALESCE(" d ".order_version, -9223372036854775807 - 1), " d ".order_seq)"
+#define STORE_ORDER_NEWER(n, d) STORE_ORDER_RANK(n) " > " STORE_ORDER_RANK(d)
+/* The latest-mode superseding of one (endpoint, key), its three placeholders given as text ("$1"…/"?1"…). */
+#define STORE_SUPERSEDE_SET                                                                                     \
+    " SET status = 'superseded', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL,"                \
+    " last_error = 'superseded by a newer version of the resource'"
+#define STORE_SUPERSEDE_WHERE(d, endpoint, key, now)                                                            \
+    " " d ".endpoint_id = " endpoint " AND " d ".order_key = " key " AND substr(" d ".order_key, 1, 1) = 'L'"    \
+    " AND " d ".status IN ('pending', 'retrying') AND (" d ".lease_owner IS NULL OR " d ".lease_until < " now ")" \
+    " AND EXISTS (SELECT 1 FROM hookd_deliveries n WHERE n.endpoint_id = " d ".endpoint_id"                     \
+    " AND n.order_key = " d ".order_key AND n.id <> " d ".id AND n.status IN ('pending', 'retrying', 'delivered')" \
+    " AND " STORE_ORDER_NEWER("n", d) ")"
+
 /* ---- rows: one result row, whichever backend it comes from ---------------- */
 
 struct store_row;
@@ -148,8 +173,9 @@ struct endpoint_json;
 #define STORE_ENDPOINT_NVALUES 15 /* STORE_ENDPOINT_COLUMNS: enabled is 7, updated_at 15 */
 #define STORE_DELIVERY_INSERT_COLUMNS                                                                          \
     "id, event_id, endpoint_id, account, status, attempt_count, next_attempt_at, last_status_code, last_error, " \
-    "first_attempt_at, last_attempt_at, delivered_at, created_at, lease_owner, lease_until, lease_token"
-#define STORE_DELIVERY_NVALUES 16
+    "first_attempt_at, last_attempt_at, delivered_at, created_at, lease_owner, lease_until, lease_token, "     \
+    "order_key, order_seq, order_version"
+#define STORE_DELIVERY_NVALUES 19
 /* Gives ev an id when it has none, created_at now and no dispatched_at, and fills v. */
 void store_event_values(struct event *ev, struct store_value v[STORE_EVENT_NVALUES]);
 /* ep's row as written at now (created_at and updated_at default to it); j holds its JSON columns. */

@@ -181,11 +181,26 @@ static const char schema_v3[] =
  */
 static const char schema_v4[] = "DROP FUNCTION IF EXISTS hookd_json_valid(text);";
 
+/*
+ * Ordering (key and latest modes): a delivery of an ordered endpoint carries
+ * its resource's key, its event's outbox seq and version, so a claim can ask
+ * whether an older delivery of the same resource is still open, and a newer
+ * version supersede older ones, each with one probe of this index. Unordered
+ * deliveries (the most) have no entry in it. Adding nullable columns without
+ * defaults rewrites nothing.
+ */
+static const char schema_v5[] =
+    "ALTER TABLE hookd_deliveries ADD COLUMN order_key TEXT COLLATE \"C\","
+    " ADD COLUMN order_seq BIGINT, ADD COLUMN order_version BIGINT;"
+    "CREATE INDEX hookd_deliveries_order ON hookd_deliveries(endpoint_id, order_key, order_seq)"
+    " WHERE order_key IS NOT NULL;";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
     {3, schema_v3},
     {4, schema_v4},
+    {5, schema_v5},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];

@@ -112,10 +112,25 @@ static const char schema_v3[] =
     "CREATE INDEX hookd_deliveries_endpoint_due ON hookd_deliveries(endpoint_id, next_attempt_at, id)"
     " WHERE status IN ('pending', 'retrying');";
 
+/*
+ * Ordering (key and latest modes): a delivery of an ordered endpoint carries
+ * its resource's key, its event's outbox seq and version, so a claim can ask
+ * whether an older delivery of the same resource is still open, and a newer
+ * version supersede older ones, each with one probe of this index. Unordered
+ * deliveries (the most) have no entry in it.
+ */
+static const char schema_v4[] =
+    "ALTER TABLE hookd_deliveries ADD COLUMN order_key TEXT;"
+    "ALTER TABLE hookd_deliveries ADD COLUMN order_seq INTEGER;"
+    "ALTER TABLE hookd_deliveries ADD COLUMN order_version INTEGER;"
+    "CREATE INDEX hookd_deliveries_order ON hookd_deliveries(endpoint_id, order_key, order_seq)"
+    " WHERE order_key IS NOT NULL;";
+
 const struct schema_migration sqlite_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
     {3, schema_v3},
+    {4, schema_v4},
 };
 
 const size_t sqlite_migrations_count = sizeof sqlite_migrations / sizeof sqlite_migrations[0];
