@@ -34,6 +34,11 @@ struct config {
     int64_t lease_ms;            /* claim lease; 60s */
     int64_t rotate_grace_ms;     /* old secret keeps signing after rotation; 24h */
     int window;                  /* deliveries held in memory; 4096 */
+    int breaker_failures;        /* consecutive failed attempts that open an endpoint's breaker; 5 (0: never) */
+    int64_t breaker_probe_ms;    /* first interval between probes of an open breaker; 10s */
+    int64_t breaker_probe_max_ms; /* the longest (it doubles per failed probe); 10m */
+    int64_t breaker_ramp_ms;     /* after recovery the cap grows from 1 to full over this; 30s */
+    int64_t disable_after_ms;    /* failing continuously this long disables an endpoint; 5d (0: never) */
     /* [inbox] (parsed now, used by the inbound receiver) */
     struct retry_policy inbox_retry;
     int64_t max_defer_ms;  /* 1h */

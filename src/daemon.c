@@ -143,6 +143,10 @@ static int outbound_start(struct daemon *d)
         .endpoint_max_in_flight = cfg->endpoint_max_in_flight,
         .window = cfg->window,
         .allow_private_networks = cfg->allow_private_networks,
+        .breaker = {.failures = cfg->breaker_failures, .probe_ms = cfg->breaker_probe_ms,
+                    .probe_max_ms = cfg->breaker_probe_max_ms, .jitter = cfg->retry.jitter,
+                    .disable_after_ms = cfg->disable_after_ms},
+        .ramp_ms = cfg->breaker_ramp_ms,
     };
     int r = dispatcher_start(&dd, &d->dispatcher);
 
@@ -155,6 +159,7 @@ static int outbound_start(struct daemon *d)
         .node = d->node,
         .lease_ms = cfg->lease_ms,
         .endpoint_max_in_flight = cfg->endpoint_max_in_flight,
+        .ramp_ms = cfg->breaker_ramp_ms,
         .writer = d->writer,
         .dispatcher = d->dispatcher,
     };

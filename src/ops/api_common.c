@@ -294,6 +294,22 @@ json_t *api_endpoint_json(const struct endpoint *ep, bool with_secret, int64_t n
     return j;
 }
 
+json_t *api_endpoint_with_breaker(json_t *j, const struct endpoint_state *st)
+{
+    json_t *b;
+
+    if (!j)
+        return NULL;
+    b = object_of("state", json_string(breaker_name(st->breaker)), "opened_at", api_json_time(st->opened_at),
+                  "next_probe_at", api_json_time(st->breaker == BREAKER_OPEN ? st->next_probe_at : 0),
+                  "consecutive_failures", json_integer(st->consecutive_failures), NULL);
+    if (!b || json_object_set_new(j, "breaker", b) != 0) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
 void api_reply_with_children(struct http_response *res, json_t *obj, const char *key, json_t *arr)
 {
     if (!obj || !arr || json_object_set_new(obj, key, arr) != 0) {

@@ -99,6 +99,8 @@ void api_reply_with_children(struct http_response *res, json_t *obj, const char 
 json_t *api_attempt_json(const struct attempt *a);
 /* with_secret: also "secret" (the newest key only) and "secrets": [{created_at, expires_at}] of live ones. */
 json_t *api_endpoint_json(const struct endpoint *ep, bool with_secret, int64_t now);
+/* Adds "breaker" ({state, opened_at, next_probe_at, consecutive_failures}) to an endpoint's JSON; NULL j passes. */
+json_t *api_endpoint_with_breaker(json_t *j, const struct endpoint_state *st);
 
 /* ---- handlers (api_routes.c puts them in the tables) ------------------------------- */
 

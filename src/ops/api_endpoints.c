@@ -35,8 +35,21 @@ struct endpoint_op {
     int status;               /* the answer on success */
     bool with_secret;
     struct endpoint ep;
+    struct endpoint_state state; /* its breaker, for the answer (zero: closed, never failed) */
     struct api_error err;
 };
+
+/* The endpoint's breaker for the answer; an endpoint without a state row is closed and never failed. */
+static int state_read(struct store *s, const char *id, struct endpoint_state *st)
+{
+    int rc = store_endpoint_state_get(s, id, st);
+
+    if (rc == HOOKD_ENOTFOUND) {
+        memset(st, 0, sizeof *st);
+        rc = 0;
+    }
+    return rc;
+}
 
 static struct endpoint_op *endpoint_op_new(const struct api_ctx *api, struct http_response *res)
 {
@@ -78,7 +91,7 @@ static int op_update(struct store *s, void *arg)
         o->ep.updated_at = o->now;
         rc = store_endpoint_update(s, &o->ep);
     }
-    return rc;
+    return rc == 0 ? state_read(s, o->id, &o->state) : rc;
 }
 
 static int op_delete(struct store *s, void *arg)
@@ -92,7 +105,12 @@ static int op_set_enabled(struct store *s, void *arg)
     struct endpoint_op *o = arg;
     int rc = store_endpoint_set_enabled(s, o->id, o->enabled, o->enabled ? NULL : o->reason, o->now);
 
-    return rc == 0 ? store_endpoint_get(s, o->id, &o->ep) : rc;
+    /* Enabled again: its failures are history, or the next one would disable it at once. */
+    if (rc == 0 && o->enabled)
+        rc = store_endpoint_state_reset(s, o->id);
+    if (rc == 0)
+        rc = store_endpoint_get(s, o->id, &o->ep);
+    return rc == 0 ? state_read(s, o->id, &o->state) : rc;
 }
 
 static int op_rotate(struct store *s, void *arg)
@@ -111,7 +129,7 @@ static int op_rotate(struct store *s, void *arg)
         o->ep.updated_at = o->now;
         rc = store_endpoint_update(s, &o->ep);
     }
-    return rc;
+    return rc == 0 ? state_read(s, o->id, &o->state) : rc;
 }
 
 /* The reply for a failed op: the validation error it recorded, or the store error. */
@@ -151,7 +169,9 @@ static void write_reply(void *arg, int rc, struct http_response *res)
         if (o->status == 204)
             http_reply(res, 204, NULL, 0);
         else
-            http_reply_json(res, o->status, api_endpoint_json(&o->ep, o->with_secret, clock_now_ms()));
+            http_reply_json(res, o->status,
+                            api_endpoint_with_breaker(api_endpoint_json(&o->ep, o->with_secret, clock_now_ms()),
+                                                      &o->state));
     }
     endpoint_op_free(o);
 }
@@ -199,6 +219,7 @@ void api_endpoints_list(struct http_request *req, struct http_response *res, voi
     struct api_ctx *d = api_begin(req, res, ctx);
     struct endpoint_filter f = {0};
     struct endpoint_list list = {0};
+    struct endpoint_state *states = NULL;
     struct query_scratch scratch;
     char next[CURSOR_TEXT_MAX];
     struct store *s;
@@ -210,14 +231,22 @@ void api_endpoints_list(struct http_request *req, struct http_response *res, voi
     if (!(s = api_reader_get(d, res)))
         return;
     rc = store_endpoint_list(s, &f, &list);
+    states = rc == 0 && list.n > 0 ? calloc(list.n, sizeof *states) : NULL;
+    if (rc == 0 && list.n > 0 && !states)
+        rc = HOOKD_ENOMEM;
+    for (size_t i = 0; i < list.n && rc == 0; i++)
+        rc = state_read(s, list.items[i].id, &states[i]);
     api_reader_put(d, s, rc);
     if (rc != 0) {
+        free(states);
+        endpoint_list_free(&list);
         api_reply_store_error(res, rc, "endpoints");
         return;
     }
     data = json_array();
     for (size_t i = 0; data && i < list.n; i++)
-        json_array_append_new(data, api_endpoint_json(&list.items[i], false, 0));
+        json_array_append_new(data, api_endpoint_with_breaker(api_endpoint_json(&list.items[i], false, 0), &states[i]));
+    free(states);
     http_reply_json(res, 200,
                     api_list_json(data, query_cursor_make(LIST_ENDPOINTS,
                                                           list.n == (size_t)f.limit && list.n > 0
@@ -237,11 +266,13 @@ void api_endpoints_get(struct http_request *req, struct http_response *res, void
     if (!d || !(o.id = path_id(req, res)) || !(s = api_reader_get(d, res)))
         return;
     rc = store_endpoint_get(s, o.id, &o.ep);
+    if (rc == 0)
+        rc = state_read(s, o.id, &o.state);
     api_reader_put(d, s, rc);
     if (rc != 0)
         reply_op_error(res, rc, &o);
     else
-        http_reply_json(res, 200, api_endpoint_json(&o.ep, true, clock_now_ms()));
+        http_reply_json(res, 200, api_endpoint_with_breaker(api_endpoint_json(&o.ep, true, clock_now_ms()), &o.state));
     endpoint_free(&o.ep);
 }
 

@@ -26,7 +26,8 @@ static int op_claim(struct store *s, void *arg)
     struct claim *c = &q->claim;
     /* On one node the dispatcher keeps the in-flight caps: an endpoint may hold its share of the window. */
     struct lease_limits lim = {.default_cap = q->deps.endpoint_max_in_flight,
-                               .lease_max = store_backend(s)->single_node ? dispatcher_endpoint_window(q) : 0};
+                               .lease_max = store_backend(s)->single_node ? dispatcher_endpoint_window(q) : 0,
+                               .ramp_ms = q->deps.ramp_ms};
     int64_t at = 0;
     int rc;
 

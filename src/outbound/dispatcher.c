@@ -134,12 +134,65 @@ out:
     return rc;
 }
 
+/*
+ * The attempts' verdict on their endpoints, in the same transaction: each
+ * endpoint's outcome (a success, then the failures after the last one) goes
+ * to the breaker, which may open it or disable the endpoint; the jobs learn
+ * which. Fenced-out attempts count too: they were real requests.
+ */
+static int endpoints_after(struct dispatcher *q, struct store *s, void *const *args, size_t n, const int *results)
+{
+    struct endpoint_outcome *o = calloc(n, sizeof *o);
+    size_t k = 0;
+    int rc;
+
+    if (o == NULL)
+        return HOOKD_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        const struct job *j = args[i];
+        struct endpoint_outcome *e = NULL;
+        if (results[i] == HOOKD_EINVAL)
+            continue;
+        for (size_t x = 0; x < k && e == NULL; x++) {
+            if (strcmp(o[x].endpoint_id, j->dj.d.endpoint_id) == 0)
+                e = &o[x];
+        }
+        if (e == NULL) {
+            e = &o[k++];
+            e->endpoint_id = j->dj.d.endpoint_id;
+        }
+        if (j->result.status == DELIVERY_DELIVERED) {
+            e->succeeded = true;
+            e->failures = 0;
+            e->first_failure_at = 0;
+        } else if (e->failures++ == 0) {
+            e->first_failure_at = j->result.attempt.started_at;
+        }
+    }
+    rc = store_endpoint_state_record(s, o, k, &q->deps.breaker, clock_now_ms());
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        struct job *j = args[i];
+        for (size_t x = 0; x < k; x++) {
+            if (strcmp(o[x].endpoint_id, j->dj.d.endpoint_id) == 0) {
+                j->breaker_opened = o[x].opened;
+                j->endpoint_disabled = o[x].disabled;
+            }
+        }
+    }
+    free(o);
+    return rc;
+}
+
 static int op_record(struct store *s, void *arg)
 {
     struct job *j = arg;
     int rc = store_delivery_complete(s, &j->result, j->recorded_now);
 
-    return rc == 0 ? supersede_after(s, (void *const *)&arg, 1, &rc) : rc;
+    if (rc == 0)
+        rc = supersede_after(s, (void *const *)&arg, 1, &rc);
+    if (rc == 0)
+        rc = endpoints_after(j->q, s, (void *const *)&arg, 1, &rc);
+    return rc;
 }
 
 /* Attempt results queued one after another: one multi-row write (the latest of their times is "now"). */
@@ -158,7 +211,11 @@ static int group_record(struct store *s, void *const *args, size_t n, int *resul
     }
     rc = store_delivery_complete_many(s, rs, n, now, results);
     free(rs);
-    return rc == 0 ? supersede_after(s, args, n, results) : rc;
+    if (rc == 0)
+        rc = supersede_after(s, args, n, results);
+    if (rc == 0 && n > 0)
+        rc = endpoints_after(((const struct job *)args[0])->q, s, args, n, results);
+    return rc;
 }
 
 static int op_release(struct store *s, void *arg)
@@ -307,7 +364,8 @@ static void endpoint_release_all(struct dispatcher *q, struct ep_state *st)
     struct job *j;
 
     while ((j = fifo_pop(q, st)) != NULL) {
-        log_debug(PART, "releasing %s: endpoint %s is %s", j->dj.d.id, st->id, st->present ? "disabled" : "gone");
+        log_debug(PART, "releasing %s: endpoint %s is %s", j->dj.d.id, st->id,
+                  !st->present ? "gone" : st->ep.enabled ? "paused" : "disabled");
         dispatcher_job_submit(q, j, JOB_RELEASING);
     }
 }
@@ -508,6 +566,18 @@ static void parked_release(struct dispatcher *q, uint64_t decided, bool drop_res
     q->parked_tail = keep_tail;
 }
 
+static void endpoint_release_all(struct dispatcher *q, struct ep_state *st);
+
+/* Its breaker opened: what waits here goes back to the store (no attempt spent), where the probes come from. */
+static void breaker_opened(struct dispatcher *q, struct ep_state *st)
+{
+    if (!st->paused)
+        log_warn(PART, "endpoint %s keeps failing: breaker open, %zu queued deliveries wait in the store", st->id,
+                 st->queued);
+    st->paused = true;
+    endpoint_release_all(q, st);
+}
+
 /* Errors that mean the store is down or busy for now, not that the write is wrong. */
 static bool store_down(int err) { return err == HOOKD_EUNAVAIL || err == HOOKD_EIO || err == HOOKD_EBUSY; }
 
@@ -527,7 +597,17 @@ static void job_finished(struct dispatcher *q, struct job *j)
             /* Claims on a connection of their own see the freed lease only now. */
             if (q->due_held_back && q->deps.claimer != NULL)
                 q->next_wake_at = 0;
-            if (j->result.disable_endpoint_reason != NULL) {
+            if (j->breaker_opened)
+                breaker_opened(q, j->ep);
+            if (j->result.status == DELIVERY_DELIVERED && j->ep->paused) {
+                /* A probe (or a late answer) got through: the breaker closed, claims ramp the backlog up. */
+                j->ep->paused = false;
+                log_info(PART, "endpoint %s answers again: its breaker closed", j->ep->id);
+                q->next_wake_at = 0;
+            }
+            if (j->endpoint_disabled)
+                log_warn(PART, "endpoint %s disabled: failing continuously longer than disable_after", j->ep->id);
+            if (j->result.disable_endpoint_reason != NULL || j->endpoint_disabled) {
                 /* Ours to reload at once; the hub tells the rest (the relay reads the version anyway). */
                 atomic_store(&q->endpoints_dirty, true);
                 hub_notify(q->deps.hub, HUB_ENDPOINTS_CHANGED);

@@ -48,6 +48,8 @@ struct dispatcher_deps {
     int endpoint_max_in_flight; /* per endpoint unless it sets its own */
     int window;                 /* deliveries held in memory */
     bool allow_private_networks;
+    struct breaker_policy breaker; /* circuit breaker and auto-disable */
+    int64_t ramp_ms;            /* after a breaker closed, the endpoint's cap grows from 1 over this */
 };
 
 __attribute__((warn_unused_result)) int dispatcher_start(const struct dispatcher_deps *deps, struct dispatcher **out);

@@ -38,6 +38,7 @@ struct ep_state {
     size_t queued;
     int refs;                   /* jobs that point here (what it holds of the window) */
     bool busy;                  /* queued or in flight: counted in n_busy */
+    bool paused;                /* its breaker opened (we saw it): queued jobs went back to the store */
     bool in_ring;
     bool seen;                  /* reload bookkeeping */
     struct ep_state *ring_next;

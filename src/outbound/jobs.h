@@ -41,6 +41,8 @@ struct job {
     struct delivery_result result;
     int64_t recorded_now;
     char *supersede_key;    /* latest mode, a retry: its resource's key, whose newer versions then supersede it */
+    bool breaker_opened;    /* set by the record: its endpoint's breaker opened with this batch */
+    bool endpoint_disabled; /* set by the record: its endpoint was disabled for failing continuously */
     char error_class[16];
     char error[REQUEST_ERROR_MAX + 64];
 };

@@ -330,8 +330,9 @@ static int fanout_slots_get(struct relay *r, struct store *s, const struct event
             }
         }
     }
-    return store_delivery_slots(s, now, &(struct lease_limits){.default_cap = r->deps.endpoint_max_in_flight}, fs->ids,
-                                fs->n, fs->slots);
+    struct lease_limits lim = {.default_cap = r->deps.endpoint_max_in_flight, .ramp_ms = r->deps.ramp_ms};
+
+    return store_delivery_slots(s, now, &lim, fs->ids, fs->n, fs->slots);
 }
 
 /*
@@ -545,7 +546,8 @@ static int handoff_slots_get(struct relay *r, const struct event_list *evs, cons
                              struct fanout_slots *fs)
 {
     struct lease_limits lim = {.default_cap = r->deps.endpoint_max_in_flight,
-                               .lease_max = dispatcher_endpoint_window(r->deps.dispatcher)};
+                               .lease_max = dispatcher_endpoint_window(r->deps.dispatcher),
+                               .ramp_ms = r->deps.ramp_ms};
     int rc;
 
     memset(fs, 0, sizeof *fs);

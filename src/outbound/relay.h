@@ -27,7 +27,8 @@ struct relay_deps {
     const char *store;             /* DSN of the relay's own connection */
     const char *node;              /* lease owner of the deliveries it leases */
     int64_t lease_ms;
-    int endpoint_max_in_flight;    /* default cap for the free-slot count of a shared store's fan-out */
+    int endpoint_max_in_flight;    /* default cap for the free-slot count of a fan-out */
+    int64_t ramp_ms;               /* breaker ramp: a recovering endpoint's leases come from the claims */
     struct writer *writer;         /* single-node stores: records the fan-outs handed over */
     struct dispatcher *dispatcher; /* downstream: gets the leased deliveries, is asked for room */
 };

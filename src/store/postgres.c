@@ -237,4 +237,5 @@ const struct store_ops store_postgres_ops = {
     .events = &postgres_event_ops,
     .endpoints = &postgres_endpoint_ops,
     .deliveries = &postgres_delivery_ops,
+    .endpoint_state = &postgres_endpoint_state_ops,
 };

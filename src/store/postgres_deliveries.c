@@ -30,7 +30,7 @@ enum {
     PG_DELIVERY_LIST_LAST = PG_DELIVERY_LIST + DL_F_COMBINATIONS - 1,
     PG_DELIVERIES_END
 };
-_Static_assert((int)PG_DELIVERIES_END <= (int)PG_SPARE, "the deliveries statements overflow their slots");
+_Static_assert((int)PG_DELIVERIES_END <= (int)PG_ENDPOINT_STATE, "the deliveries statements overflow their slots");
 
 #define OPEN_STATUSES "('pending', 'retrying')"
 /*
@@ -168,8 +168,9 @@ static int claim_candidates(struct store *s, int64_t now, int limit, int default
     pg_param_int(&p, 2, default_cap);
     pg_param_int(&p, 3, limit);
     result = pg_run(s, PG_DELIVERY_CLAIM_ENDPOINTS,
-                    "SELECT c.id, c.cap <= 0 OR pg_try_advisory_xact_lock(" CLAIM_LOCK_CLASS ", hashtext(c.id))"
-                    " FROM (SELECT * FROM (SELECT e.id, e.cap, f.first_at FROM (SELECT id, CASE WHEN max_in_flight > 0"
+                    "SELECT c.id, (c.cap <= 0 AND c.rate <= 0) OR pg_try_advisory_xact_lock(" CLAIM_LOCK_CLASS ", hashtext(c.id))"
+                    " FROM (SELECT * FROM (SELECT e.id, e.cap, e.rate, f.first_at FROM (SELECT id, rate_limit AS rate,"
+                    "    CASE WHEN max_in_flight > 0"
                     "    THEN max_in_flight WHEN $2 > 0 THEN $2 ELSE 0 END AS cap FROM hookd_endpoints WHERE enabled) e"
                     "   CROSS JOIN LATERAL (SELECT d.next_attempt_at AS first_at FROM hookd_deliveries d"
                     "    WHERE d.endpoint_id = e.id AND d.status IN " OPEN_STATUSES " AND d.next_attempt_at <= $1"
@@ -208,7 +209,7 @@ static int claim_candidates(struct store *s, int64_t now, int limit, int default
  * snapshot is checked again) and leased to node, with their events.
  */
 static int claim_lease(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
-                       int default_cap, const char *candidates, struct job_list *out)
+                       int default_cap, int64_t ramp_ms, const char *candidates, struct job_list *out)
 {
     struct pg_params p = {.n = 0};
     PGresult *res;
@@ -220,12 +221,25 @@ static int claim_lease(struct store *s, const char *node, int64_t now, int64_t l
     pg_param_int(&p, 4, limit);
     pg_param_int(&p, 5, default_cap);
     pg_param_text_array(&p, 6, candidates);
+    pg_param_i64(&p, 7, ramp_ms);
     result = pg_run(s, PG_DELIVERY_CLAIM,
-                    "WITH f AS (SELECT c.id, CASE WHEN c.cap > 0 THEN c.cap - " INFLIGHT_COUNT("c.id", "$2")
-                    "   ELSE $4 END AS free"
-                    "  FROM (SELECT e.id, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"
+                    "WITH f0 AS (SELECT c.id, c.cap, c.rate, " INFLIGHT_COUNT("c.id", "$2") " AS leases,"
+                    "   st.breaker, CASE WHEN st.breaker = 'open' THEN st.next_probe_at ELSE st.probe_until END AS probe_at,"
+                    "   st.closed_at, CASE WHEN c.rate > 0 THEN least(c.rate::bigint * 1000,"
+                    "    COALESCE(st.tokens_milli + ($2 - st.tokens_at) * c.rate, c.rate::bigint * 1000)) END AS tokens"
+                    "  FROM (SELECT e.id, e.rate_limit AS rate, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"
                     "   WHEN $5 > 0 THEN $5 ELSE 0 END AS cap"
-                    "   FROM unnest($6) AS k(id) JOIN hookd_endpoints e ON e.id = k.id WHERE e.enabled) c),"
+                    "   FROM unnest($6) AS k(id) JOIN hookd_endpoints e ON e.id = k.id WHERE e.enabled) c"
+                    "  LEFT JOIN hookd_endpoint_state st ON st.endpoint_id = c.id),"
+                    /* What each may lease now (sqlite_deliveries.c, claim_endpoint_limit, says it in C). */
+                    " f AS (SELECT f0.id, f0.rate, f0.tokens, COALESCE(f0.breaker, 'closed') <> 'closed' AS probe,"
+                    "  least(CASE WHEN f0.cap > 0 THEN f0.cap - f0.leases ELSE $4 END,"
+                    "   CASE WHEN COALESCE(f0.breaker, 'closed') = 'closed' THEN $4"
+                    "    WHEN COALESCE(f0.probe_at, 0) <= $2 THEN 1 ELSE 0 END,"
+                    "   CASE WHEN COALESCE(f0.breaker, 'closed') = 'closed' AND f0.cap > 0 AND $7 > 0"
+                    "    AND f0.closed_at > $2 - $7"
+                    "    THEN greatest(1, ceil(f0.cap * ($2 - f0.closed_at)::float8 / $7)::int) - f0.leases ELSE $4 END,"
+                    "   CASE WHEN f0.rate > 0 THEN (f0.tokens / 1000)::int ELSE $4 END) AS free FROM f0),"
                     /* Locked as they are read, in the index's order: rows another claim holds are skipped. */
                     " l AS (SELECT q.tid FROM f CROSS JOIN LATERAL ("
                     "   SELECT d.ctid AS tid, d.next_attempt_at, d.id FROM hookd_deliveries d"
@@ -238,7 +252,19 @@ static int claim_lease(struct store *s, const char *node, int64_t now, int64_t l
                     " u AS (UPDATE hookd_deliveries d SET lease_owner = $1, lease_until = $3,"
                     "  lease_token = d.lease_token + 1 WHERE d.ctid = ANY (ARRAY(SELECT l.tid FROM l))"
                     "  AND d.status IN " OPEN_STATUSES " AND (d.lease_owner IS NULL OR d.lease_until < $2) RETURNING d.*),"
-                    " i AS (" INFLIGHT_RECORD("u") ")"
+                    " i AS (" INFLIGHT_RECORD("u") "),"
+                    /* A paused endpoint's lease is its probe; a rate-limited one spent a token per lease. */
+                    " n AS (SELECT u.endpoint_id, count(*) AS k FROM u GROUP BY u.endpoint_id),"
+                    " s AS (INSERT INTO hookd_endpoint_state AS x (endpoint_id, breaker, probe_until, tokens_milli,"
+                    "  tokens_at) SELECT f.id, CASE WHEN f.probe THEN 'half_open' ELSE 'closed' END,"
+                    "  CASE WHEN f.probe THEN $3 END, CASE WHEN f.rate > 0 THEN f.tokens - n.k * 1000 END,"
+                    "  CASE WHEN f.rate > 0 THEN $2 END FROM f JOIN n ON n.endpoint_id = f.id WHERE f.probe OR f.rate > 0"
+                    "  ON CONFLICT (endpoint_id) DO UPDATE SET"
+                    "  breaker = CASE WHEN excluded.breaker = 'half_open' THEN 'half_open' ELSE x.breaker END,"
+                    "  probe_until = CASE WHEN excluded.breaker = 'half_open' THEN excluded.probe_until"
+                    "   ELSE x.probe_until END,"
+                    "  tokens_milli = COALESCE(excluded.tokens_milli, x.tokens_milli),"
+                    "  tokens_at = COALESCE(excluded.tokens_at, x.tokens_at))"
                     " SELECT " STORE_JOB_COLUMNS " FROM u d"
                     " JOIN hookd_outbox o ON o.id = d.event_id"
                     " ORDER BY d.next_attempt_at, d.id",
@@ -253,21 +279,27 @@ static int claim_lease(struct store *s, const char *node, int64_t now, int64_t l
 /* ---- slots for a fan-out --------------------------------------------------------- */
 
 /* The capped endpoints without a backlog, locked if free (true), and the rest (true: uncapped, false). */
+/* Rate-limited, paused or ramping endpoints take their leases through the claims, which keep those limits. */
+#define HELD_BY_STATE(c, now, ramp)                                                                            \
+    c ".rate_limit > 0 OR EXISTS (SELECT 1 FROM hookd_endpoint_state s WHERE s.endpoint_id = " c ".id"         \
+    " AND (s.breaker <> 'closed' OR s.closed_at > " now " - " ramp "))"
 #define SLOTS_LOCK_SQL                                                                                         \
-    "SELECT k.i, CASE WHEN c.cap <= 0 THEN true"                                                               \
+    "SELECT k.i, CASE WHEN " HELD_BY_STATE("c", "$3", "$4") " THEN false"                                      \
+    "  WHEN c.cap <= 0 THEN true"                                                                              \
     /* A backlog means no slots anyway: its claims must not find the endpoint locked. */                       \
     "  WHEN " BACKLOG_OF("c.id", "$3") " THEN false"                                                           \
     "  ELSE pg_try_advisory_xact_lock(" CLAIM_LOCK_CLASS ", hashtext(c.id)) END"                              \
     " FROM unnest($1::text[]) WITH ORDINALITY AS k(id, i)"                                                    \
-    " JOIN LATERAL (SELECT e.id, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"                          \
+    " JOIN LATERAL (SELECT e.id, e.rate_limit, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"            \
     "  WHEN $2 > 0 THEN $2 ELSE 0 END AS cap FROM hookd_endpoints e WHERE e.id = k.id AND e.enabled) c ON true"
 /* Each endpoint's free slots: -1 uncapped, 0 with a backlog, else its cap minus every node's leases. */
 #define SLOTS_COUNT_SQL                                                                                        \
-    "SELECT k.i, CASE WHEN c.cap <= 0 THEN -1"                                                                 \
+    "SELECT k.i, CASE WHEN " HELD_BY_STATE("c", "$3", "$4") " THEN 0"                                          \
+    "  WHEN c.cap <= 0 THEN -1"                                                                                \
     "  WHEN " BACKLOG_OF("c.id", "$3") " THEN 0"                                                               \
     "  ELSE greatest(c.cap - " INFLIGHT_COUNT("c.id", "$3") ", 0) END"                                         \
     " FROM unnest($1::text[]) WITH ORDINALITY AS k(id, i)"                                                    \
-    " JOIN LATERAL (SELECT e.id, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"                          \
+    " JOIN LATERAL (SELECT e.id, e.rate_limit, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"            \
     "  WHEN $2 > 0 THEN $2 ELSE 0 END AS cap FROM hookd_endpoints e WHERE e.id = k.id AND e.enabled) c ON true"
 
 /*
@@ -305,6 +337,7 @@ static int postgres_delivery_slots(struct store *s, int64_t now, const struct le
     pg_param_text_array(&p, 1, literal);
     pg_param_int(&p, 2, default_cap);
     pg_param_i64(&p, 3, now);
+    pg_param_i64(&p, 4, lim->ramp_ms);
     /* Both in one round trip; the second's snapshot is taken after the first has run. */
     result = pg_run_many(s, (const struct pg_stmt[]){{PG_DELIVERY_SLOTS_LOCK, SLOTS_LOCK_SQL, &p},
                                                      {PG_DELIVERY_SLOTS, SLOTS_COUNT_SQL, &p}},
@@ -354,7 +387,7 @@ static int postgres_delivery_claim_due(struct store *s, const char *node, int64_
         return result;
     result = claim_candidates(s, now, limit, default_cap, &candidates);
     if (result == 0 && candidates)
-        result = claim_lease(s, node, now, lease_until, limit, default_cap, candidates, out);
+        result = claim_lease(s, node, now, lease_until, limit, default_cap, lim->ramp_ms, candidates, out);
     free(candidates);
     result = pg_atomic_end(s, result);
     if (result)
@@ -371,11 +404,15 @@ static int postgres_delivery_next_due(struct store *s, int64_t *at)
     *at = 0;
     pg_param_i64(&p, 1, clock_now_ms());
     result = pg_run(s, PG_DELIVERY_NEXT_DUE,
-                    "SELECT min(f.at) FROM hookd_endpoints e CROSS JOIN LATERAL ("
+                    "SELECT min(CASE WHEN st.breaker IS NULL OR st.breaker = 'closed' THEN f.at"
+                    "  WHEN st.breaker = 'open' THEN greatest(f.at, COALESCE(st.next_probe_at, 0))"
+                    "  ELSE greatest(f.at, COALESCE(st.probe_until, 0)) END)"
+                    " FROM hookd_endpoints e CROSS JOIN LATERAL ("
                     "  SELECT d.next_attempt_at AS at FROM hookd_deliveries d WHERE d.endpoint_id = e.id"
                     "  AND d.status IN " OPEN_STATUSES " AND d.next_attempt_at IS NOT NULL"
                     "  AND (d.lease_owner IS NULL OR d.lease_until < $1)"
                     "  ORDER BY d.next_attempt_at, d.id LIMIT 1) f"
+                    " LEFT JOIN hookd_endpoint_state st ON st.endpoint_id = e.id"
                     " WHERE e.enabled",
                     &p, &res);
     if (result)

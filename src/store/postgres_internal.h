@@ -28,7 +28,8 @@ enum {
     PG_EVENTS = 32,                    /* postgres_events.c */
     PG_ENDPOINTS = PG_EVENTS + 64,     /* postgres_endpoints.c */
     PG_DELIVERIES = PG_ENDPOINTS + 32, /* postgres_deliveries.c */
-    PG_SPARE = PG_DELIVERIES + 256,    /* no statement of the backend uses these (tests) */
+    PG_ENDPOINT_STATE = PG_DELIVERIES + 256, /* postgres_endpoint_state.c */
+    PG_SPARE = PG_ENDPOINT_STATE + 16, /* no statement of the backend uses these (tests) */
     PG_SLOTS = PG_SPARE + 4,
 };
 _Static_assert((int)PG_CONN_END <= (int)PG_EVENTS, "the connection's statements overflow their slots");
@@ -184,4 +185,5 @@ __attribute__((warn_unused_result)) int pg_list(struct store *s, int slot, const
 extern const struct store_event_ops postgres_event_ops;
 extern const struct store_endpoint_ops postgres_endpoint_ops;
 extern const struct store_delivery_ops postgres_delivery_ops;
+extern const struct store_endpoint_state_ops postgres_endpoint_state_ops;
 #endif

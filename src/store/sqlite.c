@@ -558,4 +558,5 @@ const struct store_ops store_sqlite_ops = {
     .events = &sqlite_event_ops,
     .endpoints = &sqlite_endpoint_ops,
     .deliveries = &sqlite_delivery_ops,
+    .endpoint_state = &sqlite_endpoint_state_ops,
 };

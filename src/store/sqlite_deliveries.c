@@ -15,6 +15,7 @@
 enum {
     SQ_DELIVERY_INSERT = SQ_DELIVERIES,
     SQ_DELIVERY_CLAIM_ENDPOINTS,
+    SQ_DELIVERY_CLAIM_STATE,
     SQ_DELIVERY_DUE_OF_ENDPOINT,
     SQ_DELIVERY_JOB,
     SQ_DELIVERY_LEASE,
@@ -32,7 +33,7 @@ enum {
     SQ_DELIVERY_LIST_LAST = SQ_DELIVERY_LIST + DL_F_COMBINATIONS - 1,
     SQ_DELIVERIES_END
 };
-_Static_assert((int)SQ_DELIVERIES_END <= (int)SQ_SLOTS, "the deliveries statements overflow their slots");
+_Static_assert((int)SQ_DELIVERIES_END <= (int)SQ_ENDPOINT_STATE, "the deliveries statements overflow their slots");
 
 #define ATTEMPT_LIST_MAX 10000 /* bound of one delivery's attempt list */
 #define CLAIM_ENDPOINTS_MAX 1000000 /* bound of the claim's endpoint loop */
@@ -127,8 +128,14 @@ struct pick {
 
 struct claim_endpoint {
     char id[HOOKD_ID_MAX];
-    int free;         /* deliveries it may still lease; INT_MAX: no cap */
+    int free;         /* deliveries it may still lease; INT_MAX: no limit (claim_endpoint_limit) */
     int64_t first_at; /* its earliest due, unleased delivery */
+    bool probe;       /* its breaker is open: what it leases is the probe (half_open) */
+    int rate;         /* rate_limit, per second; 0: none */
+    int64_t tokens;   /* rate: its bucket now, in milli-tokens */
+    /* As read. */
+    int64_t cap, leases, closed_at, probe_at, tokens_milli, tokens_at;
+    enum breaker_state breaker;
 };
 
 /* The best rows so far, sorted, at most limit of them (scratch: merge space). */
@@ -147,35 +154,77 @@ struct claim_endpoint_list {
     size_t n;
 };
 
-/* A row of claim_endpoints: id, cap, free slots (when capped), first_at. */
+/* A row of claim_endpoints: id, cap, leases, first_at, rate_limit, then its state. */
 static int claim_endpoint_read(const struct store_row *r, void *item)
 {
     struct claim_endpoint *ep = item;
 
     store_row_id(r, 0, ep->id);
-    ep->free = r->ops->i64(r, 1) > 0 ? (int)r->ops->i64(r, 2) : INT_MAX;
+    ep->cap = r->ops->i64(r, 1);
+    ep->leases = r->ops->i64(r, 2);
     ep->first_at = r->ops->i64(r, 3);
+    ep->rate = (int)r->ops->i64(r, 4);
+    if (r->ops->null(r, 5) || breaker_parse(r->ops->text(r, 5), &ep->breaker) != 0)
+        ep->breaker = BREAKER_CLOSED;
+    ep->probe_at = ep->breaker == BREAKER_OPEN ? r->ops->i64(r, 6) : r->ops->i64(r, 7);
+    ep->closed_at = r->ops->i64(r, 8);
+    ep->tokens_milli = r->ops->i64(r, 9);
+    ep->tokens_at = r->ops->i64(r, 10);
     return 0;
 }
 
-/* Enabled endpoints with a due, unleased delivery, earliest first, each with
- * its free slots: its lease limit minus its live leases (anyone's, lease_until >= now). */
+static int min_int(int a, int64_t b) { return b < a ? (int)(b < 0 ? 0 : b) : a; }
+
+/*
+ * What an endpoint may lease now: its lease limit less its leases; while its
+ * breaker is open, one probe once next_probe_at has come (or, half open, once
+ * the last probe's lease ran out); while it ramps up after closing, a cap that
+ * grows from 1 to its own over lim->ramp_ms; with a rate limit, the whole
+ * tokens in its bucket (burst: rate_limit).
+ */
+static void claim_endpoint_limit(struct claim_endpoint *ep, const struct lease_limits *lim, int64_t now)
+{
+    ep->free = INT_MAX;
+    if (ep->cap > 0) {
+        int64_t most = lim->lease_max > 2 * ep->cap ? 2 * ep->cap : lim->lease_max;
+        ep->free = min_int(ep->free, (most > ep->cap ? most : ep->cap) - ep->leases);
+    }
+    if (ep->breaker != BREAKER_CLOSED) {
+        ep->probe = ep->probe_at <= now;
+        ep->free = ep->probe ? min_int(ep->free, 1) : 0;
+    } else if (ep->cap > 0 && lim->ramp_ms > 0 && ep->closed_at > now - lim->ramp_ms) {
+        int64_t ramp = (ep->cap * (now - ep->closed_at) + lim->ramp_ms - 1) / lim->ramp_ms;
+        ep->free = min_int(ep->free, (ramp < 1 ? 1 : ramp) - ep->leases);
+    }
+    if (ep->rate > 0) {
+        int64_t burst = (int64_t)ep->rate * 1000;
+        ep->tokens = ep->tokens_at > 0 ? ep->tokens_milli + (now - ep->tokens_at) * ep->rate : burst;
+        if (ep->tokens > burst)
+            ep->tokens = burst;
+        ep->free = min_int(ep->free, ep->tokens / 1000);
+    }
+}
+
+/* Enabled endpoints with a due, unleased delivery, earliest first, each with what it may lease now. */
 static int claim_endpoints(struct store *s, int64_t now, const struct lease_limits *lim,
                            struct claim_endpoint_list *out)
 {
     sqlite3_stmt *st;
     int result = sq_stmt(s, SQ_DELIVERY_CLAIM_ENDPOINTS,
-                             "SELECT id, cap, CASE WHEN cap > 0 THEN max(cap, min(2 * cap, ?3)) - (SELECT count(*)"
+                             "SELECT c.id, c.cap, CASE WHEN c.cap > 0 THEN (SELECT count(*)"
                              "  FROM hookd_deliveries x INDEXED BY hookd_deliveries_leased"
                              "  WHERE x.endpoint_id = c.id AND x.lease_owner IS NOT NULL AND x.lease_until >= ?1) END,"
-                             " first_at FROM (SELECT e.id, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"
+                             " c.first_at, c.rate_limit, s.breaker, s.next_probe_at, s.probe_until, s.closed_at,"
+                             " s.tokens_milli, s.tokens_at"
+                             " FROM (SELECT e.id, e.rate_limit, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"
                              "  WHEN ?2 > 0 THEN ?2 ELSE 0 END AS cap,"
                              "  (SELECT d.next_attempt_at FROM hookd_deliveries d INDEXED BY hookd_deliveries_endpoint_due"
                              "   WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'retrying')"
                              "   AND d.next_attempt_at <= ?1 AND (d.lease_owner IS NULL OR d.lease_until < ?1)"
                              "   ORDER BY d.next_attempt_at LIMIT 1) AS first_at"
                              "  FROM hookd_endpoints e WHERE e.enabled) c"
-                             " WHERE first_at IS NOT NULL ORDER BY first_at",
+                             " LEFT JOIN hookd_endpoint_state s ON s.endpoint_id = c.id"
+                             " WHERE c.first_at IS NOT NULL ORDER BY c.first_at",
                              &st);
 
     out->items = NULL;
@@ -184,8 +233,10 @@ static int claim_endpoints(struct store *s, int64_t now, const struct lease_limi
         return result;
     sqlite3_bind_int64(st, 1, now);
     sqlite3_bind_int(st, 2, lim->default_cap);
-    sqlite3_bind_int(st, 3, lim->lease_max);
-    return sq_rows_read(s, st, CLAIM_ENDPOINTS_MAX, claim_endpoint_read, STORE_ROWS(out, NULL));
+    result = sq_rows_read(s, st, CLAIM_ENDPOINTS_MAX, claim_endpoint_read, STORE_ROWS(out, NULL));
+    for (size_t i = 0; i < out->n && result == 0; i++)
+        claim_endpoint_limit(&out->items[i], lim, now);
+    return result;
 }
 
 /* Merges rows (sorted) into the best limit so far. */
@@ -236,7 +287,8 @@ static int endpoint_picks(struct store *s, const char *endpoint_id, int64_t now,
 }
 
 /* The claim's choice, sorted, into p (limit rows at most). */
-static int claim_pick(struct store *s, int64_t now, const struct lease_limits *lim, struct picks *p)
+static int claim_pick(struct store *s, int64_t now, const struct lease_limits *lim, struct picks *p,
+                      struct claim_endpoint_list *out_eps)
 {
     struct claim_endpoint_list eps = {NULL, 0};
     struct pick *rows = malloc(p->limit * sizeof *rows);
@@ -256,8 +308,51 @@ static int claim_pick(struct store *s, int64_t now, const struct lease_limits *l
         if (result == 0)
             picks_merge(p, rows, n_rows);
     }
-    free(eps.items);
+    *out_eps = eps;
     free(rows);
+    return result;
+}
+
+/*
+ * After the leases: endpoints whose breaker was open now have their probe out
+ * (half_open until its lease ends), and rate-limited ones spent a token per
+ * delivery leased.
+ */
+static int claim_state_update(struct store *s, const struct claim_endpoint_list *eps, const struct job_list *jobs,
+                              int64_t now, int64_t lease_until)
+{
+    sqlite3_stmt *st;
+    int result = 0;
+
+    for (size_t i = 0; i < eps->n && result == 0; i++) {
+        const struct claim_endpoint *ep = &eps->items[i];
+        int64_t k = 0;
+        if (!ep->probe && ep->rate <= 0)
+            continue;
+        for (size_t j = 0; j < jobs->n; j++)
+            k += strcmp(jobs->items[j].d.endpoint_id, ep->id) == 0;
+        if (k == 0)
+            continue;
+        result = sq_stmt(s, SQ_DELIVERY_CLAIM_STATE,
+                         "INSERT INTO hookd_endpoint_state(endpoint_id, breaker, probe_until, tokens_milli, tokens_at)"
+                         " VALUES (?1, CASE WHEN ?2 THEN 'half_open' ELSE 'closed' END, ?3, ?4, ?5)"
+                         " ON CONFLICT (endpoint_id) DO UPDATE SET"
+                         " breaker = CASE WHEN ?2 THEN 'half_open' ELSE breaker END,"
+                         " probe_until = CASE WHEN ?2 THEN ?3 ELSE probe_until END,"
+                         " tokens_milli = COALESCE(?4, tokens_milli), tokens_at = COALESCE(?5, tokens_at)",
+                         &st);
+        if (result)
+            break;
+        sq_bind_text(st, 1, ep->id);
+        sqlite3_bind_int(st, 2, ep->probe);
+        if (ep->probe)
+            sqlite3_bind_int64(st, 3, lease_until);
+        if (ep->rate > 0) {
+            sqlite3_bind_int64(st, 4, ep->tokens - k * 1000);
+            sqlite3_bind_int64(st, 5, now);
+        }
+        result = sq_run(s, st, NULL);
+    }
     return result;
 }
 
@@ -296,6 +391,7 @@ static int sqlite_delivery_claim_due(struct store *s, const char *node, int64_t 
                                      const struct lease_limits *lim, struct job_list *out)
 {
     struct picks p = {.limit = limit > STORE_LIST_MAX ? STORE_LIST_MAX : limit > 0 ? (size_t)limit : 0};
+    struct claim_endpoint_list eps = {NULL, 0};
     int result;
 
     out->items = NULL;
@@ -306,13 +402,16 @@ static int sqlite_delivery_claim_due(struct store *s, const char *node, int64_t 
     p.scratch = malloc(p.limit * sizeof *p.scratch);
     result = p.items && p.scratch ? sq_atomic_begin(s) : HOOKD_ENOMEM;
     if (result == 0) {
-        result = claim_pick(s, now, lim, &p);
+        result = claim_pick(s, now, lim, &p, &eps);
         if (result == 0)
             result = jobs_read(s, &p, out);
         if (result == 0)
             result = jobs_lease(s, node, lease_until, out);
+        if (result == 0)
+            result = claim_state_update(s, &eps, out, now, lease_until);
         result = sq_atomic_end(s, result);
     }
+    free(eps.items);
     free(p.items);
     free(p.scratch);
     if (result)
@@ -326,13 +425,15 @@ static int sqlite_delivery_slots(struct store *s, int64_t now, const struct leas
 {
     sqlite3_stmt *st;
     int result = sq_stmt(s, SQ_DELIVERY_SLOTS,
-                         "SELECT CASE WHEN c.cap <= 0 THEN -1"
+                         "SELECT CASE WHEN c.rate_limit > 0 OR EXISTS (SELECT 1 FROM hookd_endpoint_state s WHERE s.endpoint_id = c.id"
+                         "   AND (s.breaker <> 'closed' OR s.closed_at > ?2 - ?5)) THEN 0"
+                         "  WHEN c.cap <= 0 THEN -1"
                          "  WHEN EXISTS (SELECT 1 FROM hookd_deliveries d INDEXED BY hookd_deliveries_endpoint_due"
                          "   WHERE d.endpoint_id = c.id AND d.status IN ('pending', 'retrying') AND d.next_attempt_at <= ?2"
                          "   AND (d.lease_owner IS NULL OR d.lease_until < ?2)) THEN 0"
                          "  ELSE max(max(c.cap, min(2 * c.cap, ?4)) - (SELECT count(*) FROM hookd_deliveries x INDEXED BY hookd_deliveries_leased"
                          "   WHERE x.endpoint_id = c.id AND x.lease_owner IS NOT NULL AND x.lease_until >= ?2), 0) END"
-                         " FROM (SELECT e.id, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"
+                         " FROM (SELECT e.id, e.rate_limit, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"
                          "  WHEN ?3 > 0 THEN ?3 ELSE 0 END AS cap FROM hookd_endpoints e WHERE e.id = ?1 AND e.enabled) c",
                          &st);
 
@@ -344,6 +445,7 @@ static int sqlite_delivery_slots(struct store *s, int64_t now, const struct leas
         sqlite3_bind_int64(st, 2, now);
         sqlite3_bind_int(st, 3, lim->default_cap);
         sqlite3_bind_int(st, 4, lim->lease_max);
+        sqlite3_bind_int64(st, 5, lim->ramp_ms);
         rc = sqlite3_step(st);
         if (rc == SQLITE_ROW) {
             int64_t v = sqlite3_column_int64(st, 0);
@@ -356,22 +458,33 @@ static int sqlite_delivery_slots(struct store *s, int64_t now, const struct leas
     return result;
 }
 
+/* Per endpoint (one index probe each): a paused one's rows are due at its next probe, not before. */
 static int sqlite_delivery_next_due(struct store *s, int64_t *at)
 {
     sqlite3_stmt *st;
-    int result = sq_stmt(s, SQ_DELIVERY_NEXT_DUE,
-                         "SELECT d.next_attempt_at FROM hookd_deliveries d INDEXED BY hookd_deliveries_due"
-                         " JOIN hookd_endpoints e ON e.id = d.endpoint_id"
-                         " WHERE d.status IN ('pending', 'retrying') AND d.next_attempt_at IS NOT NULL"
-                         " AND (d.lease_owner IS NULL OR d.lease_until < ?1) AND e.enabled"
-                         " ORDER BY d.next_attempt_at LIMIT 1",
-                         &st);
+    int rc, result = sq_stmt(s, SQ_DELIVERY_NEXT_DUE,
+                             "SELECT min(CASE WHEN s.breaker IS NULL OR s.breaker = 'closed' THEN x.at"
+                             "  WHEN s.breaker = 'open' THEN max(x.at, COALESCE(s.next_probe_at, 0))"
+                             "  ELSE max(x.at, COALESCE(s.probe_until, 0)) END)"
+                             " FROM (SELECT e.id, (SELECT d.next_attempt_at FROM hookd_deliveries d"
+                             "   INDEXED BY hookd_deliveries_endpoint_due WHERE d.endpoint_id = e.id"
+                             "   AND d.status IN ('pending', 'retrying') AND d.next_attempt_at IS NOT NULL"
+                             "   AND (d.lease_owner IS NULL OR d.lease_until < ?1) ORDER BY d.next_attempt_at LIMIT 1) AS at"
+                             "  FROM hookd_endpoints e WHERE e.enabled) x"
+                             " LEFT JOIN hookd_endpoint_state s ON s.endpoint_id = x.id WHERE x.at IS NOT NULL",
+                             &st);
 
     *at = 0;
     if (result)
         return result;
     sqlite3_bind_int64(st, 1, clock_now_ms());
-    return sq_get_i64(s, st, at);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        *at = sqlite3_column_int64(st, 0);
+    else
+        result = rc == SQLITE_ROW || rc == SQLITE_DONE ? HOOKD_ENOTFOUND : sq_error(s, rc);
+    sq_reset(st);
+    return result;
 }
 
 static int sqlite_delivery_supersede(struct store *s, const char *const *endpoint_ids, const char *const *order_keys,

@@ -37,7 +37,8 @@ enum {
     SQ_EVENTS = 32,                    /* sqlite_events.c */
     SQ_ENDPOINTS = SQ_EVENTS + 64,     /* sqlite_endpoints.c */
     SQ_DELIVERIES = SQ_ENDPOINTS + 32, /* sqlite_deliveries.c */
-    SQ_SLOTS = SQ_DELIVERIES + 256,
+    SQ_ENDPOINT_STATE = SQ_DELIVERIES + 256, /* sqlite_endpoint_state.c */
+    SQ_SLOTS = SQ_ENDPOINT_STATE + 16,
 };
 _Static_assert((int)SQ_CONN_END <= (int)SQ_EVENTS, "the connection's statements overflow their slots");
 
@@ -105,4 +106,5 @@ __attribute__((warn_unused_result)) int sq_get_i64(struct store *s, sqlite3_stmt
 extern const struct store_event_ops sqlite_event_ops;
 extern const struct store_endpoint_ops sqlite_endpoint_ops;
 extern const struct store_delivery_ops sqlite_delivery_ops;
+extern const struct store_endpoint_state_ops sqlite_endpoint_state_ops;
 #endif

@@ -556,3 +556,43 @@ void endpoint_list_free(struct endpoint_list *l) { LIST_FREE(l, endpoint_free); 
 void delivery_list_free(struct delivery_list *l) { LIST_FREE(l, delivery_free); }
 void job_list_free(struct job_list *l) { LIST_FREE(l, delivery_job_free); }
 void attempt_list_free(struct attempt_list *l) { LIST_FREE(l, attempt_free); }
+
+/* ---- endpoint state ---- */
+
+int store_endpoint_state_record(struct store *s, struct endpoint_outcome *o, size_t n, const struct breaker_policy *p,
+                                int64_t now)
+{
+    assert(s && p && (n == 0 || o));
+    FAMILY_CALL(s, endpoint_state, record, o, n, p, now);
+}
+
+int store_endpoint_state_get(struct store *s, const char *endpoint_id, struct endpoint_state *out)
+{
+    assert(s && endpoint_id && out);
+    FAMILY_CALL(s, endpoint_state, get, endpoint_id, out);
+}
+
+int store_endpoint_state_reset(struct store *s, const char *endpoint_id)
+{
+    assert(s && endpoint_id);
+    FAMILY_CALL(s, endpoint_state, reset, endpoint_id);
+}
+
+static const char *const breaker_names[] = {[BREAKER_CLOSED] = "closed", [BREAKER_OPEN] = "open",
+                                            [BREAKER_HALF_OPEN] = "half_open"};
+
+const char *breaker_name(enum breaker_state b)
+{
+    return (size_t)b < sizeof breaker_names / sizeof breaker_names[0] ? breaker_names[b] : "closed";
+}
+
+int breaker_parse(const char *s, enum breaker_state *out)
+{
+    for (size_t i = 0; s && i < sizeof breaker_names / sizeof breaker_names[0]; i++) {
+        if (strcmp(s, breaker_names[i]) == 0) {
+            *out = (enum breaker_state)i;
+            return 0;
+        }
+    }
+    return HOOKD_EINVAL;
+}

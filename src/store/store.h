@@ -50,6 +50,10 @@
  *     delivery_release      fenced: drop one lease without an attempt (endpoint disabled meanwhile)
  *     delivery_release_node drop every lease a node holds (start-up of that node)
  *     delivery_get/list, attempt_list   read deliveries and attempts
+ *   endpoint state (hookd_endpoint_state)
+ *     endpoint_state_record the breaker and auto-disable after a batch of attempts
+ *     endpoint_state_get    one endpoint's breaker, failures and bucket (for the API)
+ *     endpoint_state_reset  closed and never failed again (an endpoint enabled again)
  *
  * Adding a method: its pointer in the family's struct below, its wrapper here
  * and in store.c, and its function, table entry and statement slots in the
@@ -213,6 +217,52 @@ bool delivery_result_valid(const struct delivery_result *r);
 struct lease_limits {
     int default_cap;
     int lease_max; /* 0: the cap */
+    int64_t ramp_ms; /* after its breaker closed, an endpoint's cap grows from 1 to full over this (0: at once) */
+};
+
+/* ---- per-endpoint delivery state (hookd_endpoint_state) ---------------- */
+
+enum breaker_state { BREAKER_CLOSED, BREAKER_OPEN, BREAKER_HALF_OPEN };
+const char *breaker_name(enum breaker_state b);
+int breaker_parse(const char *s, enum breaker_state *out);
+
+/*
+ * What the store keeps per endpoint beside hookd_endpoints, for every node:
+ * the circuit breaker, the start of the current run of failures (for
+ * auto-disable) and the rate limit's token bucket. An endpoint without a row
+ * is closed, has not failed, and has a full bucket.
+ */
+struct endpoint_state {
+    char endpoint_id[HOOKD_ID_MAX];
+    enum breaker_state breaker;
+    int consecutive_failures;
+    int64_t opened_at;         /* ms; 0 when closed */
+    int64_t next_probe_at;     /* open: when one delivery may go as a probe */
+    int64_t probe_interval_ms; /* the current interval (doubles per failed probe) */
+    int64_t probe_until;       /* half_open: the probe's lease; after it another probe may go */
+    int64_t closed_at;         /* the last recovery: the ramp counts from it (0: never opened) */
+    int64_t failing_since;     /* first failed attempt since the last success (0: none) */
+    int64_t tokens_milli;      /* rate limit: tokens × 1000 at tokens_at; refills rate_limit per second */
+    int64_t tokens_at;
+};
+
+/* The breaker's and auto-disable's settings. */
+struct breaker_policy {
+    int failures;             /* consecutive failed attempts that open it; <= 0: never */
+    int64_t probe_ms;         /* the first probe interval, doubled per failed probe up to */
+    int64_t probe_max_ms;
+    double jitter;            /* each interval ± this fraction */
+    int64_t disable_after_ms; /* failing continuously this long disables the endpoint; 0: never */
+};
+
+/* One endpoint's attempts in one recorded batch, in their order, and what recording them did. */
+struct endpoint_outcome {
+    const char *endpoint_id;
+    bool succeeded;           /* one of them succeeded: the failures count from after the last such */
+    int failures;             /* failed attempts after the last success */
+    int64_t first_failure_at; /* the first of those (started at) */
+    bool opened;              /* out: the breaker opened (or reopened after a failed probe) */
+    bool disabled;            /* out: the endpoint was disabled for failing continuously */
 };
 
 /* ---- lists and filters ------------------------------------------------ */
@@ -360,6 +410,20 @@ struct store_delivery_ops {
     int (*attempt_list)(struct store *s, const char *delivery_id, struct attempt_list *out);
 };
 
+/* hookd_endpoint_state: the breaker, auto-disable and the rate limit's bucket, per endpoint. */
+struct store_endpoint_state_ops {
+    /*
+     * Applies the attempts' outcomes: a success closes the breaker and clears the failures; failures
+     * count up, open it at policy->failures (a failed probe reopens it with twice the interval) and,
+     * failing continuously for disable_after_ms, disable the endpoint with a reason. Sets each
+     * outcome's opened and disabled. Runs in the caller's transaction, or in one of its own.
+     */
+    int (*record)(struct store *s, struct endpoint_outcome *o, size_t n, const struct breaker_policy *p,
+                  int64_t now);
+    int (*get)(struct store *s, const char *endpoint_id, struct endpoint_state *out); /* ENOTFOUND: default */
+    int (*reset)(struct store *s, const char *endpoint_id); /* back to closed and never failed (enabled again) */
+};
+
 struct store_ops {
     int version; /* STORE_OPS_VERSION */
     const char *name;
@@ -398,6 +462,7 @@ struct store_ops {
     const struct store_event_ops *events;
     const struct store_endpoint_ops *endpoints;
     const struct store_delivery_ops *deliveries;
+    const struct store_endpoint_state_ops *endpoint_state;
 };
 
 extern const struct store_ops store_sqlite_ops;
@@ -473,4 +538,8 @@ STORE_WRAPPER store_delivery_release_node(struct store *s, const char *node);
 STORE_WRAPPER store_delivery_get(struct store *s, const char *id, struct delivery *out);
 STORE_WRAPPER store_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out);
 STORE_WRAPPER store_attempt_list(struct store *s, const char *delivery_id, struct attempt_list *out);
+STORE_WRAPPER store_endpoint_state_record(struct store *s, struct endpoint_outcome *o, size_t n,
+                                          const struct breaker_policy *p, int64_t now);
+STORE_WRAPPER store_endpoint_state_get(struct store *s, const char *endpoint_id, struct endpoint_state *out);
+STORE_WRAPPER store_endpoint_state_reset(struct store *s, const char *endpoint_id);
 #endif

@@ -10,7 +10,9 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/duration.h"
 #include "core/ids.h"
+#include "core/timefmt.h"
 #include "log.h"
 #include "store/endpoint_json.h"
 
@@ -358,4 +360,85 @@ int store_event_conflict(struct store *s, const struct event *ev, struct event *
     if (result == 0 && !existing)
         event_free(&scratch);
     return result == 0 || result == HOOKD_ENOTFOUND ? HOOKD_EEXISTS : result;
+}
+
+/* ---- endpoint state -------------------------------------------------------- */
+
+int store_read_endpoint_state(const struct store_row *r, void *item)
+{
+    struct endpoint_state *st = item;
+    int c = 0;
+
+    memset(st, 0, sizeof *st);
+    store_row_id(r, c++, st->endpoint_id);
+    if (breaker_parse(r->ops->text(r, c++), &st->breaker))
+        st->breaker = BREAKER_CLOSED;
+    st->consecutive_failures = col_int(r, c++);
+    st->opened_at = col_i64(r, c++);
+    st->next_probe_at = col_i64(r, c++);
+    st->probe_interval_ms = col_i64(r, c++);
+    st->probe_until = col_i64(r, c++);
+    st->closed_at = col_i64(r, c++);
+    st->failing_since = col_i64(r, c++);
+    st->tokens_milli = col_i64(r, c++);
+    st->tokens_at = col_i64(r, c++);
+    return 0;
+}
+
+void endpoint_state_default(struct endpoint_state *st, const char *endpoint_id)
+{
+    memset(st, 0, sizeof *st);
+    snprintf(st->endpoint_id, sizeof st->endpoint_id, "%s", endpoint_id);
+    st->breaker = BREAKER_CLOSED;
+}
+
+void endpoint_state_apply(struct endpoint_state *st, struct endpoint_outcome *o, const struct breaker_policy *p,
+                          int64_t now, double rnd01)
+{
+    bool reopen;
+    int64_t interval;
+
+    if (o->succeeded) {
+        if (st->breaker != BREAKER_CLOSED)
+            st->closed_at = now;
+        st->breaker = BREAKER_CLOSED;
+        st->consecutive_failures = 0;
+        st->failing_since = st->opened_at = st->next_probe_at = st->probe_until = st->probe_interval_ms = 0;
+    }
+    if (o->failures <= 0)
+        return;
+    st->consecutive_failures = st->consecutive_failures > INT32_MAX - o->failures ? INT32_MAX
+                                                                                  : st->consecutive_failures + o->failures;
+    if (st->failing_since == 0)
+        st->failing_since = o->first_failure_at > 0 ? o->first_failure_at : now;
+    /* A failure while a probe is out is the probe's (or one as telling): the pause grows. */
+    reopen = st->breaker == BREAKER_HALF_OPEN;
+    if (!reopen && !(st->breaker == BREAKER_CLOSED && p->failures > 0 && st->consecutive_failures >= p->failures))
+        return;
+    interval = reopen && st->probe_interval_ms > 0 ? st->probe_interval_ms * 2 : p->probe_ms;
+    if (p->probe_max_ms > 0 && interval > p->probe_max_ms)
+        interval = p->probe_max_ms;
+    if (interval < 1)
+        interval = 1;
+    st->breaker = BREAKER_OPEN;
+    if (!reopen || st->opened_at == 0)
+        st->opened_at = now;
+    st->probe_interval_ms = interval;
+    st->next_probe_at = now + (int64_t)((double)interval * (1.0 + p->jitter * (2.0 * rnd01 - 1.0)));
+    st->probe_until = 0;
+    o->opened = true;
+}
+
+bool endpoint_state_disable_due(const struct endpoint_state *st, const struct breaker_policy *p, int64_t now,
+                                char reason[ENDPOINT_DISABLE_REASON_MAX])
+{
+    char since[RFC3339_LEN], after[24];
+
+    if (p->disable_after_ms <= 0 || st->failing_since <= 0 || now - st->failing_since < p->disable_after_ms)
+        return false;
+    rfc3339_format(st->failing_since, since);
+    duration_format(p->disable_after_ms, after);
+    snprintf(reason, ENDPOINT_DISABLE_REASON_MAX,
+             "failing continuously since %s, for longer than disable_after (%s)", since, after);
+    return true;
 }

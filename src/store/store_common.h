@@ -185,6 +185,26 @@ void store_endpoint_values(const struct endpoint *ep, const struct endpoint_json
  * created_at, a final one has none, and lease_until counts only with a lease_owner. */
 void store_delivery_values(const struct delivery *d, int64_t now, struct store_value v[STORE_DELIVERY_NVALUES]);
 
+/* ---- endpoint state ------------------------------------------------------ */
+
+#define STORE_ENDPOINT_STATE_COLUMNS                                                                          \
+    "endpoint_id, breaker, consecutive_failures, opened_at, next_probe_at, probe_interval_ms, probe_until, " \
+    "closed_at, failing_since, tokens_milli, tokens_at"
+int store_read_endpoint_state(const struct store_row *r, void *item); /* struct endpoint_state */
+/* The default state of an endpoint without a row: closed, never failed, a full bucket (tokens_at 0). */
+void endpoint_state_default(struct endpoint_state *st, const char *endpoint_id);
+/*
+ * The breaker after one endpoint's outcome (o->succeeded, o->failures): the
+ * backends read the row, this decides, they write it back. rnd01 (uniform in
+ * [0, 1)) jitters the probe interval; o->opened is set when it opens.
+ */
+void endpoint_state_apply(struct endpoint_state *st, struct endpoint_outcome *o, const struct breaker_policy *p,
+                          int64_t now, double rnd01);
+/* Whether st has failed continuously for p->disable_after_ms at now; the reason to record into reason. */
+#define ENDPOINT_DISABLE_REASON_MAX 160
+bool endpoint_state_disable_due(const struct endpoint_state *st, const struct breaker_policy *p, int64_t now,
+                                char reason[ENDPOINT_DISABLE_REASON_MAX]);
+
 /* ---- events ------------------------------------------------------------- */
 
 /* A backend's lookup of one event by its id, or (by_key) by its idempotency key; ENOTFOUND when absent. */

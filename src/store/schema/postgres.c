@@ -195,12 +195,44 @@ static const char schema_v5[] =
     "CREATE INDEX hookd_deliveries_order ON hookd_deliveries(endpoint_id, order_key, order_seq)"
     " WHERE order_key IS NOT NULL;";
 
+/*
+ * Per-endpoint delivery state, shared by every node (DESIGN §3): the circuit
+ * breaker, the start of the current run of failures (auto-disable) and the
+ * rate limit's token bucket in milli-tokens, updated by the attempt results
+ * and, under the endpoint's claim lock, by the claims. A table of its own
+ * beside hookd_endpoints: it changes with attempts and claims, the endpoint's
+ * settings do not (and their cache validator must not move with it). A
+ * missing row is a closed breaker, no failures and a full bucket; a deleted
+ * endpoint's row goes with it.
+ */
+static const char schema_v6[] =
+    "CREATE TABLE hookd_endpoint_state ("
+    " endpoint_id TEXT COLLATE \"C\" NOT NULL PRIMARY KEY,"
+    " breaker TEXT NOT NULL DEFAULT 'closed' CHECK (breaker IN ('closed', 'open', 'half_open')),"
+    " consecutive_failures INTEGER NOT NULL DEFAULT 0,"
+    " opened_at BIGINT,"
+    " next_probe_at BIGINT,"
+    " probe_interval_ms BIGINT NOT NULL DEFAULT 0,"
+    " probe_until BIGINT,"
+    " closed_at BIGINT,"
+    " failing_since BIGINT,"
+    " tokens_milli BIGINT,"
+    " tokens_at BIGINT"
+    ") WITH (fillfactor = 50);"
+    "CREATE OR REPLACE FUNCTION hookd_endpoint_state_gone() RETURNS trigger LANGUAGE plpgsql"
+    " SET search_path FROM CURRENT AS $$ BEGIN"
+    " DELETE FROM hookd_endpoint_state WHERE endpoint_id = old.id;"
+    " RETURN NULL; END $$;"
+    "CREATE TRIGGER hookd_endpoint_state_gone AFTER DELETE ON hookd_endpoints"
+    " FOR EACH ROW EXECUTE FUNCTION hookd_endpoint_state_gone();";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
     {3, schema_v3},
     {4, schema_v4},
     {5, schema_v5},
+    {6, schema_v6},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];

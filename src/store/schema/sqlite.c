@@ -126,11 +126,38 @@ static const char schema_v4[] =
     "CREATE INDEX hookd_deliveries_order ON hookd_deliveries(endpoint_id, order_key, order_seq)"
     " WHERE order_key IS NOT NULL;";
 
+/*
+ * Per-endpoint delivery state, shared by every part that decides whether an
+ * endpoint gets a delivery now (DESIGN §3): the circuit breaker, the start of
+ * the current run of failures (auto-disable) and the rate limit's token bucket
+ * in milli-tokens. A table of its own beside hookd_endpoints: it changes with
+ * attempts and claims, the endpoint's settings do not. A missing row is a
+ * closed breaker, no failures and a full bucket; a deleted endpoint's row goes
+ * with it.
+ */
+static const char schema_v5[] =
+    "CREATE TABLE hookd_endpoint_state ("
+    " endpoint_id TEXT NOT NULL PRIMARY KEY,"
+    " breaker TEXT NOT NULL DEFAULT 'closed' CHECK (breaker IN ('closed', 'open', 'half_open')),"
+    " consecutive_failures INTEGER NOT NULL DEFAULT 0,"
+    " opened_at INTEGER,"
+    " next_probe_at INTEGER,"
+    " probe_interval_ms INTEGER NOT NULL DEFAULT 0,"
+    " probe_until INTEGER,"
+    " closed_at INTEGER,"
+    " failing_since INTEGER,"
+    " tokens_milli INTEGER,"
+    " tokens_at INTEGER"
+    ") WITHOUT ROWID;"
+    "CREATE TRIGGER hookd_endpoint_state_gone AFTER DELETE ON hookd_endpoints BEGIN"
+    " DELETE FROM hookd_endpoint_state WHERE endpoint_id = old.id; END;";
+
 const struct schema_migration sqlite_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
     {3, schema_v3},
     {4, schema_v4},
+    {5, schema_v5},
 };
 
 const size_t sqlite_migrations_count = sizeof sqlite_migrations / sizeof sqlite_migrations[0];
