@@ -1,6 +1,6 @@
 /*
- * Delivery benchmark, its scenarios and main: throughput, latency (paced) and memory (backlog
- * pending at start), each timing events from their commit (publisher.c) through `hookd serve`
+ * Delivery benchmark, its scenarios and main: throughput, latency (paced), memory (backlog
+ * pending at start) and isolation (a healthy endpoint beside hung ones), each timing events from their commit (publisher.c) through `hookd serve`
  * (nodes.c, on SQLite or pg_env.c's PostgreSQL) to their arrival at the in-process sink (sink.c).
  */
 #include <curl/curl.h>
@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blackhole.h"
 #include "clock.h"
 #include "nodes.h"
 #include "options.h"
@@ -95,7 +96,8 @@ static double pct_ms(const int64_t *v, size_t n, double p)
 static int start_with_endpoints(struct bench *b)
 {
     if (nodes_start(&b->nodes, &b->o, b->store_url, b->token) != 0 ||
-        create_endpoints(&b->nodes.proc[0], b->token, b->sink.port, b->o.endpoints, b->o.max_in_flight) != 0)
+        create_endpoints(&b->nodes.proc[0], b->token, b->sink.port, b->o.endpoints, b->o.max_in_flight,
+                         b->o.scenario == SC_ISOLATION ? "bench.event" : NULL) != 0)
         return -1;
     b->pg_cpu0 = tree_cpu_s(pg_postmaster_pid(&b->pg));
     return 0;
@@ -293,6 +295,175 @@ out:
     return result;
 }
 
+/* ---------------------------------------------------------------- isolation */
+
+/* Paced one-event transactions at --rate for --warmup + --seconds; the p50/p99 of the measured ones. */
+static int isolation_paced(struct bench *b, long seq_base, double *p50, double *p99, double *achieved)
+{
+    struct paced *pubs = NULL;
+    int64_t period = NS_PER_S / b->o.rate, start, *lat = NULL, first_ns = 0, last_ns = 0;
+    long n_warm = b->o.rate * b->o.warmup, n = n_warm + b->o.rate * b->o.seconds, np = b->o.publishers;
+    long started = 0, before = atomic_load(&b->table.complete);
+    size_t m = 0;
+    int result = -1, failed = 0;
+
+    if ((pubs = calloc((size_t)np, sizeof *pubs)) == NULL || (lat = calloc((size_t)n, sizeof *lat)) == NULL)
+        goto out;
+    for (long t = 0; t < np; t++) {
+        if (publisher_open(&pubs[t].p, b->o.store, b->target, &b->table, 1, b->o.payload_bytes) != 0)
+            goto out;
+        pubs[t].p.next_seq = seq_base + t * n;
+    }
+    start = mono_ns() + 10 * NS_PER_MS;
+    for (long t = 0; t < np; t++) {
+        pubs[t] = (struct paced){.p = pubs[t].p, .start = start, .period = period, .first = t, .step = np, .n = n,
+                                 .n_warm = n_warm};
+        if (pthread_create(&pubs[t].thread, NULL, paced_main, &pubs[t]) != 0) {
+            failed = 1;
+            break;
+        }
+        started++;
+    }
+    for (long t = 0; t < started; t++) {
+        pthread_join(pubs[t].thread, NULL);
+        failed |= pubs[t].failed;
+        if (pubs[t].p.first_commit_ns != 0 && (first_ns == 0 || pubs[t].p.first_commit_ns < first_ns))
+            first_ns = pubs[t].p.first_commit_ns;
+        if (pubs[t].p.last_commit_ns > last_ns)
+            last_ns = pubs[t].p.last_commit_ns;
+    }
+    if (failed || wait_complete(b, before + n) != 0)
+        goto out;
+    *achieved = last_ns > first_ns ? (double)(n - 1) / ((double)(last_ns - first_ns) / 1e9) : (double)b->o.rate;
+    pthread_mutex_lock(&b->table.mu);
+    for (size_t i = 0; i < b->table.cap && m < (size_t)n; i++) {
+        const struct ev_slot *s = &b->table.slots[i];
+        if (s->commit_ns >= first_ns && s->arrivals > 0 && !s->warmup)
+            lat[m++] = s->first_ns > s->commit_ns ? s->first_ns - s->commit_ns : 0;
+    }
+    pthread_mutex_unlock(&b->table.mu);
+    qsort(lat, m, sizeof *lat, cmp_i64);
+    *p50 = pct_ms(lat, m, 0.50);
+    *p99 = pct_ms(lat, m, 0.99);
+    result = 0;
+out:
+    free(lat);
+    for (long t = 0; pubs != NULL && t < np; t++)
+        publisher_close(&pubs[t].p);
+    free(pubs);
+    return result;
+}
+
+/* The hung endpoints' own traffic: n events of theirs (no one counts them), fanned out before the measurement. */
+static int isolation_backlog(struct bench *b, long n)
+{
+    struct publisher p = {.type = "bench.hung", .untracked = true};
+    int rc = publisher_open(&p, b->o.store, b->target, &b->table, b->o.batch, b->o.payload_bytes);
+
+    if (rc == 0)
+        rc = publish_all(&p, n, b->o.batch);
+    for (int t = 0; rc == 0 && publisher_undispatched(&p) != 0 && t < 1200; t++)
+        sleep_ms(50);
+    publisher_close(&p);
+    return rc;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+#define ISOLATION_HUNG_MAX 8
+#define ISOLATION_ROUNDS_MAX 100
+
+/*
+ * One healthy endpoint (the sink, subscribed to bench.event) and 8 endpoints that accept and never
+ * answer (the black hole, subscribed to bench.hung), in one hookd. Three phases, alternating
+ * --rounds times so that the machine's drift and the store's growth fall on each alike: 0, 1 and
+ * 8 hung endpoints enabled (the others disabled). A phase with hung endpoints first publishes
+ * --events events of theirs: a backlog of more than the window, whose requests wait for hookd's
+ * timeout (10 s) throughout; a phase without waits until their last requests are gone. Then the
+ * healthy endpoint's deliveries/s (--events in --batch transactions, first commit to last
+ * arrival) and its commit->arrival p99 at a paced --rate. The hung endpoints' own fan-out is not
+ * measured (it is load of theirs, sent or not): what is measured is whether their slowness,
+ * failures and backlog take capacity from the healthy one.
+ */
+static int run_isolation(struct bench *b)
+{
+    static const long hung_of_phase[] = {0, 1, 8};
+    static double dps[3][ISOLATION_ROUNDS_MAX], p99s[3][ISOLATION_ROUNDS_MAX];
+    char ids[ISOLATION_HUNG_MAX][HOOKD_ID_MAX];
+    struct blackhole hole;
+    long enabled = ISOLATION_HUNG_MAX, seq = 0, rounds = b->o.rounds < ISOLATION_ROUNDS_MAX ? b->o.rounds : ISOLATION_ROUNDS_MAX;
+    int result = -1;
+
+    if (blackhole_start(&hole) != 0 || start_with_endpoints(b) != 0)
+        goto out;
+    for (long i = 0; i < ISOLATION_HUNG_MAX; i++)
+        if (create_endpoint_id(&b->nodes.proc[0], b->token, hole.port, b->o.max_in_flight, "bench.hung", ids[i]) != 0)
+            goto out;
+    for (long r = 0; r < rounds; r++) {
+        for (size_t ph = 0; ph < 3; ph++) {
+            struct publisher p = {0};
+            long n = b->o.events, before = atomic_load(&b->table.complete), hung = hung_of_phase[ph];
+            double p50 = 0, achieved = 0;
+            for (long i = 0; i < ISOLATION_HUNG_MAX; i++)
+                if ((i < hung) != (i < enabled) &&
+                    endpoint_set_enabled(&b->nodes.proc[0], b->token, ids[i], i < hung) != 0)
+                    goto out;
+            enabled = hung;
+            if (hung > 0 && isolation_backlog(b, n) != 0)
+                goto out;
+            /* Without hung endpoints: their last requests (until hookd's timeout) are gone first. */
+            for (int t = 0; hung == 0 && atomic_load(&hole.held) > 0 && t < 300; t++)
+                sleep_ms(50);
+            if (publisher_open(&p, b->o.store, b->target, &b->table, b->o.batch, b->o.payload_bytes) != 0) {
+                publisher_close(&p);
+                goto out;
+            }
+            p.next_seq = seq;
+            seq += n;
+            int rc = publish_all(&p, n, b->o.batch) == 0 && wait_complete(b, before + n) == 0 ? 0 : -1;
+            int64_t first = p.first_commit_ns;
+            publisher_close(&p);
+            if (rc != 0)
+                goto out;
+            dps[ph][r] = (double)n / ((double)(atomic_load(&b->table.last_arrival_ns) - first) / 1e9);
+            long held = atomic_load(&hole.held);
+            if (isolation_paced(b, seq, &p50, &p99s[ph][r], &achieved) != 0)
+                goto out;
+            seq += b->o.rate * (b->o.seconds + b->o.warmup) * b->o.publishers;
+            printf("isolation round %ld: %ld hung endpoint%s (%ld requests held): healthy %.0f deliveries/s; "
+                   "at %.0f/s p50 %.3f ms, p99 %.3f ms\n",
+                   r + 1, hung, hung == 1 ? "" : "s", held, dps[ph][r], achieved, p50, p99s[ph][r]);
+        }
+    }
+    double md[3], mp[3];
+    for (size_t ph = 0; ph < 3; ph++) {
+        md[ph] = median(dps[ph], (size_t)rounds);
+        mp[ph] = median(p99s[ph], (size_t)rounds);
+        printf("RESULT scenario=isolation hung=%ld deliveries_per_s=%.0f p99_ms=%.3f rate=%ld rounds=%ld store=%s "
+               "nodes=%ld\n",
+               hung_of_phase[ph], md[ph], mp[ph], b->o.rate, rounds, store_names[b->o.store], b->o.nodes);
+    }
+    for (size_t ph = 1; ph < 3; ph++)
+        printf("  medians with %ld hung: deliveries/s %+.1f %%, p99 %+.1f %% (target: within 10 %%)\n",
+               hung_of_phase[ph], 100.0 * (md[ph] - md[0]) / md[0], 100.0 * (mp[ph] - mp[0]) / mp[0]);
+    if (sink_report_arrivals(&b->sink) != 0)
+        goto out;
+    result = 0;
+out:
+    blackhole_stop(&hole);
+    return result;
+}
+
 static int run_sink_only(struct bench *b)
 {
     return sink_only(&b->sink, b->o.sink_only_s);
@@ -303,6 +474,7 @@ static const scenario_fn scenario_fns[SC_COUNT] = {
     [SC_THROUGHPUT] = run_throughput,
     [SC_LATENCY] = run_latency,
     [SC_MEMORY] = run_memory,
+    [SC_ISOLATION] = run_isolation,
     [SC_SINK_ONLY] = run_sink_only, /* needs no hookd and no scratch directory */
 };
 
@@ -378,7 +550,8 @@ int main(int argc, char **argv)
     static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
     struct sigaction sa = {.sa_handler = on_signal};
     int result = 1, r = parse_opts(argc, argv, &b.o);
-    long events[SC_COUNT] = {b.o.events, b.o.rate * (b.o.seconds + b.o.warmup), b.o.pending, 65536};
+    long events[SC_COUNT] = {b.o.events, b.o.rate * (b.o.seconds + b.o.warmup), b.o.pending,
+                             3 * b.o.rounds * (b.o.events + b.o.rate * (b.o.seconds + b.o.warmup)), 65536};
 
     if (r != 0)
         return r;

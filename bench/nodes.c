@@ -315,18 +315,59 @@ static int hookd_stop(struct hookd_proc *h)
     return result;
 }
 
-int create_endpoints(const struct hookd_proc *h, const char *token, int sink_port, long k, long max_in_flight)
+int create_endpoints(const struct hookd_proc *h, const char *token, int sink_port, long k, long max_in_flight,
+                     const char *event_type)
 {
-    char url[96], body[256], resp[2048];
+    char url[96], body[256], resp[2048], types[96] = "";
 
     snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/endpoints", h->admin_port);
-    snprintf(body, sizeof body, "{\"url\": \"http://127.0.0.1:%d/\", \"max_in_flight\": %ld}", sink_port, max_in_flight);
+    if (event_type != NULL)
+        snprintf(types, sizeof types, ", \"event_types\": [\"%.64s\"]", event_type);
+    snprintf(body, sizeof body, "{\"url\": \"http://127.0.0.1:%d/\", \"max_in_flight\": %ld%s}", sink_port, max_in_flight,
+             types);
     for (long i = 0; i < k; i++) {
         long code = http_status("POST", url, token, body, resp, sizeof resp);
         if (code != 201) { /* an error body holds no secret */
             fprintf(stderr, "loadgen: POST /v1/endpoints answered %ld: %s\n", code, resp);
             return -1;
         }
+    }
+    return 0;
+}
+
+int create_endpoint_id(const struct hookd_proc *h, const char *token, int sink_port, long max_in_flight,
+                       const char *event_type, char id[HOOKD_ID_MAX])
+{
+    char url[96], body[256], resp[4096];
+    const char *p;
+
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/endpoints", h->admin_port);
+    snprintf(body, sizeof body, "{\"url\": \"http://127.0.0.1:%d/\", \"max_in_flight\": %ld, \"event_types\": [\"%.64s\"]}",
+             sink_port, max_in_flight, event_type);
+    long code = http_status("POST", url, token, body, resp, sizeof resp);
+    size_t n = 0;
+
+    p = code == 201 ? strstr(resp, "\"id\":\"") : NULL;
+    for (p = p != NULL ? p + 6 : NULL; p != NULL && *p != '"' && *p != '\0' && n < HOOKD_ID_MAX - 1; p++)
+        id[n++] = *p;
+    id[n] = '\0';
+    if (p == NULL || *p != '"' || n == 0) {
+        fprintf(stderr, "loadgen: POST /v1/endpoints answered %ld: %.200s\n", code, resp);
+        return -1;
+    }
+    return 0;
+}
+
+int endpoint_set_enabled(const struct hookd_proc *h, const char *token, const char *id, bool enabled)
+{
+    char url[160], resp[4096];
+
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/endpoints/%.64s/%s", h->admin_port, id,
+             enabled ? "enable" : "disable");
+    long code = http_status("POST", url, token, enabled ? "" : "{\"reason\": \"bench\"}", resp, sizeof resp);
+    if (code != 200) {
+        fprintf(stderr, "loadgen: POST %s answered %ld: %.200s\n", url, code, resp);
+        return -1;
     }
     return 0;
 }

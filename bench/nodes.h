@@ -5,6 +5,7 @@
  *
  *   nodes_start / nodes_stop / nodes_alive     every node of the run
  *   create_endpoints                           POST /v1/endpoints, k times, through one node
+ *   create_endpoint_id, endpoint_set_enabled   one endpoint and its id; enable or disable it
  *   nodes_sample_rss / nodes_peak_mib          peak RSS (sampled VmRSS, VmHWM)
  *   nodes_cpu_s, tree_cpu_s, self_cpu_s        CPU seconds of hookd, a process tree, loadgen
  */
@@ -17,6 +18,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "hookd.h"
 #include "options.h"
 #include "pg_env.h"
 
@@ -47,9 +49,17 @@ int nodes_stop(struct nodes *ns);
 /* 0 while every node runs; else says how one ended (and its log tail) and returns -1. */
 __attribute__((warn_unused_result)) int nodes_alive(struct nodes *ns);
 
-/* k endpoints with the sink's URL, created through node h; 0 or -1 after printing the answer. */
+/* k endpoints with the URL of the receiver on sink_port, created through node h, subscribed to
+ * event_type alone (NULL: every type); 0 or -1 after printing the answer. */
 __attribute__((warn_unused_result)) int create_endpoints(const struct hookd_proc *h, const char *token, int sink_port,
-                                                         long k, long max_in_flight);
+                                                         long k, long max_in_flight, const char *event_type);
+/* One such endpoint (subscribed to event_type), its id into id. */
+__attribute__((warn_unused_result)) int create_endpoint_id(const struct hookd_proc *h, const char *token, int sink_port,
+                                                           long max_in_flight, const char *event_type,
+                                                           char id[HOOKD_ID_MAX]);
+/* POST /v1/endpoints/{id}/enable or /disable. */
+__attribute__((warn_unused_result)) int endpoint_set_enabled(const struct hookd_proc *h, const char *token, const char *id,
+                                                             bool enabled);
 
 void nodes_sample_rss(struct nodes *ns);
 /* The highest peak of any node: max(VmHWM now, highest sample) with hwm, else the highest sample. */

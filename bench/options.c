@@ -9,7 +9,7 @@
 
 #include "options.h"
 
-const char *const scenario_names[SC_COUNT] = {"throughput", "latency", "memory", "sink-only"};
+const char *const scenario_names[SC_COUNT] = {"throughput", "latency", "memory", "isolation", "sink-only"};
 const char *const store_names[ST_COUNT] = {"sqlite", "pg"};
 
 enum opt_kind { OPT_LONG, OPT_STR, OPT_FLAG, OPT_ENV, OPT_SCENARIO, OPT_STORE };
@@ -26,20 +26,21 @@ struct opt_def {
 #define NUM(name, field, lo, hi, implies, ...) \
     {name, OPT_LONG, offsetof(struct opts, field), lo, hi, implies, {__VA_ARGS__}}
 static const struct opt_def opt_defs[] = {
-    /*                                                                throughput latency memory sink */
-    NUM("events", events, 1, 10000000, SC_THROUGHPUT,                 20000, -1, -1, -1),
-    NUM("endpoints", endpoints, 1, 64, -1,                            4, 1, 1, 1),
-    NUM("batch", batch, 1, 100000, -1,                                500, 1, 1000, -1),
-    NUM("rate", rate, 1, 100000, SC_LATENCY,                          -1, 1000, -1, -1),
-    NUM("seconds", seconds, 1, 3600, SC_LATENCY,                      -1, 10, -1, -1),
-    NUM("publishers", publishers, 1, 64, -1,                          -1, 3, -1, -1),
-    NUM("warmup", warmup, 0, 600, -1,                                 -1, 1, -1, -1),
-    NUM("pending", pending, 1, 10000000, SC_MEMORY,                   -1, -1, 100000, -1),
-    NUM("max-in-flight", max_in_flight, 1, 100000, -1,                64, 64, 64, -1),
-    NUM("payload-bytes", payload_bytes, 0, PAYLOAD_MAX, -1,           100, 100, 100, -1),
-    NUM("timeout", timeout_s, 1, 86400, -1,                           120, 60, 300, -1),
-    NUM("sink-only", sink_only_s, 1, 86400, SC_SINK_ONLY,             -1, -1, -1, -1),
-    NUM("nodes", nodes, 1, MAX_NODES, -1,                             1, 1, 1, -1),
+    /*                                                                throughput latency memory isolation sink */
+    NUM("events", events, 1, 10000000, SC_THROUGHPUT,                 20000, -1, -1, 10000, -1),
+    NUM("endpoints", endpoints, 1, 64, -1,                            4, 1, 1, 1, 1),
+    NUM("batch", batch, 1, 100000, -1,                                500, 1, 1000, 500, -1),
+    NUM("rate", rate, 1, 100000, SC_LATENCY,                          -1, 1000, -1, 500, -1),
+    NUM("seconds", seconds, 1, 3600, SC_LATENCY,                      -1, 10, -1, 5, -1),
+    NUM("publishers", publishers, 1, 64, -1,                          -1, 3, -1, 3, -1),
+    NUM("warmup", warmup, 0, 600, -1,                                 -1, 1, -1, 1, -1),
+    NUM("pending", pending, 1, 10000000, SC_MEMORY,                   -1, -1, 100000, -1, -1),
+    NUM("max-in-flight", max_in_flight, 1, 100000, -1,                64, 64, 64, 64, -1),
+    NUM("payload-bytes", payload_bytes, 0, PAYLOAD_MAX, -1,           100, 100, 100, 100, -1),
+    NUM("timeout", timeout_s, 1, 86400, -1,                           120, 60, 300, 120, -1),
+    NUM("sink-only", sink_only_s, 1, 86400, SC_SINK_ONLY,             -1, -1, -1, -1, -1),
+    NUM("nodes", nodes, 1, MAX_NODES, -1,                             1, 1, 1, 1, -1),
+    NUM("rounds", rounds, 1, 100, -1,                                 -1, -1, -1, 3, -1),
     {"store", OPT_STORE, offsetof(struct opts, store), 0, 0, -1, {0}},
     {"pg-dsn", OPT_STR, offsetof(struct opts, pg_dsn), 0, 0, -1, {0}},
     {"pg-script", OPT_STR, offsetof(struct opts, pg_script), 0, 0, -1, {0}},
@@ -52,13 +53,18 @@ static const struct opt_def opt_defs[] = {
 #define N_OPT_DEFS (sizeof opt_defs / sizeof opt_defs[0])
 
 static const char usage_text[] =
-    "usage: loadgen [--scenario throughput|latency|memory] [options]\n"
+    "usage: loadgen [--scenario throughput|latency|memory|isolation] [options]\n"
     "       loadgen --sink-only SECONDS\n"
     "  throughput: --events N (20000) --endpoints K (4) --batch B (500)\n"
     "  latency:    --rate R (1000) --seconds S (10) --warmup W (1) --publishers P (3); one event\n"
     "              per transaction, K=1, the schedule's events taken in turn by P application\n"
     "              connections; the first W seconds at the same rate are delivered, not measured\n"
     "  memory:     --pending N (100000) --batch B (1000); committed while hookd is stopped\n"
+    "  isolation:  one healthy endpoint, then 1, then 8 more that accept and never answer, all\n"
+    "              subscribed to every event: per phase --events N (10000) in transactions of\n"
+    "              --batch B (500) for deliveries/s, then --rate R (500) for --seconds S (5) after\n"
+    "              --warmup W (1) from --publishers P (3) for the healthy endpoint's p99; the\n"
+    "              three phases alternate --rounds times (3), medians reported\n"
     "  common:     --hookd PATH (build/hookd) --dir PARENT ($TMPDIR or /tmp) --keep\n"
     "              --max-in-flight M (64) --payload-bytes P (100) --timeout SECONDS\n"
     "              --env KEY=VALUE (repeatable; passed to hookd serve)\n"
@@ -158,6 +164,8 @@ int parse_opts(int argc, char **argv, struct opts *o)
         if (opt_defs[j].kind == OPT_LONG && *v < 0)
             *v = opt_defs[j].defaults[o->scenario];
     }
+    if (o->scenario == SC_ISOLATION)
+        o->endpoints = 1; /* the healthy one: the sink counts its arrivals alone */
     if (o->scenario == SC_LATENCY)
         o->batch = 1; /* one event per transaction, by definition */
     if (o->pg_dsn != NULL)

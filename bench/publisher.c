@@ -119,7 +119,7 @@ int publish_batch(struct publisher *p, long n)
 {
     static char pad[PAYLOAD_MAX + 1];
     char data[PAYLOAD_MAX + 64], id[HOOKD_ID_MAX];
-    struct hookd_event ev = {.type = "bench.event", .account = "bench", .data_json = data};
+    struct hookd_event ev = {.type = p->type != NULL ? p->type : "bench.event", .account = "bench", .data_json = data};
     const char *failed = NULL;
     int64_t now;
     int r = 0;
@@ -136,6 +136,8 @@ int publish_batch(struct publisher *p, long n)
             failed = "hookd_publish";
             break;
         }
+        if (p->untracked)
+            continue;
         pthread_mutex_lock(&p->table->mu);
         p->batch[i] = table_slot(p->table, id, strnlen(id, HOOKD_ID_MAX - 1));
         pthread_mutex_unlock(&p->table->mu);
@@ -151,7 +153,7 @@ int publish_batch(struct publisher *p, long n)
     }
     now = mono_ns();
     pthread_mutex_lock(&p->table->mu);
-    for (long i = 0; i < n; i++)
+    for (long i = 0; i < n && !p->untracked; i++)
         p->batch[i]->commit_ns = now;
     pthread_mutex_unlock(&p->table->mu);
     if (p->first_commit_ns == 0)
@@ -166,4 +168,23 @@ int publish_all(struct publisher *p, long events, long batch)
         if (publish_batch(p, events - done < batch ? events - done : batch) != 0)
             return -1;
     return 0;
+}
+
+long publisher_undispatched(struct publisher *p)
+{
+    static const char sql[] = "SELECT count(*) FROM hookd_outbox WHERE dispatched_at IS NULL";
+    long n = -1;
+
+    if (p->db != NULL) {
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(p->db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+            n = (long)sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    } else if (p->pg != NULL) {
+        PGresult *r = PQexec(p->pg, sql);
+        if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+            n = strtol(PQgetvalue(r, 0, 0), NULL, 10);
+        PQclear(r);
+    }
+    return n;
 }

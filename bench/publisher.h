@@ -6,12 +6,14 @@
  *   publisher_open / publisher_close   one connection of the given store kind
  *   publish_batch                      BEGIN; hookd_publish(_pg) x n; COMMIT
  *   publish_all                        `events` events in transactions of `batch`
+ *   publisher_undispatched             outbox rows not fanned out yet
  */
 #ifndef LOADGEN_PUBLISHER_H
 #define LOADGEN_PUBLISHER_H
 
 #include <libpq-fe.h>
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "options.h"
@@ -26,6 +28,8 @@ struct publisher {
     struct ev_table *table;
     struct ev_slot **batch; /* slots of the open transaction's events */
     long payload_bytes, next_seq;
+    const char *type; /* the events' type; NULL: "bench.event" */
+    bool untracked;   /* the events are not in the table: no endpoint the sink counts receives them */
     int64_t first_commit_ns, last_commit_ns; /* CLOCK_MONOTONIC ns; 0 before the first commit */
 };
 
@@ -39,5 +43,7 @@ void publisher_close(struct publisher *p);
  * saying why (the transaction is rolled back). */
 __attribute__((warn_unused_result)) int publish_batch(struct publisher *p, long n);
 __attribute__((warn_unused_result)) int publish_all(struct publisher *p, long events, long batch);
+/* Outbox rows hookd has not fanned out yet (-1 on error). */
+long publisher_undispatched(struct publisher *p);
 
 #endif

@@ -31,6 +31,8 @@
 #define PART "dispatcher"
 #define STOP_GRACE_MS 2000           /* in-flight transfers get this long at stop */
 #define STOP_OPS_WAIT_MS 10000       /* then their commits get this long */
+#define SLOW_AFTER_MS 1000           /* a transfer waiting this long for its answer joins the slow pool */
+#define SLOW_POOL_FACTOR 4           /* the slow pool holds this many times max_in_flight */
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -289,7 +291,7 @@ static struct request *request_take(struct dispatcher *q)
 
     if (q->n_idle > 0)
         return q->idle[--q->n_idle];
-    if (q->n_requests >= q->max_in_flight)
+    if (q->n_requests >= (1 + SLOW_POOL_FACTOR) * q->max_in_flight)
         return NULL;
     if (request_new(&r) != 0) {
         log_limited(&q->lim_alloc, LOG_ERROR, PART, "cannot create a request");
@@ -318,6 +320,10 @@ static void transfer_done(void *arg, const struct http_client_result *res)
 
     q->in_flight--;
     j->ep->in_flight--;
+    if (j->slow) {
+        q->in_flight_slow--;
+        j->ep->in_flight_slow--;
+    }
     endpoint_cache_note_busy(&q->cache, j->ep);
     if (res->cancelled) {
         /* Stop: the attempt is abandoned and its lease expires. */
@@ -347,6 +353,8 @@ static void job_start(struct dispatcher *q, struct job *j, struct request *r)
         if (rc == 0) {
             q->in_flight++;
             j->ep->in_flight++;
+            j->sent_mono = clock_mono_ms();
+            j->slow = false;
             endpoint_cache_note_busy(&q->cache, j->ep);
             return;
         }
@@ -386,20 +394,42 @@ static int dispatcher_endpoint_window_of(const struct dispatcher *q)
  * The global in-flight cap is shared. With B endpoints busy (jobs queued or in
  * flight), an endpoint's fair share is max_in_flight / (B + 1), at least 1:
  * within it an endpoint may start while any slot is free; beyond it (up to its
- * own cap) only while a share stays free. So endpoints that hold their slots
- * until a timeout cannot take the slots that endpoints waiting beside them
- * need: each waiting one gets its share as slots free, and one that gets work
- * next finds free slots unless the busy ones all sit within their shares.
+ * own cap) only while a share stays free, and only while none of its
+ * transfers is slow. A transfer that has waited slow_after for its answer
+ * leaves the cap for the slow pool (SLOW_POOL_FACTOR times as large; idle
+ * sockets cost little): an endpoint that hangs until its timeout holds its own
+ * slots (its cap counts every transfer of it), but after slow_after not the
+ * ones the endpoints waiting beside it need.
  */
+static int fast_in_flight(const struct dispatcher *q) { return q->in_flight - q->in_flight_slow; }
+
 static bool fair_share_allows(const struct dispatcher *q, const struct ep_state *st)
 {
-    int share = q->max_in_flight / (q->cache.n_busy + 1);
+    int share = q->max_in_flight / (q->cache.n_busy + 1), fast = fast_in_flight(q);
 
     if (share < 1)
         share = 1;
-    if (q->in_flight >= q->max_in_flight)
+    if (fast >= q->max_in_flight || q->in_flight >= (1 + SLOW_POOL_FACTOR) * q->max_in_flight)
         return false;
-    return st->in_flight < share || q->in_flight < q->max_in_flight - share;
+    if (st->in_flight - st->in_flight_slow < share)
+        return true;
+    return st->in_flight_slow == 0 && fast < q->max_in_flight - share;
+}
+
+/* Moves transfers that have waited slow_after into the slow pool (every 50 ms at most; while it has room). */
+static void slow_sweep(struct dispatcher *q, int64_t mono)
+{
+    if (q->in_flight == q->in_flight_slow || mono - q->slow_checked_mono < 50)
+        return;
+    q->slow_checked_mono = mono;
+    for (int i = 0; i < q->n_requests && q->in_flight_slow < SLOW_POOL_FACTOR * q->max_in_flight; i++) {
+        struct job *j = q->requests[i]->owner;
+        if (j == NULL || j->phase != JOB_SENDING || j->slow || mono - j->sent_mono < q->slow_after_ms)
+            continue;
+        j->slow = true;
+        q->in_flight_slow++;
+        j->ep->in_flight_slow++;
+    }
 }
 
 /* Starts queued jobs round-robin over endpoints while global and per-endpoint caps allow. */
@@ -407,7 +437,9 @@ static void schedule(struct dispatcher *q)
 {
     struct ep_state *st, *held_back = NULL;
 
-    while (q->in_flight < q->max_in_flight && (st = endpoint_cache_next_ready(&q->cache)) != NULL) {
+    slow_sweep(q, clock_mono_ms());
+    while (fast_in_flight(q) < q->max_in_flight && q->in_flight < (1 + SLOW_POOL_FACTOR) * q->max_in_flight &&
+           (st = endpoint_cache_next_ready(&q->cache)) != NULL) {
         if (!st->present || !st->ep.enabled) {
             endpoint_release_all(q, st);
             continue;
@@ -720,6 +752,9 @@ static int poll_timeout(struct dispatcher *q, int64_t now, int64_t mono)
         t = min64(t, q->next_wake_at > now ? q->next_wake_at - now : 0);
     if (q->rewrite != NULL)
         t = min64(t, q->rewrite_at_mono > mono ? q->rewrite_at_mono - mono : 0);
+    /* Transfers that may turn slow, and jobs that may wait for the slots they free. */
+    if (q->in_flight > q->in_flight_slow && q->cache.ring_head != NULL)
+        t = min64(t, 100);
     return (int)t;
 }
 
@@ -790,7 +825,7 @@ int dispatcher_start(const struct dispatcher_deps *deps, struct dispatcher **out
     struct dispatcher *q = NULL;
     int max = deps->max_in_flight > 0 ? deps->max_in_flight : 1;
     const struct http_engine_options eopt = {
-        .max_transfers = max,
+        .max_transfers = (1 + SLOW_POOL_FACTOR) * max, /* max_in_flight and the slow pool */
         .connect_timeout_ms = deps->connect_timeout_ms,
         .timeout_ms = deps->timeout_ms,
         .response_max = deps->response_max > 0 ? (size_t)deps->response_max : 0,
@@ -808,8 +843,12 @@ int dispatcher_start(const struct dispatcher_deps *deps, struct dispatcher **out
     atomic_store(&q->endpoint_window, deps->window > 2 ? deps->window / 2 : 1);
     random_bytes(&q->rng, sizeof q->rng);
     q->rng |= 1; /* xorshift must not start at 0 */
-    q->requests = calloc((size_t)max, sizeof *q->requests);
-    q->idle = calloc((size_t)max, sizeof *q->idle);
+    /* A transfer is slow once it waited a second (or half its timeout, when shorter) for its answer. */
+    q->slow_after_ms = deps->timeout_ms / 2 < SLOW_AFTER_MS ? deps->timeout_ms / 2 : SLOW_AFTER_MS;
+    if (q->slow_after_ms < 1)
+        q->slow_after_ms = 1;
+    q->requests = calloc((size_t)((1 + SLOW_POOL_FACTOR) * max), sizeof *q->requests);
+    q->idle = calloc((size_t)((1 + SLOW_POOL_FACTOR) * max), sizeof *q->idle);
     if (q->requests == NULL || q->idle == NULL)
         goto fail;
     rc = http_engine_create(&eopt, &q->engine);

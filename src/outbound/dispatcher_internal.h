@@ -74,6 +74,8 @@ struct dispatcher {
     struct request **idle;     /* request objects not in a transfer */
     int n_idle;
     int in_flight;
+    int in_flight_slow;        /* transfers older than slow_after_ms: outside max_in_flight, at most that many */
+    int64_t slow_after_ms, slow_checked_mono;
     int outstanding_ops;       /* writer ops whose done has not been processed yet */
     bool claim_in_flight;
     struct claim claim;

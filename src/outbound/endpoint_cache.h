@@ -34,6 +34,7 @@ struct ep_state {
     struct retry_policy policy; /* the endpoint's schedule over the global policy */
     int cap;                    /* in-flight cap */
     int in_flight;
+    int in_flight_slow;         /* of those, transfers older than the dispatcher's slow_after */
     struct job *head, *tail;    /* ready jobs, FIFO (linked through the dispatcher's job) */
     size_t queued;
     int refs;                   /* jobs that point here (what it holds of the window) */

@@ -41,6 +41,8 @@ struct job {
     struct delivery_result result;
     int64_t recorded_now;
     char *supersede_key;    /* latest mode, a retry: its resource's key, whose newer versions then supersede it */
+    int64_t sent_mono;      /* when its transfer started (monotonic ms) */
+    bool slow;              /* its transfer outlived SLOW_AFTER: counted in the slow pool */
     bool breaker_opened;    /* set by the record: its endpoint's breaker opened with this batch */
     bool endpoint_disabled; /* set by the record: its endpoint was disabled for failing continuously */
     char error_class[16];

@@ -66,6 +66,11 @@ static void test_defaults(void **state)
     assert_true(c.lease_ms == 60000);
     assert_true(c.rotate_grace_ms == 86400000);
     assert_int_equal(c.window, 4096);
+    assert_int_equal(c.breaker_failures, 5);
+    assert_true(c.breaker_probe_ms == 10000);
+    assert_true(c.breaker_probe_max_ms == 600000);
+    assert_true(c.breaker_ramp_ms == 30000);
+    assert_true(c.disable_after_ms == 5 * 86400000LL);
     assert_int_equal(c.inbox_retry.n_schedule, 3);
     assert_true(c.inbox_retry.schedule_ms[0] == 60000 && c.inbox_retry.schedule_ms[1] == 300000 &&
                 c.inbox_retry.schedule_ms[2] == 900000);
@@ -276,6 +281,22 @@ static void test_config_set_and_limits(void **state)
         assert_int_equal(config_set(&c, "delivery", "allow_private_networks", bools[i][0], err, sizeof err), 0);
         assert_int_equal(c.allow_private_networks, bools[i][1][0] == '1');
     }
+    /* The breaker and auto-disable; 0 turns either off, and a probe interval must be positive. */
+    assert_int_equal(config_set(&c, "delivery", "breaker_failures", "0", err, sizeof err), 0);
+    assert_int_equal(c.breaker_failures, 0);
+    assert_int_equal(config_set(&c, "delivery", "breaker_failures", "-1", err, sizeof err), HOOKD_EINVAL);
+    assert_int_equal(config_set(&c, "delivery", "breaker_probe", "250ms", err, sizeof err), 0);
+    assert_true(c.breaker_probe_ms == 250);
+    assert_int_equal(config_set(&c, "delivery", "breaker_probe", "0s", err, sizeof err), HOOKD_EINVAL);
+    assert_int_equal(config_set(&c, "delivery", "breaker_probe_max", "1h", err, sizeof err), 0);
+    assert_true(c.breaker_probe_max_ms == 3600000);
+    assert_int_equal(config_set(&c, "delivery", "breaker_ramp", "0s", err, sizeof err), 0);
+    assert_true(c.breaker_ramp_ms == 0);
+    assert_int_equal(config_set(&c, "delivery", "disable_after", "36h", err, sizeof err), 0);
+    assert_true(c.disable_after_ms == 36 * 3600000LL);
+    assert_int_equal(config_set(&c, "delivery", "disable_after", "0s", err, sizeof err), 0);
+    assert_true(c.disable_after_ms == 0);
+    assert_int_equal(config_set(&c, "delivery", "disable_after", "soon", err, sizeof err), HOOKD_EINVAL);
     /* Size units. */
     assert_int_equal(config_set(&c, "inbox", "max_body", "4096", err, sizeof err), 0);
     assert_true(c.max_body == 4096);
