@@ -95,6 +95,7 @@ field() {
     done
     run latency --scenario latency ${BENCH_LATENCY_ARGS:-}
     run memory --scenario memory ${BENCH_MEMORY_ARGS:-}
+    run isolation --scenario isolation ${BENCH_ISOLATION_ARGS:-}
 }
 
 # PostgreSQL: one run of each kind first (so the budget never drops a kind), then the repeats while
@@ -153,6 +154,16 @@ p99=$(field latency p99_ms)
 rate=$(field latency rate)
 rss=$(field memory peak_rss_mib)
 pending=$(field memory pending)
+# iso KEY HUNG: the isolation run's median KEY with HUNG hung endpoints.
+iso() { sed -n "s/^RESULT scenario=isolation hung=$2 .* $1=\([^ ]*\).*/\1/p" "$WORK/isolation.out" 2>/dev/null | tail -1; }
+iso_d0=$(iso deliveries_per_s 0); iso_d8=$(iso deliveries_per_s 8); iso_d1=$(iso deliveries_per_s 1)
+iso_p0=$(iso p99_ms 0); iso_p1=$(iso p99_ms 1); iso_p8=$(iso p99_ms 8)
+# within10 A B: PASS when B is within 10 % of A (deliveries/s not below, p99 not above), MISS, or "no figure".
+within10() {
+    if [ -z "$1" ] || [ -z "$2" ]; then echo "no figure"
+    elif awk -v a="$1" -v b="$2" -v up="$3" 'BEGIN { exit !(up ? b <= a * 1.1 : b >= a * 0.9) }'; then echo PASS
+    else echo MISS; fi
+}
 
 # verdict VALUE OP TARGET: PASS, MISS, or "no figure" when the run failed.
 verdict() {
@@ -175,6 +186,10 @@ printf '%-11s %-54s %-12s %s\n' throughput "median ${median:-?} deliveries/s (ru
     ">= $TARGET_TPUT/s" "$v_tput"
 printf '%-11s %-54s %-12s %s\n' latency "p99 ${p99:-?} ms (p50 ${p50:-?} ms) at ${rate:-?} events/s" "<= $TARGET_P99 ms" "$v_lat"
 printf '%-11s %-54s %-12s %s\n' memory "peak RSS ${rss:-?} MiB with ${pending:-?} events pending" "<= $TARGET_RSS MiB" "$v_mem"
+printf '%-11s %-54s %-12s %s\n' isolation "healthy deliveries/s: ${iso_d0:-?} alone, ${iso_d1:-?} / ${iso_d8:-?} beside 1 / 8 hung" \
+    "within 10 %" "$(within10 "$iso_d0" "$iso_d1" 0) $(within10 "$iso_d0" "$iso_d8" 0)"
+printf '%-11s %-54s %-12s %s\n' isolation "healthy p99 ms: ${iso_p0:-?} alone, ${iso_p1:-?} / ${iso_p8:-?} beside 1 / 8 hung" \
+    "within 10 %" "$(within10 "$iso_p0" "$iso_p1" 1) $(within10 "$iso_p0" "$iso_p8" 1)"
 
 verdicts="$v_tput$v_lat$v_mem"
 if [ "$pg_ok" = 1 ]; then
