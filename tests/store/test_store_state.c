@@ -1,0 +1,180 @@
+/*
+ * The store conformance suite: per-endpoint delivery state. endpoint_state_record
+ * opens the breaker after the configured failures and disables an endpoint
+ * failing longer than disable_after; the claims lease nothing to an open
+ * endpoint until its probe is due, then one probe (half_open), ramp the cap
+ * after it closes, and spend a rate limit's tokens. Uses the store_*()
+ * wrappers only (fixture: store_fixture.h).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "store/store_fixture.h"
+
+static const struct breaker_policy policy = {.failures = 3, .probe_ms = 1000, .probe_max_ms = 4000,
+                                             .disable_after_ms = 60000};
+
+/* An endpoint with n pending deliveries due at due (each of an event of its own). */
+static void endpoint_with_backlog(struct fixture *fx, int rate_limit, int max_in_flight, int n, int64_t due,
+                                  struct endpoint *ep)
+{
+    memset(ep, 0, sizeof *ep);
+    id_new(ep->id, "ep_");
+    ep->account = strdup(fx->account);
+    ep->url = strdup("http://127.0.0.1:9/hook");
+    ep->enabled = true;
+    ep->rate_limit = rate_limit;
+    ep->max_in_flight = max_in_flight;
+    assert_int_equal(store_endpoint_insert(fx->s, ep), 0);
+    for (int i = 0; i < n; i++) {
+        struct event ev;
+        struct delivery d;
+        event_make(fx, "st.x", &ev);
+        delivery_make(fx, ev.id, ep->id, due, &d);
+        event_free(&ev);
+        delivery_free(&d);
+    }
+}
+
+static int claim_at(struct fixture *fx, int64_t now, int64_t ramp_ms, struct job_list *jobs)
+{
+    struct lease_limits lim = {.default_cap = 0, .ramp_ms = ramp_ms};
+
+    assert_int_equal(store_delivery_claim_due(fx->s, "node-s", now, now + 30000, 100, &lim, jobs), 0);
+    return (int)jobs->n;
+}
+
+static void finish(struct fixture *fx, struct job_list *jobs, enum delivery_status st, int64_t at)
+{
+    for (size_t i = 0; i < jobs->n; i++)
+        complete(fx, &jobs->items[i], st, jobs->items[i].d.attempt_count + 1, st == DELIVERY_DELIVERED ? 200 : 503,
+                 at, st == DELIVERY_RETRYING ? at : 0, 0);
+    job_list_free(jobs);
+}
+
+static void test_breaker_opens_probes_and_ramps(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    struct endpoint ep;
+    struct endpoint_state st;
+    struct job_list jobs;
+
+    drain_due(fx);
+    endpoint_with_backlog(fx, 0, 4, 12, now - 10, &ep);
+    assert_int_equal(store_endpoint_state_get(fx->s, ep.id, &st), HOOKD_ENOTFOUND);
+    /* Two failures then a success: nothing opens, the count starts again. */
+    struct endpoint_outcome o = {.endpoint_id = ep.id, .failures = 2, .first_failure_at = now};
+    assert_int_equal(store_endpoint_state_record(fx->s, &o, 1, &policy, now), 0);
+    assert_false(o.opened);
+    o = (struct endpoint_outcome){.endpoint_id = ep.id, .succeeded = true};
+    assert_int_equal(store_endpoint_state_record(fx->s, &o, 1, &policy, now), 0);
+    assert_int_equal(store_endpoint_state_get(fx->s, ep.id, &st), 0);
+    assert_int_equal(st.consecutive_failures, 0);
+    assert_int_equal(st.failing_since, 0);
+    /* Three in a row open it: nothing is claimed until the probe is due. */
+    o = (struct endpoint_outcome){.endpoint_id = ep.id, .failures = 3, .first_failure_at = now};
+    assert_int_equal(store_endpoint_state_record(fx->s, &o, 1, &policy, now), 0);
+    assert_true(o.opened);
+    assert_int_equal(store_endpoint_state_get(fx->s, ep.id, &st), 0);
+    assert_int_equal(st.breaker, BREAKER_OPEN);
+    assert_true(st.next_probe_at == now + 1000);
+    assert_int_equal(claim_at(fx, now + 999, 0, &jobs), 0);
+    job_list_free(&jobs);
+    /* The probe: one delivery, the breaker half open with its lease; no second one meanwhile. */
+    assert_int_equal(claim_at(fx, now + 1000, 0, &jobs), 1);
+    assert_int_equal(store_endpoint_state_get(fx->s, ep.id, &st), 0);
+    assert_int_equal(st.breaker, BREAKER_HALF_OPEN);
+    struct job_list none;
+    assert_int_equal(claim_at(fx, now + 1001, 0, &none), 0);
+    job_list_free(&none);
+    /* The probe fails: open again, twice the interval. */
+    finish(fx, &jobs, DELIVERY_RETRYING, now + 1100);
+    o = (struct endpoint_outcome){.endpoint_id = ep.id, .failures = 1, .first_failure_at = now + 1100};
+    assert_int_equal(store_endpoint_state_record(fx->s, &o, 1, &policy, now + 1100), 0);
+    assert_true(o.opened);
+    assert_int_equal(store_endpoint_state_get(fx->s, ep.id, &st), 0);
+    assert_true(st.next_probe_at == now + 1100 + 2000);
+    /* The next probe succeeds: closed, and the cap (4) ramps up over 4 s from 1. */
+    assert_int_equal(claim_at(fx, now + 3100, 0, &jobs), 1);
+    finish(fx, &jobs, DELIVERY_DELIVERED, now + 3200);
+    o = (struct endpoint_outcome){.endpoint_id = ep.id, .succeeded = true};
+    assert_int_equal(store_endpoint_state_record(fx->s, &o, 1, &policy, now + 3200), 0);
+    assert_int_equal(store_endpoint_state_get(fx->s, ep.id, &st), 0);
+    assert_int_equal(st.breaker, BREAKER_CLOSED);
+    assert_true(st.closed_at == now + 3200);
+    assert_int_equal(claim_at(fx, now + 3300, 4000, &jobs), 1); /* ceil(4 × 100 / 4000) */
+    finish(fx, &jobs, DELIVERY_DELIVERED, now + 3300);
+    assert_int_equal(claim_at(fx, now + 5200, 4000, &jobs), 2); /* ceil(4 × 2000 / 4000) */
+    finish(fx, &jobs, DELIVERY_DELIVERED, now + 5200);
+    assert_int_equal(claim_at(fx, now + 7300, 4000, &jobs), 4); /* ramped: the full cap */
+    finish(fx, &jobs, DELIVERY_DELIVERED, now + 7300);
+    endpoint_free(&ep);
+}
+
+static void test_rate_limit_tokens(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    struct endpoint ep;
+    struct job_list jobs;
+
+    drain_due(fx);
+    endpoint_with_backlog(fx, 2, 0, 10, now - 10, &ep);
+    assert_int_equal(claim_at(fx, now, 0, &jobs), 2); /* the burst: rate_limit */
+    finish(fx, &jobs, DELIVERY_DELIVERED, now);
+    assert_int_equal(claim_at(fx, now + 100, 0, &jobs), 0);
+    job_list_free(&jobs);
+    assert_int_equal(claim_at(fx, now + 500, 0, &jobs), 1); /* 2/s: one token per 500 ms */
+    finish(fx, &jobs, DELIVERY_DELIVERED, now + 500);
+    assert_int_equal(claim_at(fx, now + 900, 0, &jobs), 0);
+    job_list_free(&jobs);
+    assert_int_equal(claim_at(fx, now + 10000, 0, &jobs), 2); /* refilled only up to the burst */
+    finish(fx, &jobs, DELIVERY_DELIVERED, now + 10000);
+    endpoint_free(&ep);
+}
+
+static void test_disable_after_continuous_failure(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    struct endpoint ep, got;
+    struct endpoint_state st;
+
+    endpoint_with_backlog(fx, 0, 0, 0, now, &ep);
+    struct endpoint_outcome o = {.endpoint_id = ep.id, .failures = 1, .first_failure_at = now};
+    assert_int_equal(store_endpoint_state_record(fx->s, &o, 1, &policy, now), 0);
+    o = (struct endpoint_outcome){.endpoint_id = ep.id, .failures = 1, .first_failure_at = now + 59000};
+    assert_int_equal(store_endpoint_state_record(fx->s, &o, 1, &policy, now + 59000), 0);
+    assert_false(o.disabled);
+    o = (struct endpoint_outcome){.endpoint_id = ep.id, .failures = 1, .first_failure_at = now + 60000};
+    assert_int_equal(store_endpoint_state_record(fx->s, &o, 1, &policy, now + 60000), 0);
+    assert_true(o.disabled);
+    assert_int_equal(store_endpoint_get(fx->s, ep.id, &got), 0);
+    assert_false(got.enabled);
+    assert_non_null(strstr(got.disabled_reason, "failing continuously since"));
+    endpoint_free(&got);
+    /* Already disabled: not again (the first reason stays). */
+    o = (struct endpoint_outcome){.endpoint_id = ep.id, .failures = 1, .first_failure_at = now + 61000};
+    assert_int_equal(store_endpoint_state_record(fx->s, &o, 1, &policy, now + 61000), 0);
+    assert_false(o.disabled);
+    /* Reset: as new. */
+    assert_int_equal(store_endpoint_state_reset(fx->s, ep.id), 0);
+    assert_int_equal(store_endpoint_state_get(fx->s, ep.id, &st), HOOKD_ENOTFOUND);
+    endpoint_free(&ep);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_breaker_opens_probes_and_ramps),
+        T(test_rate_limit_tokens),
+        T(test_disable_after_continuous_failure),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
