@@ -27,6 +27,7 @@
 #include "hookd.h"
 #include "net/http.h"
 #include "net/router.h"
+#include "unit/raw_http.h"
 
 /* ---- router -------------------------------------------------------------- */
 
@@ -191,100 +192,13 @@ static int live_teardown(void **state)
     return 0;
 }
 
-static int connect_to(int family, int port)
-{
-    int fd = socket(family, SOCK_STREAM, 0);
-    struct timeval tv = {5, 0};
-    struct sockaddr_storage ss = {0};
-    socklen_t len;
+#define reply raw_reply
+#define send_all raw_send_all
+#define read_reply raw_read_reply
 
-    if (fd < 0)
-        return -1;
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    if (family == AF_INET6) {
-        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-        a->sin6_family = AF_INET6;
-        a->sin6_port = htons((uint16_t)port);
-        a->sin6_addr = in6addr_loopback;
-        len = sizeof *a;
-    } else {
-        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-        a->sin_family = AF_INET;
-        a->sin_port = htons((uint16_t)port);
-        a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        len = sizeof *a;
-    }
-    if (connect(fd, (struct sockaddr *)&ss, len) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
+static int connect_to(int family, int port) { return raw_connect(family, NULL, port, 5); }
 
-static int send_all(int fd, const char *data, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = send(fd, data, n, MSG_NOSIGNAL);
-        if (w <= 0)
-            return -1;
-        data += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-struct reply {
-    int status;
-    char head[4096];
-    char body[8192];
-    size_t body_len;
-    bool closed; /* the server closed the connection instead of answering */
-};
-
-/* Reads one response (headers + Content-Length body). Bounded by the buffers and the socket timeout. */
-static void read_reply(int fd, struct reply *r)
-{
-    char buf[12288];
-    size_t have = 0;
-    char *end = NULL;
-
-    memset(r, 0, sizeof *r);
-    while (!(end = memmem(buf, have, "\r\n\r\n", 4))) {
-        ssize_t n = have < sizeof buf ? recv(fd, buf + have, sizeof buf - have, 0) : -1;
-        if (n <= 0) {
-            r->closed = true;
-            return;
-        }
-        have += (size_t)n;
-    }
-    size_t head_len = (size_t)(end - buf) + 4;
-    snprintf(r->head, sizeof r->head, "%.*s", (int)head_len, buf);
-    sscanf(r->head, "HTTP/1.%*d %d", &r->status);
-    size_t content_length = 0;
-    const char *cl = strcasestr(r->head, "\r\nContent-Length:");
-    if (cl)
-        content_length = strtoul(cl + 17, NULL, 10);
-    assert_true(content_length < sizeof r->body);
-    while (have - head_len < content_length) {
-        ssize_t n = recv(fd, buf + have, sizeof buf - have, 0);
-        if (n <= 0) {
-            r->closed = true;
-            return;
-        }
-        have += (size_t)n;
-    }
-    memcpy(r->body, buf + head_len, content_length);
-    r->body_len = content_length;
-}
-
-static void request(int port, const char *raw, struct reply *r)
-{
-    int fd = connect_to(AF_INET, port);
-    assert_true(fd >= 0);
-    assert_int_equal(send_all(fd, raw, strlen(raw)), 0);
-    read_reply(fd, r);
-    close(fd);
-}
+static void request(int port, const char *raw, struct reply *r) { raw_request(port, raw, strlen(raw), r); }
 
 static json_t *reply_json(const struct reply *r)
 {

@@ -36,6 +36,7 @@
 
 #include "hookd.h"
 #include "net/http.h"
+#include "unit/raw_http.h"
 
 #define TOKEN "s3cret-admin-token"
 #define MIB (1024 * 1024)
@@ -115,97 +116,15 @@ static struct http_server *start(unsigned threads, int64_t header_timeout_ms)
 
 /* ---- clients ------------------------------------------------------------------------ */
 
+#define reply raw_reply
+#define send_all raw_send_all
+#define read_reply raw_read_reply
+#define request raw_request
+
 /* A socket bound to source (e.g. "127.0.0.2"), connected to 127.0.0.1:port. */
 static int connect_from(const char *source, int port, int timeout_s)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct timeval tv = {timeout_s, 0};
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    struct sockaddr_in src = {.sin_family = AF_INET};
-
-    if (fd < 0)
-        return -1;
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    if (source) {
-        inet_pton(AF_INET, source, &src.sin_addr);
-        if (bind(fd, (struct sockaddr *)&src, sizeof src) != 0) {
-            close(fd);
-            return -1;
-        }
-    }
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-static int send_all(int fd, const char *data, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = send(fd, data, n, MSG_NOSIGNAL);
-        if (w <= 0)
-            return -1;
-        data += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-struct reply {
-    int status;
-    char head[2048];
-    char body[2048];
-    size_t body_len;
-    bool closed;
-};
-
-/* One response: headers and a Content-Length body, bounded by the buffer and the socket timeout. */
-static void read_reply(int fd, struct reply *r)
-{
-    char buf[4096];
-    size_t have = 0;
-    char *end = NULL;
-
-    memset(r, 0, sizeof *r);
-    while (!(end = memmem(buf, have, "\r\n\r\n", 4))) {
-        ssize_t n = have < sizeof buf ? recv(fd, buf + have, sizeof buf - have, 0) : -1;
-        if (n <= 0) {
-            r->closed = true;
-            return;
-        }
-        have += (size_t)n;
-    }
-    size_t head_len = (size_t)(end - buf) + 4;
-    snprintf(r->head, sizeof r->head, "%.*s", (int)head_len, buf);
-    sscanf(r->head, "HTTP/1.%*d %d", &r->status);
-    const char *cl = strcasestr(r->head, "\r\nContent-Length:");
-    size_t content_length = cl ? strtoul(cl + 17, NULL, 10) : 0;
-    if (content_length >= sizeof r->body || head_len + content_length > sizeof buf) {
-        r->closed = true;
-        return;
-    }
-    while (have - head_len < content_length) {
-        ssize_t n = recv(fd, buf + have, sizeof buf - have, 0);
-        if (n <= 0) {
-            r->closed = true;
-            return;
-        }
-        have += (size_t)n;
-    }
-    memcpy(r->body, buf + head_len, content_length);
-    r->body_len = content_length;
-}
-
-static void request(int port, const char *raw, size_t raw_len, struct reply *r)
-{
-    int fd = connect_from(NULL, port, 5);
-    assert_true(fd >= 0);
-    assert_int_equal(send_all(fd, raw, raw_len), 0);
-    read_reply(fd, r);
-    close(fd);
+    return raw_connect(AF_INET, source, port, timeout_s);
 }
 
 static void assert_error(const struct reply *r, int status, const char *code)
