@@ -6,7 +6,7 @@
 #   make bench      load generator and figures (not part of make test)
 
 CC       ?= cc
-PKGS     := libcurl libmicrohttpd sqlite3 jansson inih openssl libpq
+PKGS     := libcurl sqlite3 jansson inih openssl libpq
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
