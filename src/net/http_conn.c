@@ -106,6 +106,9 @@ void http_conn_close(struct http_conn *c)
     struct http_loop *loop = c->loop;
     struct http_server *s = loop->server;
 
+    if (c->closing)
+        return;
+    c->closing = true;
     request_free(c);
     free(c->buf);
     free(c->out);
@@ -121,7 +124,18 @@ void http_conn_close(struct http_conn *c)
     if (c->next)
         c->next->prev = c->prev;
     close(c->fd); /* also leaves the epoll set */
-    free(c);
+    c->buf = c->out = c->out_body = NULL;
+    c->next = loop->closed;
+    loop->closed = c;
+}
+
+void http_conn_free_closed(struct http_loop *loop)
+{
+    while (loop->closed) {
+        struct http_conn *c = loop->closed;
+        loop->closed = c->next;
+        free(c);
+    }
 }
 
 /* ---- writing ----------------------------------------------------------------------- */
@@ -134,6 +148,7 @@ static void response_done(struct http_conn *c)
     free(c->out);
     free(c->out_body);
     c->out = c->out_body = NULL;
+    c->out_len = c->out_body_len = c->out_off = 0;
     if (c->close_after) {
         http_conn_close(c);
         return;
@@ -417,8 +432,8 @@ static bool request_begin(struct http_conn *c)
     return true;
 }
 
-/* Keeps n body bytes; past the cap (a chunked body) the rest is dropped. False when the connection was closed. */
-static bool body_take(struct http_conn *c, const char *data, size_t n)
+/* Keeps n body bytes; past the cap (a chunked body) the rest is dropped (or, past far too much, answered). */
+static void body_take(struct http_conn *c, const char *data, size_t n)
 {
     struct http_request *r = c->req;
 
@@ -428,9 +443,9 @@ static bool body_take(struct http_conn *c, const char *data, size_t n)
         if (r->discarded - r->max_body > HTTP_DISCARD_MAX(r->max_body)) {
             /* A body that never ends is not read forever. */
             conn_error(c, 413, "payload_too_large", "request body exceeds the limit", NULL, NULL, true);
-            return false;
+            return;
         }
-        return true;
+        return;
     }
     if (n > r->max_body - r->body_len) {
         if (r->body)
@@ -438,7 +453,7 @@ static bool body_take(struct http_conn *c, const char *data, size_t n)
         r->discarded = r->body_len + n;
         r->body_len = 0;
         r->discarding = true;
-        return true;
+        return;
     }
     size_t need = r->body_len + n + 1;
     if (need > r->body_cap) {
@@ -450,7 +465,7 @@ static bool body_take(struct http_conn *c, const char *data, size_t n)
         char *nb = malloc(cap);
         if (!nb) {
             conn_error(c, 500, "internal", "out of memory", NULL, NULL, true);
-            return false;
+            return;
         }
         if (r->body) {
             memcpy(nb, r->body, r->body_len);
@@ -463,7 +478,7 @@ static bool body_take(struct http_conn *c, const char *data, size_t n)
     memcpy(r->body + r->body_len, data, n);
     r->body_len += n;
     r->body[r->body_len] = '\0';
-    return true;
+    return;
 }
 
 void http_request_run(struct http_request *r)
@@ -528,63 +543,84 @@ void http_conn_queued(struct http_request *r, int events)
 
 /* ---- reading ------------------------------------------------------------------------ */
 
-/* Runs the request state machine over what is buffered. */
-static void conn_process(struct http_conn *c)
+/* One step of reading a head: false when nothing more can be done now. */
+static bool head_step(struct http_conn *c)
 {
     struct http_server *s = c->loop->server;
 
-    while (c->state == CONN_HEAD && c->len > 0) {
+    if (!c->req) {
+        c->req = calloc(1, sizeof *c->req);
         if (!c->req) {
-            c->req = calloc(1, sizeof *c->req);
-            if (!c->req) {
-                http_conn_close(c);
-                return;
-            }
-            c->req->server = s;
-            c->req->conn = c;
-            c->req->max_body = s->max_body;
-            http_parse_init(&c->req->parser);
+            http_conn_close(c);
+            return false;
         }
-        struct http_parser *p = &c->req->parser;
-        int rc = http_parse_head(p, c->buf, c->len);
-        if (rc == HTTP_PARSE_MORE)
-            return;
-        if (rc == HTTP_PARSE_ERROR) {
-            conn_error(c, p->status, p->code, p->message, NULL, NULL, true);
-            return;
-        }
-        c->header_deadline = 0;
-        c->pos = p->head_len;
-        if (!request_begin(c))
-            return;
+        c->req->server = s;
+        c->req->conn = c;
+        c->req->max_body = s->max_body;
+        http_parse_init(&c->req->parser);
+    }
+    struct http_parser *p = &c->req->parser;
+    int rc = http_parse_head(p, c->buf, c->len);
+    if (rc == HTTP_PARSE_MORE)
+        return false;
+    if (rc == HTTP_PARSE_ERROR) {
+        conn_error(c, p->status, p->code, p->message, NULL, NULL, true);
+        return true;
+    }
+    c->header_deadline = 0;
+    c->pos = p->head_len;
+    if (request_begin(c))
         c->state = CONN_BODY;
+    return true;
+}
+
+/* One step of reading a body: false when it needs more bytes. */
+static bool body_step(struct http_conn *c)
+{
+    struct http_parser *p = &c->req->parser;
+    size_t used, n;
+    const char *data;
+    int rc = http_parse_body(p, c->buf + c->pos, c->len - c->pos, &used, &data, &n);
+
+    c->pos += used;
+    if (rc == HTTP_PARSE_DATA) {
+        body_take(c, data, n);
+    } else if (rc == HTTP_PARSE_ERROR) {
+        conn_error(c, p->status, p->code, p->message, NULL, NULL, true);
+    } else if (rc == HTTP_PARSE_DONE) {
+        if (c->req->discarding)
+            conn_error(c, 413, "payload_too_large", "request body exceeds the limit", NULL, NULL, true);
+        else
+            request_handle(c);
+    } else if (used == 0) {
+        /* Needs more: drop what was consumed, keeping the head where it is. */
+        memmove(c->buf + p->head_len, c->buf + c->pos, c->len - c->pos);
+        c->len = p->head_len + (c->len - c->pos);
+        c->pos = p->head_len;
+        return false;
     }
-    while (c->state == CONN_BODY) {
-        struct http_parser *p = &c->req->parser;
-        size_t used, n;
-        const char *data;
-        int rc = http_parse_body(p, c->buf + c->pos, c->len - c->pos, &used, &data, &n);
-        c->pos += used;
-        if (rc == HTTP_PARSE_DATA) {
-            if (!body_take(c, data, n))
-                return;
-        } else if (rc == HTTP_PARSE_ERROR) {
-            conn_error(c, p->status, p->code, p->message, NULL, NULL, true);
-            return;
-        } else if (rc == HTTP_PARSE_DONE) {
-            if (c->req->discarding)
-                conn_error(c, 413, "payload_too_large", "request body exceeds the limit", NULL, NULL, true);
-            else
-                request_handle(c);
-            return;
-        } else if (used == 0) {
-            /* Needs more: drop what was consumed, keeping the head where it is. */
-            memmove(c->buf + p->head_len, c->buf + c->pos, c->len - c->pos);
-            c->len = p->head_len + (c->len - c->pos);
-            c->pos = p->head_len;
-            return;
-        }
+    return true;
+}
+
+/*
+ * Runs the request state machine over what is buffered, pipelined requests
+ * included, in a loop rather than by recursion: an answer that completes
+ * inside it (response_done) comes back here instead of calling it again.
+ */
+static void conn_process(struct http_conn *c)
+{
+    if (c->in_process)
+        return;
+    c->in_process = true;
+    for (bool more = true; more && !c->closing;) {
+        if (c->state == CONN_HEAD && c->len > 0)
+            more = head_step(c);
+        else if (c->state == CONN_BODY)
+            more = body_step(c);
+        else
+            more = false;
     }
+    c->in_process = false;
 }
 
 static void conn_read(struct http_conn *c)
@@ -617,6 +653,8 @@ static void conn_read(struct http_conn *c)
 
 void http_conn_event(struct http_conn *c, uint32_t events)
 {
+    if (c->closing)
+        return;
     switch (c->state) {
     case CONN_HEAD:
     case CONN_BODY:

@@ -30,6 +30,7 @@ struct http_loop {
     int epfd;
     int wakefd;                 /* eventfd: requests queued for this loop, or stop */
     struct http_conn *conns;    /* every open connection of the loop */
+    struct http_conn *closed;   /* closed this iteration; freed once no event of the batch can name them */
     pthread_mutex_t mu;         /* guards queue and stop */
     struct http_request *queue; /* resumed requests, or whose handler returned on a worker */
     bool stop;
@@ -86,6 +87,8 @@ struct http_conn {
     enum conn_state state;
     uint32_t events;  /* the epoll interest registered now */
     bool gone;        /* the peer hung up while the handler ran: close once it is done */
+    bool closing;     /* closed: on the loop's closed list until freed */
+    bool in_process;  /* conn_process is running: a nested call leaves the work to it */
     char *buf;        /* server->buf_cap bytes, allocated while a request is buffered; never moves */
     size_t len;       /* bytes in buf */
     size_t pos;       /* CONN_BODY: bytes of buf consumed (the head stays before them) */
@@ -147,7 +150,9 @@ struct http_conn *http_conn_open(struct http_loop *loop, int fd, const struct so
 void http_conn_event(struct http_conn *c, uint32_t events);
 void http_conn_queued(struct http_request *r, int events);
 void http_conn_sweep(struct http_conn *c, int64_t now);
+/* Closes the socket and frees the request at once; c itself waits on loop->closed. */
 void http_conn_close(struct http_conn *c);
+void http_conn_free_closed(struct http_loop *loop);
 /* A connection over a limit: a best-effort JSON 503 (the caller closes fd). */
 void http_conn_refuse_fd(int fd, const char *message);
 /* Runs the route's handler (on a loop or a worker thread) into r->res. */

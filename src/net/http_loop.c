@@ -308,9 +308,11 @@ static void *loop_main(void *arg)
             }
             next_sweep = now + tick;
         }
+        http_conn_free_closed(loop);
     }
     while (loop->conns)
         http_conn_close(loop->conns);
+    http_conn_free_closed(loop);
     return NULL;
 }
 

@@ -1,7 +1,7 @@
 /*
  * HTTP server wrapper and router: route matching, a real server on
  * 127.0.0.1 port 0 driven over raw sockets (body cap → 413, chunked too, 404/405,
- * headers/query/params, keep-alive, the JSON error shape).
+ * headers/query/params, keep-alive, pipelining, HEAD, 100-continue, the JSON error shape).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -399,6 +399,102 @@ static void test_server_keep_alive(void **state)
     assert_int_equal(l->calls, 21);
 }
 
+/* Reads whatever comes within a short while, until the peer closes or len bytes. */
+static size_t read_some(int fd, char *buf, size_t len, int wait_ms)
+{
+    struct timeval tv = {0, wait_ms * 1000};
+    size_t have = 0;
+
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    while (have < len - 1) {
+        ssize_t n = recv(fd, buf + have, len - 1 - have, 0);
+        if (n <= 0)
+            break;
+        have += (size_t)n;
+    }
+    buf[have] = '\0';
+    return have;
+}
+
+static void test_server_expect_continue(void **state)
+{
+    struct live *l = *state;
+    struct reply r;
+    int fd = connect_to(AF_INET, l->port);
+    const char *head = "POST /echo/e HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n";
+
+    /* The go-ahead comes once the route and the length are accepted, then the answer. */
+    assert_true(fd >= 0);
+    assert_int_equal(send_all(fd, head, strlen(head)), 0);
+    read_reply(fd, &r);
+    assert_int_equal(r.status, 100);
+    assert_int_equal(send_all(fd, "hello", 5), 0);
+    read_reply(fd, &r);
+    assert_int_equal(r.status, 200);
+    json_t *j = reply_json(&r);
+    assert_string_equal(json_string_value(json_object_get(j, "body")), "hello");
+    json_decref(j);
+    close(fd);
+
+    /* Over the cap: the final answer at once, never a 100. */
+    fd = connect_to(AF_INET, l->port);
+    head = "POST /echo/e HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\nExpect: 100-continue\r\n\r\n";
+    assert_int_equal(send_all(fd, head, strlen(head)), 0);
+    read_reply(fd, &r);
+    assert_int_equal(r.status, 413);
+    assert_error_shape(&r, "payload_too_large");
+    close(fd);
+    assert_int_equal(l->calls, 1);
+}
+
+static void test_server_pipelined_and_head(void **state)
+{
+    struct live *l = *state;
+    struct reply r;
+    int fd = connect_to(AF_INET, l->port);
+    const char *three = "GET /echo/one HTTP/1.1\r\nHost: x\r\n\r\n"
+                        "POST /echo/two HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
+                        "GET /echo/three?q=3 HTTP/1.1\r\nHost: x\r\n\r\n";
+    const char *ids[] = {"one", "two", "three"};
+
+    /* Three requests in one write are answered in order on the same connection. */
+    assert_true(fd >= 0);
+    assert_int_equal(send_all(fd, three, strlen(three)), 0);
+    for (int i = 0; i < 3; i++) {
+        read_reply(fd, &r);
+        assert_int_equal(r.status, 200);
+        json_t *j = reply_json(&r);
+        assert_string_equal(json_string_value(json_object_get(j, "id")), ids[i]);
+        json_decref(j);
+    }
+    close(fd);
+
+    /* HEAD: the length of the GET answer, no body; the connection goes on. */
+    char buf[2048];
+    fd = connect_to(AF_INET, l->port);
+    const char *head = "HEAD /text HTTP/1.1\r\nHost: x\r\n\r\n";
+    const char *get = "GET /text HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    const char *old = "GET /text HTTP/1.0\r\n\r\n";
+    assert_int_equal(send_all(fd, head, strlen(head)), 0);
+    size_t n = read_some(fd, buf, sizeof buf, 300);
+    assert_true(n > 0);
+    assert_non_null(strcasestr(buf, "\r\nContent-Length: 5\r\n"));
+    assert_null(strstr(buf, "hello"));
+    assert_int_equal(send_all(fd, get, strlen(get)), 0);
+    read_reply(fd, &r);
+    assert_int_equal(r.status, 200);
+    assert_memory_equal(r.body, "hello", 5);
+    close(fd);
+
+    /* HTTP/1.0 without keep-alive: answered, then closed. */
+    fd = connect_to(AF_INET, l->port);
+    assert_int_equal(send_all(fd, old, strlen(old)), 0);
+    n = read_some(fd, buf, sizeof buf, 2000);
+    assert_non_null(strstr(buf, "\r\n\r\nhello"));
+    assert_non_null(strcasestr(buf, "\r\nConnection: close\r\n"));
+    close(fd);
+}
+
 struct slow_arg {
     int port;
     int status;
@@ -534,6 +630,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_server_404_405, live_setup, live_teardown),
         cmocka_unit_test_setup_teardown(test_server_handler_error_and_204, live_setup, live_teardown),
         cmocka_unit_test_setup_teardown(test_server_keep_alive, live_setup, live_teardown),
+        cmocka_unit_test_setup_teardown(test_server_expect_continue, live_setup, live_teardown),
+        cmocka_unit_test_setup_teardown(test_server_pipelined_and_head, live_setup, live_teardown),
         cmocka_unit_test_setup_teardown(test_server_sleeping_handler_does_not_block_others, live_setup,
                                         live_teardown),
         cmocka_unit_test(test_server_ipv6_and_bad_listen),
