@@ -83,7 +83,7 @@ static const char *path_name(struct http_request *req, struct http_response *res
 static int op_insert(struct store *s, void *arg)
 {
     struct source_op *o = arg;
-    struct source rec;
+    struct source rec = {0};
     int rc = source_def_to_record(&o->def, &rec);
 
     if (rc == 0)
@@ -97,7 +97,7 @@ static int op_update(struct store *s, void *arg)
 {
     struct source_op *o = arg;
     struct source_def before;
-    struct source rec;
+    struct source rec = {0};
     int rc = store_source_get(s, o->name, &rec);
 
     if (rc != 0)
@@ -189,7 +189,7 @@ void api_sources_delete(struct http_request *req, struct http_response *res, voi
 /* The stored row of a source as the API's JSON, or a 404/503 answered. */
 static json_t *source_read(const struct api_ctx *api, const char *name, struct http_response *res)
 {
-    struct source rec;
+    struct source rec = {0};
     struct source_def def;
     struct store *s;
     json_t *j = NULL;
@@ -277,7 +277,7 @@ void api_sources_rejections(struct http_request *req, struct http_response *res,
     struct rejection_count_list counts = {0};
     struct query_scratch scratch;
     char next[CURSOR_TEXT_MAX], key[24];
-    struct source rec;
+    struct source rec = {0};
     struct store *s;
     json_t *data, *by_reason, *body;
     int rc;
