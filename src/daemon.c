@@ -14,6 +14,7 @@
 #include "core/clock.h"
 #include "core/ids.h"
 #include "hub.h"
+#include "inbound/source_cache.h"
 #include "log.h"
 #include "net/http.h"
 #include "ops/api.h"
@@ -167,6 +168,7 @@ static int outbound_start(struct daemon *d)
 static void on_outbox_changed(void *arg) { relay_wake(arg); }
 static void on_endpoints_changed(void *arg) { dispatcher_endpoints_changed(arg); }
 static void on_deliveries_due(void *arg) { dispatcher_wake(arg); }
+static void on_sources_changed(void *arg) { source_cache_invalidate(arg); }
 
 /* Before the listeners start: the hub's lists are fixed once anything can notify. */
 static int hub_wire(struct daemon *d)
@@ -177,6 +179,8 @@ static int hub_wire(struct daemon *d)
         r = hub_subscribe(d->hub, HUB_ENDPOINTS_CHANGED, on_endpoints_changed, d->dispatcher);
     if (r == 0)
         r = hub_subscribe(d->hub, HUB_DELIVERIES_DUE, on_deliveries_due, d->dispatcher);
+    if (r == 0)
+        r = hub_subscribe(d->hub, HUB_SOURCES_CHANGED, on_sources_changed, d->sources);
     return r;
 }
 
@@ -200,7 +204,8 @@ static int listeners_start(struct daemon *d)
     if (api == NULL)
         return HOOKD_ENOMEM;
     *api = (struct api_ctx){
-        .cfg = &d->cfg, .writer = d->writer, .readers = d->readers, .hub = d->hub, .node = d->node,
+        .cfg = &d->cfg, .writer = d->writer, .readers = d->readers, .hub = d->hub, .sources = d->sources,
+        .node = d->node,
         .started_at = d->started_at,
     };
     d->api = api;
@@ -237,7 +242,7 @@ static void banner(const struct daemon *d)
 
     printf("hookd %s serving (node %s)\n", HOOKD_VERSION, d->node);
     printf("  store:  %s\n", path != NULL ? d->cfg.store : "postgres");
-    printf("  public: http://%s (/healthz)\n", d->cfg.public_listen);
+    printf("  public: http://%s (/healthz, /in/{source})\n", d->cfg.public_listen);
     printf("  admin:  http://%s (/v1/…)\n", d->cfg.admin_listen);
     if (d->cfg.admin_token[0] != '\0')
         printf("  admin token: from the configuration\n");
@@ -301,6 +306,9 @@ int daemon_run(const struct config *cfg)
     r = store_pool_create(cfg->store, 8, &d->readers);
     if (r != 0)
         goto out;
+    r = source_cache_create(d->readers, &d->sources);
+    if (r != 0)
+        goto out;
     r = outbound_start(d);
     if (r != 0)
         goto out;
@@ -329,6 +337,7 @@ out:
         writer_stop(d->claimer);
     if (d->writer != NULL)
         writer_stop(d->writer);
+    source_cache_destroy(d->sources); /* after the listeners: no request holds a definition */
     if (d->readers != NULL)
         store_pool_destroy(d->readers);
     hub_destroy(d->hub);

@@ -21,6 +21,8 @@ static const struct command commands[] = {
     {"endpoints", cmd_endpoints, "create, list, get, update, delete, disable, enable, rotate-secret"},
     {"events", cmd_events, "publish, list, get"},
     {"deliveries", cmd_deliveries, "list, get"},
+    {"sources", cmd_sources, "inbound sources: list, get, create, delete, rejections"},
+    {"apply", cmd_apply, "create or update the sources and endpoints of a JSON file (idempotent)"},
     {"version", cmd_version, "print the version"},
     {"help", cmd_help, "this list"},
 };

@@ -12,4 +12,6 @@ int cmd_listen(int argc, char **argv);       /* listen.c */
 int cmd_endpoints(int argc, char **argv);    /* endpoints.c */
 int cmd_events(int argc, char **argv);       /* events.c */
 int cmd_deliveries(int argc, char **argv);   /* deliveries.c */
+int cmd_sources(int argc, char **argv);      /* sources.c */
+int cmd_apply(int argc, char **argv);        /* apply.c */
 #endif

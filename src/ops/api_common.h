@@ -115,5 +115,13 @@ void api_events_list(struct http_request *req, struct http_response *res, void *
 void api_events_get(struct http_request *req, struct http_response *res, void *ctx);
 void api_deliveries_list(struct http_request *req, struct http_response *res, void *ctx);
 void api_deliveries_get(struct http_request *req, struct http_response *res, void *ctx);
+void api_sources_create(struct http_request *req, struct http_response *res, void *ctx);
+void api_sources_list(struct http_request *req, struct http_response *res, void *ctx);
+void api_sources_get(struct http_request *req, struct http_response *res, void *ctx);
+void api_sources_update(struct http_request *req, struct http_response *res, void *ctx);
+void api_sources_delete(struct http_request *req, struct http_response *res, void *ctx);
+void api_sources_rejections(struct http_request *req, struct http_response *res, void *ctx);
+void api_inbox_list(struct http_request *req, struct http_response *res, void *ctx);
+void api_inbox_get(struct http_request *req, struct http_response *res, void *ctx);
 void api_healthz(struct http_request *req, struct http_response *res, void *ctx);
 #endif

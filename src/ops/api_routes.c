@@ -1,12 +1,13 @@
 /*
  * The route tables of the two listeners: admin (/v1/…, bearer token checked
- * by the server before the body is read) and public (/healthz). Each route
+ * by the server before the body is read) and public (/healthz, /in/{source}). Each route
  * declares its auth and body cap. Handlers live one file per resource.
  */
 #include "ops/api.h"
 
 #include <stdlib.h>
 
+#include "inbound/receiver.h"
 #include "ops/api_common.h"
 #include "store/pool.h"
 
@@ -24,12 +25,22 @@ const struct http_route admin_routes[] = {
     {"GET", "/v1/events/{id}", api_events_get, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
     {"GET", "/v1/deliveries", api_deliveries_list, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
     {"GET", "/v1/deliveries/{id}", api_deliveries_get, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
+    {"POST", "/v1/sources", api_sources_create, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
+    {"GET", "/v1/sources", api_sources_list, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
+    {"GET", "/v1/sources/{name}", api_sources_get, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
+    {"PATCH", "/v1/sources/{name}", api_sources_update, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
+    {"DELETE", "/v1/sources/{name}", api_sources_delete, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
+    {"GET", "/v1/sources/{name}/rejections", api_sources_rejections, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
+    {"GET", "/v1/inbox", api_inbox_list, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
+    {"GET", "/v1/inbox/{id}", api_inbox_get, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
     {"GET", "/healthz", api_healthz, HTTP_AUTH_NONE, API_BODY_NONE, NULL},
 };
 const size_t admin_routes_n = sizeof admin_routes / sizeof admin_routes[0];
 
+/* /in/{source}: the body cap is the source's (its prepare sets it from the definition). */
 const struct http_route public_routes[] = {
     {"GET", "/healthz", api_healthz, HTTP_AUTH_NONE, API_BODY_NONE, NULL},
+    {"POST", "/in/{source}", receiver_handle, HTTP_AUTH_SOURCE, 0, receiver_prepare},
 };
 const size_t public_routes_n = sizeof public_routes / sizeof public_routes[0];
 

@@ -237,4 +237,7 @@ const struct store_ops store_postgres_ops = {
     .events = &postgres_event_ops,
     .endpoints = &postgres_endpoint_ops,
     .deliveries = &postgres_delivery_ops,
+    .sources = &postgres_source_ops,
+    .inbox = &postgres_inbox_ops,
+    .rejections = &postgres_rejection_ops,
 };

@@ -28,7 +28,10 @@ enum {
     PG_EVENTS = 32,                    /* postgres_events.c */
     PG_ENDPOINTS = PG_EVENTS + 64,     /* postgres_endpoints.c */
     PG_DELIVERIES = PG_ENDPOINTS + 32, /* postgres_deliveries.c */
-    PG_SPARE = PG_DELIVERIES + 256,    /* no statement of the backend uses these (tests) */
+    PG_SOURCES = PG_DELIVERIES + 256,  /* postgres_sources.c */
+    PG_INBOX = PG_SOURCES + 16,        /* postgres_inbox.c */
+    PG_REJECTIONS = PG_INBOX + 144,    /* postgres_rejections.c */
+    PG_SPARE = PG_REJECTIONS + 16,     /* no statement of the backend uses these (tests) */
     PG_SLOTS = PG_SPARE + 4,
 };
 _Static_assert((int)PG_CONN_END <= (int)PG_EVENTS, "the connection's statements overflow their slots");
@@ -184,4 +187,7 @@ __attribute__((warn_unused_result)) int pg_list(struct store *s, int slot, const
 extern const struct store_event_ops postgres_event_ops;
 extern const struct store_endpoint_ops postgres_endpoint_ops;
 extern const struct store_delivery_ops postgres_delivery_ops;
+extern const struct store_source_ops postgres_source_ops;       /* postgres_sources.c */
+extern const struct store_inbox_ops postgres_inbox_ops;         /* postgres_inbox.c */
+extern const struct store_rejection_ops postgres_rejection_ops; /* postgres_rejections.c */
 #endif

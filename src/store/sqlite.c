@@ -558,4 +558,7 @@ const struct store_ops store_sqlite_ops = {
     .events = &sqlite_event_ops,
     .endpoints = &sqlite_endpoint_ops,
     .deliveries = &sqlite_delivery_ops,
+    .sources = &sqlite_source_ops,
+    .inbox = &sqlite_inbox_ops,
+    .rejections = &sqlite_rejection_ops,
 };

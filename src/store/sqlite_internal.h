@@ -37,7 +37,10 @@ enum {
     SQ_EVENTS = 32,                    /* sqlite_events.c */
     SQ_ENDPOINTS = SQ_EVENTS + 64,     /* sqlite_endpoints.c */
     SQ_DELIVERIES = SQ_ENDPOINTS + 32, /* sqlite_deliveries.c */
-    SQ_SLOTS = SQ_DELIVERIES + 256,
+    SQ_SOURCES = SQ_DELIVERIES + 256,  /* sqlite_sources.c */
+    SQ_INBOX = SQ_SOURCES + 16,        /* sqlite_inbox.c */
+    SQ_REJECTIONS = SQ_INBOX + 144,    /* sqlite_rejections.c */
+    SQ_SLOTS = SQ_REJECTIONS + 16,
 };
 _Static_assert((int)SQ_CONN_END <= (int)SQ_EVENTS, "the connection's statements overflow their slots");
 
@@ -105,4 +108,7 @@ __attribute__((warn_unused_result)) int sq_get_i64(struct store *s, sqlite3_stmt
 extern const struct store_event_ops sqlite_event_ops;
 extern const struct store_endpoint_ops sqlite_endpoint_ops;
 extern const struct store_delivery_ops sqlite_delivery_ops;
+extern const struct store_source_ops sqlite_source_ops;       /* sqlite_sources.c */
+extern const struct store_inbox_ops sqlite_inbox_ops;         /* sqlite_inbox.c */
+extern const struct store_rejection_ops sqlite_rejection_ops; /* sqlite_rejections.c */
 #endif

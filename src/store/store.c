@@ -531,3 +531,154 @@ void endpoint_list_free(struct endpoint_list *l) { LIST_FREE(l, endpoint_free); 
 void delivery_list_free(struct delivery_list *l) { LIST_FREE(l, delivery_free); }
 void job_list_free(struct job_list *l) { LIST_FREE(l, delivery_job_free); }
 void attempt_list_free(struct attempt_list *l) { LIST_FREE(l, attempt_free); }
+
+/* ---- inbound: sources, inbox, rejections --------------------------------- */
+
+int store_source_insert(struct store *s, const struct source *src)
+{
+    assert(s && src);
+    FAMILY_CALL(s, sources, insert, src);
+}
+
+int store_source_update(struct store *s, const struct source *src)
+{
+    assert(s && src);
+    FAMILY_CALL(s, sources, update, src);
+}
+
+int store_source_get(struct store *s, const char *name, struct source *out)
+{
+    assert(s && name && out);
+    FAMILY_CALL(s, sources, get, name, out);
+}
+
+int store_source_list(struct store *s, const struct source_filter *f, struct source_list *out)
+{
+    assert(s && f && out);
+    FAMILY_CALL(s, sources, list, f, out);
+}
+
+int store_source_list_all(struct store *s, struct source_list *out)
+{
+    assert(s && out);
+    FAMILY_CALL(s, sources, list_all, out);
+}
+
+int store_source_delete(struct store *s, const char *name)
+{
+    assert(s && name);
+    FAMILY_CALL(s, sources, delete, name);
+}
+
+int store_source_version(struct store *s, int64_t *version)
+{
+    assert(s && version);
+    FAMILY_CALL(s, sources, version, version);
+}
+
+int store_inbox_insert(struct store *s, struct inbox_item *it, struct inbox_outcome *out)
+{
+    assert(s && it && out);
+    FAMILY_CALL(s, inbox, insert, it, out);
+}
+
+int store_inbox_get(struct store *s, const char *id, struct inbox_item *out)
+{
+    assert(s && id && out);
+    FAMILY_CALL(s, inbox, get, id, out);
+}
+
+int store_inbox_list(struct store *s, const struct inbox_filter *f, struct inbox_list *out)
+{
+    assert(s && f && out);
+    FAMILY_CALL(s, inbox, list, f, out);
+}
+
+int store_rejection_insert(struct store *s, struct rejection *r, int keep)
+{
+    assert(s && r && keep > 0);
+    FAMILY_CALL(s, rejections, insert, r, keep);
+}
+
+int store_rejection_list(struct store *s, const struct rejection_filter *f, struct rejection_list *out)
+{
+    assert(s && f && f->source && out);
+    FAMILY_CALL(s, rejections, list, f, out);
+}
+
+int store_rejection_counts(struct store *s, const char *source, struct rejection_count_list *out)
+{
+    assert(s && source && out);
+    FAMILY_CALL(s, rejections, counts, source, out);
+}
+
+static const char *const inbox_status_names[] = {
+    [INBOX_PENDING] = "pending",
+    [INBOX_PROCESSED] = "processed",
+    [INBOX_DEFERRED] = "deferred",
+    [INBOX_QUARANTINED] = "quarantined",
+};
+#define N_INBOX_STATUSES (sizeof inbox_status_names / sizeof inbox_status_names[0])
+
+const char *inbox_status_name(enum inbox_status st)
+{
+    return (size_t)st < N_INBOX_STATUSES ? inbox_status_names[st] : "?";
+}
+
+int inbox_status_parse(const char *s, enum inbox_status *out)
+{
+    for (size_t i = 0; s && i < N_INBOX_STATUSES; i++) {
+        if (strcmp(s, inbox_status_names[i]) == 0) {
+            *out = (enum inbox_status)i;
+            return 0;
+        }
+    }
+    return HOOKD_EINVAL;
+}
+
+void source_free(struct source *src)
+{
+    if (!src)
+        return;
+    free(src->definition);
+    if (src->secrets) {
+        explicit_bzero(src->secrets, strlen(src->secrets));
+        free(src->secrets);
+    }
+    memset(src, 0, sizeof *src);
+}
+
+void inbox_item_free(struct inbox_item *it)
+{
+    if (!it)
+        return;
+    free(it->event_id);
+    free(it->event_type);
+    free(it->entity_kind);
+    free(it->entity_id);
+    free(it->payload);
+    free(it->lease_owner);
+    free(it->result);
+    free(it->error);
+    memset(it, 0, sizeof *it);
+}
+
+void rejection_free(struct rejection *r)
+{
+    if (!r)
+        return;
+    free(r->reason);
+    free(r->peer);
+    memset(r, 0, sizeof *r);
+}
+
+static void rejection_count_free(struct rejection_count *c)
+{
+    free(c->reason);
+    memset(c, 0, sizeof *c);
+}
+
+void source_list_free(struct source_list *l) { LIST_FREE(l, source_free); }
+void inbox_list_free(struct inbox_list *l) { LIST_FREE(l, inbox_item_free); }
+void rejection_list_free(struct rejection_list *l) { LIST_FREE(l, rejection_free); }
+void rejection_count_list_free(struct rejection_count_list *l) { LIST_FREE(l, rejection_count_free); }

@@ -3,7 +3,8 @@
  * sqlite3_vfs), found by name, always called through the store_*() wrappers
  * below, which are also where argument asserts and fault injection for tests
  * live. The table holds the connection and transaction methods and one
- * sub-table per table family (meta, events, endpoints, deliveries); each
+ * sub-table per table family (meta, events, endpoints, deliveries, sources,
+ * inbox, rejections); each
  * backend fills a family in its file for it (sqlite_events.c,
  * postgres_deliveries.c, …). What the backends share is written once in
  * store_common.c (record readers, column lists, rows to write, list filters).
@@ -48,6 +49,15 @@
  *     delivery_release      fenced: drop one lease without an attempt (endpoint disabled meanwhile)
  *     delivery_release_node drop every lease a node holds (start-up of that node)
  *     delivery_get/list, attempt_list   read deliveries and attempts
+ *   sources (hookd_sources)
+ *     source_insert/update/get/list/list_all/delete   CRUD by name (delete also drops its rejections)
+ *     source_version        a cache validator that changes with every source write
+ *   inbox (hookd_inbox)
+ *     inbox_insert          insert an inbound event, or count it as a duplicate: one atomic statement
+ *     inbox_get/list        read inbox items
+ *   rejections (hookd_rejections, hookd_rejection_counts)
+ *     rejection_insert      log one refused request (bounded per source) and bump its reason's counter
+ *     rejection_list/counts read the log and the counters of a source
  *
  * Adding a method: its pointer in the family's struct below, its wrapper here
  * and in store.c, and its function, table entry and statement slots in the
@@ -187,6 +197,74 @@ struct delivery_result {
 /* What delivery_complete requires: the delivery, the lease and a valid status. */
 bool delivery_result_valid(const struct delivery_result *r);
 
+/* ---- inbound records (hookd_sources, hookd_inbox, hookd_rejections) ---- */
+
+#define SOURCE_NAME_MAX HOOKD_ID_MAX /* a name is id-shaped (id_is_valid) */
+#define INBOX_TEXT_MAX 256           /* event id, type, entity kind and id: at most 255 bytes */
+#define SHA256_HEX_LEN 65            /* 64 hex digits + NUL */
+
+/* A source row. The definition and the secrets are JSON text the inbound
+ * layer reads (inbound/source_def.h); the store keeps them opaque. */
+struct source {
+    char name[SOURCE_NAME_MAX];
+    char *definition; /* the source as the API shows it, without secrets */
+    char *secrets;    /* key material: source_free wipes it */
+    int64_t created_at, updated_at;
+};
+void source_free(struct source *src);
+
+enum inbox_status { INBOX_PENDING, INBOX_PROCESSED, INBOX_DEFERRED, INBOX_QUARANTINED };
+const char *inbox_status_name(enum inbox_status st);
+int inbox_status_parse(const char *s, enum inbox_status *out);
+
+struct inbox_item {
+    char id[HOOKD_ID_MAX];           /* "inb_…"; insert fills it when empty */
+    char source[SOURCE_NAME_MAX];
+    char *event_id;                  /* the sender's id: UNIQUE with source */
+    char *event_type, *entity_kind, *entity_id; /* NULL: none */
+    bool has_version;
+    int64_t version;
+    char *payload;                   /* the body as received */
+    char payload_sha256[SHA256_HEX_LEN];
+    bool signature_verified;
+    enum inbox_status status;
+    int attempts;
+    int64_t next_attempt_at;         /* ms; 0: none */
+    char *lease_owner;               /* NULL: unleased */
+    int64_t lease_until, lease_token;
+    char *result, *error;
+    int64_t received_at, processed_at; /* ms; 0: never */
+    int dup_count;                   /* copies received after the first */
+    int64_t last_dup_at;
+    int conflict_count;              /* of those, copies whose body hash differed */
+};
+void inbox_item_free(struct inbox_item *it);
+
+/* What inbox_insert did: a new row, or a duplicate counted on the row that was there. */
+struct inbox_outcome {
+    bool duplicate;
+    bool conflicting;  /* a duplicate whose body hash differs from the stored one */
+    char id[HOOKD_ID_MAX]; /* the row's id (the stored one for a duplicate) */
+    int dup_count;     /* after this insert */
+};
+
+struct rejection {
+    int64_t id;
+    char source[SOURCE_NAME_MAX];
+    int64_t at;         /* ms */
+    char *reason;       /* "bad_signature", "stale_timestamp", … */
+    char *peer;         /* client address; NULL: unknown */
+    int64_t size;       /* body bytes received (or announced) */
+    char sha256[SHA256_HEX_LEN]; /* of the body; "" when not read */
+};
+void rejection_free(struct rejection *r);
+
+struct rejection_count {
+    char *reason;
+    int64_t count;
+    int64_t last_at;
+};
+
 /* ---- lists and filters ------------------------------------------------ */
 
 #define STORE_LIST_MAX 1000
@@ -216,6 +294,27 @@ struct endpoint_filter {
     int limit;
 };
 
+struct source_filter {
+    const char *before_name; /* cursor: name < before_name; NULL: start */
+    int limit;
+};
+
+struct inbox_filter {
+    const char *source;
+    int status;            /* enum inbox_status, or -1 for any */
+    const char *entity_kind;
+    const char *entity_id;
+    int64_t since, until;  /* received_at range, ms; 0: open */
+    const char *before_id; /* cursor: id < before_id; NULL: start */
+    int limit;
+};
+
+struct rejection_filter {
+    const char *source;    /* required */
+    int64_t before_id;     /* cursor: id < before_id; 0: start */
+    int limit;
+};
+
 /* Growable arrays; free with *_list_free(). */
 struct event_list { struct event *items; size_t n; };
 struct endpoint_list { struct endpoint *items; size_t n; };
@@ -227,6 +326,14 @@ void endpoint_list_free(struct endpoint_list *l);
 void delivery_list_free(struct delivery_list *l);
 void job_list_free(struct job_list *l);
 void attempt_list_free(struct attempt_list *l);
+struct source_list { struct source *items; size_t n; };
+struct inbox_list { struct inbox_item *items; size_t n; };
+struct rejection_list { struct rejection *items; size_t n; };
+struct rejection_count_list { struct rejection_count *items; size_t n; };
+void source_list_free(struct source_list *l);
+void inbox_list_free(struct inbox_list *l);
+void rejection_list_free(struct rejection_list *l);
+void rejection_count_list_free(struct rejection_count_list *l);
 
 /* ---- the method tables ------------------------------------------------- */
 
@@ -324,6 +431,41 @@ struct store_delivery_ops {
     int (*attempt_list)(struct store *s, const char *delivery_id, struct attempt_list *out);
 };
 
+/* hookd_sources: inbound sources by name. */
+struct store_source_ops {
+    int (*insert)(struct store *s, const struct source *src); /* EEXISTS when the name is taken */
+    int (*update)(struct store *s, const struct source *src); /* definition, secrets, updated_at by name */
+    int (*get)(struct store *s, const char *name, struct source *out);
+    int (*list)(struct store *s, const struct source_filter *f, struct source_list *out); /* by name, descending */
+    int (*list_all)(struct store *s, struct source_list *out); /* every source, for the receiver's cache */
+    int (*delete)(struct store *s, const char *name);          /* and its rejections; ENOTFOUND */
+    /* A cheap cache validator: changes on every insert, update and delete of a source. */
+    int (*version)(struct store *s, int64_t *version);
+};
+
+/* hookd_inbox: inbound events, once each per (source, event_id). */
+struct store_inbox_ops {
+    /*
+     * One statement: inserts it (status pending, its id filled when empty,
+     * received_at now when 0), or, when (source, event_id) is present, bumps
+     * that row's dup_count and last_dup_at and counts a differing
+     * payload_sha256 in conflict_count. *out says which, with the row's id.
+     * Concurrent inserts of one event leave one row, whatever the backend.
+     */
+    int (*insert)(struct store *s, struct inbox_item *it, struct inbox_outcome *out);
+    int (*get)(struct store *s, const char *id, struct inbox_item *out);
+    int (*list)(struct store *s, const struct inbox_filter *f, struct inbox_list *out); /* by id, descending */
+};
+
+/* hookd_rejections and hookd_rejection_counts: refused inbound requests, without their bodies. */
+struct store_rejection_ops {
+    /* Logs r (r->id and at filled when 0), keeps the newest `keep` rows of its source, and bumps the
+     * (source, reason) counter, as one unit. */
+    int (*insert)(struct store *s, struct rejection *r, int keep);
+    int (*list)(struct store *s, const struct rejection_filter *f, struct rejection_list *out); /* newest first */
+    int (*counts)(struct store *s, const char *source, struct rejection_count_list *out); /* by reason */
+};
+
 struct store_ops {
     int version; /* STORE_OPS_VERSION */
     const char *name;
@@ -362,6 +504,9 @@ struct store_ops {
     const struct store_event_ops *events;
     const struct store_endpoint_ops *endpoints;
     const struct store_delivery_ops *deliveries;
+    const struct store_source_ops *sources;
+    const struct store_inbox_ops *inbox;
+    const struct store_rejection_ops *rejections;
 };
 
 extern const struct store_ops store_sqlite_ops;
@@ -435,4 +580,17 @@ STORE_WRAPPER store_delivery_release_node(struct store *s, const char *node);
 STORE_WRAPPER store_delivery_get(struct store *s, const char *id, struct delivery *out);
 STORE_WRAPPER store_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out);
 STORE_WRAPPER store_attempt_list(struct store *s, const char *delivery_id, struct attempt_list *out);
+STORE_WRAPPER store_source_insert(struct store *s, const struct source *src);
+STORE_WRAPPER store_source_update(struct store *s, const struct source *src);
+STORE_WRAPPER store_source_get(struct store *s, const char *name, struct source *out);
+STORE_WRAPPER store_source_list(struct store *s, const struct source_filter *f, struct source_list *out);
+STORE_WRAPPER store_source_list_all(struct store *s, struct source_list *out);
+STORE_WRAPPER store_source_delete(struct store *s, const char *name);
+STORE_WRAPPER store_source_version(struct store *s, int64_t *version);
+STORE_WRAPPER store_inbox_insert(struct store *s, struct inbox_item *it, struct inbox_outcome *out);
+STORE_WRAPPER store_inbox_get(struct store *s, const char *id, struct inbox_item *out);
+STORE_WRAPPER store_inbox_list(struct store *s, const struct inbox_filter *f, struct inbox_list *out);
+STORE_WRAPPER store_rejection_insert(struct store *s, struct rejection *r, int keep);
+STORE_WRAPPER store_rejection_list(struct store *s, const struct rejection_filter *f, struct rejection_list *out);
+STORE_WRAPPER store_rejection_counts(struct store *s, const char *source, struct rejection_count_list *out);
 #endif

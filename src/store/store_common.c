@@ -151,6 +151,109 @@ int store_read_attempt(const struct store_row *r, void *item)
     return 0;
 }
 
+/* A hash column into a fixed buffer ("" for NULL or a value of another length). */
+static void col_sha(const struct store_row *r, int col, char out[SHA256_HEX_LEN])
+{
+    const char *t = r->ops->text(r, col);
+
+    snprintf(out, SHA256_HEX_LEN, "%s", t && strlen(t) == SHA256_HEX_LEN - 1 ? t : "");
+}
+
+int store_read_source(const struct store_row *r, void *item)
+{
+    struct source *src = item;
+    bool ok = true;
+
+    memset(src, 0, sizeof *src);
+    snprintf(src->name, sizeof src->name, "%s", r->ops->text(r, 0) ? r->ops->text(r, 0) : "");
+    src->definition = col_str(r, 1, &ok);
+    src->secrets = col_str(r, 2, &ok);
+    src->created_at = col_i64(r, 3);
+    src->updated_at = col_i64(r, 4);
+    if (!ok || !src->definition) {
+        source_free(src);
+        return HOOKD_ENOMEM;
+    }
+    return 0;
+}
+
+int store_read_inbox(const struct store_row *r, void *item)
+{
+    struct inbox_item *it = item;
+    bool ok = true;
+    int c = 0;
+
+    memset(it, 0, sizeof *it);
+    store_row_id(r, c++, it->id);
+    snprintf(it->source, sizeof it->source, "%s", r->ops->text(r, c) ? r->ops->text(r, c) : "");
+    c++;
+    it->event_id = col_str(r, c++, &ok);
+    it->event_type = col_str(r, c++, &ok);
+    it->entity_kind = col_str(r, c++, &ok);
+    it->entity_id = col_str(r, c++, &ok);
+    it->has_version = !r->ops->null(r, c);
+    it->version = col_i64(r, c++);
+    it->payload = col_str(r, c++, &ok);
+    col_sha(r, c++, it->payload_sha256);
+    it->signature_verified = r->ops->flag(r, c++);
+    if (inbox_status_parse(r->ops->text(r, c++), &it->status))
+        it->status = INBOX_QUARANTINED;
+    it->attempts = col_int(r, c++);
+    it->next_attempt_at = col_i64(r, c++);
+    it->lease_owner = col_str(r, c++, &ok);
+    it->lease_until = col_i64(r, c++);
+    it->lease_token = col_i64(r, c++);
+    it->result = col_str(r, c++, &ok);
+    it->error = col_str(r, c++, &ok);
+    it->received_at = col_i64(r, c++);
+    it->processed_at = col_i64(r, c++);
+    it->dup_count = col_int(r, c++);
+    it->last_dup_at = col_i64(r, c++);
+    it->conflict_count = col_int(r, c++);
+    if (!ok || !it->event_id || !it->payload) {
+        inbox_item_free(it);
+        return HOOKD_ENOMEM;
+    }
+    return 0;
+}
+
+int store_read_rejection(const struct store_row *r, void *item)
+{
+    struct rejection *rj = item;
+    bool ok = true;
+
+    memset(rj, 0, sizeof *rj);
+    rj->id = col_i64(r, 0);
+    snprintf(rj->source, sizeof rj->source, "%s", r->ops->text(r, 1) ? r->ops->text(r, 1) : "");
+    rj->at = col_i64(r, 2);
+    rj->reason = col_str(r, 3, &ok);
+    rj->peer = col_str(r, 4, &ok);
+    rj->size = col_i64(r, 5);
+    col_sha(r, 6, rj->sha256);
+    if (!ok || !rj->reason) {
+        rejection_free(rj);
+        return HOOKD_ENOMEM;
+    }
+    return 0;
+}
+
+int store_read_rejection_count(const struct store_row *r, void *item)
+{
+    struct rejection_count *c = item;
+    bool ok = true;
+
+    memset(c, 0, sizeof *c);
+    c->reason = col_str(r, 0, &ok);
+    c->count = col_i64(r, 1);
+    c->last_at = col_i64(r, 2);
+    if (!ok || !c->reason) {
+        free(c->reason);
+        c->reason = NULL;
+        return HOOKD_ENOMEM;
+    }
+    return 0;
+}
+
 /* ---- lists --------------------------------------------------------------- */
 
 void store_free_event(void *item) { event_free(item); }
@@ -158,6 +261,15 @@ void store_free_endpoint(void *item) { endpoint_free(item); }
 void store_free_delivery(void *item) { delivery_free(item); }
 void store_free_job(void *item) { delivery_job_free(item); }
 void store_free_attempt(void *item) { attempt_free(item); }
+void store_free_source(void *item) { source_free(item); }
+void store_free_inbox(void *item) { inbox_item_free(item); }
+void store_free_rejection(void *item) { rejection_free(item); }
+void store_free_rejection_count(void *item)
+{
+    struct rejection_count *c = item;
+    free(c->reason);
+    c->reason = NULL;
+}
 
 void store_rows_start(struct store_rows *rows)
 {
@@ -231,6 +343,13 @@ int endpoint_filter_mask(const struct endpoint_filter *f)
     return (f->account ? EP_F_ACCOUNT : 0) | (f->before_id ? EP_F_BEFORE : 0);
 }
 
+int inbox_filter_mask(const struct inbox_filter *f)
+{
+    return (f->source ? IB_F_SOURCE : 0) | (f->status >= 0 ? IB_F_STATUS : 0) | (f->entity_kind ? IB_F_KIND : 0) |
+           (f->entity_id ? IB_F_ENTITY : 0) | (f->since ? IB_F_SINCE : 0) | (f->until ? IB_F_UNTIL : 0) |
+           (f->before_id ? IB_F_BEFORE : 0);
+}
+
 /* Term i (bit 1 << i) compares with parameter i + 1. */
 static void filter_sql(const char *const *terms, size_t n, int mask, char mark, char out[FILTER_SQL_MAX])
 {
@@ -263,6 +382,14 @@ void delivery_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX])
 void endpoint_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX])
 {
     static const char *const terms[] = {"account =", "id <"};
+
+    filter_sql(terms, sizeof terms / sizeof terms[0], mask, mark, out);
+}
+
+void inbox_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX])
+{
+    static const char *const terms[] = {"source =",         "status =",        "entity_kind =", "entity_id =",
+                                        "received_at >=", "received_at <", "id <"};
 
     filter_sql(terms, sizeof terms / sizeof terms[0], mask, mark, out);
 }
@@ -338,6 +465,47 @@ void store_delivery_values(const struct delivery *d, int64_t now, struct store_v
     v[13] = v_text(d->lease_owner);
     v[14] = v_time(d->lease_owner ? d->lease_until : 0);
     v[15] = v_i64(d->lease_token);
+}
+
+int store_inbox_values(struct inbox_item *it, struct store_value v[STORE_INBOX_NVALUES])
+{
+    if (it->source[0] == '\0' || !it->event_id || !it->payload || strlen(it->payload_sha256) != SHA256_HEX_LEN - 1)
+        return HOOKD_EINVAL;
+    if (it->id[0] == '\0')
+        id_new(it->id, "inb_");
+    if (it->received_at == 0)
+        it->received_at = clock_now_ms();
+    it->status = INBOX_PENDING;
+    it->next_attempt_at = it->received_at;
+    v[0] = v_text(it->id);
+    v[1] = v_text(it->source);
+    v[2] = v_text(it->event_id);
+    v[3] = v_text(it->event_type);
+    v[4] = v_text(it->entity_kind);
+    v[5] = v_text(it->entity_id);
+    v[6] = it->has_version ? v_i64(it->version) : v_null(STORE_V_I64);
+    v[7] = v_text(it->payload);
+    v[8] = v_text(it->payload_sha256);
+    v[9] = v_bool(it->signature_verified);
+    v[10] = v_text(inbox_status_name(it->status));
+    v[11] = v_i64(it->next_attempt_at);
+    v[12] = v_i64(it->received_at);
+    return 0;
+}
+
+int store_rejection_values(struct rejection *r, struct store_value v[STORE_REJECTION_NVALUES])
+{
+    if (r->source[0] == '\0' || !r->reason)
+        return HOOKD_EINVAL;
+    if (r->at == 0)
+        r->at = clock_now_ms();
+    v[0] = v_text(r->source);
+    v[1] = v_i64(r->at);
+    v[2] = v_text(r->reason);
+    v[3] = v_text(r->peer);
+    v[4] = v_i64(r->size);
+    v[5] = v_text(r->sha256[0] ? r->sha256 : NULL);
+    return 0;
 }
 
 /* ---- events ---------------------------------------------------------------- */

@@ -30,6 +30,15 @@
 #define STORE_ATTEMPT_COLUMNS \
     "id, delivery_id, n, started_at, duration_ms, status_code, error_class, error, response, node"
 
+/* The inbound families (sources, inbox, rejections). */
+#define STORE_SOURCE_COLUMNS "name, definition, secrets, created_at, updated_at"
+#define STORE_INBOX_COLUMNS                                                                                      \
+    "id, source, event_id, event_type, entity_kind, entity_id, version, payload, payload_sha256, "               \
+    "signature_verified, status, attempts, next_attempt_at, lease_owner, lease_until, lease_token, result, "      \
+    "error, received_at, processed_at, dup_count, last_dup_at, conflict_count"
+#define STORE_REJECTION_COLUMNS "id, source, at, reason, peer, size, sha256"
+#define STORE_REJECTION_COUNT_COLUMNS "reason, count, last_at"
+
 /* ---- rows: one result row, whichever backend it comes from ---------------- */
 
 struct store_row;
@@ -61,6 +70,10 @@ int store_read_endpoint(const struct store_row *r, void *item);    /* struct end
 int store_read_delivery(const struct store_row *r, void *item);    /* struct delivery */
 int store_read_job(const struct store_row *r, void *item);         /* struct delivery_job */
 int store_read_attempt(const struct store_row *r, void *item);     /* struct attempt */
+int store_read_source(const struct store_row *r, void *item);      /* struct source */
+int store_read_inbox(const struct store_row *r, void *item);       /* struct inbox_item */
+int store_read_rejection(const struct store_row *r, void *item);   /* struct rejection */
+int store_read_rejection_count(const struct store_row *r, void *item); /* struct rejection_count */
 
 /* ---- lists the row readers fill ----------------------------------------- */
 
@@ -81,6 +94,10 @@ void store_free_endpoint(void *item);
 void store_free_delivery(void *item);
 void store_free_job(void *item);
 void store_free_attempt(void *item);
+void store_free_source(void *item);
+void store_free_inbox(void *item);
+void store_free_rejection(void *item);
+void store_free_rejection_count(void *item);
 
 /* Empties the list without freeing anything (its start state). */
 void store_rows_start(struct store_rows *rows);
@@ -121,14 +138,26 @@ enum {
     DL_F_COMBINATIONS = 128,
 };
 enum { EP_F_ACCOUNT = 1, EP_F_BEFORE = 2, EP_F_COMBINATIONS = 4 };
+enum {
+    IB_F_SOURCE = 1,
+    IB_F_STATUS = 2,
+    IB_F_KIND = 4,
+    IB_F_ENTITY = 8,
+    IB_F_SINCE = 16,
+    IB_F_UNTIL = 32,
+    IB_F_BEFORE = 64,
+    IB_F_COMBINATIONS = 128,
+};
 int event_filter_mask(const struct event_filter *f);
 int delivery_filter_mask(const struct delivery_filter *f);
 int endpoint_filter_mask(const struct endpoint_filter *f);
+int inbox_filter_mask(const struct inbox_filter *f);
 /* " AND o.event_type = $1 AND …" for the bits of mask, in a buffer of FILTER_SQL_MAX bytes. */
 #define FILTER_SQL_MAX 256
 void event_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX]);
 void delivery_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX]);
 void endpoint_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX]);
+void inbox_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX]);
 
 /* ---- values: a row to write, bound by each backend its way ---------------- */
 
@@ -158,6 +187,20 @@ void store_endpoint_values(const struct endpoint *ep, const struct endpoint_json
 /* d's row as inserted at now: created_at defaults to now, an open delivery without a time is due at
  * created_at, a final one has none, and lease_until counts only with a lease_owner. */
 void store_delivery_values(const struct delivery *d, int64_t now, struct store_value v[STORE_DELIVERY_NVALUES]);
+
+/* An inbox insert's row: the columns and its parameter i + 1 = values[i]. */
+#define STORE_INBOX_INSERT_COLUMNS                                                                        \
+    "id, source, event_id, event_type, entity_kind, entity_id, version, payload, payload_sha256, "        \
+    "signature_verified, status, next_attempt_at, received_at"
+#define STORE_INBOX_NVALUES 13 /* received_at is 13 */
+/* Gives it an id when it has none and received_at now when 0 (pending, due at received_at), and fills v.
+ * HOOKD_EINVAL when it lacks its source, event id, payload or hash. */
+__attribute__((warn_unused_result)) int store_inbox_values(struct inbox_item *it,
+                                                           struct store_value v[STORE_INBOX_NVALUES]);
+#define STORE_REJECTION_NVALUES 6 /* source, at, reason, peer, size, sha256 */
+/* Fills r->at when 0, and v. HOOKD_EINVAL when it lacks its source or reason. */
+__attribute__((warn_unused_result)) int store_rejection_values(struct rejection *r,
+                                                               struct store_value v[STORE_REJECTION_NVALUES]);
 
 /* ---- events ------------------------------------------------------------- */
 

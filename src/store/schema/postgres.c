@@ -181,11 +181,82 @@ static const char schema_v3[] =
  */
 static const char schema_v4[] = "DROP FUNCTION IF EXISTS hookd_json_valid(text);";
 
+/*
+ * The inbound families (DESIGN §4, §6): sources with their cache validator
+ * (a trigger, like the endpoints'), the inbox (one row per (source,
+ * event_id): the key the receiver's INSERT … ON CONFLICT DO UPDATE runs
+ * into), and the bounded rejection log with its counters. Self-contained,
+ * so it can be renumbered at a merge.
+ */
+static const char schema_inbound[] =
+    "CREATE TABLE hookd_sources ("
+    " name TEXT COLLATE \"C\" NOT NULL PRIMARY KEY,"
+    " definition TEXT NOT NULL,"
+    " secrets TEXT NOT NULL DEFAULT '{}',"
+    " created_at BIGINT NOT NULL DEFAULT floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint,"
+    " updated_at BIGINT NOT NULL DEFAULT floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint);"
+    "INSERT INTO hookd_meta(key, value) VALUES ('sources_version', '0') ON CONFLICT (key) DO NOTHING;"
+    "CREATE OR REPLACE FUNCTION hookd_sources_bump() RETURNS trigger LANGUAGE plpgsql"
+    " SET search_path FROM CURRENT AS $$ BEGIN"
+    " UPDATE hookd_meta SET value = (value::bigint + 1)::text WHERE key = 'sources_version';"
+    " RETURN NULL; END $$;"
+    "CREATE TRIGGER hookd_sources_bump AFTER INSERT OR UPDATE OR DELETE ON hookd_sources"
+    " FOR EACH ROW EXECUTE FUNCTION hookd_sources_bump();"
+
+    "CREATE TABLE hookd_inbox ("
+    " id TEXT COLLATE \"C\" NOT NULL PRIMARY KEY,"
+    " source TEXT COLLATE \"C\" NOT NULL,"
+    " event_id TEXT COLLATE \"C\" NOT NULL,"
+    " event_type TEXT,"
+    " entity_kind TEXT COLLATE \"C\","
+    " entity_id TEXT COLLATE \"C\","
+    " version BIGINT,"
+    " payload TEXT NOT NULL," /* text: the body comes back byte for byte */
+    " payload_sha256 TEXT NOT NULL,"
+    " signature_verified BOOLEAN NOT NULL DEFAULT false,"
+    " status TEXT NOT NULL DEFAULT 'pending'"
+    "  CHECK (status IN ('pending', 'processed', 'deferred', 'quarantined')),"
+    " attempts INTEGER NOT NULL DEFAULT 0,"
+    " next_attempt_at BIGINT,"
+    " lease_owner TEXT,"
+    " lease_until BIGINT,"
+    " lease_token BIGINT NOT NULL DEFAULT 0,"
+    " result TEXT,"
+    " error TEXT,"
+    " received_at BIGINT NOT NULL,"
+    " processed_at BIGINT,"
+    " dup_count INTEGER NOT NULL DEFAULT 0,"
+    " last_dup_at BIGINT,"
+    " conflict_count INTEGER NOT NULL DEFAULT 0,"
+    " UNIQUE (source, event_id)"
+    ") WITH (fillfactor = 80);" /* room for HOT updates of status, leases and dup counts */
+    "CREATE INDEX hookd_inbox_due ON hookd_inbox(next_attempt_at) WHERE status IN ('pending', 'deferred');"
+    "CREATE INDEX hookd_inbox_source ON hookd_inbox(source, id);"
+    "CREATE INDEX hookd_inbox_entity ON hookd_inbox(entity_kind, entity_id, id);"
+    "CREATE INDEX hookd_inbox_status ON hookd_inbox(status, id);"
+
+    "CREATE TABLE hookd_rejections ("
+    " id BIGSERIAL PRIMARY KEY,"
+    " source TEXT COLLATE \"C\" NOT NULL,"
+    " at BIGINT NOT NULL,"
+    " reason TEXT NOT NULL,"
+    " peer TEXT,"
+    " size BIGINT NOT NULL DEFAULT 0,"
+    " sha256 TEXT);"
+    "CREATE INDEX hookd_rejections_source ON hookd_rejections(source, id);"
+    "CREATE TABLE hookd_rejection_counts ("
+    " source TEXT COLLATE \"C\" NOT NULL,"
+    " reason TEXT COLLATE \"C\" NOT NULL,"
+    " count BIGINT NOT NULL DEFAULT 0,"
+    " last_at BIGINT NOT NULL,"
+    " PRIMARY KEY (source, reason));";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
     {3, schema_v3},
     {4, schema_v4},
+    {5, schema_inbound},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];

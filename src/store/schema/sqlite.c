@@ -112,10 +112,85 @@ static const char schema_v3[] =
     "CREATE INDEX hookd_deliveries_endpoint_due ON hookd_deliveries(endpoint_id, next_attempt_at, id)"
     " WHERE status IN ('pending', 'retrying');";
 
+/*
+ * The inbound families (DESIGN §4, §6): sources (the definition and its
+ * secrets as JSON text, and a cache validator bumped by triggers like the
+ * endpoints'), the inbox (one row per (source, event_id): the key the
+ * receiver's insert-or-duplicate statement runs into), and the bounded
+ * rejection log with its per-source, per-reason counters. Self-contained: it
+ * creates everything it uses, so it can be renumbered at a merge.
+ */
+static const char schema_inbound[] =
+    "CREATE TABLE hookd_sources ("
+    " name TEXT NOT NULL PRIMARY KEY,"
+    " definition TEXT NOT NULL,"
+    " secrets TEXT NOT NULL DEFAULT '{}',"
+    " created_at INTEGER NOT NULL DEFAULT (" SQL_NOW_MS "),"
+    " updated_at INTEGER NOT NULL DEFAULT (" SQL_NOW_MS ")"
+    ") WITHOUT ROWID;"
+    "INSERT INTO hookd_meta(key, value) VALUES ('sources_version', '0') ON CONFLICT(key) DO NOTHING;"
+    "CREATE TRIGGER hookd_sources_ai AFTER INSERT ON hookd_sources BEGIN"
+    " UPDATE hookd_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'sources_version'; END;"
+    "CREATE TRIGGER hookd_sources_au AFTER UPDATE ON hookd_sources BEGIN"
+    " UPDATE hookd_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'sources_version'; END;"
+    "CREATE TRIGGER hookd_sources_ad AFTER DELETE ON hookd_sources BEGIN"
+    " UPDATE hookd_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'sources_version'; END;"
+
+    /* A rowid table: payloads are up to max_body, too large for WITHOUT ROWID. */
+    "CREATE TABLE hookd_inbox ("
+    " id TEXT NOT NULL UNIQUE,"
+    " source TEXT NOT NULL,"
+    " event_id TEXT NOT NULL,"
+    " event_type TEXT,"
+    " entity_kind TEXT,"
+    " entity_id TEXT,"
+    " version INTEGER,"
+    " payload TEXT NOT NULL,"
+    " payload_sha256 TEXT NOT NULL,"
+    " signature_verified INTEGER NOT NULL DEFAULT 0,"
+    " status TEXT NOT NULL DEFAULT 'pending'"
+    "  CHECK (status IN ('pending', 'processed', 'deferred', 'quarantined')),"
+    " attempts INTEGER NOT NULL DEFAULT 0,"
+    " next_attempt_at INTEGER,"
+    " lease_owner TEXT,"
+    " lease_until INTEGER,"
+    " lease_token INTEGER NOT NULL DEFAULT 0,"
+    " result TEXT,"
+    " error TEXT,"
+    " received_at INTEGER NOT NULL,"
+    " processed_at INTEGER,"
+    " dup_count INTEGER NOT NULL DEFAULT 0,"
+    " last_dup_at INTEGER,"
+    " conflict_count INTEGER NOT NULL DEFAULT 0,"
+    " UNIQUE (source, event_id));"
+    /* What the workers will claim: only open items are in it. */
+    "CREATE INDEX hookd_inbox_due ON hookd_inbox(next_attempt_at) WHERE status IN ('pending', 'deferred');"
+    "CREATE INDEX hookd_inbox_source ON hookd_inbox(source, id);"
+    "CREATE INDEX hookd_inbox_entity ON hookd_inbox(entity_kind, entity_id, id);"
+    "CREATE INDEX hookd_inbox_status ON hookd_inbox(status, id);"
+
+    "CREATE TABLE hookd_rejections ("
+    " id INTEGER PRIMARY KEY,"
+    " source TEXT NOT NULL,"
+    " at INTEGER NOT NULL,"
+    " reason TEXT NOT NULL,"
+    " peer TEXT,"
+    " size INTEGER NOT NULL DEFAULT 0,"
+    " sha256 TEXT);"
+    "CREATE INDEX hookd_rejections_source ON hookd_rejections(source, id);"
+    "CREATE TABLE hookd_rejection_counts ("
+    " source TEXT NOT NULL,"
+    " reason TEXT NOT NULL,"
+    " count INTEGER NOT NULL DEFAULT 0,"
+    " last_at INTEGER NOT NULL,"
+    " PRIMARY KEY (source, reason)"
+    ") WITHOUT ROWID;";
+
 const struct schema_migration sqlite_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
     {3, schema_v3},
+    {4, schema_inbound},
 };
 
 const size_t sqlite_migrations_count = sizeof sqlite_migrations / sizeof sqlite_migrations[0];
