@@ -5,7 +5,7 @@
 set -euo pipefail
 profile=${1:-build}
 
-pkgs=(gcc make pkg-config libc6-dev libcurl4-openssl-dev libmicrohttpd-dev libsqlite3-dev libjansson-dev
+pkgs=(gcc make pkg-config libc6-dev libcurl4-openssl-dev libsqlite3-dev libjansson-dev
       libinih-dev libssl-dev libpq-dev sqlite3)
 if [ "$profile" = test ]; then
     pkgs+=(libcmocka-dev postgresql curl procps)
