@@ -137,7 +137,7 @@ static int join_parts(const struct mac_part *parts, size_t n_parts, unsigned cha
 static void free_joined(const struct mac_part *parts, size_t n_parts, unsigned char *msg)
 {
     if (n_parts != 1)
-        free_joined(parts, n_parts, msg);
+        free(msg);
 }
 
 int ed25519_sign(const unsigned char seed[ED25519_SEED_LEN], const struct mac_part *parts, size_t n_parts,
