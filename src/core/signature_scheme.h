@@ -22,6 +22,7 @@
 #define SIGNATURE_SCHEME_DEFAULT "standard-webhooks"
 
 #define SIGNATURE_HEADER_MAX 4096      /* longest signature header value read or written */
+#define SIGNATURE_V1A_ENTRY_LEN 93     /* "v1a," + base64 of 64 bytes + a separator or NUL: room per whsk_ key */
 #define SIGNATURE_ENTRIES_MAX 16       /* signatures read from one header (standard-webhooks, stripe v1) */
 #define SIGNATURE_SECRET_MAX 512       /* longest secret text a scheme takes */
 #define SIGNATURE_HEADER_NAME_MAX 64   /* hmac: header and timestamp header names */
