@@ -13,9 +13,11 @@
 #include <strings.h>
 
 
+#include "core/base64.h"
 #include "core/clock.h"
 #include "core/duration.h"
 #include "core/timefmt.h"
+#include "core/utf8.h"
 #include "store/pool.h"
 
 /* ---- errors ------------------------------------------------------------------ */
@@ -232,6 +234,41 @@ json_t *api_delivery_json(const struct delivery *d)
                      api_json_time(d->last_attempt_at), NULL);
 }
 
+/*
+ * The snippet as DESIGN §12 shows it: valid UTF-8 as text in "response"
+ * ("response_encoding": "utf-8"); any other bytes (Latin-1, gzip, …) as
+ * base64 in "response_base64" with "response" null and "response_encoding":
+ * "base64"; "response_truncated" when the response was longer than the cap.
+ */
+static bool attempt_response_set(json_t *j, const struct attempt *a)
+{
+    size_t len = a->response ? (a->response_len ? a->response_len : strlen(a->response)) : 0;
+    json_t *text = json_null(), *encoding = json_null(), *b64 = NULL;
+
+    if (len > 0 && utf8_valid(a->response, len)) {
+        text = json_stringn(a->response, len);
+        encoding = json_string("utf-8");
+    } else if (len > 0) {
+        char *out = malloc(base64_encoded_len(len) + 1);
+        if (out) {
+            base64_encode(a->response, len, out);
+            b64 = json_string(out);
+            free(out);
+        }
+        encoding = json_string("base64");
+        if (!b64) {
+            json_decref(encoding);
+            return false;
+        }
+    }
+    if (json_object_set_new(j, "response", text) != 0 || json_object_set_new(j, "response_encoding", encoding) != 0 ||
+        json_object_set_new(j, "response_truncated", json_boolean(a->response_truncated)) != 0) {
+        json_decref(b64);
+        return false;
+    }
+    return !b64 || json_object_set_new(j, "response_base64", b64) == 0;
+}
+
 json_t *api_attempt_json(const struct attempt *a)
 {
     json_t *error;
@@ -241,9 +278,15 @@ json_t *api_attempt_json(const struct attempt *a)
         error = json_sprintf("%s: %s", a->error_class, a->error);
     else
         error = api_json_str(a->error ? a->error : a->error_class);
-    return object_of("n", json_integer(a->n), "started_at", api_json_time(a->started_at), "duration_ms",
-                     json_integer(a->duration_ms), "status_code", json_int_or_null(a->status_code), "error", error,
-                     "response", api_json_str(a->response), NULL);
+    json_t *j = object_of("n", json_integer(a->n), "started_at", api_json_time(a->started_at), "duration_ms",
+                          json_integer(a->duration_ms), "status_code", json_int_or_null(a->status_code), "error",
+                          error, NULL);
+
+    if (j && !attempt_response_set(j, a)) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
 }
 
 static json_t *retry_schedule_json(const struct endpoint *ep)

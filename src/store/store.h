@@ -169,7 +169,9 @@ struct attempt {
     int status_code;       /* 0: no response */
     char *error_class;     /* NULL on a received status; transport_error_name() otherwise */
     char *error;           /* human text, NULL when none */
-    char *response;        /* snippet, capped */
+    char *response;        /* snippet, capped: bytes (may hold NULs, need not be UTF-8), NUL-terminated */
+    size_t response_len;   /* its bytes; 0 with a response given to a store write: strlen(response) */
+    bool response_truncated; /* the response was longer than the snippet */
     char *node;
 };
 void attempt_free(struct attempt *a);

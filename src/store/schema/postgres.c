@@ -181,11 +181,22 @@ static const char schema_v3[] =
  */
 static const char schema_v4[] = "DROP FUNCTION IF EXISTS hookd_json_valid(text);";
 
+/*
+ * Response snippets as bytes (bytea), with a flag for a snippet cut at the
+ * cap: a text column refuses bytes that are not UTF-8, and a NUL. Adding
+ * nullable columns rewrites nothing; older rows keep their text in response
+ * (read through STORE_ATTEMPT_POSTGRES_RESPONSE).
+ */
+static const char schema_v5[] =
+    "ALTER TABLE hookd_attempts ADD COLUMN response_body bytea;"
+    "ALTER TABLE hookd_attempts ADD COLUMN response_truncated BOOLEAN NOT NULL DEFAULT false;";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
     {3, schema_v3},
     {4, schema_v4},
+    {5, schema_v5},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];

@@ -112,10 +112,21 @@ static const char schema_v3[] =
     "CREATE INDEX hookd_deliveries_endpoint_due ON hookd_deliveries(endpoint_id, next_attempt_at, id)"
     " WHERE status IN ('pending', 'retrying');";
 
+/*
+ * Response snippets as bytes: a response is whatever the endpoint sent (a
+ * Latin-1 page, a gzip body, NULs, UTF-8 cut at the cap), so it is kept as a
+ * BLOB with a flag for a cut. Older rows keep their text in response, read
+ * through the same expression (STORE_ATTEMPT_SQLITE_RESPONSE).
+ */
+static const char schema_v4[] =
+    "ALTER TABLE hookd_attempts ADD COLUMN response_body BLOB;"
+    "ALTER TABLE hookd_attempts ADD COLUMN response_truncated INTEGER NOT NULL DEFAULT 0;";
+
 const struct schema_migration sqlite_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
     {3, schema_v3},
+    {4, schema_v4},
 };
 
 const size_t sqlite_migrations_count = sizeof sqlite_migrations / sizeof sqlite_migrations[0];
