@@ -42,12 +42,18 @@ bool api_store_down(int err) { return err == HOOKD_EUNAVAIL || err == HOOKD_EIO 
 
 void api_reply_store_error(struct http_response *res, int err, const char *what)
 {
-    if (err == HOOKD_ENOTFOUND)
+    if (err == HOOKD_ENOTFOUND) {
         http_reply_error(res, 404, "not_found", "%s not found", what);
-    else if (api_store_down(err))
+    } else if (err == HOOKD_EBUSY) {
+        /* Not applied (see api_write_async): the same request may be sent again. */
+        http_reply_error(res, 503, "store_busy",
+                         "the store is busy (another connection holds a lock): not applied, try again");
+        http_add_header(res, "Retry-After", API_STORE_BUSY_RETRY_AFTER);
+    } else if (api_store_down(err)) {
         http_reply_error(res, 503, "store_unavailable", "the store is unavailable: %s", hookd_strerror(err));
-    else
+    } else {
         http_reply_error(res, 500, "internal", "%s", hookd_strerror(err));
+    }
 }
 
 /* ---- auth and store access ---------------------------------------------------------- */
@@ -117,7 +123,8 @@ void api_write_async(const struct api_ctx *api, struct http_request *req, write_
         return;
     }
     *a = (struct api_async){.req = req, .fn = fn, .reply = reply, .arg = arg};
-    rc = api->writer ? writer_submit(api->writer, async_run, async_done, a) : HOOKD_EUNAVAIL;
+    /* Bounded: one that cannot commit within write_timeout is never run and answered HOOKD_EBUSY. */
+    rc = api->writer ? writer_submit_bounded(api->writer, async_run, async_done, a) : HOOKD_EUNAVAIL;
     if (rc != 0)
         async_done(a, rc); /* the writer never calls back for an op it refused */
 }
