@@ -13,9 +13,11 @@
 #include <strings.h>
 
 
+#include "core/base64.h"
 #include "core/clock.h"
 #include "core/duration.h"
 #include "core/timefmt.h"
+#include "core/utf8.h"
 #include "store/pool.h"
 
 /* ---- errors ------------------------------------------------------------------ */
@@ -40,12 +42,18 @@ bool api_store_down(int err) { return err == HOOKD_EUNAVAIL || err == HOOKD_EIO 
 
 void api_reply_store_error(struct http_response *res, int err, const char *what)
 {
-    if (err == HOOKD_ENOTFOUND)
+    if (err == HOOKD_ENOTFOUND) {
         http_reply_error(res, 404, "not_found", "%s not found", what);
-    else if (api_store_down(err))
+    } else if (err == HOOKD_EBUSY) {
+        /* Not applied (see api_write_async): the same request may be sent again. */
+        http_reply_error(res, 503, "store_busy",
+                         "the store is busy (another connection holds a lock): not applied, try again");
+        http_add_header(res, "Retry-After", API_STORE_BUSY_RETRY_AFTER);
+    } else if (api_store_down(err)) {
         http_reply_error(res, 503, "store_unavailable", "the store is unavailable: %s", hookd_strerror(err));
-    else
+    } else {
         http_reply_error(res, 500, "internal", "%s", hookd_strerror(err));
+    }
 }
 
 /* ---- auth and store access ---------------------------------------------------------- */
@@ -115,7 +123,8 @@ void api_write_async(const struct api_ctx *api, struct http_request *req, write_
         return;
     }
     *a = (struct api_async){.req = req, .fn = fn, .reply = reply, .arg = arg};
-    rc = api->writer ? writer_submit(api->writer, async_run, async_done, a) : HOOKD_EUNAVAIL;
+    /* Bounded: one that cannot commit within write_timeout is never run and answered HOOKD_EBUSY. */
+    rc = api->writer ? writer_submit_bounded(api->writer, async_run, async_done, a) : HOOKD_EUNAVAIL;
     if (rc != 0)
         async_done(a, rc); /* the writer never calls back for an op it refused */
 }
@@ -232,6 +241,41 @@ json_t *api_delivery_json(const struct delivery *d)
                      api_json_time(d->last_attempt_at), NULL);
 }
 
+/*
+ * The snippet as DESIGN §12 shows it: valid UTF-8 as text in "response"
+ * ("response_encoding": "utf-8"); any other bytes (Latin-1, gzip, …) as
+ * base64 in "response_base64" with "response" null and "response_encoding":
+ * "base64"; "response_truncated" when the response was longer than the cap.
+ */
+static bool attempt_response_set(json_t *j, const struct attempt *a)
+{
+    size_t len = a->response ? (a->response_len ? a->response_len : strlen(a->response)) : 0;
+    json_t *text = json_null(), *encoding = json_null(), *b64 = NULL;
+
+    if (len > 0 && utf8_valid(a->response, len)) {
+        text = json_stringn(a->response, len);
+        encoding = json_string("utf-8");
+    } else if (len > 0) {
+        char *out = malloc(base64_encoded_len(len) + 1);
+        if (out) {
+            base64_encode(a->response, len, out);
+            b64 = json_string(out);
+            free(out);
+        }
+        encoding = json_string("base64");
+        if (!b64) {
+            json_decref(encoding);
+            return false;
+        }
+    }
+    if (json_object_set_new(j, "response", text) != 0 || json_object_set_new(j, "response_encoding", encoding) != 0 ||
+        json_object_set_new(j, "response_truncated", json_boolean(a->response_truncated)) != 0) {
+        json_decref(b64);
+        return false;
+    }
+    return !b64 || json_object_set_new(j, "response_base64", b64) == 0;
+}
+
 json_t *api_attempt_json(const struct attempt *a)
 {
     json_t *error;
@@ -241,9 +285,15 @@ json_t *api_attempt_json(const struct attempt *a)
         error = json_sprintf("%s: %s", a->error_class, a->error);
     else
         error = api_json_str(a->error ? a->error : a->error_class);
-    return object_of("n", json_integer(a->n), "started_at", api_json_time(a->started_at), "duration_ms",
-                     json_integer(a->duration_ms), "status_code", json_int_or_null(a->status_code), "error", error,
-                     "response", api_json_str(a->response), NULL);
+    json_t *j = object_of("n", json_integer(a->n), "started_at", api_json_time(a->started_at), "duration_ms",
+                          json_integer(a->duration_ms), "status_code", json_int_or_null(a->status_code), "error",
+                          error, NULL);
+
+    if (j && !attempt_response_set(j, a)) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
 }
 
 static json_t *retry_schedule_json(const struct endpoint *ep)

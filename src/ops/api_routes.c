@@ -44,7 +44,8 @@ const struct http_route public_routes[] = {
 };
 const size_t public_routes_n = sizeof public_routes / sizeof public_routes[0];
 
-/* Up when a read connection can run a trivial query (a missing key still proves it). */
+/* Up when a read connection can run a trivial query (a missing key still proves it) and
+ * writes commit within write_timeout; degraded (503) while they are stuck. */
 void api_healthz(struct http_request *req, struct http_response *res, void *ctx)
 {
     struct api_ctx *api = ctx;
@@ -57,7 +58,9 @@ void api_healthz(struct http_request *req, struct http_response *res, void *ctx)
         free(value);
         store_pool_put(api->readers, s, rc == HOOKD_EIO || rc == HOOKD_EUNAVAIL);
     }
-    if (rc == 0 || rc == HOOKD_ENOTFOUND)
+    if ((rc == 0 || rc == HOOKD_ENOTFOUND) && writer_degraded(api->writer))
+        http_reply_json(res, 503, json_pack("{s:s,s:s}", "status", "degraded", "store", "degraded"));
+    else if (rc == 0 || rc == HOOKD_ENOTFOUND)
         http_reply_json(res, 200, json_pack("{s:s,s:s}", "status", "ok", "store", "up"));
     else
         http_reply_json(res, 503, json_pack("{s:s,s:s}", "status", "degraded", "store", "down"));

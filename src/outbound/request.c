@@ -132,6 +132,8 @@ void request_outcome(const struct http_client_result *res, struct request_outcom
     out->outcome = (enum outcome)(res->outcome >= 0 ? res->outcome : request_classify(res));
     out->retry_after_ms = -1;
     out->duration_ms = res->duration_ms;
+    out->response_len = res->body_len;
+    out->response_truncated = res->body_truncated || res->body_aborted;
     if (res->transport != TRANSPORT_OK) {
         snprintf(out->error, sizeof out->error, "%s", res->error);
         return;

@@ -37,6 +37,8 @@ struct request_outcome {
     int status_code;                /* 0 without a usable response */
     int64_t retry_after_ms;         /* -1: none */
     int duration_ms;
+    size_t response_len;            /* bytes of the snippet given with the outcome */
+    bool response_truncated;        /* the response was longer than the snippet */
     char error[REQUEST_ERROR_MAX];  /* empty on success */
 };
 

@@ -307,7 +307,7 @@ static void sqlite_close(struct store *s)
 
 /*
  * Waits for another connection's write lock in short steps (50 µs doubling to
- * 1 ms) for up to BUSY_TIMEOUT_MS. SQLite's own busy_timeout handler sleeps 1, 2,
+ * 1 ms) for up to BUSY_TIMEOUT_MS (or the connection's lock_wait). SQLite's own busy_timeout handler sleeps 1, 2,
  * 5, 10 … 100 ms, so one collision with an application's commit would add tens
  * of milliseconds to commit→arrival latency.
  */
@@ -319,7 +319,7 @@ static int sqlite_busy_wait(void *arg, int count)
 
     if (count == 0)
         s->busy_since_ms = now;
-    else if (now - s->busy_since_ms >= BUSY_TIMEOUT_MS)
+    else if (now - s->busy_since_ms >= (s->busy_timeout_ms > 0 ? s->busy_timeout_ms : BUSY_TIMEOUT_MS))
         return 0;
     usleep((useconds_t)step_us);
     return 1;
@@ -488,6 +488,12 @@ out:
     return result;
 }
 
+static int sqlite_lock_wait(struct store *s, int64_t ms)
+{
+    s->busy_timeout_ms = ms;
+    return 0;
+}
+
 /* ---- meta ------------------------------------------------------------------- */
 
 static int sqlite_meta_get(struct store *s, const char *key, char **value_out)
@@ -554,6 +560,7 @@ const struct store_ops store_sqlite_ops = {
     .rollback_to = sqlite_rollback_to,
     .changed = sqlite_changed,
     .changed_fd = sqlite_changed_fd,
+    .lock_wait = sqlite_lock_wait,
     .meta = &sqlite_meta_ops,
     .events = &sqlite_event_ops,
     .endpoints = &sqlite_endpoint_ops,

@@ -375,7 +375,8 @@ static int attempt_insert(struct store *s, const struct delivery_result *r, int6
     sqlite3_stmt *st;
     int result = sq_stmt(s, SQ_ATTEMPT_INSERT,
                          "INSERT INTO hookd_attempts(delivery_id, n, started_at, duration_ms, status_code,"
-                         " error_class, error, response, node) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                         " error_class, error, response_body, node, response_truncated)"
+                         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                          &st);
 
     if (result)
@@ -388,8 +389,11 @@ static int attempt_insert(struct store *s, const struct delivery_result *r, int6
         sqlite3_bind_int(st, 5, a->status_code);
     sq_bind_text(st, 6, a->error_class);
     sq_bind_text(st, 7, a->error);
-    sq_bind_text(st, 8, a->response);
+    if (a->response)
+        sqlite3_bind_blob64(st, 8, a->response, a->response_len ? a->response_len : strlen(a->response),
+                            SQLITE_STATIC);
     sq_bind_text(st, 9, a->node ? a->node : r->lease_owner);
+    sqlite3_bind_int(st, 10, a->response_truncated);
     return sq_run(s, st, NULL);
 }
 
@@ -556,7 +560,7 @@ static int sqlite_attempt_list(struct store *s, const char *delivery_id, struct 
 {
     sqlite3_stmt *st;
     int result = sq_stmt(s, SQ_ATTEMPT_LIST,
-                         "SELECT " STORE_ATTEMPT_COLUMNS " FROM hookd_attempts WHERE delivery_id = ?1 ORDER BY n, id",
+                         "SELECT " STORE_ATTEMPT_COLUMNS_WITH(STORE_ATTEMPT_SQLITE_RESPONSE) " FROM hookd_attempts WHERE delivery_id = ?1 ORDER BY n, id",
                          &st);
 
     out->items = NULL;

@@ -164,6 +164,12 @@ int store_changed_fd(struct store *s)
     return fault_check(FAULT_NAME) != 0 || !store_backend(s)->changed_fd ? -1 : store_backend(s)->changed_fd(s);
 }
 
+int store_lock_wait(struct store *s, int64_t ms)
+{
+    assert(s && ms > 0);
+    return store_backend(s)->lock_wait ? store_backend(s)->lock_wait(s, ms) : HOOKD_EUNAVAIL;
+}
+
 /* ---- meta ---- */
 
 int store_meta_get(struct store *s, const char *key, char **value_out)

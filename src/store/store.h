@@ -25,6 +25,7 @@
  *     savepoint/release/rollback_to   per-op isolation inside a batch (rollback_to also ends the savepoint)
  *     changed               cheap "did anyone commit outbox rows since last call" check
  *     changed_fd            a descriptor that turns readable when changed may have news (-1: none, poll)
+ *     lock_wait             bound how long one statement waits for a lock another connection holds
  *   meta (hookd_meta)
  *     meta_get/meta_set     small key/value settings
  *   events (hookd_outbox)
@@ -179,7 +180,9 @@ struct attempt {
     int status_code;       /* 0: no response */
     char *error_class;     /* NULL on a received status; transport_error_name() otherwise */
     char *error;           /* human text, NULL when none */
-    char *response;        /* snippet, capped */
+    char *response;        /* snippet, capped: bytes (may hold NULs, need not be UTF-8), NUL-terminated */
+    size_t response_len;   /* its bytes; 0 with a response given to a store write: strlen(response) */
+    bool response_truncated; /* the response was longer than the snippet */
     char *node;
 };
 void attempt_free(struct attempt *a);
@@ -498,6 +501,11 @@ struct store_ops {
      * backend has none (SQLite: call changed() every millisecond or so) or
      * while the connection is down. Valid until the next call on s. */
     int (*changed_fd)(struct store *s);
+    /* The longest one statement of this connection waits for a lock another
+     * connection holds, in ms (SQLite: the busy handler, default 5 s;
+     * PostgreSQL: lock_timeout, default 5 s), before it fails with
+     * HOOKD_EBUSY. Outside a transaction. */
+    int (*lock_wait)(struct store *s, int64_t ms);
 
     /* The table families. */
     const struct store_meta_ops *meta;
@@ -547,6 +555,8 @@ STORE_WRAPPER store_release(struct store *s);
 STORE_WRAPPER store_rollback_to(struct store *s);
 STORE_WRAPPER store_changed(struct store *s, bool *changed);
 int store_changed_fd(struct store *s); /* the descriptor, or -1 (also for a fault injected) */
+/* A setting, not a store call: neither counted nor failed by fault injection. */
+STORE_WRAPPER store_lock_wait(struct store *s, int64_t ms);
 STORE_WRAPPER store_meta_get(struct store *s, const char *key, char **value_out);
 STORE_WRAPPER store_meta_set(struct store *s, const char *key, const char *value);
 STORE_WRAPPER store_event_insert(struct store *s, struct event *ev, struct event *existing);

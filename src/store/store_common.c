@@ -128,6 +128,56 @@ int store_read_endpoint(const struct store_row *r, void *item)
     return result;
 }
 
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+void store_hex_encode(const void *p, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    const unsigned char *b = p;
+
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[b[i] >> 4];
+        out[2 * i + 1] = digits[b[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+/* The snippet's bytes from their hex text (NUL-terminated copy); false on OOM.
+ * Text that is not hex (never written by hookd) reads as no snippet. */
+static bool response_read(const struct store_row *r, int col, struct attempt *a)
+{
+    const char *hex = r->ops->null(r, col) ? NULL : r->ops->text(r, col);
+    size_t n = hex ? strlen(hex) / 2 : 0;
+    char *out;
+
+    if (n == 0)
+        return true;
+    out = malloc(n + 1);
+    if (!out)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0) {
+            free(out);
+            return true;
+        }
+        out[i] = (char)(hi << 4 | lo);
+    }
+    out[n] = '\0';
+    a->response = out;
+    a->response_len = n;
+    return true;
+}
+
 int store_read_attempt(const struct store_row *r, void *item)
 {
     struct attempt *a = item;
@@ -142,8 +192,9 @@ int store_read_attempt(const struct store_row *r, void *item)
     a->status_code = col_int(r, 5);
     a->error_class = col_str(r, 6, &ok);
     a->error = col_str(r, 7, &ok);
-    a->response = col_str(r, 8, &ok);
+    ok = ok && response_read(r, 8, a);
     a->node = col_str(r, 9, &ok);
+    a->response_truncated = r->ops->flag(r, 10);
     if (!ok) {
         attempt_free(a);
         return HOOKD_ENOMEM;

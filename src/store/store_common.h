@@ -27,8 +27,18 @@
 #define STORE_DELIVERY_NCOLS 16
 /* A job's row: STORE_DELIVERY_COLUMNS, then STORE_EVENT_COLUMNS. */
 #define STORE_JOB_COLUMNS STORE_DELIVERY_COLUMNS ", " STORE_EVENT_COLUMNS
-#define STORE_ATTEMPT_COLUMNS \
-    "id, delivery_id, n, started_at, duration_ms, status_code, error_class, error, response, node"
+/*
+ * The snippet is read as hex text of its bytes (a BLOB/bytea column; rows
+ * written before it have their text in the old column): each backend gives
+ * the expression, store_read_attempt decodes it.
+ */
+#define STORE_ATTEMPT_COLUMNS_WITH(response_hex) \
+    "id, delivery_id, n, started_at, duration_ms, status_code, error_class, error, " response_hex \
+    ", node, response_truncated"
+#define STORE_ATTEMPT_SQLITE_RESPONSE "nullif(hex(COALESCE(response_body, response)), '')"
+#define STORE_ATTEMPT_POSTGRES_RESPONSE "encode(COALESCE(response_body, convert_to(response, 'UTF8')), 'hex')"
+/* The hex text of n bytes (2n + 1 bytes with the NUL) into out. */
+void store_hex_encode(const void *p, size_t n, char *out);
 
 /* The inbound families (sources, inbox, rejections). */
 #define STORE_SOURCE_COLUMNS "name, definition, secrets, created_at, updated_at"

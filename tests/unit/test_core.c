@@ -19,6 +19,7 @@
 #include "core/json_check.h"
 #include "json_corpus.h"
 #include "core/timefmt.h"
+#include "core/utf8.h"
 #include "hookd.h"
 
 /* ---- ids ---- */
@@ -635,6 +636,29 @@ static void test_strerror(void **state)
     assert_string_equal(hookd_strerror(-2147483647 - 1), "unknown error");
 }
 
+/* Well-formed UTF-8 only (no overlongs, surrogates or > U+10FFFF); a cut character is dropped, other bytes kept. */
+static void test_utf8(void **state)
+{
+    (void)state;
+    assert_true(utf8_valid("", 0));
+    assert_true(utf8_valid("a\0b", 3));
+    assert_true(utf8_valid("h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 12));
+    assert_false(utf8_valid("caf\xe9", 4));             /* Latin-1 */
+    assert_false(utf8_valid("\x1f\x8b\x08", 3));        /* gzip magic */
+    assert_false(utf8_valid("\xc0\xaf", 2));             /* overlong */
+    assert_false(utf8_valid("\xed\xa0\x80", 3));         /* surrogate */
+    assert_false(utf8_valid("\xf4\x90\x80\x80", 4));     /* above U+10FFFF */
+    assert_int_equal(utf8_valid_prefix("ab\xff", 3), 2);
+    /* Cut inside a character: back to its start. */
+    assert_int_equal(utf8_cut("ab\xe2\x82", 4), 2);
+    assert_int_equal(utf8_cut("ab\xf0\x9f\x98", 5), 2);
+    assert_int_equal(utf8_cut("ab\xc3", 3), 2);
+    /* Whole characters, or bytes that are not text: left alone. */
+    assert_int_equal(utf8_cut("ab\xc3\xa9", 4), 4);
+    assert_int_equal(utf8_cut("caf\xe9 x", 6), 6);
+    assert_int_equal(utf8_cut("\xff\xc3", 2), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -659,6 +683,7 @@ int main(void)
         cmocka_unit_test(test_envelope_full),
         cmocka_unit_test(test_envelope_minimal),
         cmocka_unit_test(test_strerror),
+        cmocka_unit_test(test_utf8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

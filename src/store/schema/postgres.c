@@ -250,6 +250,14 @@ static const char schema_inbound[] =
     " count BIGINT NOT NULL DEFAULT 0,"
     " last_at BIGINT NOT NULL,"
     " PRIMARY KEY (source, reason));";
+ * Response snippets as bytes (bytea), with a flag for a snippet cut at the
+ * cap: a text column refuses bytes that are not UTF-8, and a NUL. Adding
+ * nullable columns rewrites nothing; older rows keep their text in response
+ * (read through STORE_ATTEMPT_POSTGRES_RESPONSE).
+ */
+static const char schema_attempt_bytes[] =
+    "ALTER TABLE hookd_attempts ADD COLUMN response_body bytea;"
+    "ALTER TABLE hookd_attempts ADD COLUMN response_truncated BOOLEAN NOT NULL DEFAULT false;";
 
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
@@ -257,6 +265,7 @@ const struct schema_migration postgres_migrations[] = {
     {3, schema_v3},
     {4, schema_v4},
     {5, schema_inbound},
+    {6, schema_attempt_bytes},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];

@@ -185,12 +185,21 @@ static const char schema_inbound[] =
     " last_at INTEGER NOT NULL,"
     " PRIMARY KEY (source, reason)"
     ") WITHOUT ROWID;";
+ * Response snippets as bytes: a response is whatever the endpoint sent (a
+ * Latin-1 page, a gzip body, NULs, UTF-8 cut at the cap), so it is kept as a
+ * BLOB with a flag for a cut. Older rows keep their text in response, read
+ * through the same expression (STORE_ATTEMPT_SQLITE_RESPONSE).
+ */
+static const char schema_attempt_bytes[] =
+    "ALTER TABLE hookd_attempts ADD COLUMN response_body BLOB;"
+    "ALTER TABLE hookd_attempts ADD COLUMN response_truncated INTEGER NOT NULL DEFAULT 0;";
 
 const struct schema_migration sqlite_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
     {3, schema_v3},
     {4, schema_inbound},
+    {5, schema_attempt_bytes},
 };
 
 const size_t sqlite_migrations_count = sizeof sqlite_migrations / sizeof sqlite_migrations[0];
