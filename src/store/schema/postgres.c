@@ -250,6 +250,8 @@ static const char schema_inbound[] =
     " count BIGINT NOT NULL DEFAULT 0,"
     " last_at BIGINT NOT NULL,"
     " PRIMARY KEY (source, reason));";
+
+/*
  * Response snippets as bytes (bytea), with a flag for a snippet cut at the
  * cap: a text column refuses bytes that are not UTF-8, and a NUL. Adding
  * nullable columns rewrites nothing; older rows keep their text in response

@@ -185,6 +185,8 @@ static const char schema_inbound[] =
     " last_at INTEGER NOT NULL,"
     " PRIMARY KEY (source, reason)"
     ") WITHOUT ROWID;";
+
+/*
  * Response snippets as bytes: a response is whatever the endpoint sent (a
  * Latin-1 page, a gzip body, NULs, UTF-8 cut at the cap), so it is kept as a
  * BLOB with a flag for a cut. Older rows keep their text in response, read
