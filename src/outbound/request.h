@@ -47,7 +47,7 @@ void request_free(struct request *r);
  * Prepares r->http, a POST of ev to ep: body = envelope, webhook-id = event id,
  * webhook-timestamp = now, webhook-signature = one "v1,…" per secret still
  * active at now. Returns 0, HOOKD_ENOMEM or HOOKD_EINVAL (the event cannot be
- * enveloped); on error nothing may be sent with r until the next prepare succeeds.
+ * enveloped, or its row breaks the rules of core/event_check.h); on error nothing may be sent with r until the next prepare succeeds.
  */
 __attribute__((warn_unused_result)) int request_prepare(struct request *r, const struct endpoint *ep,
                                                         const struct event *ev, int64_t timeout_ms, int64_t now_ms);

@@ -210,6 +210,12 @@ int store_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n,
     FAMILY_CALL(s, events, mark_dispatched, seqs, n, at);
 }
 
+int store_outbox_reject(struct store *s, int64_t seq, const char *error, int64_t at)
+{
+    assert(s && error);
+    FAMILY_CALL(s, events, reject, seq, error, at);
+}
+
 int store_outbox_pending(struct store *s, bool *any)
 {
     assert(s && any);
@@ -422,6 +428,7 @@ void event_free(struct event *e)
     free(e->resource_id);
     free(e->payload);
     free(e->idempotency_key);
+    free(e->error);
     memset(e, 0, sizeof *e);
 }
 

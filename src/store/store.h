@@ -33,6 +33,7 @@
  *     outbox_mark_dispatched  set dispatched_at for fanned-out rows
  *     outbox_pending        is there any undispatched row (cheap)
  *     outbox_take           fetch, lock and mark undispatched rows in one step, with the endpoints version
+ *     outbox_reject         mark a row that breaks the rules (struct event bad_field) with its error
  *   endpoints (hookd_endpoints)
  *     endpoint_insert/update/get/list/list_all/delete   CRUD
  *     endpoint_set_enabled  enable, or disable with a reason
@@ -85,6 +86,12 @@ struct event {
     char *idempotency_key;       /* NULL: none */
     int64_t created_at;          /* ms */
     int64_t dispatched_at;       /* ms; 0: not fanned out yet */
+    char *error;                 /* why the relay rejected the row (it then has no deliveries); NULL: none */
+    /* Set by the store's reader when the row as stored breaks the rules of
+     * core/event_check.h (static strings; NULL: it keeps them): the field
+     * ("event id", "event type", "account", …) and why. The strings above
+     * are then not to be trusted: an id may have been cut to fit. */
+    const char *bad_field, *bad_reason;
 };
 void event_free(struct event *e); /* frees the strings, not e */
 
@@ -266,6 +273,8 @@ struct store_event_ops {
      * until it ends, and rows another transaction holds are skipped; outside
      * one, the call is atomic by itself. One round trip on PostgreSQL. */
     int (*take)(struct store *s, int limit, int64_t at, struct event_list *out, int64_t *endpoints_version);
+    /* Marks the row of seq rejected: error set, dispatched at `at` unless it was already. */
+    int (*reject)(struct store *s, int64_t seq, const char *error, int64_t at);
 };
 
 /* hookd_endpoints. */
@@ -412,6 +421,7 @@ STORE_WRAPPER store_outbox_take(struct store *s, int limit, int64_t at, struct e
                                 int64_t *endpoints_version);
 STORE_WRAPPER store_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n, int64_t at);
 STORE_WRAPPER store_outbox_pending(struct store *s, bool *any);
+STORE_WRAPPER store_outbox_reject(struct store *s, int64_t seq, const char *error, int64_t at);
 STORE_WRAPPER store_endpoint_insert(struct store *s, const struct endpoint *ep);
 STORE_WRAPPER store_endpoint_update(struct store *s, const struct endpoint *ep);
 STORE_WRAPPER store_endpoint_get(struct store *s, const char *id, struct endpoint *out);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/event_check.h"
 #include "core/ids.h"
 #include "log.h"
 #include "store/endpoint_json.h"
@@ -27,12 +28,51 @@ static char *col_str(const struct store_row *r, int col, bool *ok) { return r->o
 static int64_t col_i64(const struct store_row *r, int col) { return r->ops->i64(r, col); }
 static int col_int(const struct store_row *r, int col) { return (int)r->ops->i64(r, col); }
 
+/* The first broken rule of one text column as stored (before a C string could cut it), into ev. */
+static void event_check_col(const struct store_row *r, int col, const char *field,
+                            const char *(*problem)(const char *, size_t), struct event *ev)
+{
+    const char *t = r->ops->text(r, col);
+    const char *why;
+
+    if (ev->bad_field != NULL)
+        return;
+    why = problem(t, t != NULL ? r->ops->len(r, col) : 0);
+    if (why != NULL) {
+        ev->bad_field = field;
+        ev->bad_reason = why;
+    }
+}
+
+/* A payload holding a NUL byte would be cut there (and the rest might even pass the JSON check). */
+static const char *payload_problem(const char *s, size_t len)
+{
+    return s != NULL && strlen(s) != len ? "contains a NUL byte" : NULL;
+}
+
+/*
+ * Every row of hookd_outbox is checked as it is read: rows may have been
+ * written with plain SQL before the schema's check existed, and only here
+ * are their bytes seen whole (an over-long id is cut to fit ev->id, a NUL
+ * ends a C string early).
+ */
+static void event_check_row(const struct store_row *r, int first, struct event *ev)
+{
+    event_check_col(r, first + 1, "event id", event_id_problem, ev);
+    event_check_col(r, first + 2, "event type", event_type_problem, ev);
+    event_check_col(r, first + 3, "account", event_label_problem, ev);
+    event_check_col(r, first + 4, "resource type", event_label_problem, ev);
+    event_check_col(r, first + 5, "resource id", event_label_problem, ev);
+    event_check_col(r, first + 7, "payload", payload_problem, ev);
+}
+
 static int event_read(const struct store_row *r, int first, struct event *ev)
 {
     bool ok = true;
     int c = first;
 
     memset(ev, 0, sizeof *ev);
+    event_check_row(r, first, ev);
     ev->seq = col_i64(r, c++);
     store_row_id(r, c++, ev->id);
     ev->type = col_str(r, c++, &ok);
@@ -45,6 +85,7 @@ static int event_read(const struct store_row *r, int first, struct event *ev)
     ev->idempotency_key = col_str(r, c++, &ok);
     ev->created_at = col_i64(r, c++);
     ev->dispatched_at = col_i64(r, c++);
+    ev->error = col_str(r, c++, &ok);
     if (!ok || !ev->type || !ev->payload) {
         event_free(ev);
         return HOOKD_ENOMEM;

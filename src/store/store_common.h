@@ -15,8 +15,8 @@
 
 #define STORE_EVENT_COLUMNS                                                                                \
     "o.seq, o.id, o.event_type, o.account, o.resource_type, o.resource_id, o.resource_version, o.payload, " \
-    "o.idempotency_key, o.created_at, o.dispatched_at"
-#define STORE_EVENT_NCOLS 11
+    "o.idempotency_key, o.created_at, o.dispatched_at, o.error"
+#define STORE_EVENT_NCOLS 12
 #define STORE_ENDPOINT_COLUMNS                                                                                 \
     "id, account, url, description, event_types, secrets, enabled, disabled_reason, ordering, max_in_flight, " \
     "rate_limit, timeout_ms, retry_schedule, created_at, updated_at"
@@ -37,6 +37,8 @@ struct store_row_ops {
     bool (*null)(const struct store_row *r, int col);
     /* Borrowed text, valid until the row moves on; NULL for SQL NULL. */
     const char *(*text)(const struct store_row *r, int col);
+    /* The column's length in bytes (a text may hold a NUL before its end); 0 for SQL NULL. */
+    size_t (*len)(const struct store_row *r, int col);
     /* A heap copy, NULL for SQL NULL; *ok turns false on OOM. */
     char *(*str)(const struct store_row *r, int col, bool *ok);
     int64_t (*i64)(const struct store_row *r, int col); /* NULL reads as 0 */

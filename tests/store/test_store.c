@@ -353,6 +353,42 @@ static void test_outbox_fetch_mark_pending(void **state)
         event_free(&evs[i]);
 }
 
+/* A row that breaks the outbox rules: refused by the table's check; one that got in earlier is marked by reject. */
+static void test_outbox_check_and_reject(void **state)
+{
+    struct fixture *fx = *state;
+    struct event ev, bad, got;
+    struct event_list l;
+
+    drain_outbox(fx);
+    memset(&bad, 0, sizeof bad);
+    bad.type = "order.paid";
+    bad.account = "acme\r\nX-Injected: yes";
+    bad.payload = "{}";
+    assert_int_equal(store_event_insert(fx->s, &bad, NULL), HOOKD_EINVAL);
+    bad.account = NULL;
+    bad.resource_id = "r\x1b";
+    bad.id[0] = '\0';
+    assert_int_equal(store_event_insert(fx->s, &bad, NULL), HOOKD_EINVAL);
+
+    event_make(fx, "order.paid", &ev);
+    assert_int_equal(store_event_get(fx->s, ev.id, &got), 0);
+    assert_null(got.error);
+    assert_null(got.bad_field);
+    event_free(&got);
+    assert_int_equal(store_outbox_reject(fx->s, ev.seq, "event id contains control characters", 777), 0);
+    /* A second reject keeps the first time it was done with. */
+    assert_int_equal(store_outbox_reject(fx->s, ev.seq, "event id contains control characters", 999), 0);
+    assert_int_equal(store_event_get(fx->s, ev.id, &got), 0);
+    assert_string_equal(got.error, "event id contains control characters");
+    assert_int_equal(got.dispatched_at, 777);
+    event_free(&got);
+    assert_int_equal(store_outbox_fetch(fx->s, 0, 10, &l), 0);
+    assert_int_equal(l.n, 0);
+    event_list_free(&l);
+    event_free(&ev);
+}
+
 static void endpoint_fill(struct endpoint *ep, const char *account);
 
 /* Whether the row of event id is marked dispatched, read through a connection of its own. */
@@ -677,6 +713,7 @@ int main(void)
         T(test_event_list_filters_cursor),
         T(test_outbox_fetch_mark_pending),
         T(test_outbox_take),
+        T(test_outbox_check_and_reject),
         T(test_outbox_take_skips_locked),
         T(test_endpoint_crud),
         T(test_endpoint_list_filters_cursor),
