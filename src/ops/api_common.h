@@ -115,5 +115,6 @@ void api_events_list(struct http_request *req, struct http_response *res, void *
 void api_events_get(struct http_request *req, struct http_response *res, void *ctx);
 void api_deliveries_list(struct http_request *req, struct http_response *res, void *ctx);
 void api_deliveries_get(struct http_request *req, struct http_response *res, void *ctx);
+void api_deliveries_replay(struct http_request *req, struct http_response *res, void *ctx);
 void api_healthz(struct http_request *req, struct http_response *res, void *ctx);
 #endif

@@ -24,6 +24,7 @@ const struct http_route admin_routes[] = {
     {"GET", "/v1/events/{id}", api_events_get, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
     {"GET", "/v1/deliveries", api_deliveries_list, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
     {"GET", "/v1/deliveries/{id}", api_deliveries_get, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
+    {"POST", "/v1/deliveries/{id}/replay", api_deliveries_replay, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
     {"GET", "/healthz", api_healthz, HTTP_AUTH_NONE, API_BODY_NONE, NULL},
 };
 const size_t admin_routes_n = sizeof admin_routes / sizeof admin_routes[0];

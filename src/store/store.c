@@ -345,6 +345,12 @@ int store_delivery_get(struct store *s, const char *id, struct delivery *out)
     FAMILY_CALL(s, deliveries, get, id, out);
 }
 
+int store_delivery_replay(struct store *s, const char *id, int64_t now, struct delivery *out)
+{
+    assert(s && id && out);
+    FAMILY_CALL(s, deliveries, replay, id, now, out);
+}
+
 int store_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out)
 {
     assert(s && f && out);

@@ -48,6 +48,7 @@
  *     delivery_complete_many  the same for many results at once, a result code for each
  *     delivery_release      fenced: drop one lease without an attempt (endpoint disabled meanwhile)
  *     delivery_release_node drop every lease a node holds (start-up of that node)
+ *     delivery_replay       fenced by status: a final delivery pending again (single-delivery replay)
  *     delivery_get/list, attempt_list   read deliveries and attempts
  *
  * Adding a method: its pointer in the family's struct below, its wrapper here
@@ -329,6 +330,14 @@ struct store_delivery_ops {
     int (*release)(struct store *s, const char *id, const char *owner, int64_t token); /* ESTALE if fenced out */
     int (*release_node)(struct store *s, const char *node);
     int (*get)(struct store *s, const char *id, struct delivery *out);
+    /*
+     * Sends a final delivery (dead, skipped or delivered) again: pending, due at now, unleased, with a
+     * fresh attempt count and retry window (its attempts are kept; their numbers start again at 1), in
+     * one UPDATE whose status predicate makes it atomic. *out gets the row as replayed; for a delivery
+     * that is pending, retrying (queued or in flight) or superseded, *out gets it as it is and the
+     * result is ECONFLICT; ENOTFOUND when absent.
+     */
+    int (*replay)(struct store *s, const char *id, int64_t now, struct delivery *out);
     int (*list)(struct store *s, const struct delivery_filter *f, struct delivery_list *out);
     int (*attempt_list)(struct store *s, const char *delivery_id, struct attempt_list *out);
 };
@@ -443,6 +452,7 @@ STORE_WRAPPER store_delivery_complete_many(struct store *s, const struct deliver
 STORE_WRAPPER store_delivery_release(struct store *s, const char *id, const char *owner, int64_t token);
 STORE_WRAPPER store_delivery_release_node(struct store *s, const char *node);
 STORE_WRAPPER store_delivery_get(struct store *s, const char *id, struct delivery *out);
+STORE_WRAPPER store_delivery_replay(struct store *s, const char *id, int64_t now, struct delivery *out);
 STORE_WRAPPER store_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out);
 STORE_WRAPPER store_attempt_list(struct store *s, const char *delivery_id, struct attempt_list *out);
 #endif

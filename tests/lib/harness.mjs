@@ -365,7 +365,7 @@ export function newSecret() {
 /**
  * An in-process HTTP receiver that keeps every request whole: {n, method, path,
  * headers (lower-cased names), rawHeaders (as sent, [name, value, …]), body
- * (text), at}. opts.status(n, req) scripts the answer (default 200).
+ * (text), at}. opts.status(n, req) scripts the answer (default 200), opts.delayMs(n, req) its delay.
  */
 export async function startRecordingSink(opts = {}) {
   const sink = { requests: [] };
@@ -376,8 +376,12 @@ export async function startRecordingSink(opts = {}) {
       const n = sink.requests.length + 1;
       sink.requests.push({ n, method: req.method, path: req.url, headers: req.headers, rawHeaders: req.rawHeaders,
         body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
-      res.writeHead(opts.status ? opts.status(n, req) : 200, { 'content-type': 'text/plain' });
-      res.end('ok');
+      const answer = () => {
+        res.writeHead(opts.status ? opts.status(n, req) : 200, { 'content-type': 'text/plain' });
+        res.end('ok');
+      };
+      const delay = opts.delayMs ? opts.delayMs(n, req) : 0;
+      if (delay > 0) setTimeout(answer, delay); else answer();
     });
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
