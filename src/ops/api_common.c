@@ -288,6 +288,19 @@ static json_t *retry_schedule_json(const struct endpoint *ep)
     return json_string(text);
 }
 
+/* {"Name": "value", …} from the endpoint's "Name: value" lines. */
+static json_t *headers_json(const struct endpoint *ep)
+{
+    json_t *o = json_object();
+
+    for (size_t i = 0; o && i < ep->n_headers; i++) {
+        const char *colon = strchr(ep->headers[i], ':');
+        if (colon && colon[1] == ' ')
+            json_object_setn_new(o, ep->headers[i], (size_t)(colon - ep->headers[i]), json_string(colon + 2));
+    }
+    return o;
+}
+
 json_t *api_endpoint_json(const struct endpoint *ep, bool with_secret, int64_t now)
 {
     json_t *types = json_array();
@@ -301,7 +314,7 @@ json_t *api_endpoint_json(const struct endpoint *ep, bool with_secret, int64_t n
                   json_string(ordering_name(ep->ordering)), "max_in_flight", json_int_or_null(ep->max_in_flight),
                   "rate_limit", json_int_or_null(ep->rate_limit), "timeout", api_json_duration(ep->timeout_ms),
                   "retry_schedule", retry_schedule_json(ep), "created_at", api_json_time(ep->created_at),
-                  "updated_at", api_json_time(ep->updated_at), NULL);
+                  "updated_at", api_json_time(ep->updated_at), "headers", headers_json(ep), NULL);
     if (!j || !with_secret)
         return j;
     /* Only the newest key is ever shown; older ones show their lifetime alone. */

@@ -110,6 +110,7 @@ void api_endpoints_delete(struct http_request *req, struct http_response *res, v
 void api_endpoints_disable(struct http_request *req, struct http_response *res, void *ctx);
 void api_endpoints_enable(struct http_request *req, struct http_response *res, void *ctx);
 void api_endpoints_rotate(struct http_request *req, struct http_response *res, void *ctx);
+void api_endpoints_test(struct http_request *req, struct http_response *res, void *ctx);
 void api_events_publish(struct http_request *req, struct http_response *res, void *ctx);
 void api_events_list(struct http_request *req, struct http_response *res, void *ctx);
 void api_events_get(struct http_request *req, struct http_response *res, void *ctx);

@@ -121,6 +121,10 @@ int request_prepare(struct request *r, const struct endpoint *ep, const struct e
     rc = sign_all(r, ep, ev->id, ts_s, now_ms);
     if (rc != 0)
         return rc;
+    /* After hookd's own: their names are never one of those (core/custom_headers.h), so nothing is overridden. */
+    for (size_t i = 0; i < ep->n_headers && i < CUSTOM_HEADERS_MAX; i++)
+        r->headers[REQUEST_HEADERS + i] = ep->headers[i];
+    r->http.n_headers = REQUEST_HEADERS + (ep->n_headers < CUSTOM_HEADERS_MAX ? ep->n_headers : CUSTOM_HEADERS_MAX);
     r->http.url = ep->url;
     r->http.body = r->body.data;
     r->http.body_len = r->body.len;

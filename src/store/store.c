@@ -459,6 +459,8 @@ void endpoint_free(struct endpoint *ep)
     for (size_t i = 0; i < ep->n_secrets && i < ENDPOINT_MAX_SECRETS; i++)
         secret_free(&ep->secrets[i]);
     free(ep->disabled_reason);
+    for (size_t i = 0; i < ep->n_headers && i < CUSTOM_HEADERS_MAX; i++)
+        free(ep->headers[i]);
     memset(ep, 0, sizeof *ep);
 }
 
@@ -480,7 +482,7 @@ int endpoint_copy(struct endpoint *dst, const struct endpoint *src)
     bool ok = true;
 
     if (src->n_event_types > ENDPOINT_MAX_TYPES || src->n_secrets > ENDPOINT_MAX_SECRETS ||
-        src->n_retry_schedule > RETRY_MAX_SCHEDULE)
+        src->n_retry_schedule > RETRY_MAX_SCHEDULE || src->n_headers > CUSTOM_HEADERS_MAX)
         return HOOKD_EINVAL;
     /* Scalars and the id first; every pointer is then replaced by its copy. */
     *dst = *src;
@@ -492,6 +494,8 @@ int endpoint_copy(struct endpoint *dst, const struct endpoint *src)
         dst->event_types[i] = dup_or_null(src->event_types[i], &ok);
     for (size_t i = 0; i < src->n_secrets; i++)
         dst->secrets[i].key = dup_or_null(src->secrets[i].key, &ok);
+    for (size_t i = 0; i < src->n_headers; i++)
+        dst->headers[i] = dup_or_null(src->headers[i], &ok);
     if (!ok) {
         endpoint_free(dst);
         return HOOKD_ENOMEM;

@@ -66,6 +66,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "hookd.h"
+#include "core/custom_headers.h"
 #include "core/retry.h"
 
 #define STORE_OPS_VERSION 2 /* 2: the methods of each table family in a sub-table */
@@ -123,6 +124,10 @@ struct endpoint {
     int64_t timeout_ms;   /* 0: global default */
     int64_t retry_schedule_ms[RETRY_MAX_SCHEDULE]; /* n_retry_schedule 0: global */
     size_t n_retry_schedule;
+    /* Static custom headers, each a whole "Name: value" line (core/custom_headers.h), sent after the
+     * signature headers in every request; the names are never ones hookd sets. */
+    char *headers[CUSTOM_HEADERS_MAX];
+    size_t n_headers;
     int64_t created_at, updated_at;
 };
 void endpoint_free(struct endpoint *ep);

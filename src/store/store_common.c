@@ -162,6 +162,8 @@ int store_read_endpoint(const struct store_row *r, void *item)
     result = ok && ep->url ? 0 : HOOKD_ENOMEM;
     if (result == 0)
         result = endpoint_json_decode(ep, r->ops->text(r, 4), r->ops->text(r, 5), r->ops->text(r, 12));
+    if (result == 0)
+        result = endpoint_headers_decode(ep, r->ops->text(r, 15));
     if (result == HOOKD_EIO)
         log_warn("store", "endpoint %s has malformed JSON columns", ep->id);
     if (result)
@@ -357,6 +359,7 @@ void store_endpoint_values(const struct endpoint *ep, const struct endpoint_json
     v[12] = v_text(j->retry_schedule);
     v[13] = v_i64(ep->created_at ? ep->created_at : now);
     v[14] = v_i64(ep->updated_at ? ep->updated_at : now);
+    v[15] = v_text(j->headers);
 }
 
 void store_delivery_values(const struct delivery *d, int64_t now, struct store_value v[STORE_DELIVERY_NVALUES])

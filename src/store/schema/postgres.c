@@ -209,12 +209,16 @@ static const char schema_v5[] =
     "CREATE TRIGGER hookd_outbox_check BEFORE INSERT OR UPDATE OF id, event_type, account, resource_type, resource_id"
     " ON hookd_outbox FOR EACH ROW EXECUTE FUNCTION hookd_outbox_check();";
 
+/* Static custom headers of an endpoint: a JSON object {"Name": "value"}, NULL for none. */
+static const char schema_v6[] = "ALTER TABLE hookd_endpoints ADD COLUMN headers TEXT;";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
     {3, schema_v3},
     {4, schema_v4},
     {5, schema_v5},
+    {6, schema_v6},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];

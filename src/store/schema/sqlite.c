@@ -149,11 +149,15 @@ static const char schema_v4[] =
     "CREATE TRIGGER hookd_outbox_check_update AFTER UPDATE OF id, event_type, account, resource_type, resource_id"
     " ON hookd_outbox BEGIN" SQ_OUTBOX_CHECKS " END;";
 
+/* Static custom headers of an endpoint: a JSON object {"Name": "value"}, NULL for none. */
+static const char schema_v5[] = "ALTER TABLE hookd_endpoints ADD COLUMN headers TEXT;";
+
 const struct schema_migration sqlite_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
     {3, schema_v3},
     {4, schema_v4},
+    {5, schema_v5},
 };
 
 const size_t sqlite_migrations_count = sizeof sqlite_migrations / sizeof sqlite_migrations[0];
