@@ -530,6 +530,9 @@ static void endpoint_fill(struct endpoint *ep, const char *account)
     ep->retry_schedule_ms[0] = 100;
     ep->retry_schedule_ms[1] = 200;
     ep->n_retry_schedule = 2;
+    ep->headers[0] = strdup("X-Tenant: acme");
+    ep->headers[1] = strdup("Authorization: Bearer t");
+    ep->n_headers = 2;
     ep->created_at = ep->updated_at = 5000;
 }
 
@@ -564,8 +567,12 @@ static void test_endpoint_crud(void **state)
     assert_int_equal(got.n_retry_schedule, 2);
     assert_int_equal(got.retry_schedule_ms[1], 200);
     assert_int_equal(got.created_at, 5000);
+    assert_int_equal(got.n_headers, 2); /* in their order */
+    assert_string_equal(got.headers[0], "X-Tenant: acme");
+    assert_string_equal(got.headers[1], "Authorization: Bearer t");
 
     assert_int_equal(endpoint_copy(&copy, &got), 0);
+    assert_ptr_not_equal(copy.headers[0], got.headers[0]);
     assert_ptr_not_equal(copy.url, got.url);
     assert_string_equal(copy.secrets[1].key, got.secrets[1].key);
     endpoint_free(&got);
@@ -575,6 +582,8 @@ static void test_endpoint_crud(void **state)
     copy.n_retry_schedule = 0;
     copy.ordering = ORDERING_LATEST;
     copy.updated_at = 6000;
+    free(copy.headers[1]);
+    copy.n_headers = 1;
     assert_int_equal(store_endpoint_update(fx->s, &copy), 0);
     assert_int_equal(store_endpoint_get(fx->s, ep.id, &got), 0);
     assert_string_equal(got.url, "https://example.test/v2");
@@ -582,6 +591,8 @@ static void test_endpoint_crud(void **state)
     assert_int_equal(got.ordering, ORDERING_LATEST);
     assert_int_equal(got.created_at, 5000);
     assert_int_equal(got.updated_at, 6000);
+    assert_int_equal(got.n_headers, 1);
+    assert_string_equal(got.headers[0], "X-Tenant: acme");
     endpoint_free(&got);
 
     assert_int_equal(store_endpoint_set_enabled(fx->s, ep.id, false, "gone (410)", 7000), 0);

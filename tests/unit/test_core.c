@@ -13,6 +13,7 @@
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/duration.h"
+#include "core/custom_headers.h"
 #include "core/envelope.h"
 #include "core/event_check.h"
 #include "core/filter.h"
@@ -71,6 +72,26 @@ static void test_event_check(void **state)
     assert_string_equal(event_label_problem("\xed\xa0\x80", 3), "is not valid UTF-8"); /* a surrogate */
     assert_string_equal(event_label_problem("\xc0\xaf", 2), "is not valid UTF-8");     /* overlong */
     assert_null(event_label_problem(long_id, 64));
+}
+
+static void test_custom_headers(void **state)
+{
+    (void)state;
+    assert_null(custom_header_problem("X-Tenant", "acme", 4));
+    assert_null(custom_header_problem("Authorization", "Bearer a\tb", 10));
+    assert_null(custom_header_problem("x!#$%&'*+-.^_`|~9", "v", 1));
+    assert_non_null(custom_header_problem("webhook-id", "x", 1));
+    assert_non_null(custom_header_problem("WEBHOOK-SIGNATURE", "x", 1));
+    assert_non_null(custom_header_problem("Content-Length", "1", 1));
+    assert_non_null(custom_header_problem("host", "x", 1));
+    assert_non_null(custom_header_problem("Transfer-Encoding", "x", 1));
+    assert_non_null(custom_header_problem("X Bad", "x", 1));
+    assert_non_null(custom_header_problem("X-Bad:", "x", 1));
+    assert_non_null(custom_header_problem("", "x", 1));
+    assert_non_null(custom_header_problem("X-A", "a\r\nX-Evil: 1", 13));
+    assert_non_null(custom_header_problem("X-A", "a\0b", 3));
+    assert_non_null(custom_header_problem("X-A", "", 0));
+    assert_non_null(custom_header_problem("X-A", " a", 2));
 }
 
 static void test_id_unique(void **state)
@@ -675,6 +696,7 @@ int main(void)
         cmocka_unit_test(test_id_shape),
         cmocka_unit_test(test_id_unique),
         cmocka_unit_test(test_event_check),
+        cmocka_unit_test(test_custom_headers),
         cmocka_unit_test(test_id_sortable),
         cmocka_unit_test(test_id_is_valid),
         cmocka_unit_test(test_base64_vectors),
