@@ -15,7 +15,9 @@
 
 #include "core/base64.h"
 #include "core/clock.h"
+#include "core/buf.h"
 #include "core/duration.h"
+#include "core/event_check.h"
 #include "core/timefmt.h"
 #include "core/utf8.h"
 #include "store/pool.h"
@@ -172,6 +174,31 @@ json_t *api_json_time(int64_t ms)
 
 json_t *api_json_str(const char *s) { return s ? json_string(s) : json_null(); }
 
+/* Text read from the outbox may predate its checks: invalid UTF-8 is shown as U+FFFD rather than
+ * failing the whole record (jansson refuses it); JSON escapes every control character. */
+static json_t *outbox_str(const char *s)
+{
+    json_t *j;
+    struct buf b;
+    size_t len;
+
+    if (s == NULL)
+        return json_null();
+    if ((j = json_string(s)) != NULL)
+        return j;
+    len = strlen(s);
+    buf_init(&b, len * 3 + 1);
+    for (size_t i = 0; i < len;) {
+        size_t n = utf8_seq((const unsigned char *)s + i, len - i);
+        if (n == 0 ? buf_puts(&b, "\xef\xbf\xbd") != 0 : buf_append(&b, s + i, n) != 0)
+            break;
+        i += n == 0 ? 1 : n;
+    }
+    j = b.data != NULL ? json_stringn(b.data, b.len) : NULL;
+    buf_free(&b);
+    return j;
+}
+
 json_t *api_json_duration(int64_t ms)
 {
     char text[24];
@@ -218,21 +245,21 @@ json_t *api_event_json(const struct event *ev)
     if (!data)
         data = json_null();
     if (ev->resource_type || ev->resource_id || ev->has_resource_version)
-        resource = object_of("type", api_json_str(ev->resource_type), "id", api_json_str(ev->resource_id),
+        resource = object_of("type", outbox_str(ev->resource_type), "id", outbox_str(ev->resource_id),
                              "version", ev->has_resource_version ? json_integer(ev->resource_version) : json_null(),
                              NULL);
     else
         resource = json_null();
-    return object_of("id", json_string(ev->id), "type", api_json_str(ev->type), "account", api_json_str(ev->account),
+    return object_of("id", outbox_str(ev->id), "type", outbox_str(ev->type), "account", outbox_str(ev->account),
                      "resource", resource, "data", data, "created_at", api_json_time(ev->created_at),
                      "dispatched_at", api_json_time(ev->dispatched_at), "idempotency_key",
-                     api_json_str(ev->idempotency_key), NULL);
+                     api_json_str(ev->idempotency_key), "error", api_json_str(ev->error), NULL);
 }
 
 json_t *api_delivery_json(const struct delivery *d)
 {
     return object_of("id", json_string(d->id), "event_id", json_string(d->event_id), "endpoint_id",
-                     json_string(d->endpoint_id), "account", api_json_str(d->account), "status",
+                     json_string(d->endpoint_id), "account", outbox_str(d->account), "status",
                      json_string(delivery_status_name(d->status)), "attempt_count", json_integer(d->attempt_count),
                      "next_attempt_at", api_json_time(d->next_attempt_at), "last_status_code",
                      json_int_or_null(d->last_status_code), "last_error", api_json_str(d->last_error),
@@ -311,6 +338,19 @@ static json_t *retry_schedule_json(const struct endpoint *ep)
     return json_string(text);
 }
 
+/* {"Name": "value", …} from the endpoint's "Name: value" lines. */
+static json_t *headers_json(const struct endpoint *ep)
+{
+    json_t *o = json_object();
+
+    for (size_t i = 0; o && i < ep->n_headers; i++) {
+        const char *colon = strchr(ep->headers[i], ':');
+        if (colon && colon[1] == ' ')
+            json_object_setn_new(o, ep->headers[i], (size_t)(colon - ep->headers[i]), json_string(colon + 2));
+    }
+    return o;
+}
+
 json_t *api_endpoint_json(const struct endpoint *ep, bool with_secret, int64_t now)
 {
     json_t *types = json_array();
@@ -324,7 +364,7 @@ json_t *api_endpoint_json(const struct endpoint *ep, bool with_secret, int64_t n
                   json_string(ordering_name(ep->ordering)), "max_in_flight", json_int_or_null(ep->max_in_flight),
                   "rate_limit", json_int_or_null(ep->rate_limit), "timeout", api_json_duration(ep->timeout_ms),
                   "retry_schedule", retry_schedule_json(ep), "created_at", api_json_time(ep->created_at),
-                  "updated_at", api_json_time(ep->updated_at), NULL);
+                  "updated_at", api_json_time(ep->updated_at), "headers", headers_json(ep), NULL);
     if (!j || !with_secret)
         return j;
     /* Only the newest key is ever shown; older ones show their lifetime alone. */

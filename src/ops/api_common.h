@@ -31,7 +31,7 @@
 #define API_LIMIT_DEFAULT 100
 #define API_LIMIT_MAX STORE_LIST_MAX
 #define API_URL_MAX 2048
-#define API_ACCOUNT_MAX 255
+#define API_ACCOUNT_MAX 255 /* EVENT_LABEL_LEN_MAX of core/event_check.h */
 #define API_DESCRIPTION_MAX 1024
 #define API_IDEMPOTENCY_KEY_MAX 255
 #define API_MAX_IN_FLIGHT_MAX 10000
@@ -114,6 +114,7 @@ void api_endpoints_delete(struct http_request *req, struct http_response *res, v
 void api_endpoints_disable(struct http_request *req, struct http_response *res, void *ctx);
 void api_endpoints_enable(struct http_request *req, struct http_response *res, void *ctx);
 void api_endpoints_rotate(struct http_request *req, struct http_response *res, void *ctx);
+void api_endpoints_test(struct http_request *req, struct http_response *res, void *ctx);
 void api_events_publish(struct http_request *req, struct http_response *res, void *ctx);
 void api_events_list(struct http_request *req, struct http_response *res, void *ctx);
 void api_events_get(struct http_request *req, struct http_response *res, void *ctx);
@@ -127,5 +128,6 @@ void api_sources_delete(struct http_request *req, struct http_response *res, voi
 void api_sources_rejections(struct http_request *req, struct http_response *res, void *ctx);
 void api_inbox_list(struct http_request *req, struct http_response *res, void *ctx);
 void api_inbox_get(struct http_request *req, struct http_response *res, void *ctx);
+void api_deliveries_replay(struct http_request *req, struct http_response *res, void *ctx);
 void api_healthz(struct http_request *req, struct http_response *res, void *ctx);
 #endif

@@ -20,6 +20,7 @@ const struct http_route admin_routes[] = {
     {"POST", "/v1/endpoints/{id}/disable", api_endpoints_disable, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
     {"POST", "/v1/endpoints/{id}/enable", api_endpoints_enable, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
     {"POST", "/v1/endpoints/{id}/secret/rotate", api_endpoints_rotate, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
+    {"POST", "/v1/endpoints/{id}/test", api_endpoints_test, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
     {"POST", "/v1/events", api_events_publish, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
     {"GET", "/v1/events", api_events_list, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
     {"GET", "/v1/events/{id}", api_events_get, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
@@ -33,6 +34,7 @@ const struct http_route admin_routes[] = {
     {"GET", "/v1/sources/{name}/rejections", api_sources_rejections, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
     {"GET", "/v1/inbox", api_inbox_list, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
     {"GET", "/v1/inbox/{id}", api_inbox_get, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
+    {"POST", "/v1/deliveries/{id}/replay", api_deliveries_replay, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
     {"GET", "/healthz", api_healthz, HTTP_AUTH_NONE, API_BODY_NONE, NULL},
 };
 const size_t admin_routes_n = sizeof admin_routes / sizeof admin_routes[0];

@@ -24,6 +24,7 @@ enum {
     PG_DELIVERY_RELEASE,
     PG_DELIVERY_RELEASE_NODE,
     PG_DELIVERY_GET,
+    PG_DELIVERY_REPLAY,
     PG_ATTEMPT_LIST,
     PG_DELIVERY_LIST,
     PG_DELIVERY_LIST_LAST = PG_DELIVERY_LIST + DL_F_COMBINATIONS - 1,
@@ -582,6 +583,28 @@ static int postgres_delivery_get(struct store *s, const char *id, struct deliver
                   store_read_delivery, out);
 }
 
+/* One UPDATE with the status predicate: of two replays, or a replay and a claim, only one can win. A
+ * final delivery holds no lease, so hookd_inflight has no row of it to clear. */
+static int postgres_delivery_replay(struct store *s, const char *id, int64_t now, struct delivery *out)
+{
+    struct pg_params p = {.n = 0};
+    int result;
+
+    pg_param_text(&p, 1, id);
+    pg_param_i64(&p, 2, now);
+    result = pg_get(s, PG_DELIVERY_REPLAY,
+                    "UPDATE hookd_deliveries d SET status = 'pending', attempt_count = 0, next_attempt_at = $2, first_attempt_at = NULL,"
+                    " delivered_at = NULL, lease_owner = NULL, lease_until = NULL"
+                    " WHERE d.id = $1 AND d.status IN ('dead', 'skipped', 'delivered')"
+                    " RETURNING " STORE_DELIVERY_COLUMNS,
+                    &p, store_read_delivery, out);
+    if (result != HOOKD_ENOTFOUND)
+        return result;
+    /* Not replayable: absent (ENOTFOUND), or open, i.e. queued or in flight already (ECONFLICT). */
+    result = postgres_delivery_get(s, id, out);
+    return result == 0 ? HOOKD_ECONFLICT : result;
+}
+
 /* Newest first; the created_at range is since <= created_at < until. */
 static int postgres_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out)
 {
@@ -615,7 +638,7 @@ static int postgres_attempt_list(struct store *s, const char *delivery_id, struc
 
     pg_param_text(&p, 1, delivery_id);
     return pg_list(s, PG_ATTEMPT_LIST,
-                   "SELECT " STORE_ATTEMPT_COLUMNS_WITH(STORE_ATTEMPT_POSTGRES_RESPONSE) " FROM hookd_attempts WHERE delivery_id = $1 ORDER BY n, id", &p,
+                   "SELECT " STORE_ATTEMPT_COLUMNS_WITH(STORE_ATTEMPT_POSTGRES_RESPONSE) " FROM hookd_attempts WHERE delivery_id = $1 ORDER BY id", &p,
                    store_read_attempt, STORE_ROWS(out, store_free_attempt));
 }
 
@@ -630,6 +653,7 @@ const struct store_delivery_ops postgres_delivery_ops = {
     .release = postgres_delivery_release,
     .release_node = postgres_delivery_release_node,
     .get = postgres_delivery_get,
+    .replay = postgres_delivery_replay,
     .list = postgres_delivery_list,
     .attempt_list = postgres_attempt_list,
 };

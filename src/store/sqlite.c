@@ -213,6 +213,11 @@ static const char *row_text(const struct store_row *r, int col)
 {
     return (const char *)sqlite3_column_text(row_stmt(r), col);
 }
+/* After row_text of the column, the bytes of the text it gave (a blob's converted the same way). */
+static size_t row_len(const struct store_row *r, int col)
+{
+    return (size_t)sqlite3_column_bytes(row_stmt(r), col);
+}
 static char *row_str(const struct store_row *r, int col, bool *ok) { return sq_col_str(row_stmt(r), col, ok); }
 static int64_t row_i64(const struct store_row *r, int col) { return sqlite3_column_int64(row_stmt(r), col); }
 static bool row_flag(const struct store_row *r, int col) { return sqlite3_column_int(row_stmt(r), col) != 0; }
@@ -220,6 +225,7 @@ static bool row_flag(const struct store_row *r, int col) { return sqlite3_column
 static const struct store_row_ops row_ops = {
     .null = row_null,
     .text = row_text,
+    .len = row_len,
     .str = row_str,
     .i64 = row_i64,
     .flag = row_flag,

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/event_check.h"
 #include "core/ids.h"
 #include "log.h"
 #include "store/endpoint_json.h"
@@ -27,12 +28,51 @@ static char *col_str(const struct store_row *r, int col, bool *ok) { return r->o
 static int64_t col_i64(const struct store_row *r, int col) { return r->ops->i64(r, col); }
 static int col_int(const struct store_row *r, int col) { return (int)r->ops->i64(r, col); }
 
+/* The first broken rule of one text column as stored (before a C string could cut it), into ev. */
+static void event_check_col(const struct store_row *r, int col, const char *field,
+                            const char *(*problem)(const char *, size_t), struct event *ev)
+{
+    const char *t = r->ops->text(r, col);
+    const char *why;
+
+    if (ev->bad_field != NULL)
+        return;
+    why = problem(t, t != NULL ? r->ops->len(r, col) : 0);
+    if (why != NULL) {
+        ev->bad_field = field;
+        ev->bad_reason = why;
+    }
+}
+
+/* A payload holding a NUL byte would be cut there (and the rest might even pass the JSON check). */
+static const char *payload_problem(const char *s, size_t len)
+{
+    return s != NULL && strlen(s) != len ? "contains a NUL byte" : NULL;
+}
+
+/*
+ * Every row of hookd_outbox is checked as it is read: rows may have been
+ * written with plain SQL before the schema's check existed, and only here
+ * are their bytes seen whole (an over-long id is cut to fit ev->id, a NUL
+ * ends a C string early).
+ */
+static void event_check_row(const struct store_row *r, int first, struct event *ev)
+{
+    event_check_col(r, first + 1, "event id", event_id_problem, ev);
+    event_check_col(r, first + 2, "event type", event_type_problem, ev);
+    event_check_col(r, first + 3, "account", event_label_problem, ev);
+    event_check_col(r, first + 4, "resource type", event_label_problem, ev);
+    event_check_col(r, first + 5, "resource id", event_label_problem, ev);
+    event_check_col(r, first + 7, "payload", payload_problem, ev);
+}
+
 static int event_read(const struct store_row *r, int first, struct event *ev)
 {
     bool ok = true;
     int c = first;
 
     memset(ev, 0, sizeof *ev);
+    event_check_row(r, first, ev);
     ev->seq = col_i64(r, c++);
     store_row_id(r, c++, ev->id);
     ev->type = col_str(r, c++, &ok);
@@ -45,6 +85,7 @@ static int event_read(const struct store_row *r, int first, struct event *ev)
     ev->idempotency_key = col_str(r, c++, &ok);
     ev->created_at = col_i64(r, c++);
     ev->dispatched_at = col_i64(r, c++);
+    ev->error = col_str(r, c++, &ok);
     if (!ok || !ev->type || !ev->payload) {
         event_free(ev);
         return HOOKD_ENOMEM;
@@ -121,6 +162,8 @@ int store_read_endpoint(const struct store_row *r, void *item)
     result = ok && ep->url ? 0 : HOOKD_ENOMEM;
     if (result == 0)
         result = endpoint_json_decode(ep, r->ops->text(r, 4), r->ops->text(r, 5), r->ops->text(r, 12));
+    if (result == 0)
+        result = endpoint_headers_decode(ep, r->ops->text(r, 15));
     if (result == HOOKD_EIO)
         log_warn("store", "endpoint %s has malformed JSON columns", ep->id);
     if (result)
@@ -494,6 +537,7 @@ void store_endpoint_values(const struct endpoint *ep, const struct endpoint_json
     v[12] = v_text(j->retry_schedule);
     v[13] = v_i64(ep->created_at ? ep->created_at : now);
     v[14] = v_i64(ep->updated_at ? ep->updated_at : now);
+    v[15] = v_text(j->headers);
 }
 
 void store_delivery_values(const struct delivery *d, int64_t now, struct store_value v[STORE_DELIVERY_NVALUES])
