@@ -58,6 +58,8 @@ static const struct conf_key conf_keys[] = {
     NUM("server", "header_timeout", CONF_DURATION, header_timeout_ms, 100, 3600000, "10s"),
     NUM("server", "idle_timeout", CONF_DURATION, idle_timeout_ms, 1000, DAY_MS, "60s"),
     NUM("server", "connection_memory", CONF_SIZE, connection_memory, 16384, INT64_C(16) << 20, "128KiB"),
+    NUM("server", "write_timeout", CONF_DURATION, write_timeout_ms, 100, 3600000, "5s"),
+    NUM("server", "drain_timeout", CONF_DURATION, drain_timeout_ms, 0, 3600000, "10s"),
     NUM("delivery", "timeout", CONF_DURATION, timeout_ms, 1, DAY_MS, "10s"),
     NUM("delivery", "connect_timeout", CONF_DURATION, connect_timeout_ms, 1, DAY_MS, "5s"),
     NUM("delivery", "retry_schedule", CONF_DURATION_LIST, retry, 0, YEAR_MS, NULL),

@@ -23,6 +23,8 @@ struct config {
     int64_t header_timeout_ms;    /* whole request header, from its first byte; 10s */
     int64_t idle_timeout_ms;      /* a connection with no traffic (keep-alive wait); 60s */
     int64_t connection_memory;    /* per-connection buffers; 128KiB */
+    int64_t write_timeout_ms;     /* a write that cannot commit within it answers 503 store_busy; 5s */
+    int64_t drain_timeout_ms;     /* at SIGTERM, in-flight attempts get this long to finish; 10s */
     /* [delivery] */
     int64_t timeout_ms;          /* 10s */
     int64_t connect_timeout_ms;  /* 5s */

@@ -144,6 +144,7 @@ static int outbound_start(struct daemon *d)
         .endpoint_max_in_flight = cfg->endpoint_max_in_flight,
         .window = cfg->window,
         .allow_private_networks = cfg->allow_private_networks,
+        .drain_timeout_ms = cfg->drain_timeout_ms > 0 ? cfg->drain_timeout_ms : 1,
     };
     int r = dispatcher_start(&dd, &d->dispatcher);
 
@@ -236,6 +237,23 @@ static int listeners_start(struct daemon *d)
     return r;
 }
 
+static int op_release_node(struct store *s, void *arg) { return store_delivery_release_node(s, arg); }
+
+/*
+ * At stop, after the dispatcher: every lease this node still holds (work
+ * handed over during the drain, attempts abandoned at drain_timeout) is given
+ * back in one statement, queued behind the results recorded before it, so
+ * other nodes take the work now instead of after the lease.
+ */
+static void leases_release(struct daemon *d)
+{
+    int r = writer_exec_bounded(d->writer, op_release_node, d->node);
+
+    if (r != 0)
+        log_warn("serve", "cannot release the leases of %s at stop: %s (they expire after the lease)", d->node,
+                 hookd_strerror(r));
+}
+
 static void banner(const struct daemon *d)
 {
     const char *path = sqlite_path(d->cfg.store);
@@ -255,6 +273,7 @@ int daemon_run(const struct config *cfg)
 {
     struct daemon *d = calloc(1, sizeof *d);
     struct writer_options wopt = {.max_batch = 1024};
+    int64_t lock_wait;
     sigset_t stop;
     int sig = 0;
     int r;
@@ -267,6 +286,14 @@ int daemon_run(const struct config *cfg)
         log_set_level(lvl);
     node_name(cfg, d->node, sizeof d->node);
     d->started_at = clock_now_ms();
+    /*
+     * Writes are bounded: a batch that finds the store locked is tried again,
+     * each try waiting at most lock_wait for the lock, so that ops waiting
+     * past write_timeout are answered 503 store_busy within a fraction of it.
+     */
+    lock_wait = cfg->write_timeout_ms / 10;
+    wopt.write_timeout_ms = cfg->write_timeout_ms;
+    wopt.lock_wait_ms = lock_wait < 50 ? 50 : lock_wait > 500 ? 500 : lock_wait;
 
     /* Threads inherit this mask; only sigwait() below sees the stop signals. */
     sigemptyset(&stop);
@@ -324,15 +351,19 @@ int daemon_run(const struct config *cfg)
         log_info("serve", "stopping on signal %d", sig);
 out:
     atomic_store(&d->stopping, true);
+    /* No new work: the listeners, then claims and sends, then the fan-out. */
     if (d->admin_http != NULL)
         http_server_stop(d->admin_http);
     if (d->public_http != NULL)
         http_server_stop(d->public_http);
     free(d->api); /* after both servers: suspended requests were answered before their stop returned */
+    dispatcher_drain(d->dispatcher);
     if (d->relay != NULL)
         relay_stop(d->relay);
     if (d->dispatcher != NULL)
-        dispatcher_stop(d->dispatcher);
+        dispatcher_stop(d->dispatcher); /* in-flight attempts finished and recorded, or abandoned at drain_timeout */
+    if (d->writer != NULL)
+        leases_release(d);
     if (d->claimer != NULL)
         writer_stop(d->claimer);
     if (d->writer != NULL)

@@ -18,6 +18,7 @@ static const struct command commands[] = {
     {"serve", cmd_serve, "run the daemon (-c hookd.conf)"},
     {"check-config", cmd_check_config, "validate a config file and the environment, then exit"},
     {"listen", cmd_listen, "local receiver: verify and print incoming webhooks, scripted answers"},
+    {"send", cmd_send, "sign a test event as a provider does and post it to /in/SOURCE"},
     {"endpoints", cmd_endpoints, "create, list, get, update, delete, disable, enable, rotate-secret"},
     {"events", cmd_events, "publish, list, get"},
     {"deliveries", cmd_deliveries, "list, get"},

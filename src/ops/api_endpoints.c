@@ -1,6 +1,6 @@
 /*
- * Admin API /v1/endpoints: create, list, get, update, delete, disable, enable
- * and secret rotation. Reads use a pooled reader; every change is one writer
+ * Admin API /v1/endpoints: create, list, get, update, delete, disable, enable,
+ * secret rotation, and a test event (hookd.ping) to one endpoint. Reads use a pooled reader; every change is one writer
  * op, answered from the writer thread after its commit (the connection waits
  * suspended), after which the hub is told that endpoints changed.
  */
@@ -390,4 +390,122 @@ void api_endpoints_rotate(struct http_request *req, struct http_response *res, v
         o->new_secret = o->secret_buf;
     }
     write_and_reply(req, op_rotate, o, 200, true);
+}
+
+/* ---- POST /v1/endpoints/{id}/test ------------------------------------------------------ */
+
+/* A test event; heap (it outlives the handler call), freed by its reply. */
+struct ping_op {
+    const struct api_ctx *api;
+    char endpoint_id[HOOKD_ID_MAX];
+    struct event ev;
+    struct delivery d;
+};
+
+static void ping_op_free(struct ping_op *o)
+{
+    event_free(&o->ev);
+    free(o->d.account);
+    free(o);
+}
+
+/*
+ * One transaction: the hookd.ping event goes into the outbox already marked
+ * dispatched (no relay fans it out, so no other endpoint, not even one
+ * subscribed to hookd.*, gets it) with one pending delivery, due now, to this
+ * endpoint; from there it takes the normal path (claims, caps, retries, the
+ * signed request). A disabled endpoint is refused (ECONFLICT): its
+ * deliveries wait, and a test is asked for now.
+ */
+static int op_ping(struct store *s, void *arg)
+{
+    struct ping_op *o = arg;
+    struct endpoint ep = {0};
+    int64_t now = clock_now_ms();
+    int rc = store_endpoint_get(s, o->endpoint_id, &ep);
+
+    if (rc != 0)
+        return rc;
+    if (!ep.enabled) {
+        endpoint_free(&ep);
+        return HOOKD_ECONFLICT;
+    }
+    json_t *data = json_pack("{s:s, s:s}", "endpoint_id", ep.id, "message", "test event from hookd");
+    bool ok = data != NULL;
+
+    o->ev.type = strdup("hookd.ping");
+    o->ev.account = ep.account ? strdup(ep.account) : NULL;
+    ok = ok && o->ev.type && (!ep.account || o->ev.account);
+    o->ev.payload = data ? json_dumps(data, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(data);
+    endpoint_free(&ep);
+    if (!ok || !o->ev.payload)
+        return HOOKD_ENOMEM;
+    rc = store_event_insert(s, &o->ev, NULL);
+    if (rc == 0)
+        rc = store_outbox_mark_dispatched(s, &o->ev.seq, 1, now);
+    if (rc != 0)
+        return rc;
+    o->ev.dispatched_at = now;
+    id_new(o->d.id, "dlv_");
+    snprintf(o->d.event_id, sizeof o->d.event_id, "%s", o->ev.id);
+    snprintf(o->d.endpoint_id, sizeof o->d.endpoint_id, "%s", o->endpoint_id);
+    o->d.account = o->ev.account ? strdup(o->ev.account) : NULL;
+    o->d.status = DELIVERY_PENDING;
+    o->d.next_attempt_at = now;
+    o->d.created_at = now;
+    if (o->ev.account && !o->d.account)
+        return HOOKD_ENOMEM;
+    return store_delivery_insert(s, &o->d);
+}
+
+static void ping_reply(void *arg, int rc, struct http_response *res)
+{
+    struct ping_op *o = arg;
+    json_t *j, *arr;
+
+    if (rc == 0) {
+        hub_notify(o->api->hub, HUB_DELIVERIES_DUE);
+        j = api_event_json(&o->ev);
+        arr = json_array();
+        if (j && arr && json_array_append_new(arr, api_delivery_json(&o->d)) == 0 &&
+            json_object_set_new(j, "deliveries", arr) == 0) {
+            http_reply_json(res, 202, j);
+        } else {
+            json_decref(j);
+            http_reply_error(res, 500, "internal", "out of memory");
+        }
+    } else if (rc == HOOKD_ECONFLICT) {
+        http_reply_error(res, 409, "endpoint_disabled", "endpoint %s is disabled: enable it to test it",
+                         o->endpoint_id);
+    } else {
+        char what[HOOKD_ID_MAX + 16];
+        snprintf(what, sizeof what, "endpoint %s", o->endpoint_id);
+        api_reply_store_error(res, rc, what);
+    }
+    ping_op_free(o);
+}
+
+void api_endpoints_test(struct http_request *req, struct http_response *res, void *ctx)
+{
+    struct api_ctx *api = api_begin(req, res, ctx);
+    struct ping_op *o;
+    const char *id, *key;
+    json_t *body, *v;
+
+    if (!api || !(id = path_id(req, res)) || !(body = api_body_object(req, res, true)))
+        return;
+    json_object_foreach(body, key, v) {
+        http_reply_error(res, 400, "unknown_field", "%.64s: unknown field", key);
+        json_decref(body);
+        return;
+    }
+    json_decref(body);
+    if (!(o = calloc(1, sizeof *o))) {
+        api_reply_store_error(res, HOOKD_ENOMEM, "endpoint");
+        return;
+    }
+    o->api = api;
+    snprintf(o->endpoint_id, sizeof o->endpoint_id, "%s", id);
+    api_write_async(api, req, op_ping, ping_reply, o);
 }

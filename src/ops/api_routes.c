@@ -20,6 +20,7 @@ const struct http_route admin_routes[] = {
     {"POST", "/v1/endpoints/{id}/disable", api_endpoints_disable, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
     {"POST", "/v1/endpoints/{id}/enable", api_endpoints_enable, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
     {"POST", "/v1/endpoints/{id}/secret/rotate", api_endpoints_rotate, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
+    {"POST", "/v1/endpoints/{id}/test", api_endpoints_test, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
     {"POST", "/v1/events", api_events_publish, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
     {"GET", "/v1/events", api_events_list, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
     {"GET", "/v1/events/{id}", api_events_get, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
@@ -33,6 +34,7 @@ const struct http_route admin_routes[] = {
     {"GET", "/v1/sources/{name}/rejections", api_sources_rejections, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
     {"GET", "/v1/inbox", api_inbox_list, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
     {"GET", "/v1/inbox/{id}", api_inbox_get, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
+    {"POST", "/v1/deliveries/{id}/replay", api_deliveries_replay, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
     {"GET", "/healthz", api_healthz, HTTP_AUTH_NONE, API_BODY_NONE, NULL},
 };
 const size_t admin_routes_n = sizeof admin_routes / sizeof admin_routes[0];
@@ -44,7 +46,8 @@ const struct http_route public_routes[] = {
 };
 const size_t public_routes_n = sizeof public_routes / sizeof public_routes[0];
 
-/* Up when a read connection can run a trivial query (a missing key still proves it). */
+/* Up when a read connection can run a trivial query (a missing key still proves it) and
+ * writes commit within write_timeout; degraded (503) while they are stuck. */
 void api_healthz(struct http_request *req, struct http_response *res, void *ctx)
 {
     struct api_ctx *api = ctx;
@@ -57,7 +60,9 @@ void api_healthz(struct http_request *req, struct http_response *res, void *ctx)
         free(value);
         store_pool_put(api->readers, s, rc == HOOKD_EIO || rc == HOOKD_EUNAVAIL);
     }
-    if (rc == 0 || rc == HOOKD_ENOTFOUND)
+    if ((rc == 0 || rc == HOOKD_ENOTFOUND) && writer_degraded(api->writer))
+        http_reply_json(res, 503, json_pack("{s:s,s:s}", "status", "degraded", "store", "degraded"));
+    else if (rc == 0 || rc == HOOKD_ENOTFOUND)
         http_reply_json(res, 200, json_pack("{s:s,s:s}", "status", "ok", "store", "up"));
     else
         http_reply_json(res, 503, json_pack("{s:s,s:s}", "status", "degraded", "store", "down"));

@@ -6,10 +6,13 @@
 #include "ops/endpoint_body.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/clock.h"
+#include "core/custom_headers.h"
 #include "core/filter.h"
 #include "core/signature.h"
 #include "ops/api_common.h"
@@ -75,6 +78,69 @@ static int set_secret(void *target, const struct field_value *v)
     return 0;
 }
 
+/* {"Name": "value", …}: at most CUSTOM_HEADERS_MAX, each by the rules of core/custom_headers.h, no name twice. */
+static bool headers_check(const json_t *v, char *why, size_t why_len)
+{
+    const char *name, *problem;
+    json_t *value;
+    size_t n = 0;
+
+    if (json_object_size(v) > CUSTOM_HEADERS_MAX) {
+        snprintf(why, why_len, "at most %d headers", CUSTOM_HEADERS_MAX);
+        return false;
+    }
+    json_object_foreach((json_t *)v, name, value) {
+        const char *other;
+        json_t *ignored;
+        size_t k = 0;
+        if (!json_is_string(value)) {
+            snprintf(why, why_len, "%.64s: value must be a string", name);
+            return false;
+        }
+        problem = custom_header_problem(name, json_string_value(value), json_string_length(value));
+        if (problem) {
+            snprintf(why, why_len, "%.64s %s", name, problem);
+            return false;
+        }
+        /* Names are case-insensitive: "X-A" and "x-a" would be one header sent twice. */
+        json_object_foreach((json_t *)v, other, ignored) {
+            if (k++ < n && strcasecmp(other, name) == 0) {
+                snprintf(why, why_len, "%.64s is given twice", name);
+                return false;
+            }
+        }
+        n++;
+    }
+    return true;
+}
+
+/* The whole set is replaced (null or {} clears it); the lines are "Name: value". */
+static int set_headers(void *target, const struct field_value *v)
+{
+    struct endpoint *ep = target;
+    char *lines[CUSTOM_HEADERS_MAX];
+    const char *name;
+    json_t *value;
+    size_t n = 0;
+
+    if (!v->null) {
+        json_object_foreach((json_t *)v->json, name, value) {
+            size_t cap = strlen(name) + json_string_length(value) + 3;
+            if (n == CUSTOM_HEADERS_MAX || !(lines[n] = malloc(cap))) {
+                for (size_t k = 0; k < n; k++)
+                    free(lines[k]);
+                return HOOKD_ENOMEM;
+            }
+            snprintf(lines[n++], cap, "%s: %s", name, json_string_value(value));
+        }
+    }
+    for (size_t k = 0; k < ep->n_headers; k++)
+        free(ep->headers[k]);
+    memcpy(ep->headers, lines, n * sizeof lines[0]);
+    ep->n_headers = n;
+    return 0;
+}
+
 static const char *const ordering_words[] = {"none", "key", "latest", NULL}; /* enum ordering_mode order */
 
 const struct field endpoint_fields[] = {
@@ -99,6 +165,9 @@ const struct field endpoint_fields[] = {
      .max = API_TIMEOUT_MAX_MS, .offset = offsetof(struct endpoint, timeout_ms)},
     {.name = "retry_schedule", .type = FIELD_DURATION_LIST, .flags = FIELD_NULLABLE | FIELD_BLANK_NULL,
      .max = RETRY_MAX_SCHEDULE, .set = set_retry_schedule},
+    {.name = "headers", .type = FIELD_OBJECT, .flags = FIELD_NULLABLE,
+     .hint = "must be an object of header names and values such as {\"X-Tenant\": \"acme\"}",
+     .check_object = headers_check, .set = set_headers},
 };
 
 const size_t endpoint_fields_count = sizeof endpoint_fields / sizeof endpoint_fields[0];

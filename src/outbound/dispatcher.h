@@ -47,6 +47,7 @@ struct dispatcher_deps {
     int endpoint_max_in_flight; /* per endpoint unless it sets its own */
     int window;                 /* deliveries held in memory */
     bool allow_private_networks;
+    int64_t drain_timeout_ms;   /* at stop, in-flight attempts get this long to finish; 0: 2 s */
 };
 
 __attribute__((warn_unused_result)) int dispatcher_start(const struct dispatcher_deps *deps, struct dispatcher **out);
@@ -67,5 +68,14 @@ void dispatcher_fanout_decided(struct dispatcher *q, uint64_t fanout);
 int dispatcher_room(struct dispatcher *q);
 void dispatcher_wake(struct dispatcher *q);
 void dispatcher_endpoints_changed(struct dispatcher *q);
+/*
+ * Stop in two steps. dispatcher_drain (never blocks): no claims and no new
+ * sends from now on; queued (unsent) deliveries give their leases back at
+ * once; in-flight attempts finish within drain_timeout_ms and their results
+ * are recorded. dispatcher_stop: drains if not draining yet, waits for that,
+ * and frees. Leases of work handed over during the drain (a fan-out ending,
+ * a claim returning) are left to the caller's store_delivery_release_node.
+ */
+void dispatcher_drain(struct dispatcher *q);
 void dispatcher_stop(struct dispatcher *q);
 #endif

@@ -51,7 +51,8 @@ struct dispatcher {
     pthread_t thread;
     struct http_engine *engine; /* the loop runs it: transfers, their sockets, the inbox wake-up */
     atomic_int held;
-    atomic_bool stopping;
+    atomic_bool stopping;       /* dispatcher_stop: finish the drain and end the loop */
+    atomic_bool draining;       /* dispatcher_drain: no claims or sends, unsent leases given back */
     atomic_bool claim_wanted;
     atomic_bool endpoints_dirty;
 

@@ -6,8 +6,11 @@
 #include "store/endpoint_json.h"
 
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "log.h"
 
 /* Overwrites the key strings inside a secrets array before it is freed. */
 static void secrets_json_wipe(json_t *arr)
@@ -35,7 +38,36 @@ void endpoint_json_free(struct endpoint_json *j)
     free(j->event_types);
     text_wipe_free(j->secrets);
     free(j->retry_schedule);
+    free(j->headers);
     memset(j, 0, sizeof *j);
+}
+
+/* The "Name: value" lines as one JSON object, in their order. */
+static int headers_encode(const struct endpoint *ep, char **out)
+{
+    json_t *obj;
+
+    *out = NULL;
+    if (ep->n_headers == 0)
+        return 0;
+    if (ep->n_headers > CUSTOM_HEADERS_MAX)
+        return HOOKD_EINVAL;
+    if (!(obj = json_object()))
+        return HOOKD_ENOMEM;
+    for (size_t i = 0; i < ep->n_headers; i++) {
+        const char *colon = ep->headers[i] ? strchr(ep->headers[i], ':') : NULL;
+        if (!colon || colon[1] != ' ') {
+            json_decref(obj);
+            return HOOKD_EINVAL;
+        }
+        if (json_object_setn_new(obj, ep->headers[i], (size_t)(colon - ep->headers[i]), json_string(colon + 2))) {
+            json_decref(obj);
+            return HOOKD_ENOMEM;
+        }
+    }
+    *out = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(obj);
+    return *out ? 0 : HOOKD_ENOMEM;
 }
 
 int endpoint_json_encode(const struct endpoint *ep, struct endpoint_json *j)
@@ -70,7 +102,7 @@ int endpoint_json_encode(const struct endpoint *ep, struct endpoint_json *j)
     j->secrets = json_dumps(secrets, JSON_COMPACT);
     j->retry_schedule = sched ? json_dumps(sched, JSON_COMPACT) : NULL;
     if (j->event_types && j->secrets && (!sched || j->retry_schedule))
-        result = 0;
+        result = headers_encode(ep, &j->headers);
 out:
     if (result)
         endpoint_json_free(j);
@@ -159,4 +191,35 @@ int endpoint_json_decode(struct endpoint *ep, const char *event_types, const cha
     if (result == 0)
         result = decode_retry_schedule(retry_schedule, ep);
     return result;
+}
+
+int endpoint_headers_decode(struct endpoint *ep, const char *text)
+{
+    json_t *obj, *v;
+    const char *name;
+
+    if (!text)
+        return 0;
+    obj = json_loads(text, 0, NULL);
+    if (!json_is_object(obj)) {
+        json_decref(obj);
+        return HOOKD_EIO;
+    }
+    json_object_foreach(obj, name, v) {
+        const char *value = json_string_value(v);
+        size_t len = value ? json_string_length(v) : 0;
+        char *line;
+        if (ep->n_headers == CUSTOM_HEADERS_MAX || custom_header_problem(name, value, len) != NULL) {
+            log_warn("store", "endpoint %s: a stored custom header breaks the rules and is not sent", ep->id);
+            continue;
+        }
+        if (!(line = malloc(strlen(name) + len + 3))) {
+            json_decref(obj);
+            return HOOKD_ENOMEM;
+        }
+        snprintf(line, strlen(name) + len + 3, "%s: %s", name, value);
+        ep->headers[ep->n_headers++] = line;
+    }
+    json_decref(obj);
+    return 0;
 }

@@ -53,6 +53,7 @@ struct store {
     bool atomic_own;      /* sq_atomic_begin opened the method savepoint */
     int atomic_depth;     /* sq_atomic_begin calls not yet ended (methods calling methods) */
     int64_t busy_since_ms; /* start of the current wait for a lock (sqlite_busy_wait) */
+    int64_t busy_timeout_ms; /* sqlite_lock_wait; 0: BUSY_TIMEOUT_MS */
 };
 
 /* Unix milliseconds in SQL. */

@@ -164,6 +164,12 @@ int store_changed_fd(struct store *s)
     return fault_check(FAULT_NAME) != 0 || !store_backend(s)->changed_fd ? -1 : store_backend(s)->changed_fd(s);
 }
 
+int store_lock_wait(struct store *s, int64_t ms)
+{
+    assert(s && ms > 0);
+    return store_backend(s)->lock_wait ? store_backend(s)->lock_wait(s, ms) : HOOKD_EUNAVAIL;
+}
+
 /* ---- meta ---- */
 
 int store_meta_get(struct store *s, const char *key, char **value_out)
@@ -208,6 +214,12 @@ int store_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n,
 {
     assert(s && (n == 0 || seqs));
     FAMILY_CALL(s, events, mark_dispatched, seqs, n, at);
+}
+
+int store_outbox_reject(struct store *s, int64_t seq, const char *error, int64_t at)
+{
+    assert(s && error);
+    FAMILY_CALL(s, events, reject, seq, error, at);
 }
 
 int store_outbox_pending(struct store *s, bool *any)
@@ -339,6 +351,12 @@ int store_delivery_get(struct store *s, const char *id, struct delivery *out)
     FAMILY_CALL(s, deliveries, get, id, out);
 }
 
+int store_delivery_replay(struct store *s, const char *id, int64_t now, struct delivery *out)
+{
+    assert(s && id && out);
+    FAMILY_CALL(s, deliveries, replay, id, now, out);
+}
+
 int store_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out)
 {
     assert(s && f && out);
@@ -422,6 +440,7 @@ void event_free(struct event *e)
     free(e->resource_id);
     free(e->payload);
     free(e->idempotency_key);
+    free(e->error);
     memset(e, 0, sizeof *e);
 }
 
@@ -446,6 +465,8 @@ void endpoint_free(struct endpoint *ep)
     for (size_t i = 0; i < ep->n_secrets && i < ENDPOINT_MAX_SECRETS; i++)
         secret_free(&ep->secrets[i]);
     free(ep->disabled_reason);
+    for (size_t i = 0; i < ep->n_headers && i < CUSTOM_HEADERS_MAX; i++)
+        free(ep->headers[i]);
     memset(ep, 0, sizeof *ep);
 }
 
@@ -467,7 +488,7 @@ int endpoint_copy(struct endpoint *dst, const struct endpoint *src)
     bool ok = true;
 
     if (src->n_event_types > ENDPOINT_MAX_TYPES || src->n_secrets > ENDPOINT_MAX_SECRETS ||
-        src->n_retry_schedule > RETRY_MAX_SCHEDULE)
+        src->n_retry_schedule > RETRY_MAX_SCHEDULE || src->n_headers > CUSTOM_HEADERS_MAX)
         return HOOKD_EINVAL;
     /* Scalars and the id first; every pointer is then replaced by its copy. */
     *dst = *src;
@@ -479,6 +500,8 @@ int endpoint_copy(struct endpoint *dst, const struct endpoint *src)
         dst->event_types[i] = dup_or_null(src->event_types[i], &ok);
     for (size_t i = 0; i < src->n_secrets; i++)
         dst->secrets[i].key = dup_or_null(src->secrets[i].key, &ok);
+    for (size_t i = 0; i < src->n_headers; i++)
+        dst->headers[i] = dup_or_null(src->headers[i], &ok);
     if (!ok) {
         endpoint_free(dst);
         return HOOKD_ENOMEM;

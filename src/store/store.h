@@ -25,6 +25,7 @@
  *     savepoint/release/rollback_to   per-op isolation inside a batch (rollback_to also ends the savepoint)
  *     changed               cheap "did anyone commit outbox rows since last call" check
  *     changed_fd            a descriptor that turns readable when changed may have news (-1: none, poll)
+ *     lock_wait             bound how long one statement waits for a lock another connection holds
  *   meta (hookd_meta)
  *     meta_get/meta_set     small key/value settings
  *   events (hookd_outbox)
@@ -34,6 +35,7 @@
  *     outbox_mark_dispatched  set dispatched_at for fanned-out rows
  *     outbox_pending        is there any undispatched row (cheap)
  *     outbox_take           fetch, lock and mark undispatched rows in one step, with the endpoints version
+ *     outbox_reject         mark a row that breaks the rules (struct event bad_field) with its error
  *   endpoints (hookd_endpoints)
  *     endpoint_insert/update/get/list/list_all/delete   CRUD
  *     endpoint_set_enabled  enable, or disable with a reason
@@ -48,6 +50,7 @@
  *     delivery_complete_many  the same for many results at once, a result code for each
  *     delivery_release      fenced: drop one lease without an attempt (endpoint disabled meanwhile)
  *     delivery_release_node drop every lease a node holds (start-up of that node)
+ *     delivery_replay       fenced by status: a final delivery pending again (single-delivery replay)
  *     delivery_get/list, attempt_list   read deliveries and attempts
  *   sources (hookd_sources)
  *     source_insert/update/get/list/list_all/delete   CRUD by name (delete also drops its rejections)
@@ -74,6 +77,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "hookd.h"
+#include "core/custom_headers.h"
 #include "core/retry.h"
 
 #define STORE_OPS_VERSION 2 /* 2: the methods of each table family in a sub-table */
@@ -95,6 +99,12 @@ struct event {
     char *idempotency_key;       /* NULL: none */
     int64_t created_at;          /* ms */
     int64_t dispatched_at;       /* ms; 0: not fanned out yet */
+    char *error;                 /* why the relay rejected the row (it then has no deliveries); NULL: none */
+    /* Set by the store's reader when the row as stored breaks the rules of
+     * core/event_check.h (static strings; NULL: it keeps them): the field
+     * ("event id", "event type", "account", …) and why. The strings above
+     * are then not to be trusted: an id may have been cut to fit. */
+    const char *bad_field, *bad_reason;
 };
 void event_free(struct event *e); /* frees the strings, not e */
 
@@ -125,6 +135,10 @@ struct endpoint {
     int64_t timeout_ms;   /* 0: global default */
     int64_t retry_schedule_ms[RETRY_MAX_SCHEDULE]; /* n_retry_schedule 0: global */
     size_t n_retry_schedule;
+    /* Static custom headers, each a whole "Name: value" line (core/custom_headers.h), sent after the
+     * signature headers in every request; the names are never ones hookd sets. */
+    char *headers[CUSTOM_HEADERS_MAX];
+    size_t n_headers;
     int64_t created_at, updated_at;
 };
 void endpoint_free(struct endpoint *ep);
@@ -179,7 +193,9 @@ struct attempt {
     int status_code;       /* 0: no response */
     char *error_class;     /* NULL on a received status; transport_error_name() otherwise */
     char *error;           /* human text, NULL when none */
-    char *response;        /* snippet, capped */
+    char *response;        /* snippet, capped: bytes (may hold NULs, need not be UTF-8), NUL-terminated */
+    size_t response_len;   /* its bytes; 0 with a response given to a store write: strlen(response) */
+    bool response_truncated; /* the response was longer than the snippet */
     char *node;
 };
 void attempt_free(struct attempt *a);
@@ -373,6 +389,8 @@ struct store_event_ops {
      * until it ends, and rows another transaction holds are skipped; outside
      * one, the call is atomic by itself. One round trip on PostgreSQL. */
     int (*take)(struct store *s, int limit, int64_t at, struct event_list *out, int64_t *endpoints_version);
+    /* Marks the row of seq rejected: error set, dispatched at `at` unless it was already. */
+    int (*reject)(struct store *s, int64_t seq, const char *error, int64_t at);
 };
 
 /* hookd_endpoints. */
@@ -427,6 +445,14 @@ struct store_delivery_ops {
     int (*release)(struct store *s, const char *id, const char *owner, int64_t token); /* ESTALE if fenced out */
     int (*release_node)(struct store *s, const char *node);
     int (*get)(struct store *s, const char *id, struct delivery *out);
+    /*
+     * Sends a final delivery (dead, skipped or delivered) again: pending, due at now, unleased, with a
+     * fresh attempt count and retry window (its attempts are kept; their numbers start again at 1), in
+     * one UPDATE whose status predicate makes it atomic. *out gets the row as replayed; for a delivery
+     * that is pending, retrying (queued or in flight) or superseded, *out gets it as it is and the
+     * result is ECONFLICT; ENOTFOUND when absent.
+     */
+    int (*replay)(struct store *s, const char *id, int64_t now, struct delivery *out);
     int (*list)(struct store *s, const struct delivery_filter *f, struct delivery_list *out);
     int (*attempt_list)(struct store *s, const char *delivery_id, struct attempt_list *out);
 };
@@ -498,6 +524,11 @@ struct store_ops {
      * backend has none (SQLite: call changed() every millisecond or so) or
      * while the connection is down. Valid until the next call on s. */
     int (*changed_fd)(struct store *s);
+    /* The longest one statement of this connection waits for a lock another
+     * connection holds, in ms (SQLite: the busy handler, default 5 s;
+     * PostgreSQL: lock_timeout, default 5 s), before it fails with
+     * HOOKD_EBUSY. Outside a transaction. */
+    int (*lock_wait)(struct store *s, int64_t ms);
 
     /* The table families. */
     const struct store_meta_ops *meta;
@@ -547,6 +578,8 @@ STORE_WRAPPER store_release(struct store *s);
 STORE_WRAPPER store_rollback_to(struct store *s);
 STORE_WRAPPER store_changed(struct store *s, bool *changed);
 int store_changed_fd(struct store *s); /* the descriptor, or -1 (also for a fault injected) */
+/* A setting, not a store call: neither counted nor failed by fault injection. */
+STORE_WRAPPER store_lock_wait(struct store *s, int64_t ms);
 STORE_WRAPPER store_meta_get(struct store *s, const char *key, char **value_out);
 STORE_WRAPPER store_meta_set(struct store *s, const char *key, const char *value);
 STORE_WRAPPER store_event_insert(struct store *s, struct event *ev, struct event *existing);
@@ -557,6 +590,7 @@ STORE_WRAPPER store_outbox_take(struct store *s, int limit, int64_t at, struct e
                                 int64_t *endpoints_version);
 STORE_WRAPPER store_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n, int64_t at);
 STORE_WRAPPER store_outbox_pending(struct store *s, bool *any);
+STORE_WRAPPER store_outbox_reject(struct store *s, int64_t seq, const char *error, int64_t at);
 STORE_WRAPPER store_endpoint_insert(struct store *s, const struct endpoint *ep);
 STORE_WRAPPER store_endpoint_update(struct store *s, const struct endpoint *ep);
 STORE_WRAPPER store_endpoint_get(struct store *s, const char *id, struct endpoint *out);
@@ -578,6 +612,7 @@ STORE_WRAPPER store_delivery_complete_many(struct store *s, const struct deliver
 STORE_WRAPPER store_delivery_release(struct store *s, const char *id, const char *owner, int64_t token);
 STORE_WRAPPER store_delivery_release_node(struct store *s, const char *node);
 STORE_WRAPPER store_delivery_get(struct store *s, const char *id, struct delivery *out);
+STORE_WRAPPER store_delivery_replay(struct store *s, const char *id, int64_t now, struct delivery *out);
 STORE_WRAPPER store_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out);
 STORE_WRAPPER store_attempt_list(struct store *s, const char *delivery_id, struct attempt_list *out);
 STORE_WRAPPER store_source_insert(struct store *s, const struct source *src);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/event_check.h"
 #include "core/ids.h"
 #include "log.h"
 #include "store/endpoint_json.h"
@@ -27,12 +28,51 @@ static char *col_str(const struct store_row *r, int col, bool *ok) { return r->o
 static int64_t col_i64(const struct store_row *r, int col) { return r->ops->i64(r, col); }
 static int col_int(const struct store_row *r, int col) { return (int)r->ops->i64(r, col); }
 
+/* The first broken rule of one text column as stored (before a C string could cut it), into ev. */
+static void event_check_col(const struct store_row *r, int col, const char *field,
+                            const char *(*problem)(const char *, size_t), struct event *ev)
+{
+    const char *t = r->ops->text(r, col);
+    const char *why;
+
+    if (ev->bad_field != NULL)
+        return;
+    why = problem(t, t != NULL ? r->ops->len(r, col) : 0);
+    if (why != NULL) {
+        ev->bad_field = field;
+        ev->bad_reason = why;
+    }
+}
+
+/* A payload holding a NUL byte would be cut there (and the rest might even pass the JSON check). */
+static const char *payload_problem(const char *s, size_t len)
+{
+    return s != NULL && strlen(s) != len ? "contains a NUL byte" : NULL;
+}
+
+/*
+ * Every row of hookd_outbox is checked as it is read: rows may have been
+ * written with plain SQL before the schema's check existed, and only here
+ * are their bytes seen whole (an over-long id is cut to fit ev->id, a NUL
+ * ends a C string early).
+ */
+static void event_check_row(const struct store_row *r, int first, struct event *ev)
+{
+    event_check_col(r, first + 1, "event id", event_id_problem, ev);
+    event_check_col(r, first + 2, "event type", event_type_problem, ev);
+    event_check_col(r, first + 3, "account", event_label_problem, ev);
+    event_check_col(r, first + 4, "resource type", event_label_problem, ev);
+    event_check_col(r, first + 5, "resource id", event_label_problem, ev);
+    event_check_col(r, first + 7, "payload", payload_problem, ev);
+}
+
 static int event_read(const struct store_row *r, int first, struct event *ev)
 {
     bool ok = true;
     int c = first;
 
     memset(ev, 0, sizeof *ev);
+    event_check_row(r, first, ev);
     ev->seq = col_i64(r, c++);
     store_row_id(r, c++, ev->id);
     ev->type = col_str(r, c++, &ok);
@@ -45,6 +85,7 @@ static int event_read(const struct store_row *r, int first, struct event *ev)
     ev->idempotency_key = col_str(r, c++, &ok);
     ev->created_at = col_i64(r, c++);
     ev->dispatched_at = col_i64(r, c++);
+    ev->error = col_str(r, c++, &ok);
     if (!ok || !ev->type || !ev->payload) {
         event_free(ev);
         return HOOKD_ENOMEM;
@@ -121,11 +162,63 @@ int store_read_endpoint(const struct store_row *r, void *item)
     result = ok && ep->url ? 0 : HOOKD_ENOMEM;
     if (result == 0)
         result = endpoint_json_decode(ep, r->ops->text(r, 4), r->ops->text(r, 5), r->ops->text(r, 12));
+    if (result == 0)
+        result = endpoint_headers_decode(ep, r->ops->text(r, 15));
     if (result == HOOKD_EIO)
         log_warn("store", "endpoint %s has malformed JSON columns", ep->id);
     if (result)
         endpoint_free(ep);
     return result;
+}
+
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+void store_hex_encode(const void *p, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    const unsigned char *b = p;
+
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[b[i] >> 4];
+        out[2 * i + 1] = digits[b[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+/* The snippet's bytes from their hex text (NUL-terminated copy); false on OOM.
+ * Text that is not hex (never written by hookd) reads as no snippet. */
+static bool response_read(const struct store_row *r, int col, struct attempt *a)
+{
+    const char *hex = r->ops->null(r, col) ? NULL : r->ops->text(r, col);
+    size_t n = hex ? strlen(hex) / 2 : 0;
+    char *out;
+
+    if (n == 0)
+        return true;
+    out = malloc(n + 1);
+    if (!out)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0) {
+            free(out);
+            return true;
+        }
+        out[i] = (char)(hi << 4 | lo);
+    }
+    out[n] = '\0';
+    a->response = out;
+    a->response_len = n;
+    return true;
 }
 
 int store_read_attempt(const struct store_row *r, void *item)
@@ -142,8 +235,9 @@ int store_read_attempt(const struct store_row *r, void *item)
     a->status_code = col_int(r, 5);
     a->error_class = col_str(r, 6, &ok);
     a->error = col_str(r, 7, &ok);
-    a->response = col_str(r, 8, &ok);
+    ok = ok && response_read(r, 8, a);
     a->node = col_str(r, 9, &ok);
+    a->response_truncated = r->ops->flag(r, 10);
     if (!ok) {
         attempt_free(a);
         return HOOKD_ENOMEM;
@@ -443,6 +537,7 @@ void store_endpoint_values(const struct endpoint *ep, const struct endpoint_json
     v[12] = v_text(j->retry_schedule);
     v[13] = v_i64(ep->created_at ? ep->created_at : now);
     v[14] = v_i64(ep->updated_at ? ep->updated_at : now);
+    v[15] = v_text(j->headers);
 }
 
 void store_delivery_values(const struct delivery *d, int64_t now, struct store_value v[STORE_DELIVERY_NVALUES])

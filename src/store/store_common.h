@@ -15,11 +15,11 @@
 
 #define STORE_EVENT_COLUMNS                                                                                \
     "o.seq, o.id, o.event_type, o.account, o.resource_type, o.resource_id, o.resource_version, o.payload, " \
-    "o.idempotency_key, o.created_at, o.dispatched_at"
-#define STORE_EVENT_NCOLS 11
+    "o.idempotency_key, o.created_at, o.dispatched_at, o.error"
+#define STORE_EVENT_NCOLS 12
 #define STORE_ENDPOINT_COLUMNS                                                                                 \
     "id, account, url, description, event_types, secrets, enabled, disabled_reason, ordering, max_in_flight, " \
-    "rate_limit, timeout_ms, retry_schedule, created_at, updated_at"
+    "rate_limit, timeout_ms, retry_schedule, created_at, updated_at, headers"
 #define STORE_DELIVERY_COLUMNS                                                                                 \
     "d.id, d.event_id, d.endpoint_id, d.account, d.status, d.attempt_count, d.next_attempt_at, "              \
     "d.last_status_code, d.last_error, d.first_attempt_at, d.last_attempt_at, d.delivered_at, d.created_at, " \
@@ -27,8 +27,18 @@
 #define STORE_DELIVERY_NCOLS 16
 /* A job's row: STORE_DELIVERY_COLUMNS, then STORE_EVENT_COLUMNS. */
 #define STORE_JOB_COLUMNS STORE_DELIVERY_COLUMNS ", " STORE_EVENT_COLUMNS
-#define STORE_ATTEMPT_COLUMNS \
-    "id, delivery_id, n, started_at, duration_ms, status_code, error_class, error, response, node"
+/*
+ * The snippet is read as hex text of its bytes (a BLOB/bytea column; rows
+ * written before it have their text in the old column): each backend gives
+ * the expression, store_read_attempt decodes it.
+ */
+#define STORE_ATTEMPT_COLUMNS_WITH(response_hex) \
+    "id, delivery_id, n, started_at, duration_ms, status_code, error_class, error, " response_hex \
+    ", node, response_truncated"
+#define STORE_ATTEMPT_SQLITE_RESPONSE "nullif(hex(COALESCE(response_body, response)), '')"
+#define STORE_ATTEMPT_POSTGRES_RESPONSE "encode(COALESCE(response_body, convert_to(response, 'UTF8')), 'hex')"
+/* The hex text of n bytes (2n + 1 bytes with the NUL) into out. */
+void store_hex_encode(const void *p, size_t n, char *out);
 
 /* The inbound families (sources, inbox, rejections). */
 #define STORE_SOURCE_COLUMNS "name, definition, secrets, created_at, updated_at"
@@ -46,6 +56,8 @@ struct store_row_ops {
     bool (*null)(const struct store_row *r, int col);
     /* Borrowed text, valid until the row moves on; NULL for SQL NULL. */
     const char *(*text)(const struct store_row *r, int col);
+    /* The column's length in bytes (a text may hold a NUL before its end); 0 for SQL NULL. */
+    size_t (*len)(const struct store_row *r, int col);
     /* A heap copy, NULL for SQL NULL; *ok turns false on OOM. */
     char *(*str)(const struct store_row *r, int col, bool *ok);
     int64_t (*i64)(const struct store_row *r, int col); /* NULL reads as 0 */
@@ -174,7 +186,7 @@ struct endpoint_json;
 #define STORE_EVENT_INSERT_COLUMNS \
     "id, account, event_type, resource_type, resource_id, resource_version, payload, idempotency_key, created_at"
 #define STORE_EVENT_NVALUES 9
-#define STORE_ENDPOINT_NVALUES 15 /* STORE_ENDPOINT_COLUMNS: enabled is 7, updated_at 15 */
+#define STORE_ENDPOINT_NVALUES 16 /* STORE_ENDPOINT_COLUMNS: enabled is 7, updated_at 15, headers 16 */
 #define STORE_DELIVERY_INSERT_COLUMNS                                                                          \
     "id, event_id, endpoint_id, account, status, attempt_count, next_attempt_at, last_status_code, last_error, " \
     "first_attempt_at, last_attempt_at, delivered_at, created_at, lease_owner, lease_until, lease_token"

@@ -361,3 +361,33 @@ export function newSecret() {
   globalThis.crypto.getRandomValues(bytes);
   return 'whsec_' + Buffer.from(bytes).toString('base64');
 }
+
+/**
+ * An in-process HTTP receiver that keeps every request whole: {n, method, path,
+ * headers (lower-cased names), rawHeaders (as sent, [name, value, …]), body
+ * (text), at}. opts.status(n, req) scripts the answer (default 200), opts.delayMs(n, req) its delay.
+ */
+export async function startRecordingSink(opts = {}) {
+  const sink = { requests: [] };
+  const server = createHttpServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const n = sink.requests.length + 1;
+      sink.requests.push({ n, method: req.method, path: req.url, headers: req.headers, rawHeaders: req.rawHeaders,
+        body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
+      const answer = () => {
+        res.writeHead(opts.status ? opts.status(n, req) : 200, { 'content-type': 'text/plain' });
+        res.end('ok');
+      };
+      const delay = opts.delayMs ? opts.delayMs(n, req) : 0;
+      if (delay > 0) setTimeout(answer, delay); else answer();
+    });
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  sink.port = server.address().port;
+  sink.url = (path = '/hook') => `http://127.0.0.1:${sink.port}${path}`;
+  sink.at = (path) => sink.requests.filter((r) => r.path === path);
+  sink.stop = () => new Promise((r) => { server.closeAllConnections?.(); server.close(() => r()); });
+  return sink;
+}

@@ -78,6 +78,8 @@ static void test_defaults(void **state)
     assert_true(c.header_timeout_ms == 10000);
     assert_true(c.idle_timeout_ms == 60000);
     assert_true(c.connection_memory == 131072);
+    assert_true(c.write_timeout_ms == 5000);
+    assert_true(c.drain_timeout_ms == 10000);
 }
 
 static void test_file(void **state)
@@ -96,6 +98,8 @@ static void test_file(void **state)
                        "header_timeout = 2s\n"
                        "idle_timeout = 30s\n"
                        "connection_memory = 64KiB\n"
+                       "write_timeout = 2s\n"
+                       "drain_timeout = 30s\n"
                        "public_listen = [::1]:0\n"
                        "\n"
                        "# delivery\n"
@@ -138,6 +142,8 @@ static void test_file(void **state)
     assert_true(c.header_timeout_ms == 2000);
     assert_true(c.idle_timeout_ms == 30000);
     assert_true(c.connection_memory == 65536);
+    assert_true(c.write_timeout_ms == 2000);
+    assert_true(c.drain_timeout_ms == 30000);
     /* Untouched keys keep their defaults. */
     assert_true(c.connect_timeout_ms == 5000);
     assert_string_equal(c.admin_listen, "127.0.0.1:8081");
@@ -202,6 +208,8 @@ static void test_file_errors(void **state)
         {"[inbox]\nmax_body = 1MB\n", ":2: inbox.max_body: invalid size '1MB' (e.g. 4096, 512KiB, 1MiB)"},
         {"[server]\nhttp_threads = 0\n", ":2: server.http_threads: '0' out of range (1..64)"},
         {"[server]\nheader_timeout = 10ms\n", ":2: server.header_timeout: '10ms' out of range (100ms..1h)"},
+        {"[server]\nwrite_timeout = 10ms\n", ":2: server.write_timeout: '10ms' out of range (100ms..1h)"},
+        {"[server]\ndrain_timeout = 2h\n", ":2: server.drain_timeout: '2h' out of range (0s..1h)"},
         {"[server]\nconnection_memory = 1KiB\n",
          ":2: server.connection_memory: '1KiB' out of range (16384..16777216)"},
         {"[server]\nlog_level = loud\n", ":2: server.log_level: invalid log level (debug, info, warn, error) 'loud'"},

@@ -251,12 +251,56 @@ static const char schema_inbound[] =
     " last_at BIGINT NOT NULL,"
     " PRIMARY KEY (source, reason));";
 
+/*
+ * Response snippets as bytes (bytea), with a flag for a snippet cut at the
+ * cap: a text column refuses bytes that are not UTF-8, and a NUL. Adding
+ * nullable columns rewrites nothing; older rows keep their text in response
+ * (read through STORE_ATTEMPT_POSTGRES_RESPONSE).
+ */
+static const char schema_attempt_bytes[] =
+    "ALTER TABLE hookd_attempts ADD COLUMN response_body bytea;"
+    "ALTER TABLE hookd_attempts ADD COLUMN response_truncated BOOLEAN NOT NULL DEFAULT false;";
+
+/*
+ * The outbox is untrusted input (issue 9): a row's id, type, account and
+ * resource fields keep the rules of core/event_check.h whoever writes them,
+ * plain SQL included. A trigger, not a CHECK: a CHECK added NOT VALID is
+ * still checked on every later UPDATE of a row, so the relay could not mark
+ * a row written before this migration; the trigger looks at the checked
+ * columns only, and such rows are rejected by the relay (into the new
+ * `error` column). PostgreSQL text holds no NUL and only valid UTF-8.
+ * The limits are core/event_check.h's (63, 128, 255).
+ */
+#define PG_REFUSE(cond, msg) " IF " cond " THEN RAISE EXCEPTION USING ERRCODE = 'check_violation', MESSAGE = '" msg "'; END IF;"
+#define PG_LABEL_BAD(col) "octet_length(NEW." col ") > 255 OR NEW." col " ~ '[\\x01-\\x1f\\x7f]'"
+static const char schema_outbox_check[] =
+    "ALTER TABLE hookd_outbox ADD COLUMN error TEXT;"
+    "CREATE OR REPLACE FUNCTION hookd_outbox_check() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+    PG_REFUSE("NEW.id IS NULL OR NEW.id COLLATE \"C\" !~ '^[A-Za-z0-9_.:-]{1,63}$'",
+              "hookd_outbox.id must be 1 to 63 characters of A-Z a-z 0-9 _ . : -")
+    PG_REFUSE("NEW.event_type IS NULL OR NEW.event_type COLLATE \"C\" !~ '^[A-Za-z0-9_.-]{1,128}$'",
+              "hookd_outbox.event_type must be 1 to 128 characters of A-Z a-z 0-9 _ . -")
+    PG_REFUSE(PG_LABEL_BAD("account"), "hookd_outbox.account must be at most 255 bytes without control characters")
+    PG_REFUSE(PG_LABEL_BAD("resource_type"),
+              "hookd_outbox.resource_type must be at most 255 bytes without control characters")
+    PG_REFUSE(PG_LABEL_BAD("resource_id"),
+              "hookd_outbox.resource_id must be at most 255 bytes without control characters")
+    " RETURN NEW; END $$;"
+    "CREATE TRIGGER hookd_outbox_check BEFORE INSERT OR UPDATE OF id, event_type, account, resource_type, resource_id"
+    " ON hookd_outbox FOR EACH ROW EXECUTE FUNCTION hookd_outbox_check();";
+
+/* Static custom headers of an endpoint: a JSON object {"Name": "value"}, NULL for none. */
+static const char schema_endpoint_headers[] = "ALTER TABLE hookd_endpoints ADD COLUMN headers TEXT;";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
     {3, schema_v3},
     {4, schema_v4},
     {5, schema_inbound},
+    {6, schema_attempt_bytes},
+    {7, schema_outbox_check},
+    {8, schema_endpoint_headers},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];

@@ -186,11 +186,64 @@ static const char schema_inbound[] =
     " PRIMARY KEY (source, reason)"
     ") WITHOUT ROWID;";
 
+/*
+ * Response snippets as bytes: a response is whatever the endpoint sent (a
+ * Latin-1 page, a gzip body, NULs, UTF-8 cut at the cap), so it is kept as a
+ * BLOB with a flag for a cut. Older rows keep their text in response, read
+ * through the same expression (STORE_ATTEMPT_SQLITE_RESPONSE).
+ */
+static const char schema_attempt_bytes[] =
+    "ALTER TABLE hookd_attempts ADD COLUMN response_body BLOB;"
+    "ALTER TABLE hookd_attempts ADD COLUMN response_truncated INTEGER NOT NULL DEFAULT 0;";
+
+/*
+ * The outbox is untrusted input (issue 9): a row's id, type, account and
+ * resource fields keep the rules of core/event_check.h whoever writes them,
+ * plain SQL included. A trigger, not a CHECK: adding a CHECK means rebuilding
+ * the table, and rows written before this migration are left as they are
+ * (the relay rejects those that break the rules, into the new `error`
+ * column). Built-in functions only, as applications' connections run it:
+ * GLOB sees characters, CAST(… AS BLOB) the bytes (a NUL included). What it
+ * cannot see is invalid UTF-8 in a label; the relay rejects that row.
+ * The limits are core/event_check.h's (63, 128, 255).
+ */
+#define SQ_NO_NUL(col) "instr(CAST(NEW." col " AS BLOB), X'00') = 0"
+#define SQ_BYTES(col) "length(CAST(NEW." col " AS BLOB))"
+#define SQ_REFUSE(msg, ok) " SELECT RAISE(ABORT, '" msg "') WHERE NOT (" ok ");"
+#define SQ_LABEL_OK(col)                                                                              \
+    "NEW." col " IS NULL OR (typeof(NEW." col ") = 'text' AND " SQ_BYTES(col) " <= 255 AND NEW." col \
+    " NOT GLOB ('*[' || char(1) || '-' || char(31) || char(127) || ']*') AND " SQ_NO_NUL(col) ")"
+#define SQ_OUTBOX_CHECKS                                                                                          \
+    SQ_REFUSE("hookd_outbox.id must be 1 to 63 characters of A-Z a-z 0-9 _ . : -",                             \
+              "typeof(NEW.id) = 'text' AND " SQ_BYTES("id") " BETWEEN 1 AND 63"                                 \
+              " AND NEW.id NOT GLOB '*[^A-Za-z0-9_.:-]*' AND " SQ_NO_NUL("id"))                                \
+    SQ_REFUSE("hookd_outbox.event_type must be 1 to 128 characters of A-Z a-z 0-9 _ . -",                      \
+              "typeof(NEW.event_type) = 'text' AND " SQ_BYTES("event_type") " BETWEEN 1 AND 128"                \
+              " AND NEW.event_type NOT GLOB '*[^A-Za-z0-9_.-]*' AND " SQ_NO_NUL("event_type"))                 \
+    SQ_REFUSE("hookd_outbox.account must be at most 255 bytes without control characters",                     \
+              SQ_LABEL_OK("account"))                                                                         \
+    SQ_REFUSE("hookd_outbox.resource_type must be at most 255 bytes without control characters",               \
+              SQ_LABEL_OK("resource_type"))                                                                   \
+    SQ_REFUSE("hookd_outbox.resource_id must be at most 255 bytes without control characters",                 \
+              SQ_LABEL_OK("resource_id"))
+
+static const char schema_outbox_check[] =
+    "ALTER TABLE hookd_outbox ADD COLUMN error TEXT;"
+    "CREATE TRIGGER hookd_outbox_check_insert AFTER INSERT ON hookd_outbox BEGIN" SQ_OUTBOX_CHECKS " END;"
+    "CREATE TRIGGER hookd_outbox_check_update AFTER UPDATE OF id, event_type, account, resource_type, resource_id"
+    " ON hookd_outbox BEGIN" SQ_OUTBOX_CHECKS " END;";
+
+/* Static custom headers of an endpoint: a JSON object {"Name": "value"}, NULL for none. */
+static const char schema_endpoint_headers[] = "ALTER TABLE hookd_endpoints ADD COLUMN headers TEXT;";
+
 const struct schema_migration sqlite_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
     {3, schema_v3},
     {4, schema_inbound},
+    {5, schema_attempt_bytes},
+    {6, schema_outbox_check},
+    {7, schema_endpoint_headers},
 };
 
 const size_t sqlite_migrations_count = sizeof sqlite_migrations / sizeof sqlite_migrations[0];
