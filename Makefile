@@ -100,6 +100,11 @@ $(FUZZ_OUT)/libcore.a: $(FUZZ_CORE_OBJS)
 $(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(FUZZ_OUT)/libcore.a
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -Itests/fuzz -o $@ $< $(FUZZ_OUT)/libcore.a $(LIBS)
 
+# The HTTP parser is pure and lives in src/net: its target compiles it in.
+$(FUZZ_OUT)/fuzz_http_parse: tests/fuzz/fuzz_http_parse.c src/net/http_parse.c src/net/http_parse.h tests/fuzz/fuzz_common.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -Itests/fuzz -o $@ $< src/net/http_parse.c
+
 fuzz-build: $(FUZZ_BINS)
 
 fuzz: fuzz-build

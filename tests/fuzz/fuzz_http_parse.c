@@ -2,18 +2,14 @@
  * libFuzzer target for the HTTP/1.1 request parser: the input is fed as one
  * request, whole and then in pieces whose sizes come from its first byte; both
  * must reach the same outcome, and every offset the parser reports stays in
- * bounds. Not wired into the build yet: the fuzz infrastructure (Makefile
- * target, clang -fsanitize=fuzzer) lands on another branch; build by hand:
- *   clang -g -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Isrc \
- *       tests/fuzz/fuzz_http_parse.c src/net/http_parse.c -o fuzz_http_parse
+ * bounds. Built by `make fuzz-build` (its own rule: it compiles src/net/http_parse.c in).
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_common.h"
 #include "net/http_parse.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Feeds raw[0..n) step bytes at a time; returns the outcome (status, or 1 when parsed, 0 incomplete). */
 static int run(const uint8_t *raw, size_t n, size_t step, size_t *consumed, size_t *body_len)
