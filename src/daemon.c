@@ -405,7 +405,8 @@ out:
         store_pool_destroy(d->readers);
     hub_destroy(d->hub);
     explicit_bzero(d->admin_token, sizeof d->admin_token);
-    explicit_bzero(&d->cfg, sizeof d->cfg); /* the admin token and secret key it may hold */
+    explicit_bzero(d->cfg.admin_token, sizeof d->cfg.admin_token);
+    explicit_bzero(d->cfg.secret_key, sizeof d->cfg.secret_key);
     secret_box_use(NULL, NULL);
     free(d);
     return r == 0 ? 0 : 1;

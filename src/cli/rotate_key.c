@@ -62,6 +62,7 @@ int cmd_rotate_key(int argc, char **argv)
         r = secrets_rotate(s, &cfg, new_key_file);
     if (s != NULL)
         store_close(s);
-    explicit_bzero(&cfg, sizeof cfg);
+    explicit_bzero(cfg.admin_token, sizeof cfg.admin_token);
+    explicit_bzero(cfg.secret_key, sizeof cfg.secret_key);
     return r == 0 ? 0 : 1;
 }
