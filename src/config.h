@@ -9,12 +9,17 @@
 #include <stdint.h>
 #include "core/retry.h"
 
+#define ADMIN_TOKEN_MIN 32 /* shorter admin tokens are refused */
+#define ADMIN_TOKEN_MIN_TEXT "32"
+
 struct config {
     /* [server] */
     char store[1024];        /* "sqlite:PATH" or "postgres://…"; default "sqlite:hookd.db" */
     char public_listen[128]; /* "127.0.0.1:8080" */
     char admin_listen[128];  /* "127.0.0.1:8081" */
-    char admin_token[256];   /* empty: generated at first start and kept beside the store */
+    char admin_token[256];   /* empty: generated at first start and kept beside the store; else >= ADMIN_TOKEN_MIN */
+    char secret_key_file[1024]; /* the key sealing secrets at rest; empty: beside the SQLite file (PATH.secret-key) */
+    char secret_key[128];       /* HOOKD_SERVER_SECRET_KEY: the key itself (base64 or hex of 32 bytes), over the file */
     char node_id[128];       /* empty: "hostname:admin_port" (stable across restarts, so a restarted node frees its own leases) */
     char log_level[16];      /* "debug", "info", "warn", "error"; default "info" */
     int http_threads;             /* event-loop threads per listener; 2 */

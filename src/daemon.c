@@ -9,10 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/clock.h"
 #include "core/ids.h"
+#include "core/secret_box.h"
 #include "hub.h"
 #include "inbound/source_cache.h"
 #include "log.h"
@@ -20,19 +22,12 @@
 #include "ops/api.h"
 #include "outbound/dispatcher.h"
 #include "outbound/relay.h"
+#include "secrets.h"
 #include "store/pool.h"
 #include "store/store.h"
 #include "store/writer.h"
 
-/* "sqlite:PATH" or a bare path → PATH; NULL for other backends. */
-static const char *sqlite_path(const char *dsn)
-{
-    if (strncmp(dsn, "sqlite:", 7) == 0)
-        return dsn + 7;
-    if (strstr(dsn, "://") != NULL)
-        return NULL;
-    return dsn;
-}
+#define sqlite_path secrets_sqlite_path
 
 static void node_name(const struct config *cfg, char *out, size_t n)
 {
@@ -64,9 +59,41 @@ static void token_file_write(const char *dsn, const char *token)
         log_warn("serve", "cannot write %s: %s", file, strerror(errno));
         return;
     }
+    if (fchmod(fd, 0600) != 0) /* a file left by an older version may be 0644 */
+        log_warn("serve", "cannot make %s private: %s", file, strerror(errno));
     if (write(fd, token, strlen(token)) < 0 || write(fd, "\n", 1) < 0)
         log_warn("serve", "cannot write %s: %s", file, strerror(errno));
     close(fd);
+}
+
+/*
+ * The SQLite file and its -wal and -shm are the owner's only: a new file is
+ * created 0600 (SQLite gives -wal and -shm the main file's mode), and files
+ * an older version left readable are narrowed.
+ */
+static int store_files_private(const char *dsn)
+{
+    static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
+    const char *path = sqlite_path(dsn);
+    char file[1100];
+    int fd;
+
+    if (path == NULL || strcmp(path, ":memory:") == 0)
+        return 0;
+    fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        log_error("serve", "cannot open %s: %s", path, strerror(errno));
+        return HOOKD_EIO;
+    }
+    close(fd);
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        snprintf(file, sizeof file, "%s%s", path, suffixes[i]);
+        if (chmod(file, 0600) != 0 && errno != ENOENT) {
+            log_error("serve", "cannot make %s private (mode 0600): %s", file, strerror(errno));
+            return HOOKD_EIO;
+        }
+    }
+    return 0;
 }
 
 /*
@@ -79,6 +106,9 @@ static int store_prepare(struct daemon *d)
     char *token = NULL;
     int r;
 
+    r = store_files_private(d->cfg.store);
+    if (r != 0)
+        goto out;
     r = store_open(d->cfg.store, &s);
     if (r != 0) {
         log_error("serve", "cannot open store: %s", hookd_strerror(r));
@@ -89,10 +119,13 @@ static int store_prepare(struct daemon *d)
         log_error("serve", "schema migration failed: %s", hookd_strerror(r));
         goto out;
     }
+    r = secrets_prepare(s, &d->cfg);
+    if (r != 0)
+        goto out;
     if (d->cfg.admin_token[0] != '\0') {
         snprintf(d->admin_token, sizeof d->admin_token, "%s", d->cfg.admin_token);
     } else {
-        r = store_meta_get(s, "admin_token", &token);
+        r = secrets_token_get(s, &token);
         if (r == HOOKD_ENOTFOUND) {
             unsigned char raw[24];
             char hex[49];
@@ -102,7 +135,7 @@ static int store_prepare(struct daemon *d)
             snprintf(d->admin_token, sizeof d->admin_token, "hkd_%s", hex);
             explicit_bzero(raw, sizeof raw);
             explicit_bzero(hex, sizeof hex);
-            r = store_meta_set(s, "admin_token", d->admin_token);
+            r = secrets_token_set(s, d->admin_token);
         } else if (r == 0) {
             snprintf(d->admin_token, sizeof d->admin_token, "%s", token);
         }
@@ -116,10 +149,7 @@ static int store_prepare(struct daemon *d)
     if (r != 0)
         log_error("serve", "cannot release old leases of %s: %s", d->node, hookd_strerror(r));
 out:
-    if (token != NULL) {
-        explicit_bzero(token, strlen(token));
-        free(token);
-    }
+    secret_text_free(token);
     if (s != NULL)
         store_close(s);
     return r;
@@ -281,6 +311,8 @@ int daemon_run(const struct config *cfg)
 
     if (d == NULL)
         return 1;
+    /* Every file the daemon creates (store, key, token) is its owner's only. */
+    umask(077);
     d->cfg = *cfg;
     if (log_level_parse(cfg->log_level, &lvl) == 0)
         log_set_level(lvl);
@@ -373,6 +405,9 @@ out:
         store_pool_destroy(d->readers);
     hub_destroy(d->hub);
     explicit_bzero(d->admin_token, sizeof d->admin_token);
+    explicit_bzero(d->cfg.admin_token, sizeof d->cfg.admin_token);
+    explicit_bzero(d->cfg.secret_key, sizeof d->cfg.secret_key);
+    secret_box_use(NULL, NULL);
     free(d);
     return r == 0 ? 0 : 1;
 }

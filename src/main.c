@@ -24,6 +24,7 @@ static const struct command commands[] = {
     {"deliveries", cmd_deliveries, "list, get"},
     {"sources", cmd_sources, "inbound sources: list, get, create, delete, rejections"},
     {"apply", cmd_apply, "create or update the sources and endpoints of a JSON file (idempotent)"},
+    {"rotate-key", cmd_rotate_key, "re-seal the stored secrets under a new server key (nodes stopped)"},
     {"version", cmd_version, "print the version"},
     {"help", cmd_help, "this list"},
 };

@@ -5,6 +5,7 @@
  * ops/fields.c; endpoint bodies: ops/endpoint_body.c.
  */
 #include "ops/api_common.h"
+#include "ops/endpoint_body.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include "core/clock.h"
 #include "core/buf.h"
 #include "core/duration.h"
+#include "core/ed25519.h"
 #include "core/event_check.h"
 #include "core/timefmt.h"
 #include "core/utf8.h"
@@ -351,6 +353,25 @@ static json_t *headers_json(const struct endpoint *ep)
     return o;
 }
 
+/* The "whpk_…" of a "whsk_…" key; null when it does not decode (refused where it was set). */
+static json_t *public_key_json(const char *key)
+{
+    char pub[ED25519_KEY_TEXT_MAX];
+
+    return ed25519_public_from_secret(key, pub) == 0 ? json_string(pub) : json_null();
+}
+
+/* "signing" (the kind of the newest key) and, for ed25519, its "public_key". */
+static int endpoint_signing_json(const struct endpoint *ep, json_t *j)
+{
+    const char *newest = ep->n_secrets > 0 ? ep->secrets[0].key : NULL;
+    bool ed = endpoint_key_is_ed25519(newest);
+
+    if (json_object_set_new(j, "signing", json_string(ed ? "ed25519" : "hmac")) != 0)
+        return HOOKD_ENOMEM;
+    return ed && json_object_set_new(j, "public_key", public_key_json(newest)) != 0 ? HOOKD_ENOMEM : 0;
+}
+
 json_t *api_endpoint_json(const struct endpoint *ep, bool with_secret, int64_t now)
 {
     json_t *types = json_array();
@@ -365,18 +386,27 @@ json_t *api_endpoint_json(const struct endpoint *ep, bool with_secret, int64_t n
                   "rate_limit", json_int_or_null(ep->rate_limit), "timeout", api_json_duration(ep->timeout_ms),
                   "retry_schedule", retry_schedule_json(ep), "created_at", api_json_time(ep->created_at),
                   "updated_at", api_json_time(ep->updated_at), "headers", headers_json(ep), NULL);
-    if (!j || !with_secret)
+    if (!j || endpoint_signing_json(ep, j) != 0) {
+        json_decref(j);
+        return NULL;
+    }
+    if (!with_secret)
         return j;
-    /* Only the newest key is ever shown; older ones show their lifetime alone. */
+    /* Only the newest key is ever shown (an ed25519 one never: its public key is); older ones show their
+     * lifetime, and for ed25519 their public key. */
     json_t *secrets = json_array();
     for (size_t i = 0; secrets && i < ep->n_secrets; i++) {
         const struct endpoint_secret *s = &ep->secrets[i];
+        json_t *item;
         if (s->expires_at != 0 && s->expires_at <= now)
             continue;
-        json_array_append_new(secrets, object_of("created_at", api_json_time(s->created_at), "expires_at",
-                                                 api_json_time(s->expires_at), NULL));
+        item = object_of("created_at", api_json_time(s->created_at), "expires_at", api_json_time(s->expires_at), NULL);
+        if (item && endpoint_key_is_ed25519(s->key))
+            json_object_set_new(item, "public_key", public_key_json(s->key));
+        json_array_append_new(secrets, item);
     }
-    if (json_object_set_new(j, "secret", api_json_str(ep->n_secrets > 0 ? ep->secrets[0].key : NULL)) != 0 ||
+    const char *newest = ep->n_secrets > 0 ? ep->secrets[0].key : NULL;
+    if (json_object_set_new(j, "secret", endpoint_key_is_ed25519(newest) ? json_null() : api_json_str(newest)) != 0 ||
         !secrets || json_object_set_new(j, "secrets", secrets) != 0) {
         json_decref(j);
         return NULL;

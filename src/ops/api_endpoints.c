@@ -74,6 +74,8 @@ static int op_update(struct store *s, void *arg)
 
     if (rc == 0)
         rc = api_endpoint_apply(&o->ep, o->body, API_BODY_PATCH, &o->err);
+    if (rc == 0)
+        rc = api_endpoint_signing(&o->ep, o->body, o->now, o->grace_ms);
     if (rc == 0) {
         o->ep.updated_at = o->now;
         rc = store_endpoint_update(s, &o->ep);
@@ -102,6 +104,12 @@ static int op_rotate(struct store *s, void *arg)
 
     if (rc != 0)
         return rc;
+    if (!o->new_secret) { /* a new key of the kind the endpoint signs with */
+        rc = endpoint_key_generate(o->ep.n_secrets > 0 && endpoint_key_is_ed25519(o->ep.secrets[0].key), o->secret_buf);
+        if (rc != 0)
+            return rc;
+        o->new_secret = o->secret_buf;
+    }
     if (o->ep.n_secrets > 0 && o->ep.secrets[0].key && strcmp(o->ep.secrets[0].key, o->new_secret) == 0) {
         api_error_set(&o->err, 400, "invalid_field", "secret: is already the current secret");
         return HOOKD_EINVAL;
@@ -139,6 +147,19 @@ static const char *path_id(struct http_request *req, struct http_response *res)
     return id;
 }
 
+/* The endpoint as answered; an ed25519 private key only in the create answer (and never again). */
+static json_t *endpoint_reply_json(const struct endpoint_op *o)
+{
+    json_t *j = api_endpoint_json(&o->ep, o->with_secret, clock_now_ms());
+    const char *newest = o->ep.n_secrets > 0 ? o->ep.secrets[0].key : NULL;
+
+    if (j && o->status == 201 && endpoint_key_is_ed25519(newest) && json_object_set_new(j, "secret", json_string(newest))) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
 /* The reply of a write, after its commit: tell the hub, answer with the endpoint. */
 static void write_reply(void *arg, int rc, struct http_response *res)
 {
@@ -151,7 +172,7 @@ static void write_reply(void *arg, int rc, struct http_response *res)
         if (o->status == 204)
             http_reply(res, 204, NULL, 0);
         else
-            http_reply_json(res, o->status, api_endpoint_json(&o->ep, o->with_secret, clock_now_ms()));
+            http_reply_json(res, o->status, endpoint_reply_json(o));
     }
     endpoint_op_free(o);
 }
@@ -261,6 +282,7 @@ void api_endpoints_update(struct http_request *req, struct http_response *res, v
     }
     o->id = id;
     o->body = body;
+    o->grace_ms = api->cfg->rotate_grace_ms; /* a change of "signing" keeps the older keys this long */
     /* Validate before queueing, so a bad body never reaches the writer. */
     int rc = api_endpoint_apply(&scratch, body, API_BODY_PATCH, &o->err);
     endpoint_free(&scratch);
@@ -343,9 +365,10 @@ static bool rotate_body(const json_t *body, struct endpoint_op *o, struct http_r
         if (strcmp(key, "secret") == 0) {
             if (json_is_null(v))
                 continue;
-            if (!json_is_string(v) || !secret_is_valid(json_string_value(v))) {
+            if (!json_is_string(v) || !endpoint_key_is_valid(json_string_value(v))) {
                 http_reply_error(res, 400, "invalid_field",
-                                 "secret: must be \"whsec_\" followed by base64 of 24 to 64 bytes");
+                                 "secret: must be \"whsec_\" followed by base64 of 24 to 64 bytes, or an ed25519 "
+                                 "\"whsk_\" key");
                 return false;
             }
             o->new_secret = json_string_value(v);
@@ -384,10 +407,6 @@ void api_endpoints_rotate(struct http_request *req, struct http_response *res, v
     if (!rotate_body(body, o, res)) {
         endpoint_op_free(o);
         return;
-    }
-    if (!o->new_secret) {
-        secret_generate(o->secret_buf);
-        o->new_secret = o->secret_buf;
     }
     write_and_reply(req, op_rotate, o, 200, true);
 }

@@ -13,6 +13,7 @@
 
 #include "core/clock.h"
 #include "core/custom_headers.h"
+#include "core/ed25519.h"
 #include "core/filter.h"
 #include "core/signature.h"
 #include "ops/api_common.h"
@@ -31,7 +32,44 @@ static void secret_wipe(struct endpoint_secret *s)
 }
 
 static bool event_type_or_pattern(const char *s) { return event_type_is_valid(s, true); }
-static bool secret_ok(const char *s) { return secret_is_valid(s) != 0; }
+bool endpoint_key_is_ed25519(const char *key)
+{
+    return key != NULL && strncmp(key, ED25519_SECRET_PREFIX, strlen(ED25519_SECRET_PREFIX)) == 0;
+}
+
+bool endpoint_key_is_valid(const char *key)
+{
+    unsigned char seed[ED25519_SEED_LEN];
+    bool ok;
+
+    if (!endpoint_key_is_ed25519(key))
+        return secret_is_valid(key) != 0;
+    ok = ed25519_secret_decode(key, seed) == 0;
+    explicit_bzero(seed, sizeof seed);
+    return ok;
+}
+
+int endpoint_key_generate(bool ed25519, char out[ENDPOINT_KEY_TEXT_MAX])
+{
+    char pub[ED25519_KEY_TEXT_MAX];
+
+    if (!ed25519) {
+        secret_generate(out);
+        return 0;
+    }
+    return ed25519_generate(out, pub);
+}
+
+static bool secret_ok(const char *s) { return endpoint_key_is_valid(s); }
+
+static bool signing_ok(const char *s) { return strcmp(s, "hmac") == 0 || strcmp(s, "ed25519") == 0; }
+/* Read by api_endpoint_apply and api_endpoint_signing from the body: the kind of the newest key is the mode. */
+static int set_signing(void *target, const struct field_value *v)
+{
+    (void)target;
+    (void)v;
+    return 0;
+}
 
 static int set_event_types(void *target, const struct field_value *v)
 {
@@ -153,8 +191,11 @@ const struct field endpoint_fields[] = {
      .max_len = 128, .check = event_type_or_pattern,
      .hint = "must be an array of event types such as [\"order.*\"]", .set = set_event_types},
     {.name = "secret", .type = FIELD_STRING, .flags = FIELD_NULLABLE | FIELD_FIXED, .max_len = SECRET_TEXT_MAX,
-     .check = secret_ok, .hint = "must be \"whsec_\" followed by base64 of 24 to 64 bytes",
+     .check = secret_ok,
+     .hint = "must be \"whsec_\" followed by base64 of 24 to 64 bytes, or an ed25519 \"whsk_\" key",
      .fixed_hint = "change it with POST /v1/endpoints/{id}/secret/rotate", .set = set_secret},
+    {.name = "signing", .type = FIELD_STRING, .flags = FIELD_NULLABLE, .max_len = 16, .check = signing_ok,
+     .hint = "must be \"hmac\" or \"ed25519\"", .set = set_signing},
     {.name = "ordering", .type = FIELD_ENUM, .flags = FIELD_NULLABLE, .values = ordering_words,
      .offset = offsetof(struct endpoint, ordering)},
     {.name = "max_in_flight", .type = FIELD_INT, .flags = FIELD_NULLABLE, .min = 0, .max = API_MAX_IN_FLIGHT_MAX,
@@ -172,19 +213,48 @@ const struct field endpoint_fields[] = {
 
 const size_t endpoint_fields_count = sizeof endpoint_fields / sizeof endpoint_fields[0];
 
+/* The "signing" of a body: 1 ed25519, 0 hmac, -1 not given. */
+static int body_signing(const json_t *body)
+{
+    const char *v = json_string_value(json_object_get(body, "signing"));
+
+    return v == NULL ? -1 : strcmp(v, "ed25519") == 0;
+}
+
 int api_endpoint_apply(struct endpoint *ep, const json_t *body, enum api_body_mode mode, struct api_error *err)
 {
     int rc = fields_apply(endpoint_fields, endpoint_fields_count, ep, body, mode, err);
+    int want = body_signing(body);
 
     if (rc == 0 && mode == API_BODY_CREATE && ep->n_secrets == 0) {
-        char secret[SECRET_TEXT_MAX];
-        secret_generate(secret);
-        ep->secrets[0] = (struct endpoint_secret){.key = strdup(secret), .created_at = clock_now_ms()};
+        char secret[ENDPOINT_KEY_TEXT_MAX];
+        rc = endpoint_key_generate(want == 1, secret);
+        ep->secrets[0] = (struct endpoint_secret){.key = rc == 0 ? strdup(secret) : NULL, .created_at = clock_now_ms()};
         explicit_bzero(secret, sizeof secret);
+        if (rc != 0)
+            return rc;
         if (!ep->secrets[0].key)
             return HOOKD_ENOMEM;
         ep->n_secrets = 1;
+    } else if (rc == 0 && mode == API_BODY_CREATE && want >= 0 && endpoint_key_is_ed25519(ep->secrets[0].key) != want) {
+        api_error_set(err, 400, "invalid_field", "secret: signing \"%s\" takes a \"%s\" key", want ? "ed25519" : "hmac",
+                      want ? "whsk_" : "whsec_");
+        return HOOKD_EINVAL;
     }
+    return rc;
+}
+
+int api_endpoint_signing(struct endpoint *ep, const json_t *body, int64_t now, int64_t grace_ms)
+{
+    char key[ENDPOINT_KEY_TEXT_MAX];
+    int want = body_signing(body), rc;
+
+    if (want < 0 || (ep->n_secrets > 0 && endpoint_key_is_ed25519(ep->secrets[0].key) == want))
+        return 0;
+    rc = endpoint_key_generate(want == 1, key);
+    if (rc == 0)
+        rc = api_endpoint_rotate(ep, key, now, grace_ms);
+    explicit_bzero(key, sizeof key);
     return rc;
 }
 

@@ -26,7 +26,9 @@
  */
 #define SLOT_ID_LEN (sizeof "webhook-id: " + HOOKD_ID_MAX)
 #define SLOT_TIMESTAMP_LEN (sizeof "webhook-timestamp: " + 24)
-#define SLOT_SIGNATURE_LEN (sizeof "webhook-signature: " + ENDPOINT_MAX_SECRETS * SIGNATURE_V1_LEN)
+/* Every live key's entry: a v1a (ed25519) entry is the longer of the two kinds. */
+_Static_assert(SIGNATURE_V1A_ENTRY_LEN >= SIGNATURE_V1_LEN, "a v1a entry is the longest");
+#define SLOT_SIGNATURE_LEN (sizeof "webhook-signature: " + ENDPOINT_MAX_SECRETS * SIGNATURE_V1A_ENTRY_LEN)
 
 int request_new(struct request **out)
 {

@@ -1,7 +1,8 @@
 /*
  * The JSON text columns of hookd_endpoints, shared by the backends: the
- * event type filters, the secrets (wiped from memory after use) and the
- * retry schedule.
+ * event type filters, the secrets (sealed at rest by core/secret_box.h, with
+ * "endpoint:<id>" as the row's identity, and wiped from memory after use) and
+ * the retry schedule.
  */
 #include "store/endpoint_json.h"
 
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/secret_box.h"
 #include "log.h"
 
 /* Overwrites the key strings inside a secrets array before it is freed. */
@@ -73,6 +75,7 @@ static int headers_encode(const struct endpoint *ep, char **out)
 int endpoint_json_encode(const struct endpoint *ep, struct endpoint_json *j)
 {
     json_t *types = json_array(), *secrets = json_array(), *sched = ep->n_retry_schedule ? json_array() : NULL;
+    char *plain;
     int result = HOOKD_ENOMEM;
 
     memset(j, 0, sizeof *j);
@@ -99,7 +102,16 @@ int endpoint_json_encode(const struct endpoint *ep, struct endpoint_json *j)
             goto out;
     }
     j->event_types = json_dumps(types, JSON_COMPACT);
-    j->secrets = json_dumps(secrets, JSON_COMPACT);
+    plain = json_dumps(secrets, JSON_COMPACT);
+    if (plain) {
+        char aad[16 + HOOKD_ID_MAX];
+        snprintf(aad, sizeof aad, "endpoint:%s", ep->id);
+        result = secret_box_seal(aad, plain, &j->secrets);
+        secret_text_free(plain);
+        if (result)
+            goto out;
+        result = HOOKD_ENOMEM;
+    }
     j->retry_schedule = sched ? json_dumps(sched, JSON_COMPACT) : NULL;
     if (j->event_types && j->secrets && (!sched || j->retry_schedule))
         result = headers_encode(ep, &j->headers);
@@ -132,11 +144,26 @@ static int decode_event_types(const char *text, struct endpoint *ep)
     return result;
 }
 
-static int decode_secrets(const char *text, struct endpoint *ep)
+/* The one place an endpoint's stored secrets are opened: a wrong key is named in the log. */
+static int decode_secrets(const char *stored, struct endpoint *ep)
 {
-    json_t *arr = json_loads(text ? text : "[]", 0, NULL), *item;
+    char aad[16 + HOOKD_ID_MAX], wrong[SECRET_KEY_ID_LEN], *text = NULL;
+    json_t *arr = NULL, *item;
     size_t i;
-    int result = json_is_array(arr) && json_array_size(arr) <= ENDPOINT_MAX_SECRETS ? 0 : HOOKD_EIO;
+    int result;
+
+    snprintf(aad, sizeof aad, "endpoint:%s", ep->id);
+    result = secret_box_open(aad, stored ? stored : "[]", &text, wrong);
+    if (result == HOOKD_EINVAL)
+        log_error("store", "endpoint %s: secrets sealed under key %s, not the configured key %s", ep->id, wrong,
+                  secret_box_key_id());
+    else if (result == HOOKD_EIO)
+        log_error("store", "endpoint %s: sealed secrets do not open (damaged, or not this row's)", ep->id);
+    if (result)
+        return result == HOOKD_ENOMEM ? result : HOOKD_EIO;
+    arr = json_loads(text, 0, NULL);
+    secret_text_free(text);
+    result = json_is_array(arr) && json_array_size(arr) <= ENDPOINT_MAX_SECRETS ? 0 : HOOKD_EIO;
 
     json_array_foreach(arr, i, item) {
         struct endpoint_secret *sec = &ep->secrets[ep->n_secrets];

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/secret_box.h"
+
 /* ---- backends ----------------------------------------------------------- */
 
 /* Every backend's `struct store` begins with its `const struct store_ops *`. */
@@ -557,16 +559,47 @@ void attempt_list_free(struct attempt_list *l) { LIST_FREE(l, attempt_free); }
 
 /* ---- inbound: sources, inbox, rejections --------------------------------- */
 
+/*
+ * A source's secrets column is sealed here, for both backends, with "source:<name>" as the row's
+ * identity (core/secret_box.h); store_read_source opens it. *sealed borrows src's other fields.
+ */
+static int source_sealed(const struct source *src, struct source *sealed)
+{
+    char aad[16 + SOURCE_NAME_MAX];
+
+    *sealed = *src;
+    sealed->secrets = NULL;
+    snprintf(aad, sizeof aad, "source:%s", src->name);
+    return src->secrets ? secret_box_seal(aad, src->secrets, &sealed->secrets) : 0;
+}
+
+static int store_source_insert_sealed(struct store *s, const struct source *src) { FAMILY_CALL(s, sources, insert, src); }
+static int store_source_update_sealed(struct store *s, const struct source *src) { FAMILY_CALL(s, sources, update, src); }
+
 int store_source_insert(struct store *s, const struct source *src)
 {
+    struct source sealed;
+    int result;
+
     assert(s && src);
-    FAMILY_CALL(s, sources, insert, src);
+    result = source_sealed(src, &sealed);
+    if (result == 0)
+        result = store_source_insert_sealed(s, &sealed);
+    secret_text_free(sealed.secrets);
+    return result;
 }
 
 int store_source_update(struct store *s, const struct source *src)
 {
+    struct source sealed;
+    int result;
+
     assert(s && src);
-    FAMILY_CALL(s, sources, update, src);
+    result = source_sealed(src, &sealed);
+    if (result == 0)
+        result = store_source_update_sealed(s, &sealed);
+    secret_text_free(sealed.secrets);
+    return result;
 }
 
 int store_source_get(struct store *s, const char *name, struct source *out)

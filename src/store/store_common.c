@@ -12,6 +12,7 @@
 #include "core/clock.h"
 #include "core/event_check.h"
 #include "core/ids.h"
+#include "core/secret_box.h"
 #include "log.h"
 #include "store/endpoint_json.h"
 
@@ -253,6 +254,29 @@ static void col_sha(const struct store_row *r, int col, char out[SHA256_HEX_LEN]
     snprintf(out, SHA256_HEX_LEN, "%s", t && strlen(t) == SHA256_HEX_LEN - 1 ? t : "");
 }
 
+/* The one place a source's stored secrets are opened (store_source_insert sealed them); a wrong key is
+ * named in the log. On failure src is freed. */
+static int source_secrets_open(struct source *src, const char *stored)
+{
+    char aad[16 + SOURCE_NAME_MAX], wrong[SECRET_KEY_ID_LEN];
+    int result;
+
+    if (!stored)
+        return 0;
+    snprintf(aad, sizeof aad, "source:%s", src->name);
+    result = secret_box_open(aad, stored, &src->secrets, wrong);
+    if (result == HOOKD_EINVAL)
+        log_error("store", "source %s: secrets sealed under key %s, not the configured key %s", src->name, wrong,
+                  secret_box_key_id());
+    else if (result == HOOKD_EIO)
+        log_error("store", "source %s: sealed secrets do not open (damaged, or not this row's)", src->name);
+    if (result) {
+        source_free(src);
+        return result == HOOKD_ENOMEM ? result : HOOKD_EIO;
+    }
+    return 0;
+}
+
 int store_read_source(const struct store_row *r, void *item)
 {
     struct source *src = item;
@@ -261,14 +285,13 @@ int store_read_source(const struct store_row *r, void *item)
     memset(src, 0, sizeof *src);
     snprintf(src->name, sizeof src->name, "%s", r->ops->text(r, 0) ? r->ops->text(r, 0) : "");
     src->definition = col_str(r, 1, &ok);
-    src->secrets = col_str(r, 2, &ok);
     src->created_at = col_i64(r, 3);
     src->updated_at = col_i64(r, 4);
     if (!ok || !src->definition) {
         source_free(src);
         return HOOKD_ENOMEM;
     }
-    return 0;
+    return source_secrets_open(src, r->ops->text(r, 2));
 }
 
 int store_read_inbox(const struct store_row *r, void *item)

@@ -90,7 +90,7 @@ static void test_file(void **state)
                        "; hookd test config\n"
                        "[server]\n"
                        "store = sqlite:/tmp/x.db\n"
-                       "admin_token = s3cret\n"
+                       "admin_token = s3cret-0123456789abcdef0123456789\n"
                        "log_level = debug\n"
                        "http_threads = 4\n"
                        "max_connections = 20000\n"
@@ -121,7 +121,7 @@ static void test_file(void **state)
     assert_int_equal(rc, 0);
     assert_string_equal(err, "");
     assert_string_equal(c.store, "sqlite:/tmp/x.db");
-    assert_string_equal(c.admin_token, "s3cret");
+    assert_string_equal(c.admin_token, "s3cret-0123456789abcdef0123456789");
     assert_string_equal(c.log_level, "debug");
     assert_string_equal(c.public_listen, "[::1]:0");
     assert_true(c.timeout_ms == 2000);
@@ -252,6 +252,25 @@ static void test_secrets_not_echoed(void **state)
                      HOOKD_EINVAL);
     assert_null(strstr(err, "pw-XYZ"));
     assert_non_null(strstr(err, "server.store"));
+    /* An admin token shorter than 32 characters is refused, saying why, without quoting it. */
+    config_defaults(&c);
+    assert_int_equal(config_set(&c, "server", "admin_token", "tok-0123456789abcdef0123456789a", err, sizeof err),
+                     HOOKD_EINVAL);
+    assert_null(strstr(err, "tok-"));
+    assert_non_null(strstr(err, "at least 32 characters"));
+    assert_int_equal(config_set(&c, "server", "admin_token", "tok-0123456789abcdef0123456789ab", err, sizeof err), 0);
+    /* The secret key: base64 or hex of 32 bytes, else refused without quoting it. */
+    assert_int_equal(config_set(&c, "server", "secret_key", "00112233445566778899aabbccddeeff0011223344556677",
+                                err, sizeof err),
+                     HOOKD_EINVAL);
+    assert_null(strstr(err, "0011223344"));
+    assert_non_null(strstr(err, "32 bytes"));
+    assert_int_equal(config_set(&c, "server", "secret_key",
+                                "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", err, sizeof err),
+                     0);
+    assert_int_equal(config_set(&c, "server", "secret_key", "ABEiM0RVZneImaq7zN3u/wARIjNEVWZ3iJmqu8zd7v8=", err,
+                                sizeof err),
+                     0);
     /* A syntax error on the token's line does not quote the line. */
     snprintf(text, sizeof text, "[server]\nadmin_token tok-abc\n");
     assert_int_equal(load_text(&c, text, err, sizeof err), HOOKD_EINVAL);
