@@ -251,12 +251,20 @@ static const char schema_inbound[] =
     " last_at BIGINT NOT NULL,"
     " PRIMARY KEY (source, reason));";
 
+/* Inbox workers: the deferral clock, and the open items of an entity for the claim's one-at-a-time rule. */
+static const char schema_inbox_workers[] =
+    "ALTER TABLE hookd_inbox ADD COLUMN deferred_at BIGINT;"
+    "CREATE INDEX hookd_inbox_open_entity ON hookd_inbox(source, entity_kind, entity_id, id)"
+    " WHERE status IN ('pending', 'deferred') AND entity_id IS NOT NULL;"
+    "CREATE INDEX hookd_inbox_leased ON hookd_inbox(lease_owner) WHERE lease_owner IS NOT NULL;";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
     {3, schema_v3},
     {4, schema_v4},
     {5, schema_inbound},
+    {6, schema_inbox_workers},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];

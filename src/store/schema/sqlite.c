@@ -186,11 +186,19 @@ static const char schema_inbound[] =
     " PRIMARY KEY (source, reason)"
     ") WITHOUT ROWID;";
 
+/* Inbox workers: the deferral clock, and the open items of an entity for the claim's one-at-a-time rule. */
+static const char schema_inbox_workers[] =
+    "ALTER TABLE hookd_inbox ADD COLUMN deferred_at INTEGER;"
+    "CREATE INDEX hookd_inbox_open_entity ON hookd_inbox(source, entity_kind, entity_id, id)"
+    " WHERE status IN ('pending', 'deferred') AND entity_id IS NOT NULL;"
+    "CREATE INDEX hookd_inbox_leased ON hookd_inbox(lease_owner) WHERE lease_owner IS NOT NULL;";
+
 const struct schema_migration sqlite_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
     {3, schema_v3},
     {4, schema_inbound},
+    {5, schema_inbox_workers},
 };
 
 const size_t sqlite_migrations_count = sizeof sqlite_migrations / sizeof sqlite_migrations[0];
