@@ -182,3 +182,48 @@ test('one entity at a time: items of one entity never overlap at the app, other 
   const a = arr.filter((x) => x.ent === 'A')[0], b = arr.filter((x) => x.ent === 'B')[0];
   assert.ok(Math.abs(a.at - b.at) < 290, 'two entities are processed side by side');
 });
+
+test('replay: a quarantined item after the app is fixed is processed; pending ones are 409', async () => {
+  let fixed = false;
+  script.set('/fixme', () => (fixed ? 200 : 422));
+  await source('frep', '/fixme');
+  const e = await send('frep');
+  await settle(e.id, 'quarantined');
+  fixed = true;
+  const r = await d.api('POST', `/v1/inbox/${e.id}/replay`);
+  assert.equal(r.status, 202, JSON.stringify(r.body));
+  assert.equal(r.body.id, e.id);
+  const it = await settle(e.id, 'processed');
+  assert.equal(it.result, 'forwarded');
+  assert.equal(app.byPath.get('/fixme').get(e.id), 2);
+  const again = await d.api('POST', `/v1/inbox/${e.id}/replay`);
+  assert.equal(again.status, 409);
+  assert.equal((await d.api('POST', '/v1/inbox/inb_nope/replay')).status, 404);
+});
+
+test('range replay: dry run counts, limit is bounded, the replay runs them', async () => {
+  let fixed = false;
+  script.set('/range', () => (fixed ? 200 : 400));
+  await source('frange', '/range');
+  const sent = [];
+  for (let i = 0; i < 5; i++) sent.push(await send('frange'));
+  for (const e of sent) await settle(e.id, 'quarantined');
+  const dry = await d.api('POST', '/v1/inbox/replay', { source: 'frange', status: 'quarantined', dry_run: true });
+  assert.equal(dry.status, 200, JSON.stringify(dry.body));
+  assert.deepEqual(dry.body, { count: 5, dry_run: true });
+  const lim = await d.api('POST', '/v1/inbox/replay', { source: 'frange', limit: 2, dry_run: true });
+  assert.equal(lim.body.count, 2);
+  const over = await d.api('POST', '/v1/inbox/replay', { source: 'frange', limit: 10001 });
+  assert.equal(over.status, 400);
+  assert.match(over.body.error.message, /limit/);
+  assert.equal((await d.api('POST', '/v1/inbox/replay', { source: 'frange', status: 'pending' })).status, 400);
+  assert.equal((await d.api('POST', '/v1/inbox/replay', { colour: 1 })).body.error.code, 'unknown_field');
+  const future = await d.api('POST', '/v1/inbox/replay',
+    { source: 'frange', since: new Date(Date.now() + 60000).toISOString(), dry_run: true });
+  assert.equal(future.body.count, 0);
+  fixed = true;
+  const run = await d.api('POST', '/v1/inbox/replay', { source: 'frange', status: 'quarantined' });
+  assert.equal(run.status, 202);
+  assert.equal(run.body.count, 5);
+  for (const e of sent) await settle(e.id, 'processed');
+});
