@@ -92,12 +92,13 @@ static int postgres_inbox_list(struct store *s, const struct inbox_filter *f, st
     return pg_list(s, PG_INBOX_LIST + mask, q.text, &p, store_read_inbox, STORE_ROWS(out, store_free_inbox));
 }
 
-/* The one-entity-at-a-time rule: another open item of i's entity holds a live lease, or is older and due. */
+/* The one-entity-at-a-time rule: another open item of i's entity holds a live lease, or was received earlier and is due. */
 #define ENTITY_BUSY                                                                                          \
     "EXISTS (SELECT 1 FROM hookd_inbox j WHERE j.source = i.source"                                          \
     " AND j.entity_kind IS NOT DISTINCT FROM i.entity_kind AND j.entity_id = i.entity_id"                   \
     " AND j.status IN ('pending', 'deferred') AND j.id <> i.id"                                              \
-    " AND (j.lease_until > $2 OR (j.id < i.id AND j.next_attempt_at <= $2)))"
+    " AND (j.lease_until > $2 OR (j.next_attempt_at <= $2 AND (j.received_at < i.received_at"                \
+    " OR (j.received_at = i.received_at AND j.id < i.id)))))"
 
 /* Key of the advisory lock that serializes inbox claims on one database (any 64-bit constant of hookd's). */
 #define INBOX_CLAIM_LOCK_KEY "7226080340517711105"

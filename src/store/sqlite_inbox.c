@@ -113,11 +113,12 @@ static int sqlite_inbox_list(struct store *s, const struct inbox_filter *f, stru
     return sq_rows_read(s, st, (size_t)limit, store_read_inbox, STORE_ROWS(out, store_free_inbox));
 }
 
-/* The one-entity-at-a-time rule: another open item of i's entity holds a live lease, or is older and due. */
+/* The one-entity-at-a-time rule: another open item of i's entity holds a live lease, or was received earlier and is due. */
 #define ENTITY_BUSY(now)                                                                                     \
     "EXISTS (SELECT 1 FROM hookd_inbox j WHERE j.source = i.source AND j.entity_kind IS i.entity_kind"        \
     " AND j.entity_id = i.entity_id AND j.status IN ('pending', 'deferred') AND j.id <> i.id"                 \
-    " AND (j.lease_until > " now " OR (j.id < i.id AND j.next_attempt_at <= " now ")))"
+    " AND (j.lease_until > " now " OR (j.next_attempt_at <= " now " AND (j.received_at < i.received_at"         \
+    " OR (j.received_at = i.received_at AND j.id < i.id)))))"
 
 /* One writer per database file: the statement is the whole claim, so no other claim interleaves. */
 static int sqlite_inbox_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
