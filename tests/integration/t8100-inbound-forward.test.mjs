@@ -227,3 +227,26 @@ test('range replay: dry run counts, limit is bounded, the replay runs them', asy
   assert.equal(run.body.count, 5);
   for (const e of sent) await settle(e.id, 'processed');
 });
+
+test('hookd inbox list|get|replay|replay-range: tables by default, the API JSON with --json', async () => {
+  let fixed = false;
+  script.set('/cli', () => (fixed ? 200 : 422));
+  await source('fcli', '/cli');
+  const e = await send('fcli');
+  await settle(e.id, 'quarantined');
+  const table = d.cli(['inbox', 'list', '--source', 'fcli']);
+  const lines = table.trim().split('\n');
+  assert.match(lines[0], /^ID\s+SOURCE\s+EVENT_ID\s+STATUS\s+RESULT\s+ATTEMPTS\s+RECEIVED\s+ERROR$/);
+  assert.equal(lines.length, 2);
+  assert.match(lines[1], new RegExp(`^${e.id}\\s+fcli\\s+${e.event_id}\\s+quarantined\\s+-\\s+1\\s`));
+  assert.equal(lines[0].indexOf('STATUS'), lines[1].indexOf('quarantined'), 'columns are aligned');
+  const json = JSON.parse(d.cli(['inbox', 'list', '--source', 'fcli', '--status', 'quarantined', '--json']));
+  assert.equal(json.data[0].id, e.id);
+  assert.match(d.cli(['inbox', 'get', e.id]), new RegExp(`status\\s+quarantined`));
+  assert.equal(JSON.parse(d.cli(['inbox', 'get', e.id, '--json'])).payload.type, 'order.paid');
+  assert.match(d.cli(['inbox', 'replay-range', '--source', 'fcli', '--dry-run']), /^1 items would be replayed \(dry run\)/);
+  fixed = true;
+  assert.match(d.cli(['inbox', 'replay', e.id]), new RegExp(`^replayed ${e.id}: pending`));
+  await settle(e.id, 'processed');
+  assert.throws(() => d.cli(['inbox', 'replay', e.id]), (err) => err.status === 1 && /409/.test(err.stderr));
+});
