@@ -36,6 +36,7 @@ struct job {
     /* the outcome */
     struct inbox_result r;
     char error[ERROR_TEXT_MAX];
+    bool idle; /* nothing ran (no handler, store down): its completion is no reason to claim again */
 };
 
 struct processor {
@@ -312,8 +313,8 @@ refused:
     return false;
 }
 
-/* One claimed item: its source decides what runs. */
-static void job_start(struct processor *p, struct job *j)
+/* One claimed item: its source decides what runs. False when nothing ran for it. */
+static bool job_start(struct processor *p, struct job *j)
 {
     struct source_ref ref;
     int rc = source_cache_get(p->deps.sources, j->it.source, &ref);
@@ -324,15 +325,16 @@ static void job_start(struct processor *p, struct job *j)
         snprintf(j->error, sizeof j->error, "the source %s no longer exists", j->it.source);
         j->r.error = j->error;
         outcome_write(p, j);
-        return;
+        return true;
     }
     if (rc != 0) { /* the cache cannot read the store: look again soon, keep the attempt count */
         j->r.attempts = j->it.attempts;
         j->r.status = j->it.status == INBOX_DEFERRED ? INBOX_DEFERRED : INBOX_PENDING;
         j->r.next_attempt_at = clock_now_ms() + PROCESSOR_POLL_MS;
         j->r.error = j->it.error;
+        j->idle = true;
         outcome_write(p, j);
-        return;
+        return false;
     }
     if (!ref.def->forward_url) {
         /* Nothing processes this source's items yet: they wait, unchanged, for a handler. */
@@ -341,13 +343,15 @@ static void job_start(struct processor *p, struct job *j)
         j->r.next_attempt_at = clock_now_ms() + PROCESSOR_NO_HANDLER_MS;
         j->r.error = j->it.error;
         j->r.result = NULL;
+        j->idle = true;
         source_cache_put(p->deps.sources, &ref);
         outcome_write(p, j);
-        return;
+        return false;
     }
     if (!forward_start(p, j, ref.def))
         outcome_write(p, j);
     source_cache_put(p->deps.sources, &ref);
+    return true;
 }
 
 /* ---- the loop ------------------------------------------------------------------------------------------- */
@@ -376,8 +380,9 @@ static void hand_overs(struct processor *p)
         struct job *j = written;
         written = j->next;
         p->in_flight--;
+        if (!j->idle)
+            p->want_claim = true; /* its entity is free, its slot too */
         job_free(j);
-        p->want_claim = true; /* its entity is free, its slot too */
     }
     if (!finished)
         return;
@@ -390,8 +395,7 @@ static void hand_overs(struct processor *p)
         inbox_list_free(&claimed);
         return;
     }
-    if (claimed.n >= (size_t)p->claim_limit)
-        p->want_claim = true; /* there may be more */
+    size_t worked = 0;
     for (size_t i = 0; i < claimed.n; i++) {
         struct job *j = calloc(1, sizeof *j);
         if (!j) {
@@ -402,8 +406,11 @@ static void hand_overs(struct processor *p)
         j->it = claimed.items[i];
         memset(&claimed.items[i], 0, sizeof claimed.items[i]);
         p->in_flight++;
-        job_start(p, j);
+        worked += job_start(p, j);
     }
+    /* A full batch: there may be more, unless it was all items nothing processes (they wait for the poll). */
+    if (claimed.n >= (size_t)p->claim_limit && worked > 0)
+        p->want_claim = true;
     inbox_list_free(&claimed);
 }
 

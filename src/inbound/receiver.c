@@ -288,6 +288,7 @@ static bool present(struct http_request *req, const json_t *doc, const struct so
 /* One accepted request on its way through the writer. */
 struct receive_op {
     const struct api_ctx *api;
+    bool has_handler;
     struct inbox_item it;
     struct inbox_outcome out;
 };
@@ -311,8 +312,8 @@ static void receive_reply(void *arg, int rc, struct http_response *res)
     struct receive_op *o = arg;
 
     if (rc == 0) {
-        if (!o->out.duplicate)
-            hub_notify(o->api->hub, HUB_INBOX_CHANGED);
+        if (!o->out.duplicate && o->has_handler)
+            hub_notify(o->api->hub, HUB_INBOX_CHANGED); /* the workers: only items they have work for */
         if (o->out.conflicting)
             log_warn(LOG_PART, "source %s: inbox item %s: a duplicate with a different body", o->it.source, o->out.id);
         http_reply_json(res, 200, json_pack("{s:s,s:s}", "id", o->out.id, "status",
@@ -416,6 +417,7 @@ void receiver_handle(struct http_request *req, struct http_response *res, void *
         goto out;
     }
     o->api = api;
+    o->has_handler = def->forward_url != NULL;
     snprintf(o->it.source, sizeof o->it.source, "%s", def->name);
     if (!extract(api, req, res, def, doc, len, sha, &o->it))
         goto out;

@@ -88,6 +88,7 @@ test('hmac settings are checked at create and update, naming the field', async (
     [{ scheme: 'hmac', secrets: ['k'], header: 'X-Sig', template: '{body}{body}' }, /verify\.template/],
     [{ scheme: 'hmac', secrets: ['k'], header: 'X-Sig', template: '{timestamp}.{body}' }, /verify\.template/],
     [{ scheme: 'hmac', secrets: ['k'], header: 'X-Sig', algorithm: 'md5' }, /verify\.algorithm/],
+    [{ scheme: 'hmac', secrets: ['k'], header: 'X-Sig', template: '{header:x-sig}.{body}' }, /verify\.template.*signature header/],
     [{ scheme: 'stripe', secrets: ['k'], header: 'X-Sig' }, /settings of "hmac"/],
   ];
   for (const [verify, message] of cases) {
