@@ -67,8 +67,10 @@ static void job_free(struct job *j)
 
 int forward_classify(const struct http_client_result *res)
 {
+    if (res->transport == TRANSPORT_BLOCKED)
+        return FORWARD_REJECT; /* the address policy refuses it: trying again cannot help */
     if (res->transport != TRANSPORT_OK)
-        return FORWARD_RETRY; /* timeout, refused connection, DNS, blocked address */
+        return FORWARD_RETRY; /* timeout, refused connection, DNS */
     if (res->status >= 200 && res->status < 300)
         return FORWARD_OK;
     if (res->status == 409 || res->status == 425)

@@ -13,7 +13,9 @@
 #include <cmocka.h>
 
 #include "core/json_pointer.h"
+#include "inbound/processor.h"
 #include "inbound/source_def.h"
+#include "net/http_client.h"
 #include "ops/api_common.h"
 
 #define SECRET "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -62,6 +64,28 @@ static void test_locators(void **state)
 }
 
 static int apply_text(struct source_def *d, const char *text, enum api_body_mode mode, struct api_error *err);
+
+/* The forward classifier: what each answer of the application means. */
+static void test_forward_classify(void **state)
+{
+    static const struct {
+        enum transport_error transport;
+        int status, outcome;
+    } cases[] = {
+        {TRANSPORT_OK, 200, FORWARD_OK},      {TRANSPORT_OK, 204, FORWARD_OK},
+        {TRANSPORT_OK, 299, FORWARD_OK},      {TRANSPORT_OK, 409, FORWARD_DEFER},
+        {TRANSPORT_OK, 425, FORWARD_DEFER},   {TRANSPORT_OK, 400, FORWARD_REJECT},
+        {TRANSPORT_OK, 422, FORWARD_REJECT},  {TRANSPORT_OK, 404, FORWARD_REJECT},
+        {TRANSPORT_OK, 301, FORWARD_REJECT},  {TRANSPORT_OK, 429, FORWARD_RETRY},
+        {TRANSPORT_OK, 500, FORWARD_RETRY},   {TRANSPORT_OK, 503, FORWARD_RETRY},
+        {TRANSPORT_TIMEOUT, 0, FORWARD_RETRY}, {TRANSPORT_CONNECT, 0, FORWARD_RETRY},
+        {TRANSPORT_BLOCKED, 0, FORWARD_REJECT},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct http_client_result r = {.transport = cases[i].transport, .status = cases[i].status};
+        assert_int_equal(forward_classify(&r), cases[i].outcome);
+    }
+}
 
 /* hmac's settings are parsed with the definition; a bad one is refused naming its field. */
 static void test_hmac_settings(void **state)
@@ -195,6 +219,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pointer),
         cmocka_unit_test(test_hmac_settings),
+        cmocka_unit_test(test_forward_classify),
         cmocka_unit_test(test_locators),
         cmocka_unit_test(test_definition_round_trip),
         cmocka_unit_test(test_definition_refusals),
