@@ -468,6 +468,9 @@ int processor_start(const struct processor_deps *deps, struct processor **out)
     p->deps = *deps;
     if (p->deps.workers < 1)
         p->deps.workers = 1;
+    /* A lease shorter than a forward could let another worker take the item while it is in flight. */
+    if (p->deps.lease_ms < p->deps.timeout_ms + p->deps.connect_timeout_ms + PROCESSOR_LEASE_MARGIN_MS)
+        p->deps.lease_ms = p->deps.timeout_ms + p->deps.connect_timeout_ms + PROCESSOR_LEASE_MARGIN_MS;
     p->next_due = INT64_MAX;
     p->want_claim = true;
     pthread_mutex_init(&p->mu, NULL);

@@ -21,6 +21,7 @@ struct processor;
 
 #define PROCESSOR_POLL_MS 1000        /* safety poll: items other nodes or plain SQL made due */
 #define PROCESSOR_NO_HANDLER_MS 60000 /* a source without a handler: its items are looked at again after this */
+#define PROCESSOR_LEASE_MARGIN_MS 10000 /* an item's lease outlasts its forward's timeouts by at least this */
 
 /* Everything is borrowed and must outlive the processor. */
 struct processor_deps {
