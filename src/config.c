@@ -84,6 +84,8 @@ static const struct conf_key conf_keys[] = {
     NUM("inbox", "max_defer", CONF_DURATION, max_defer_ms, 0, YEAR_MS, "1h"),
     NUM("inbox", "max_body", CONF_SIZE, max_body, 1, INT64_C(1) << 30, "1MiB"),
     NUM("inbox", "workers", CONF_INT, workers, 1, 1024, "2"),
+    NUM("inbox", "timeout", CONF_DURATION, inbox_timeout_ms, 1, DAY_MS, "10s"),
+    NUM("inbox", "allow_private_networks", CONF_BOOL, inbox_allow_private_networks, 0, 1, "true"),
 };
 #define N_KEYS (sizeof conf_keys / sizeof conf_keys[0])
 

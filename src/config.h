@@ -45,7 +45,9 @@ struct config {
     struct retry_policy inbox_retry;
     int64_t max_defer_ms;  /* 1h */
     int64_t max_body;      /* 1 MiB */
-    int workers;           /* 2 */
+    int workers;           /* 2: inbox items in flight at once per node */
+    int64_t inbox_timeout_ms;          /* one forward request; 10s */
+    bool inbox_allow_private_networks; /* forward to private addresses (the application's); true */
 };
 
 /* Fills defaults. */

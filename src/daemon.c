@@ -16,6 +16,7 @@
 #include "core/ids.h"
 #include "core/secret_box.h"
 #include "hub.h"
+#include "inbound/processor.h"
 #include "inbound/source_cache.h"
 #include "log.h"
 #include "net/http.h"
@@ -146,6 +147,8 @@ static int store_prepare(struct daemon *d)
         token_file_write(d->cfg.store, d->admin_token);
     }
     r = store_delivery_release_node(s, d->node);
+    if (r == 0)
+        r = store_inbox_release_node(s, d->node);
     if (r != 0)
         log_error("serve", "cannot release old leases of %s: %s", d->node, hookd_strerror(r));
 out:
@@ -196,6 +199,31 @@ static int outbound_start(struct daemon *d)
     return r;
 }
 
+/* The inbox workers: their own engine (the application is usually on a private address: [inbox]
+ * allow_private_networks), claims beside the dispatcher's. */
+static int inbound_start(struct daemon *d)
+{
+    const struct config *cfg = &d->cfg;
+    const struct processor_deps pd = {
+        .node = d->node,
+        .claimer = d->claimer ? d->claimer : d->writer,
+        .writer = d->writer,
+        .sources = d->sources,
+        .workers = cfg->workers,
+        .lease_ms = cfg->lease_ms,
+        .timeout_ms = cfg->inbox_timeout_ms,
+        .connect_timeout_ms = cfg->connect_timeout_ms,
+        .allow_private_networks = cfg->inbox_allow_private_networks,
+        .retry = cfg->inbox_retry,
+        .max_defer_ms = cfg->max_defer_ms,
+    };
+    int r = processor_start(&pd, &d->processor);
+
+    if (r != 0)
+        log_error("serve", "cannot start the inbox workers: %s", hookd_strerror(r));
+    return r;
+}
+
 static void on_outbox_changed(void *arg) { relay_wake(arg); }
 static void on_endpoints_changed(void *arg) { dispatcher_endpoints_changed(arg); }
 static void on_deliveries_due(void *arg) { dispatcher_wake(arg); }
@@ -212,6 +240,8 @@ static int hub_wire(struct daemon *d)
         r = hub_subscribe(d->hub, HUB_DELIVERIES_DUE, on_deliveries_due, d->dispatcher);
     if (r == 0)
         r = hub_subscribe(d->hub, HUB_SOURCES_CHANGED, on_sources_changed, d->sources);
+    if (r == 0)
+        r = hub_subscribe(d->hub, HUB_INBOX_CHANGED, processor_wake, d->processor);
     return r;
 }
 
@@ -371,6 +401,9 @@ int daemon_run(const struct config *cfg)
     r = outbound_start(d);
     if (r != 0)
         goto out;
+    r = inbound_start(d);
+    if (r != 0)
+        goto out;
     r = hub_wire(d);
     if (r != 0)
         goto out;
@@ -389,6 +422,8 @@ out:
     if (d->public_http != NULL)
         http_server_stop(d->public_http);
     free(d->api); /* after both servers: suspended requests were answered before their stop returned */
+    if (d->processor != NULL)
+        processor_stop(d->processor);
     dispatcher_drain(d->dispatcher);
     if (d->relay != NULL)
         relay_stop(d->relay);

@@ -28,6 +28,7 @@ struct daemon {
     struct hub *hub;             /* "something changed": publishers notify, parts subscribe (hub.h) */
     struct relay *relay;
     struct dispatcher *dispatcher;
+    struct processor *processor; /* the inbox workers */
     struct http_server *public_http;
     struct http_server *admin_http;
     struct api_ctx *api;         /* the listeners' handlers' context (ops/api.h) */

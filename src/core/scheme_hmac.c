@@ -47,6 +47,11 @@ static int parse_template(struct signature_params *p, const char *t, const char 
             } else if (inner == 9 && memcmp(name, "timestamp", 9) == 0) {
                 part.kind = TEMPLATE_TIMESTAMP;
                 stamps++;
+            } else if (inner > 7 && memcmp(name, "header:", 7) == 0 && inner - 7 == strlen(p->header) &&
+                       strncasecmp(name + 7, p->header, inner - 7) == 0) {
+                /* The MAC cannot cover the header that carries it: no request could ever verify. */
+                *problem = "{header:NAME} cannot name the signature header itself";
+                return HOOKD_EINVAL;
             } else if (inner > 7 && memcmp(name, "header:", 7) == 0 &&
                        http_token_is_valid(name + 7, inner - 7, SIGNATURE_HEADER_NAME_MAX)) {
                 part.kind = TEMPLATE_HEADER;

@@ -19,9 +19,9 @@
 #include "config.h"
 #include "core/clock.h"
 #include "core/ids.h"
+#include "core/json_pointer.h"
 #include "core/signature_scheme.h"
 #include "hub.h"
-#include "inbound/pointer.h"
 #include "inbound/source_cache.h"
 #include "log.h"
 #include "ops/api_common.h"
@@ -209,7 +209,7 @@ static int verify(const struct api_ctx *api, struct http_request *req, struct ht
         .body_len = len,
         .now_s = clock_now_ms() / 1000,
         .tolerance_s = (def->tolerance_ms > 0 ? def->tolerance_ms : SOURCE_TOLERANCE_DEFAULT_MS) / 1000,
-        .params = NULL, /* hmac's settings: see source_def_check */
+        .params = def->has_params ? &def->params : NULL, /* hmac's settings, parsed with the definition */
     };
     rc = scheme->verify(&sr, secrets, def->n_secrets);
     if (rc == 0)
@@ -220,6 +220,9 @@ static int verify(const struct api_ctx *api, struct http_request *req, struct ht
     else if (scheme->header && !http_header(req, scheme->header))
         refuse(api, req, res, def->name, 401, "missing_signature", len, sha, "the %s header is missing",
                scheme->header);
+    else if (def->has_params && !http_header(req, def->params.header))
+        refuse(api, req, res, def->name, 401, "missing_signature", len, sha, "the %s header is missing",
+               def->params.header);
     else if (rc == HOOKD_ESIG)
         refuse(api, req, res, def->name, 401, "bad_signature", len, sha, "the signature does not match");
     else
@@ -246,7 +249,7 @@ static int locate_text(struct http_request *req, const json_t *doc, const struct
     if (kind == LOCATOR_HEADER) {
         text = http_header(req, rest);
     } else {
-        int rc = inbound_pointer_get(doc, rest, &v);
+        int rc = json_pointer_get(doc, rest, &v, NULL);
         if (rc)
             return rc == HOOKD_ENOTFOUND ? rc : HOOKD_EINVAL;
         if (json_is_null(v))
@@ -279,12 +282,13 @@ static bool present(struct http_request *req, const json_t *doc, const struct so
         return false;
     if (kind == LOCATOR_HEADER)
         return http_header(req, rest) != NULL;
-    return inbound_pointer_get(doc, rest, &v) == 0 && !json_is_null(v);
+    return json_pointer_get(doc, rest, &v, NULL) == 0 && !json_is_null(v);
 }
 
 /* One accepted request on its way through the writer. */
 struct receive_op {
     const struct api_ctx *api;
+    bool has_handler;
     struct inbox_item it;
     struct inbox_outcome out;
 };
@@ -308,8 +312,8 @@ static void receive_reply(void *arg, int rc, struct http_response *res)
     struct receive_op *o = arg;
 
     if (rc == 0) {
-        if (!o->out.duplicate)
-            hub_notify(o->api->hub, HUB_INBOX_CHANGED);
+        if (!o->out.duplicate && o->has_handler)
+            hub_notify(o->api->hub, HUB_INBOX_CHANGED); /* the workers: only items they have work for */
         if (o->out.conflicting)
             log_warn(LOG_PART, "source %s: inbox item %s: a duplicate with a different body", o->it.source, o->out.id);
         http_reply_json(res, 200, json_pack("{s:s,s:s}", "id", o->out.id, "status",
@@ -413,6 +417,7 @@ void receiver_handle(struct http_request *req, struct http_response *res, void *
         goto out;
     }
     o->api = api;
+    o->has_handler = def->forward_url != NULL;
     snprintf(o->it.source, sizeof o->it.source, "%s", def->name);
     if (!extract(api, req, res, def, doc, len, sha, &o->it))
         goto out;

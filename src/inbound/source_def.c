@@ -13,6 +13,7 @@
 #include "core/duration.h"
 #include "core/ids.h"
 #include "core/signature.h"
+#include "core/field_spec.h"
 #include "core/signature_scheme.h"
 #include "ops/api_common.h"
 
@@ -59,6 +60,8 @@ static void verify_clear(struct source_def *d)
     free_str(&d->encoding);
     free_str(&d->prefix);
     free_str(&d->timestamp_header);
+    free_str(&d->template_text);
+    d->has_params = false;
     d->has_verify = false;
 }
 
@@ -90,50 +93,18 @@ void source_def_free(struct source_def *d)
     memset(d, 0, sizeof *d);
 }
 
-static bool tchar(unsigned char c) { return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c)); }
+static bool header_name_ok(const char *s) { return http_token_is_valid(s, strlen(s), HEADER_NAME_MAX); }
 
-static bool header_name_ok(const char *s)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n > HEADER_NAME_MAX)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        if (!tchar((unsigned char)s[i]))
-            return false;
-    }
-    return true;
-}
-
-/* RFC 6901 syntax: "/" tokens, "~" only as "~0" or "~1". */
-static bool pointer_ok(const char *s)
-{
-    if (s[0] != '/' || strlen(s) >= SOURCE_LOCATOR_MAX)
-        return false;
-    for (const char *p = s; *p; p++) {
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            return false;
-        if (*p == '~' && p[1] != '0' && p[1] != '1')
-            return false;
-    }
-    return true;
-}
-
+/* One locator syntax for the whole program: core/field_spec.h (JSON Pointer or header:NAME). */
 bool source_locator_parse(const char *text, enum source_locator_kind *kind, const char **rest)
 {
-    if (!text)
+    struct field_spec spec;
+
+    if (!text || strlen(text) >= SOURCE_LOCATOR_MAX || field_spec_parse(text, &spec, NULL) != 0)
         return false;
-    if (strncmp(text, "header:", 7) == 0 && header_name_ok(text + 7)) {
-        *kind = LOCATOR_HEADER;
-        *rest = text + 7;
-        return true;
-    }
-    if (pointer_ok(text)) {
-        *kind = LOCATOR_POINTER;
-        *rest = text;
-        return true;
-    }
-    return false;
+    *kind = spec.kind == FIELD_HEADER ? LOCATOR_HEADER : LOCATOR_POINTER;
+    *rest = spec.kind == FIELD_HEADER ? text + strlen(FIELD_SPEC_HEADER_PREFIX) : text;
+    return true;
 }
 
 static bool locator_ok(const char *s)
@@ -234,6 +205,10 @@ static int set_timestamp_header(void *t, const struct field_value *v)
 {
     return str_set(&((struct source_def *)t)->timestamp_header, v);
 }
+static int set_template(void *t, const struct field_value *v)
+{
+    return str_set(&((struct source_def *)t)->template_text, v);
+}
 
 static int set_secrets(void *target, const struct field_value *v)
 {
@@ -288,6 +263,8 @@ static const struct field verify_fields[] = {
     {.name = "timestamp_header", .type = FIELD_STRING, .flags = FIELD_NULLABLE | FIELD_BLANK_NULL,
      .max_len = HEADER_NAME_MAX, .check = header_name_ok, .hint = "must be a header name such as \"X-Timestamp\"",
      .set = set_timestamp_header},
+    {.name = "template", .type = FIELD_STRING, .flags = FIELD_NULLABLE | FIELD_BLANK_NULL,
+     .max_len = SIGNATURE_TEMPLATE_MAX, .set = set_template},
 };
 
 static int set_verify(void *target, const struct field_value *v)
@@ -502,7 +479,7 @@ const size_t source_fields_count = sizeof source_fields / sizeof source_fields[0
 
 /* ---- the rules across fields ----------------------------------------------------------------- */
 
-int source_def_check(const struct source_def *d, struct api_error *err)
+int source_def_check(struct source_def *d, struct api_error *err)
 {
     bool none = d->scheme && strcmp(d->scheme, "none") == 0;
 
@@ -515,14 +492,28 @@ int source_def_check(const struct source_def *d, struct api_error *err)
         api_error_set(err, 400, "not_supported", "verify.scheme: \"%s\" is not available in this build", d->scheme);
         return HOOKD_EINVAL;
     }
-    /* hmac needs its settings handed to the scheme (signature_params): until the receiver does, refuse it. */
+    d->has_params = false;
     if (strcmp(d->scheme, "hmac") == 0) {
-        api_error_set(err, 400, "not_supported", "verify.scheme: \"hmac\" is not supported by the receiver yet");
-        return HOOKD_EINVAL;
-    }
-    if (!none && (d->header || d->algorithm || d->encoding || d->prefix || d->timestamp_header)) {
+        const struct signature_params_text text = {
+            .header = d->header, .algorithm = d->algorithm, .encoding = d->encoding, .prefix = d->prefix,
+            .timestamp_header = d->timestamp_header, .template_text = d->template_text,
+        };
+        const char *field = NULL, *problem = NULL;
+        if (!d->header) {
+            api_error_set(err, 400, "missing_field", "verify.header is required for \"hmac\"");
+            return HOOKD_EINVAL;
+        }
+        if (signature_params_parse(&d->params, &text, &field, &problem) != 0) {
+            api_error_set(err, 400, "invalid_field", "verify.%s: %s", field ? field : "header",
+                          problem ? problem : "is not valid");
+            return HOOKD_EINVAL;
+        }
+        d->has_params = true;
+    } else if (!none && (d->header || d->algorithm || d->encoding || d->prefix || d->timestamp_header ||
+                         d->template_text)) {
         api_error_set(err, 400, "invalid_field",
-                      "verify: header, algorithm, encoding, prefix and timestamp_header are settings of \"hmac\"");
+                      "verify: header, algorithm, encoding, prefix, timestamp_header and template are settings of "
+                      "\"hmac\"");
         return HOOKD_EINVAL;
     }
     if (none && d->n_secrets > 0) {
@@ -607,10 +598,10 @@ static json_t *definition_json(const struct source_def *d, bool with_secrets)
 {
     json_t *verify, *entity, *handler, *required = json_array(), *o;
 
-    verify = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "scheme", str_json(d->scheme), "tolerance",
+    verify = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "scheme", str_json(d->scheme), "tolerance",
                        duration_json(d->tolerance_ms), "header", str_json(d->header), "algorithm",
                        str_json(d->algorithm), "encoding", str_json(d->encoding), "prefix", str_json(d->prefix),
-                       "timestamp_header", str_json(d->timestamp_header));
+                       "timestamp_header", str_json(d->timestamp_header), "template", str_json(d->template_text));
     if (verify && with_secrets) {
         json_t *arr = json_array();
         for (size_t i = 0; arr && i < d->n_secrets; i++)
@@ -756,6 +747,8 @@ int source_def_from_record(const struct source *rec, struct source_def *d)
         rc = HOOKD_EIO;
     if (rc == 0)
         rc = secrets_decode(rec->secrets, d);
+    if (rc == 0 && d->scheme && strcmp(d->scheme, "hmac") == 0 && source_def_check(d, &err) != 0)
+        rc = HOOKD_EIO; /* stored settings the scheme refuses */
     snprintf(d->name, sizeof d->name, "%s", rec->name);
     d->created_at = rec->created_at;
     d->updated_at = rec->updated_at;

@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "core/retry.h"
+#include "core/signature_scheme.h"
 #include "ops/fields.h"
 #include "store/store.h"
 
@@ -51,7 +52,10 @@ struct source_def {
     struct source_secret secrets[SOURCE_MAX_SECRETS];
     size_t n_secrets;
     int64_t tolerance_ms; /* 0: the default, 300 s */
-    char *header, *algorithm, *encoding, *prefix, *timestamp_header; /* hmac's settings, as given */
+    char *header, *algorithm, *encoding, *prefix, *timestamp_header, *template_text; /* hmac's settings, as given */
+    /* hmac: the settings parsed (source_def_check and source_def_from_record fill it); has_params false otherwise */
+    bool has_params;
+    struct signature_params params;
     /* where things are (NONE: the scheme's default, source_def_event_id / _event_type) */
     struct source_locator event_id, event_type;
     char *entity_kind; /* a literal */
@@ -89,7 +93,7 @@ extern const size_t source_fields_count;
 __attribute__((warn_unused_result)) int source_def_apply(struct source_def *d, const json_t *body,
                                                          enum api_body_mode mode, int64_t now,
                                                          struct api_error *err);
-__attribute__((warn_unused_result)) int source_def_check(const struct source_def *d, struct api_error *err);
+__attribute__((warn_unused_result)) int source_def_check(struct source_def *d, struct api_error *err);
 
 /* The row as stored, both ways. from_record: HOOKD_EIO for columns that do not parse. */
 __attribute__((warn_unused_result)) int source_def_from_record(const struct source *rec, struct source_def *d);

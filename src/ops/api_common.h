@@ -129,5 +129,7 @@ void api_sources_rejections(struct http_request *req, struct http_response *res,
 void api_inbox_list(struct http_request *req, struct http_response *res, void *ctx);
 void api_inbox_get(struct http_request *req, struct http_response *res, void *ctx);
 void api_deliveries_replay(struct http_request *req, struct http_response *res, void *ctx);
+void api_inbox_replay(struct http_request *req, struct http_response *res, void *ctx);
+void api_inbox_replay_range(struct http_request *req, struct http_response *res, void *ctx);
 void api_healthz(struct http_request *req, struct http_response *res, void *ctx);
 #endif

@@ -1,13 +1,17 @@
 /*
  * Admin API /v1/inbox: list (filters source, status, entity_kind, entity_id,
- * since, until; cursor pagination) and get. The item JSON is DESIGN §12's,
+ * since, until; cursor pagination), get, and replays (one item, or a bounded
+ * range by source, status and received time, with a dry run). The item JSON is DESIGN §12's,
  * plus what an investigation needs: signature_verified, payload_sha256,
  * last_dup_at, conflicting_duplicates, next_attempt_at; get adds the payload.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/ids.h"
+#include "core/timefmt.h"
+#include "hub.h"
 #include "ops/api_common.h"
 #include "ops/list_queries.h"
 
@@ -92,4 +96,166 @@ void api_inbox_get(struct http_request *req, struct http_response *res, void *ct
     }
     http_reply_json(res, 200, inbox_item_json(&it, true));
     inbox_item_free(&it);
+}
+
+/* ---- replays -------------------------------------------------------------------------------- */
+
+#define REPLAY_LIMIT_DEFAULT 1000
+
+struct replay_op {
+    const struct api_ctx *api;
+    char id[HOOKD_ID_MAX];
+    struct inbox_item it;
+    /* range */
+    struct inbox_filter f;
+    char source[SOURCE_NAME_MAX];
+    bool dry_run;
+    int64_t count;
+};
+
+static int op_replay_one(struct store *s, void *arg)
+{
+    struct replay_op *o = arg;
+    return store_inbox_replay(s, o->id, clock_now_ms(), &o->it);
+}
+
+static void replay_one_reply(void *arg, int rc, struct http_response *res)
+{
+    struct replay_op *o = arg;
+
+    if (rc == 0) {
+        hub_notify(o->api->hub, HUB_INBOX_CHANGED);
+        http_reply_json(res, 202, inbox_item_json(&o->it, false));
+        inbox_item_free(&o->it);
+    } else if (rc == HOOKD_ECONFLICT) {
+        http_reply_error(res, 409, "conflict",
+                         "only a quarantined or deferred item that no worker holds can be replayed");
+    } else {
+        api_reply_store_error(res, rc, "inbox item");
+    }
+    free(o);
+}
+
+/* POST /v1/inbox/{id}/replay: back to pending (a new run: attempts from 0), due now. */
+void api_inbox_replay(struct http_request *req, struct http_response *res, void *ctx)
+{
+    struct api_ctx *api = api_begin(req, res, ctx);
+    const char *id = http_param(req, "id");
+    struct replay_op *o;
+
+    if (!id || !id_is_valid(id)) {
+        http_reply_error(res, 404, "not_found", "inbox item not found");
+        return;
+    }
+    if (!(o = calloc(1, sizeof *o))) {
+        http_reply_error(res, 503, "store_unavailable", "out of memory");
+        return;
+    }
+    o->api = api;
+    snprintf(o->id, sizeof o->id, "%s", id);
+    api_write_async(api, req, op_replay_one, replay_one_reply, o);
+}
+
+static int op_replay_range(struct store *s, void *arg)
+{
+    struct replay_op *o = arg;
+    return store_inbox_replay_range(s, &o->f, o->dry_run, clock_now_ms(), &o->count);
+}
+
+static void replay_range_reply(void *arg, int rc, struct http_response *res)
+{
+    struct replay_op *o = arg;
+
+    if (rc == 0) {
+        if (!o->dry_run && o->count > 0)
+            hub_notify(o->api->hub, HUB_INBOX_CHANGED);
+        http_reply_json(res, o->dry_run ? 200 : 202,
+                        json_pack("{s:I,s:b}", "count", (json_int_t)o->count, "dry_run", o->dry_run));
+    } else {
+        api_reply_store_error(res, rc, "inbox");
+    }
+    free(o);
+}
+
+/* A time member: RFC 3339 text; false after a 400 naming it. */
+static bool body_time(struct http_response *res, const json_t *v, const char *name, int64_t *out)
+{
+    if (!v || json_is_null(v))
+        return true;
+    if (!json_is_string(v) || rfc3339_parse(json_string_value(v), out) != 0) {
+        http_reply_error(res, 400, "invalid_field", "%s: must be an RFC 3339 time", name);
+        return false;
+    }
+    return true;
+}
+
+/*
+ * POST /v1/inbox/replay {"source", "status": "quarantined|deferred", "since", "until", "limit", "dry_run"}:
+ * at most limit items (default 1,000, at most 10,000), oldest first; status defaults to quarantined.
+ */
+void api_inbox_replay_range(struct http_request *req, struct http_response *res, void *ctx)
+{
+    static const char *const known[] = {"source", "status", "since", "until", "limit", "dry_run", NULL};
+    struct api_ctx *api = api_begin(req, res, ctx);
+    json_t *body = api_body_object(req, res, true), *v;
+    struct replay_op *o = NULL;
+    const char *key;
+    enum inbox_status st = INBOX_QUARANTINED;
+
+    if (!body)
+        return;
+    json_object_foreach(body, key, v) {
+        size_t k = 0;
+        while (known[k] && strcmp(known[k], key) != 0)
+            k++;
+        if (!known[k]) {
+            http_reply_error(res, 400, "unknown_field", "%.64s: unknown field", key);
+            goto out;
+        }
+    }
+    if (!(o = calloc(1, sizeof *o))) {
+        http_reply_error(res, 503, "store_unavailable", "out of memory");
+        goto out;
+    }
+    o->api = api;
+    o->f.limit = REPLAY_LIMIT_DEFAULT;
+    if ((v = json_object_get(body, "source")) && !json_is_null(v)) {
+        if (!json_is_string(v) || !id_is_valid(json_string_value(v))) {
+            http_reply_error(res, 400, "invalid_field", "source: must be a source name");
+            goto out;
+        }
+        snprintf(o->source, sizeof o->source, "%s", json_string_value(v));
+        o->f.source = o->source;
+    }
+    if ((v = json_object_get(body, "status")) && !json_is_null(v)) {
+        if (!json_is_string(v) || inbox_status_parse(json_string_value(v), &st) != 0 ||
+            (st != INBOX_QUARANTINED && st != INBOX_DEFERRED)) {
+            http_reply_error(res, 400, "invalid_field", "status: must be \"quarantined\" or \"deferred\"");
+            goto out;
+        }
+    }
+    o->f.status = (int)st;
+    if (!body_time(res, json_object_get(body, "since"), "since", &o->f.since) ||
+        !body_time(res, json_object_get(body, "until"), "until", &o->f.until))
+        goto out;
+    if ((v = json_object_get(body, "limit")) && !json_is_null(v)) {
+        if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > INBOX_REPLAY_MAX) {
+            http_reply_error(res, 400, "invalid_field", "limit: must be an integer from 1 to %d", INBOX_REPLAY_MAX);
+            goto out;
+        }
+        o->f.limit = (int)json_integer_value(v);
+    }
+    if ((v = json_object_get(body, "dry_run")) && !json_is_null(v)) {
+        if (!json_is_boolean(v)) {
+            http_reply_error(res, 400, "invalid_field", "dry_run: must be true or false");
+            goto out;
+        }
+        o->dry_run = json_is_true(v);
+    }
+    json_decref(body);
+    api_write_async(api, req, op_replay_range, replay_range_reply, o);
+    return;
+out:
+    free(o);
+    json_decref(body);
 }

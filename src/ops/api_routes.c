@@ -35,6 +35,8 @@ const struct http_route admin_routes[] = {
     {"GET", "/v1/inbox", api_inbox_list, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
     {"GET", "/v1/inbox/{id}", api_inbox_get, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
     {"POST", "/v1/deliveries/{id}/replay", api_deliveries_replay, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
+    {"POST", "/v1/inbox/replay", api_inbox_replay_range, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
+    {"POST", "/v1/inbox/{id}/replay", api_inbox_replay, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
     {"GET", "/healthz", api_healthz, HTTP_AUTH_NONE, API_BODY_NONE, NULL},
 };
 const size_t admin_routes_n = sizeof admin_routes / sizeof admin_routes[0];

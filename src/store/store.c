@@ -650,6 +650,39 @@ int store_inbox_list(struct store *s, const struct inbox_filter *f, struct inbox
     FAMILY_CALL(s, inbox, list, f, out);
 }
 
+int store_inbox_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
+                          struct inbox_list *out)
+{
+    assert(s && node && out && limit > 0 && limit <= STORE_LIST_MAX);
+    FAMILY_CALL(s, inbox, claim_due, node, now, lease_until, limit, out);
+}
+
+int store_inbox_complete(struct store *s, const struct inbox_result *r, int64_t now)
+{
+    assert(s && r && r->id && r->lease_owner);
+    FAMILY_CALL(s, inbox, complete, r, now);
+}
+
+int store_inbox_replay(struct store *s, const char *id, int64_t now, struct inbox_item *out)
+{
+    assert(s && id);
+    FAMILY_CALL(s, inbox, replay, id, now, out);
+}
+
+int store_inbox_replay_range(struct store *s, const struct inbox_filter *f, bool dry_run, int64_t now,
+                             int64_t *count)
+{
+    assert(s && f && count && f->limit > 0 && f->limit <= INBOX_REPLAY_MAX);
+    assert(f->status == INBOX_DEFERRED || f->status == INBOX_QUARANTINED);
+    FAMILY_CALL(s, inbox, replay_range, f, dry_run, now, count);
+}
+
+int store_inbox_release_node(struct store *s, const char *node)
+{
+    assert(s && node);
+    FAMILY_CALL(s, inbox, release_node, node);
+}
+
 int store_rejection_insert(struct store *s, struct rejection *r, int keep)
 {
     assert(s && r && keep > 0);

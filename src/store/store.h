@@ -58,6 +58,11 @@
  *   inbox (hookd_inbox)
  *     inbox_insert          insert an inbound event, or count it as a duplicate: one atomic statement
  *     inbox_get/list        read inbox items
+ *     inbox_claim_due       lease due open items to a node, at most one per entity across nodes, bump fencing token
+ *     inbox_complete        fenced: one processing step's outcome (status, attempts, error, times), lease dropped
+ *     inbox_replay          a quarantined or deferred item back to pending (ECONFLICT for another status)
+ *     inbox_replay_range    the same for a bounded range by source, status and received time (or only count it)
+ *     inbox_release_node    drop every inbox lease a node holds (start-up of that node)
  *   rejections (hookd_rejections, hookd_rejection_counts)
  *     rejection_insert      log one refused request (bounded per source) and bump its reason's counter
  *     rejection_list/counts read the log and the counters of a source
@@ -253,8 +258,21 @@ struct inbox_item {
     int dup_count;                   /* copies received after the first */
     int64_t last_dup_at;
     int conflict_count;              /* of those, copies whose body hash differed */
+    int64_t deferred_at;             /* ms: first deferral of the current run; 0: not deferred */
 };
 void inbox_item_free(struct inbox_item *it);
+
+/* One processing step's outcome, applied by inbox_complete only while the lease is still the caller's. */
+struct inbox_result {
+    const char *id;
+    const char *lease_owner;
+    int64_t lease_token;
+    enum inbox_status status; /* PENDING (retry later), PROCESSED, DEFERRED or QUARANTINED */
+    int attempts;             /* after this step */
+    int64_t next_attempt_at;  /* PENDING, DEFERRED; 0 otherwise */
+    const char *result;       /* PROCESSED: "forwarded", …; NULL otherwise */
+    const char *error;        /* NULL: none */
+};
 
 /* What inbox_insert did: a new row, or a duplicate counted on the row that was there. */
 struct inbox_outcome {
@@ -284,6 +302,7 @@ struct rejection_count {
 /* ---- lists and filters ------------------------------------------------ */
 
 #define STORE_LIST_MAX 1000
+#define INBOX_REPLAY_MAX 10000 /* items one range replay may take */
 #define STORE_SLOTS_UNCAPPED INT32_MAX /* delivery_slots of an endpoint without an in-flight cap */
 
 struct event_filter {
@@ -481,6 +500,21 @@ struct store_inbox_ops {
     int (*insert)(struct store *s, struct inbox_item *it, struct inbox_outcome *out);
     int (*get)(struct store *s, const char *id, struct inbox_item *out);
     int (*list)(struct store *s, const struct inbox_filter *f, struct inbox_list *out); /* by id, descending */
+    /*
+     * Leases up to limit due open items (pending or deferred, next_attempt_at <= now, no live lease), oldest
+     * first, bumping each one's lease_token. An item with an entity (source, entity_kind, entity_id) is taken
+     * only when no open item of that entity holds a live lease and no older due item of it is left, so
+     * one entity is never with two workers at once; claims on one database are serialized across nodes
+     * (postgres: a transaction-scoped advisory lock), so the rule holds across nodes too.
+     */
+    int (*claim_due)(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
+                     struct inbox_list *out);
+    int (*complete)(struct store *s, const struct inbox_result *r, int64_t now); /* ESTALE if fenced out */
+    /* ENOTFOUND, or ECONFLICT when the item is pending, leased or processed; out (may be NULL) the new row. */
+    int (*replay)(struct store *s, const char *id, int64_t now, struct inbox_item *out);
+    /* f: source, status (deferred or quarantined), since, until, limit (1..INBOX_REPLAY_MAX). */
+    int (*replay_range)(struct store *s, const struct inbox_filter *f, bool dry_run, int64_t now, int64_t *count);
+    int (*release_node)(struct store *s, const char *node);
 };
 
 /* hookd_rejections and hookd_rejection_counts: refused inbound requests, without their bodies. */
@@ -625,6 +659,13 @@ STORE_WRAPPER store_source_version(struct store *s, int64_t *version);
 STORE_WRAPPER store_inbox_insert(struct store *s, struct inbox_item *it, struct inbox_outcome *out);
 STORE_WRAPPER store_inbox_get(struct store *s, const char *id, struct inbox_item *out);
 STORE_WRAPPER store_inbox_list(struct store *s, const struct inbox_filter *f, struct inbox_list *out);
+STORE_WRAPPER store_inbox_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
+                                    struct inbox_list *out);
+STORE_WRAPPER store_inbox_complete(struct store *s, const struct inbox_result *r, int64_t now);
+STORE_WRAPPER store_inbox_replay(struct store *s, const char *id, int64_t now, struct inbox_item *out);
+STORE_WRAPPER store_inbox_replay_range(struct store *s, const struct inbox_filter *f, bool dry_run, int64_t now,
+                                       int64_t *count);
+STORE_WRAPPER store_inbox_release_node(struct store *s, const char *node);
 STORE_WRAPPER store_rejection_insert(struct store *s, struct rejection *r, int keep);
 STORE_WRAPPER store_rejection_list(struct store *s, const struct rejection_filter *f, struct rejection_list *out);
 STORE_WRAPPER store_rejection_counts(struct store *s, const char *source, struct rejection_count_list *out);

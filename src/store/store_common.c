@@ -327,6 +327,7 @@ int store_read_inbox(const struct store_row *r, void *item)
     it->dup_count = col_int(r, c++);
     it->last_dup_at = col_i64(r, c++);
     it->conflict_count = col_int(r, c++);
+    it->deferred_at = col_i64(r, c++);
     if (!ok || !it->event_id || !it->payload) {
         inbox_item_free(it);
         return HOOKD_ENOMEM;

@@ -3,7 +3,9 @@
  * sources (CRUD, cursor, cache validator), the inbox's insert-or-duplicate
  * (one row per (source, event_id), duplicates and conflicting duplicates
  * counted, concurrent copies from many connections and through the writer),
- * inbox lists and filters, and the bounded rejection log with its counters.
+ * inbox lists and filters, the bounded rejection log with its counters, and
+ * the workers' methods: claims one entity at a time, leases and fencing,
+ * completions, replays of one item and of a range, a node's leases released.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -449,6 +451,215 @@ static void test_inbox_insert_fault(void **state)
     inbox_item_free(&it);
 }
 
+/* ---- the workers' methods ------------------------------------------------------------------------- */
+
+struct claimed { struct inbox_item items[16]; size_t n; };
+
+/* Claims at now and keeps this source's items (a shared database may hold other tests' rows). */
+static void claim_mine(struct fixture *fx, const char *node, const char *source, int64_t now, int64_t until,
+                       struct claimed *out)
+{
+    struct inbox_list l = {0};
+
+    out->n = 0;
+    assert_int_equal(store_inbox_claim_due(fx->s, node, now, until, 100, &l), 0);
+    for (size_t i = 0; i < l.n; i++) {
+        if (strcmp(l.items[i].source, source) == 0 && out->n < 16) {
+            out->items[out->n++] = l.items[i];
+            memset(&l.items[i], 0, sizeof l.items[i]);
+        }
+    }
+    inbox_list_free(&l);
+}
+
+static void claimed_free(struct claimed *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        inbox_item_free(&c->items[i]);
+    c->n = 0;
+}
+
+static const struct inbox_item *claimed_find(const struct claimed *c, const char *event_id)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        if (strcmp(c->items[i].event_id, event_id) == 0)
+            return &c->items[i];
+    }
+    return NULL;
+}
+
+static void insert_at(struct fixture *fx, const char *source, const char *event_id, const char *entity, int64_t at,
+                      char id_out[HOOKD_ID_MAX])
+{
+    struct inbox_item it;
+    struct inbox_outcome o;
+
+    item_init(&it, source, event_id, SHA_A);
+    free(it.entity_id);
+    it.entity_id = entity ? strdup(entity) : NULL;
+    if (!entity) {
+        free(it.entity_kind);
+        it.entity_kind = NULL;
+    }
+    it.received_at = at;
+    assert_int_equal(store_inbox_insert(fx->s, &it, &o), 0);
+    snprintf(id_out, HOOKD_ID_MAX, "%s", o.id);
+    inbox_item_free(&it);
+}
+
+static int complete_as(struct fixture *fx, const struct inbox_item *it, const char *node, int64_t token,
+                       enum inbox_status st, int64_t next, int64_t now)
+{
+    const struct inbox_result r = {
+        .id = it->id, .lease_owner = node, .lease_token = token, .status = st, .attempts = it->attempts + 1,
+        .next_attempt_at = next, .result = st == INBOX_PROCESSED ? "forwarded" : NULL,
+        .error = st == INBOX_PROCESSED ? NULL : "the application answered 500",
+    };
+    return store_inbox_complete(fx->s, &r, now);
+}
+
+static void test_inbox_claims_one_entity_at_a_time(void **state)
+{
+    struct fixture *fx = *state;
+    char source[SOURCE_NAME_MAX], a1[HOOKD_ID_MAX], a2[HOOKD_ID_MAX], a3[HOOKD_ID_MAX], b1[HOOKD_ID_MAX],
+        x1[HOOKD_ID_MAX];
+    /* Ten days back: no other test's items are due at these times. */
+    const int64_t base = clock_now_ms() - 10LL * 86400000;
+    struct claimed c = {0}, c2 = {0};
+    const struct inbox_item *it;
+    struct inbox_item got;
+
+    unique_name(source, "src_");
+    insert_at(fx, source, "a1", "A", base + 1, a1);
+    insert_at(fx, source, "a2", "A", base + 2, a2);
+    insert_at(fx, source, "a3", "A", base + 3, a3);
+    insert_at(fx, source, "b1", "B", base + 4, b1);
+    insert_at(fx, source, "x1", NULL, base + 5, x1);
+    /* Not yet due: nothing. */
+    claim_mine(fx, "n1", source, base, base + 1000, &c);
+    assert_int_equal(c.n, 0);
+    /* The oldest of each entity, and the item without one. */
+    claim_mine(fx, "n1", source, base + 100, base + 1000, &c);
+    assert_int_equal(c.n, 3);
+    assert_non_null(claimed_find(&c, "a1"));
+    assert_non_null(claimed_find(&c, "b1"));
+    assert_non_null(claimed_find(&c, "x1"));
+    /* A second node gets nothing: A and B hold live leases, a2 and a3 wait behind a1. */
+    claim_mine(fx, "n2", source, base + 100, base + 1000, &c2);
+    assert_int_equal(c2.n, 0);
+
+    /* Fencing: the wrong token or owner changes nothing. */
+    it = claimed_find(&c, "a1");
+    assert_true(it->lease_token > 0);
+    assert_string_equal(it->lease_owner, "n1");
+    assert_int_equal(complete_as(fx, it, "n1", it->lease_token + 1, INBOX_PROCESSED, 0, base + 110), HOOKD_ESTALE);
+    assert_int_equal(complete_as(fx, it, "n2", it->lease_token, INBOX_PROCESSED, 0, base + 110), HOOKD_ESTALE);
+    assert_int_equal(complete_as(fx, it, "n1", it->lease_token, INBOX_PROCESSED, 0, base + 110), 0);
+    assert_int_equal(complete_as(fx, it, "n1", it->lease_token, INBOX_PROCESSED, 0, base + 110), HOOKD_ESTALE);
+    assert_int_equal(store_inbox_get(fx->s, a1, &got), 0);
+    assert_int_equal(got.status, INBOX_PROCESSED);
+    assert_string_equal(got.result, "forwarded");
+    assert_int_equal(got.attempts, 1);
+    assert_int_equal(got.processed_at, base + 110);
+    assert_null(got.lease_owner);
+    assert_int_equal(got.next_attempt_at, 0);
+    inbox_item_free(&got);
+
+    /* A is free again: its next item, a2, is taken (by the other node). */
+    claim_mine(fx, "n2", source, base + 120, base + 1000, &c2);
+    assert_int_equal(c2.n, 1);
+    assert_string_equal(c2.items[0].event_id, "a2");
+    /* a2 deferred for later: a3 is not held behind an item that is not due. */
+    assert_int_equal(complete_as(fx, &c2.items[0], "n2", c2.items[0].lease_token, INBOX_DEFERRED, base + 5000,
+                                 base + 130),
+                     0);
+    assert_int_equal(store_inbox_get(fx->s, a2, &got), 0);
+    assert_int_equal(got.status, INBOX_DEFERRED);
+    assert_int_equal(got.deferred_at, base + 130);
+    assert_int_equal(got.next_attempt_at, base + 5000);
+    assert_string_equal(got.error, "the application answered 500");
+    inbox_item_free(&got);
+    claimed_free(&c2);
+    claim_mine(fx, "n2", source, base + 140, base + 1000, &c2);
+    assert_int_equal(c2.n, 1);
+    assert_string_equal(c2.items[0].event_id, "a3");
+    claimed_free(&c2);
+
+    /* An expired lease is taken again with a new token; the old holder is fenced out. */
+    claim_mine(fx, "n2", source, base + 1001, base + 2000, &c2);
+    assert_int_equal(c2.n, 3); /* b1, x1 and a3, whose leases ended at base + 1000 */
+    it = claimed_find(&c2, "x1");
+    assert_non_null(it);
+    assert_true(it->lease_token > claimed_find(&c, "x1")->lease_token);
+    assert_int_equal(complete_as(fx, claimed_find(&c, "x1"), "n1", claimed_find(&c, "x1")->lease_token,
+                                 INBOX_PROCESSED, 0, base + 1002),
+                     HOOKD_ESTALE);
+
+    /* Replays: a quarantined item goes back to pending, due now, a new run; others are ECONFLICT. */
+    assert_int_equal(complete_as(fx, it, "n2", it->lease_token, INBOX_QUARANTINED, 0, base + 1003), 0);
+    assert_int_equal(store_inbox_replay(fx->s, x1, base + 1004, &got), 0);
+    assert_int_equal(got.status, INBOX_PENDING);
+    assert_int_equal(got.attempts, 0);
+    assert_int_equal(got.next_attempt_at, base + 1004);
+    inbox_item_free(&got);
+    assert_int_equal(store_inbox_replay(fx->s, x1, base + 1005, NULL), HOOKD_ECONFLICT);
+    assert_int_equal(store_inbox_replay(fx->s, a1, base + 1005, NULL), HOOKD_ECONFLICT); /* processed */
+    assert_int_equal(store_inbox_replay(fx->s, "inb_missing", base + 1005, NULL), HOOKD_ENOTFOUND);
+    /* A leased item is not replayable (a worker holds it). */
+    it = claimed_find(&c2, "b1");
+    assert_int_equal(complete_as(fx, it, "n2", it->lease_token, INBOX_QUARANTINED, 0, base + 1006), 0);
+    it = claimed_find(&c2, "a3");
+    assert_int_equal(store_inbox_replay(fx->s, a3, base + 1006, NULL), HOOKD_ECONFLICT);
+    assert_int_equal(complete_as(fx, it, "n2", it->lease_token, INBOX_QUARANTINED, 0, base + 1007), 0);
+
+    /* Range: this source's quarantined items (a3, b1), bounded by limit and time. */
+    struct inbox_filter f = {.source = source, .status = INBOX_QUARANTINED, .limit = 10};
+    int64_t n = -1;
+    assert_int_equal(store_inbox_replay_range(fx->s, &f, true, base + 1010, &n), 0);
+    assert_int_equal(n, 2);
+    f.limit = 1;
+    assert_int_equal(store_inbox_replay_range(fx->s, &f, true, base + 1010, &n), 0);
+    assert_int_equal(n, 1);
+    f.limit = 10;
+    f.since = base + 4; /* received at base + 4: b1 only */
+    assert_int_equal(store_inbox_replay_range(fx->s, &f, true, base + 1010, &n), 0);
+    assert_int_equal(n, 1);
+    f.since = 0;
+    f.status = INBOX_DEFERRED;
+    assert_int_equal(store_inbox_replay_range(fx->s, &f, true, base + 1010, &n), 0);
+    assert_int_equal(n, 1); /* a2 */
+    f.status = INBOX_QUARANTINED;
+    assert_int_equal(store_inbox_replay_range(fx->s, &f, false, base + 1010, &n), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(store_inbox_replay_range(fx->s, &f, true, base + 1011, &n), 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(store_inbox_get(fx->s, b1, &got), 0);
+    assert_int_equal(got.status, INBOX_PENDING);
+    assert_int_equal(got.next_attempt_at, base + 1010);
+    inbox_item_free(&got);
+
+    /* A node's leases released at its start: its items are claimable again at once. */
+    claimed_free(&c2);
+    claim_mine(fx, "n3", source, base + 1020, base + 900000, &c2);
+    assert_true(c2.n >= 2);
+    assert_int_equal(store_inbox_release_node(fx->s, "n3"), 0);
+    claimed_free(&c2);
+    claim_mine(fx, "n4", source, base + 1021, base + 900000, &c2);
+    assert_true(c2.n >= 2);
+    /* Leave nothing open for other runs on a shared database. */
+    for (size_t i = 0; i < c2.n; i++)
+        assert_int_equal(complete_as(fx, &c2.items[i], "n4", c2.items[i].lease_token, INBOX_PROCESSED, 0, base + 1030),
+                         0);
+    claimed_free(&c2);
+    assert_int_equal(store_inbox_replay(fx->s, a2, base + 1031, NULL), 0);
+    claim_mine(fx, "n4", source, base + 1032, base + 900000, &c2);
+    for (size_t i = 0; i < c2.n; i++)
+        assert_int_equal(complete_as(fx, &c2.items[i], "n4", c2.items[i].lease_token, INBOX_PROCESSED, 0, base + 1033),
+                         0);
+    claimed_free(&c2);
+    claimed_free(&c);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 int main(void)
 {
@@ -461,6 +672,7 @@ int main(void)
         T(test_inbox_list_filters),
         T(test_rejections_bounded_and_counted),
         T(test_inbox_insert_fault),
+        T(test_inbox_claims_one_entity_at_a_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,6 @@
 /*
- * Unit tests of the inbound pieces without a daemon: the receiver's JSON
- * Pointer lookup (RFC 6901 escapes, arrays, refusals), locators, and source
+ * Unit tests of the inbound pieces without a daemon: the JSON Pointer lookup
+ * the receiver uses (core/json_pointer.h) (RFC 6901 escapes, arrays, refusals), locators, and source
  * definitions (field rules, PATCH keeping secrets, the store row round trip,
  * "unchanged" detection).
  */
@@ -12,8 +12,10 @@
 
 #include <cmocka.h>
 
-#include "inbound/pointer.h"
+#include "core/json_pointer.h"
+#include "inbound/processor.h"
 #include "inbound/source_def.h"
+#include "net/http_client.h"
 #include "ops/api_common.h"
 
 #define SECRET "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -25,23 +27,23 @@ static void test_pointer(void **state)
     json_t *v;
 
     assert_non_null(doc);
-    assert_int_equal(inbound_pointer_get(doc, "/a~1b/m~0n/1/x", &v), 0);
+    assert_int_equal(json_pointer_get(doc, "/a~1b/m~0n/1/x", &v, NULL), 0);
     assert_string_equal(json_string_value(v), "y");
-    assert_int_equal(inbound_pointer_get(doc, "/a~1b/m~0n/0", &v), 0);
+    assert_int_equal(json_pointer_get(doc, "/a~1b/m~0n/0", &v, NULL), 0);
     assert_int_equal(json_integer_value(v), 10);
-    assert_int_equal(inbound_pointer_get(doc, "/", &v), 0); /* the member named "" */
+    assert_int_equal(json_pointer_get(doc, "/", &v, NULL), 0); /* the member named "" */
     assert_int_equal(json_integer_value(v), 1);
-    assert_int_equal(inbound_pointer_get(doc, "", &v), 0);
+    assert_int_equal(json_pointer_get(doc, "", &v, NULL), 0);
     assert_ptr_equal(v, doc);
-    assert_int_equal(inbound_pointer_get(doc, "/n", &v), 0);
+    assert_int_equal(json_pointer_get(doc, "/n", &v, NULL), 0);
     assert_true(json_is_null(v));
-    assert_int_equal(inbound_pointer_get(doc, "/missing", &v), HOOKD_ENOTFOUND);
-    assert_int_equal(inbound_pointer_get(doc, "/a~1b/m~0n/2", &v), HOOKD_ENOTFOUND);
-    assert_int_equal(inbound_pointer_get(doc, "/a~1b/m~0n/01", &v), HOOKD_EINVAL);
-    assert_int_equal(inbound_pointer_get(doc, "/a~1b/m~0n/-", &v), HOOKD_EINVAL);
-    assert_int_equal(inbound_pointer_get(doc, "/a~2b", &v), HOOKD_EINVAL);
-    assert_int_equal(inbound_pointer_get(doc, "a", &v), HOOKD_EINVAL);
-    assert_int_equal(inbound_pointer_get(doc, "/n/x", &v), HOOKD_ENOTFOUND);
+    assert_int_equal(json_pointer_get(doc, "/missing", &v, NULL), HOOKD_ENOTFOUND);
+    assert_int_equal(json_pointer_get(doc, "/a~1b/m~0n/2", &v, NULL), HOOKD_ENOTFOUND);
+    assert_int_equal(json_pointer_get(doc, "/a~1b/m~0n/01", &v, NULL), HOOKD_EINVAL);
+    assert_int_equal(json_pointer_get(doc, "/a~1b/m~0n/-", &v, NULL), HOOKD_EINVAL);
+    assert_int_equal(json_pointer_get(doc, "/a~2b", &v, NULL), HOOKD_EINVAL);
+    assert_int_equal(json_pointer_get(doc, "a", &v, NULL), HOOKD_EINVAL);
+    assert_int_equal(json_pointer_get(doc, "/n/x", &v, NULL), HOOKD_ENOTFOUND);
     json_decref(doc);
 }
 
@@ -59,6 +61,75 @@ static void test_locators(void **state)
     assert_false(source_locator_parse("header:a b", &k, &rest));
     assert_false(source_locator_parse("data.id", &k, &rest));
     assert_false(source_locator_parse("/a~x", &k, &rest));
+}
+
+static int apply_text(struct source_def *d, const char *text, enum api_body_mode mode, struct api_error *err);
+
+/* The forward classifier: what each answer of the application means. */
+static void test_forward_classify(void **state)
+{
+    static const struct {
+        enum transport_error transport;
+        int status, outcome;
+    } cases[] = {
+        {TRANSPORT_OK, 200, FORWARD_OK},      {TRANSPORT_OK, 204, FORWARD_OK},
+        {TRANSPORT_OK, 299, FORWARD_OK},      {TRANSPORT_OK, 409, FORWARD_DEFER},
+        {TRANSPORT_OK, 425, FORWARD_DEFER},   {TRANSPORT_OK, 400, FORWARD_REJECT},
+        {TRANSPORT_OK, 422, FORWARD_REJECT},  {TRANSPORT_OK, 404, FORWARD_REJECT},
+        {TRANSPORT_OK, 301, FORWARD_REJECT},  {TRANSPORT_OK, 429, FORWARD_RETRY},
+        {TRANSPORT_OK, 500, FORWARD_RETRY},   {TRANSPORT_OK, 503, FORWARD_RETRY},
+        {TRANSPORT_TIMEOUT, 0, FORWARD_RETRY}, {TRANSPORT_CONNECT, 0, FORWARD_RETRY},
+        {TRANSPORT_BLOCKED, 0, FORWARD_REJECT},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct http_client_result r = {.transport = cases[i].transport, .status = cases[i].status};
+        assert_int_equal(forward_classify(&r), cases[i].outcome);
+    }
+}
+
+/* hmac's settings are parsed with the definition; a bad one is refused naming its field. */
+static void test_hmac_settings(void **state)
+{
+    struct source_def d = {0};
+    struct api_error err = {0};
+
+    assert_int_equal(apply_text(&d,
+                                "{\"name\":\"h\",\"verify\":{\"scheme\":\"hmac\",\"secrets\":[\"k\"],"
+                                "\"header\":\"X-Sig\",\"algorithm\":\"sha512\",\"encoding\":\"base64\","
+                                "\"prefix\":\"sha512=\",\"timestamp_header\":\"X-Ts\"}}",
+                                API_BODY_CREATE, &err),
+                     0);
+    assert_true(d.has_params);
+    assert_int_equal(d.params.algorithm, SIGNATURE_SHA512);
+    assert_int_equal(d.params.encoding, SIGNATURE_BASE64);
+    assert_string_equal(d.params.prefix, "sha512=");
+    assert_string_equal(d.params.timestamp_header, "X-Ts");
+    source_def_free(&d);
+
+    memset(&err, 0, sizeof err);
+    assert_int_equal(apply_text(&d,
+                                "{\"name\":\"h\",\"verify\":{\"scheme\":\"hmac\",\"secrets\":[\"k\"],"
+                                "\"header\":\"X-Sig\",\"template\":\"{body}{body}\"}}",
+                                API_BODY_CREATE, &err),
+                     HOOKD_EINVAL);
+    assert_int_equal(err.status, 400);
+    assert_non_null(strstr(err.message, "verify.template"));
+    source_def_free(&d);
+
+    memset(&err, 0, sizeof err);
+    assert_int_equal(apply_text(&d, "{\"name\":\"h\",\"verify\":{\"scheme\":\"hmac\",\"secrets\":[\"k\"]}}",
+                                API_BODY_CREATE, &err),
+                     HOOKD_EINVAL);
+    assert_non_null(strstr(err.message, "verify.header"));
+    source_def_free(&d);
+
+    memset(&err, 0, sizeof err);
+    assert_int_equal(apply_text(&d,
+                                "{\"name\":\"h\",\"verify\":{\"scheme\":\"stripe\",\"secrets\":[\"k\"],"
+                                "\"template\":\"{body}\"}}",
+                                API_BODY_CREATE, &err),
+                     HOOKD_EINVAL);
+    source_def_free(&d);
 }
 
 static int apply_text(struct source_def *d, const char *text, enum api_body_mode mode, struct api_error *err)
@@ -147,6 +218,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pointer),
+        cmocka_unit_test(test_hmac_settings),
+        cmocka_unit_test(test_forward_classify),
         cmocka_unit_test(test_locators),
         cmocka_unit_test(test_definition_round_trip),
         cmocka_unit_test(test_definition_refusals),

@@ -292,6 +292,13 @@ static const char schema_outbox_check[] =
 /* Static custom headers of an endpoint: a JSON object {"Name": "value"}, NULL for none. */
 static const char schema_endpoint_headers[] = "ALTER TABLE hookd_endpoints ADD COLUMN headers TEXT;";
 
+/* Inbox workers: the deferral clock, and the open items of an entity for the claim's one-at-a-time rule. */
+static const char schema_inbox_workers[] =
+    "ALTER TABLE hookd_inbox ADD COLUMN deferred_at BIGINT;"
+    "CREATE INDEX hookd_inbox_open_entity ON hookd_inbox(source, entity_kind, entity_id, id)"
+    " WHERE status IN ('pending', 'deferred') AND entity_id IS NOT NULL;"
+    "CREATE INDEX hookd_inbox_leased ON hookd_inbox(lease_owner) WHERE lease_owner IS NOT NULL;";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -301,6 +308,7 @@ const struct schema_migration postgres_migrations[] = {
     {6, schema_attempt_bytes},
     {7, schema_outbox_check},
     {8, schema_endpoint_headers},
+    {9, schema_inbox_workers},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];
