@@ -4,9 +4,10 @@
 #   make test       every suite (unit, store, scenario, interop) under ASan+UBSan
 #   make run        install what is missing, build, start hookd on SQLite
 #   make bench      load generator and figures (not part of make test)
+#   make fuzz       every libFuzzer target for FUZZ_TIME seconds (60) each: build-fuzz/
 
 CC       ?= cc
-PKGS     := libcurl libmicrohttpd sqlite3 jansson inih openssl libpq
+PKGS     := libcurl sqlite3 jansson inih openssl libpq
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -46,7 +47,18 @@ TEST_BINS  := $(UNIT_SRCS:tests/%.c=$(OUT)/tests/%) $(STORE_SRCS:tests/%.c=$(OUT
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(OUT)/bench/loadgen
 
-.PHONY: all build asan test run bench deps clean tests-build bench-build
+# Fuzz targets (libFuzzer, clang from Debian) with ASan+UBSan, in build-fuzz/: every
+# src/core file compiled with clang into an archive, so each target links only what it uses.
+FUZZ_CC    ?= clang
+FUZZ_OUT   := build-fuzz
+FUZZ_TIME  ?= 60
+FUZZ_SRCS  := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS  := $(FUZZ_SRCS:tests/fuzz/%.c=$(FUZZ_OUT)/%)
+FUZZ_CORE_OBJS := $(patsubst %.c,$(FUZZ_OUT)/obj/%.o,$(wildcard src/core/*.c))
+FUZZ_CFLAGS := $(BASE_CFLAGS) -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined \
+               -fno-sanitize-recover=undefined
+
+.PHONY: all build asan test run bench deps clean tests-build bench-build fuzz fuzz-build
 all build: $(OUT)/hookd $(OUT)/libhookd.a
 
 $(OUT)/obj/%.o: %.c
@@ -77,6 +89,27 @@ $(OUT)/bench/loadgen: $(BENCH_SRCS) $(wildcard bench/*.h) $(OUT)/libhookd_intern
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDOPT) -o $@ $(BENCH_SRCS) $(OUT)/libhookd_internal.a $(LIBS)
 
+$(FUZZ_OUT)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
+
+$(FUZZ_OUT)/libcore.a: $(FUZZ_CORE_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(FUZZ_OUT)/libcore.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -Itests/fuzz -o $@ $< $(FUZZ_OUT)/libcore.a $(LIBS)
+
+# The HTTP parser is pure and lives in src/net: its target compiles it in.
+$(FUZZ_OUT)/fuzz_http_parse: tests/fuzz/fuzz_http_parse.c src/net/http_parse.c src/net/http_parse.h tests/fuzz/fuzz_common.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -Itests/fuzz -o $@ $< src/net/http_parse.c
+
+fuzz-build: $(FUZZ_BINS)
+
+fuzz: fuzz-build
+	@bash scripts/fuzz.sh $(FUZZ_TIME)
+
 tests-build: $(OUT)/hookd $(OUT)/libhookd.a $(TEST_BINS)
 bench-build: $(OUT)/hookd $(BENCH_BINS)
 
@@ -96,6 +129,7 @@ deps:
 	@bash scripts/deps.sh
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
 
 -include $(shell find $(OUT)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(FUZZ_OUT)/obj -name '*.d' 2>/dev/null)

@@ -19,6 +19,7 @@
 
 #include "blackhole.h"
 #include "clock.h"
+#include "inbound.h"
 #include "nodes.h"
 #include "options.h"
 #include "pg_env.h"
@@ -464,6 +465,54 @@ out:
     return result;
 }
 
+/* ---------------------------------------------------------------- inbound */
+
+/* Durable accepts: every request answered 200 only after its commit; then every ack looked up. */
+static int run_inbound_common(struct bench *b, bool paced)
+{
+    const struct inbound_load l = {
+        .public_port = 0,
+        .events = paced ? b->o.rate * (b->o.seconds + b->o.warmup) : b->o.events,
+        .rate = paced ? b->o.rate : 0,
+        .connections = b->o.connections,
+        .payload_bytes = b->o.payload_bytes,
+        .warmup_events = paced ? b->o.rate * b->o.warmup : 0,
+        .timeout_ns = b->o.timeout_s * NS_PER_S,
+    };
+    struct inbound_load run = l;
+    struct inbound_figures f;
+    long stored;
+
+    if (nodes_start(&b->nodes, &b->o, b->store_url, b->token) != 0 ||
+        inbound_source_create(b->nodes.proc[0].admin_port, b->token) != 0)
+        return -1;
+    run.public_port = b->nodes.proc[0].public_port;
+    char cpus[256];
+    double cpu0 = nodes_cpu_s(&b->nodes, cpus, sizeof cpus);
+    if (inbound_send(&run, &f) != 0)
+        return -1;
+    double cpu = nodes_cpu_s(&b->nodes, cpus, sizeof cpus) - cpu0;
+    stored = inbound_check_stored(b->nodes.proc[0].admin_port, b->token);
+    if (paced)
+        printf("RESULT scenario=inbound-latency p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f max_ms=%.3f rate=%ld "
+               "achieved_rate=%.1f acked=%ld refused=%ld stored=%ld connections=%ld hookd_cpu_s=%.2f store=%s\n",
+               f.p50_ms, f.p90_ms, f.p99_ms, f.max_ms, l.rate, f.accepts_per_s, f.acked, f.refused, stored,
+               l.connections, cpu, store_names[b->o.store]);
+    else
+        printf("RESULT scenario=inbound accepts_per_s=%.0f events=%ld seconds=%.3f p50_ms=%.3f p99_ms=%.3f "
+               "acked=%ld refused=%ld stored=%ld connections=%ld hookd_cpu_s=%.2f store=%s\n",
+               f.accepts_per_s, l.events, f.seconds, f.p50_ms, f.p99_ms, f.acked, f.refused, stored, l.connections,
+               cpu, store_names[b->o.store]);
+    if (stored != f.acked || f.refused != 0) {
+        fprintf(stderr, "loadgen: %ld acknowledged, %ld stored, %ld refused\n", f.acked, stored, f.refused);
+        return -1;
+    }
+    return 0;
+}
+
+static int run_inbound(struct bench *b) { return run_inbound_common(b, false); }
+static int run_inbound_latency(struct bench *b) { return run_inbound_common(b, true); }
+
 static int run_sink_only(struct bench *b)
 {
     return sink_only(&b->sink, b->o.sink_only_s);
@@ -476,6 +525,8 @@ static const scenario_fn scenario_fns[SC_COUNT] = {
     [SC_MEMORY] = run_memory,
     [SC_ISOLATION] = run_isolation,
     [SC_SINK_ONLY] = run_sink_only, /* needs no hookd and no scratch directory */
+    [SC_INBOUND] = run_inbound,
+    [SC_INBOUND_LATENCY] = run_inbound_latency,
 };
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -551,7 +602,7 @@ int main(int argc, char **argv)
     struct sigaction sa = {.sa_handler = on_signal};
     int result = 1, r = parse_opts(argc, argv, &b.o);
     long events[SC_COUNT] = {b.o.events, b.o.rate * (b.o.seconds + b.o.warmup), b.o.pending,
-                             3 * b.o.rounds * (b.o.events + b.o.rate * (b.o.seconds + b.o.warmup)), 65536};
+                             3 * b.o.rounds * (b.o.events + b.o.rate * (b.o.seconds + b.o.warmup)), 65536, 1024, 1024};
 
     if (r != 0)
         return r;

@@ -47,8 +47,8 @@ static size_t resp_write(char *data, size_t size, size_t nmemb, void *arg)
 }
 
 /* The HTTP status of one request (0 when it failed); the body, capped, in resp when given. */
-static long http_status(const char *method, const char *url, const char *token, const char *body, char *resp,
-                        size_t resp_cap)
+long http_status(const char *method, const char *url, const char *token, const char *body, char *resp,
+                 size_t resp_cap)
 {
     struct resp_buf rb = {resp, 0, resp_cap};
     struct curl_slist *hdrs = NULL;

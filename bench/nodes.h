@@ -62,6 +62,9 @@ __attribute__((warn_unused_result)) int endpoint_set_enabled(const struct hookd_
                                                              bool enabled);
 
 void nodes_sample_rss(struct nodes *ns);
+/* The HTTP status of one request to hookd (0 when it failed); the body, capped, in resp when given. */
+long http_status(const char *method, const char *url, const char *token, const char *body, char *resp,
+                 size_t resp_cap);
 /* The highest peak of any node: max(VmHWM now, highest sample) with hwm, else the highest sample. */
 double nodes_peak_mib(const struct nodes *ns, bool hwm);
 /* CPU seconds of all nodes; per node into list (", "-separated) when there are several. */

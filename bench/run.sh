@@ -96,6 +96,8 @@ field() {
     run latency --scenario latency ${BENCH_LATENCY_ARGS:-}
     run memory --scenario memory ${BENCH_MEMORY_ARGS:-}
     run isolation --scenario isolation ${BENCH_ISOLATION_ARGS:-}
+    run inbound --scenario inbound ${BENCH_INBOUND_ARGS:-}
+    run inbound-latency --scenario inbound-latency ${BENCH_INBOUND_LATENCY_ARGS:-}
 }
 
 # PostgreSQL: one run of each kind first (so the budget never drops a kind), then the repeats while
@@ -131,6 +133,10 @@ pg_tput() { # pg_tput I: the throughput runs of round I, and a latency run
     pg_run latency "pg-latency-$1" --store pg --scenario latency ${BENCH_PG_LATENCY_ARGS:-}
     v=$(field "pg-latency-$1" p99_ms)
     [ -n "$v" ] && pg_lat+=("$v")
+    if [ "$1" = 1 ]; then
+        pg_run inbound pg-inbound --store pg --scenario inbound ${BENCH_PG_INBOUND_ARGS:-}
+        pg_run inbound-latency pg-inbound-latency --store pg --scenario inbound-latency ${BENCH_PG_INBOUND_LATENCY_ARGS:-}
+    fi
 }
 if [ "$pg_ok" = 1 ]; then
     rm -f "$WORK"/pg-*.out
@@ -212,6 +218,24 @@ if [ "$pg_ok" = 1 ]; then
         "-" "-" "-"
     [ -n "$pg_skipped" ] && echo "skipped for the time budget (${BUDGET} s):$pg_skipped"
 fi
+in_acc=$(field inbound accepts_per_s)
+in_p99=$(field inbound-latency p99_ms)
+in_p50=$(field inbound-latency p50_ms)
+in_rate=$(field inbound-latency achieved_rate)
+pg_in_acc=$(field pg-inbound accepts_per_s)
+pg_in_p99=$(field pg-inbound-latency p99_ms)
+pg_in_p50=$(field pg-inbound-latency p50_ms)
+v_in_acc=$(verdict "$in_acc" '>=' 25000)
+v_in_p99=$(verdict "$in_p99" '<=' 5)
+verdicts="$verdicts$v_in_acc$v_in_p99"
+echo
+echo "== summary: inbound (durable accepts, signed Standard Webhooks, keep-alive; every ack looked up)"
+printf '%-28s %-28s %-10s %-28s %-10s\n' figure sqlite verdict pg verdict
+printf '%-28s %-28s %-10s %-28s %-10s\n' "accepts/s (>= 25,000 / 12,000)" "${in_acc:-?}" "$v_in_acc" "${pg_in_acc:-?}" \
+    "$( [ "$pg_ok" = 1 ] && verdict "$pg_in_acc" '>=' 12000 || echo -)"
+printf '%-28s %-28s %-10s %-28s %-10s\n' "ack p99 ms (<= 5 / 10)" "${in_p99:-?} (p50 ${in_p50:-?}, ${in_rate:-?}/s)" "$v_in_p99" \
+    "${pg_in_p99:-?} (p50 ${pg_in_p50:-?})" "$( [ "$pg_ok" = 1 ] && verdict "$pg_in_p99" '<=' 10 || echo -)"
+echo "loadavg at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "(full outputs: $WORK/*.out; $((SECONDS - START)) s in all)"
 
 if [ "$failed" -ne 0 ]; then

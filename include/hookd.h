@@ -88,6 +88,37 @@ __attribute__((warn_unused_result)) int hookd_verify(const char *secret, const c
                                                      const char *signature_header, const void *body, size_t body_len,
                                                      int64_t tolerance_s);
 
+/* A request header as given to hookd_verify_scheme. */
+struct hookd_header {
+    const char *name; /* compared case-insensitively */
+    const char *value;
+};
+
+/* The settings of the "hmac" scheme (NULL or "" fields take their defaults; header is required). */
+struct hookd_hmac_params {
+    const char *header;           /* e.g. "X-Signature" */
+    const char *algorithm;        /* "sha256" (default) | "sha512" */
+    const char *encoding;         /* "hex" (default) | "base64" */
+    const char *prefix;           /* e.g. "sha256=" */
+    const char *timestamp_header; /* its value: decimal unix seconds */
+    const char *template_text;    /* e.g. "{timestamp}.{body}"; also {header:NAME}, "{{", "}}" */
+};
+
+/*
+ * Verifies a received request with a named scheme: "standard-webhooks" (v1
+ * whsec_ secrets, v1a whpk_ public keys), "stripe", "github", "hmac" (then
+ * hmac gives its settings; NULL otherwise) or "none". The headers are the
+ * request's, the body its raw bytes; any of the secrets may match.
+ * tolerance_s bounds the timestamp age in both directions (0: 300 s), on the
+ * wall clock. Returns 0, HOOKD_ESIG, HOOKD_ETIME or HOOKD_EINVAL (unknown
+ * scheme, bad settings, missing or malformed headers, no usable secret).
+ */
+__attribute__((warn_unused_result)) int hookd_verify_scheme(const char *scheme, const struct hookd_hmac_params *hmac,
+                                                            const struct hookd_header *headers, size_t n_headers,
+                                                            const void *body, size_t body_len,
+                                                            const char *const *secrets, size_t n_secrets,
+                                                            int64_t tolerance_s);
+
 #ifdef __cplusplus
 }
 #endif

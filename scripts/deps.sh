@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian packages hookd needs, when some are missing.
 #   scripts/deps.sh build   compile and run hookd
-#   scripts/deps.sh test    also what the test suites need (cmocka, sqlite3 CLI, PostgreSQL, Node.js)
+#   scripts/deps.sh test    also what the test suites need (cmocka, sqlite3 CLI, PostgreSQL, Node.js,
+#                           clang and libFuzzer for the fuzz targets)
 set -euo pipefail
 profile=${1:-build}
 
-pkgs=(gcc make pkg-config libc6-dev libcurl4-openssl-dev libmicrohttpd-dev libsqlite3-dev libjansson-dev
+pkgs=(gcc make pkg-config libc6-dev libcurl4-openssl-dev libsqlite3-dev libjansson-dev
       libinih-dev libssl-dev libpq-dev sqlite3)
 if [ "$profile" = test ]; then
-    pkgs+=(libcmocka-dev postgresql curl procps)
+    pkgs+=(libcmocka-dev postgresql curl procps clang libfuzzer-14-dev)
     command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
     command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make test`: builds (warnings are errors), starts a throwaway PostgreSQL
-# cluster, then runs every suite under ASan+UBSan: unit tests, the store
+# cluster, then runs every suite under ASan+UBSan: unit tests, the fuzz
+# targets for a bounded time each (FUZZ_TEST_TIME, 10 s), the store
 # conformance suite on SQLite and on PostgreSQL, and the scenario and interop
 # tests (node --test) against running daemons on both backends. Every suite
 # runs even when one fails; the last line is "N passed, N failed" over all
@@ -76,12 +77,23 @@ run_node() { # dir [label]
 for bin in build-asan/tests/unit/* build-asan/tests/store/*; do
     [ -x "$bin" ] && [ -f "$bin" ] && run_cmocka "$root/$bin"
 done
+# Fuzz targets: each from its committed corpus for a bounded time; one case each, failed on a crash.
+if make -s -j2 WERROR=1 fuzz-build >"$logdir/fuzz-build.log" 2>&1; then
+    for src in tests/fuzz/fuzz_*.c; do
+        t=$(basename "$src" .c)
+        bash scripts/fuzz.sh "${FUZZ_TEST_TIME:-10}" "$t" >"$logdir/fuzz_$t.log" 2>&1; status=$?
+        if [ "$status" -eq 0 ]; then tally "fuzz/$t" 0 1 0; else tally "fuzz/$t" "$status" 0 1; cat "$logdir/fuzz_$t.log"; fi
+    done
+else
+    cat "$logdir/fuzz-build.log"
+    tally "fuzz build" 1 0 1
+fi
 # The conformance suite again on PostgreSQL (a database of its own).
 pg_db() { # name → DSN of a fresh database in the test cluster
     PGOPTIONS="-c client_min_messages=warning" psql -X -q "$PG_DSN" -c "DROP DATABASE IF EXISTS $1" -c "CREATE DATABASE $1" >/dev/null && echo "${PG_DSN/\/\/\/hookd/\/\/\/$1}"
 }
 if [ -n "$PG_DSN" ]; then
-    for t in test_store test_store_deliveries test_store_caps test_store_batch test_store_slots test_store_order test_store_state test_writer test_torture; do
+    for t in test_store test_store_deliveries test_store_caps test_store_batch test_store_slots test_store_order test_store_state test_store_inbound test_writer test_torture; do
         HOOKD_TEST_STORE=$(pg_db "conf_$t") run_cmocka "$root/build-asan/tests/store/$t" postgres
     done
 else

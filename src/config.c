@@ -15,6 +15,7 @@
 #include <ini.h>
 
 #include "core/duration.h"
+#include "core/secret_box.h"
 #include "hookd.h"
 #include "log.h"
 
@@ -37,6 +38,8 @@ struct conf_key {
 static bool check_listen(const char *v);
 static bool check_log_level(const char *v);
 static bool check_store(const char *v);
+static bool check_admin_token(const char *v);
+static bool check_secret_key(const char *v);
 
 #define FIELD(f) offsetof(struct config, f)
 #define STR(sec, k, f, d, secr, chk, wh) {sec, k, CONF_STRING, FIELD(f), sizeof(((struct config *)0)->f), 0, 0, d, secr, chk, wh}
@@ -49,7 +52,11 @@ static const struct conf_key conf_keys[] = {
     STR("server", "store", store, "sqlite:hookd.db", true, check_store, "store (sqlite:PATH or postgres://...)"),
     STR("server", "public_listen", public_listen, "127.0.0.1:8080", false, check_listen, "listen address (host:port)"),
     STR("server", "admin_listen", admin_listen, "127.0.0.1:8081", false, check_listen, "listen address (host:port)"),
-    STR("server", "admin_token", admin_token, "", true, NULL, NULL),
+    STR("server", "admin_token", admin_token, "", true, check_admin_token,
+        "admin token: it must be at least " ADMIN_TOKEN_MIN_TEXT " characters"),
+    STR("server", "secret_key_file", secret_key_file, "", false, NULL, NULL),
+    STR("server", "secret_key", secret_key, "", true, check_secret_key,
+        "secret key: it must be 32 bytes as base64 (44 characters) or hex (64 digits)"),
     STR("server", "node_id", node_id, "", false, NULL, NULL),
     STR("server", "log_level", log_level, "info", false, check_log_level, "log level (debug, info, warn, error)"),
     NUM("server", "http_threads", CONF_INT, http_threads, 1, 64, "2"),
@@ -58,6 +65,8 @@ static const struct conf_key conf_keys[] = {
     NUM("server", "header_timeout", CONF_DURATION, header_timeout_ms, 100, 3600000, "10s"),
     NUM("server", "idle_timeout", CONF_DURATION, idle_timeout_ms, 1000, DAY_MS, "60s"),
     NUM("server", "connection_memory", CONF_SIZE, connection_memory, 16384, INT64_C(16) << 20, "128KiB"),
+    NUM("server", "write_timeout", CONF_DURATION, write_timeout_ms, 100, 3600000, "5s"),
+    NUM("server", "drain_timeout", CONF_DURATION, drain_timeout_ms, 0, 3600000, "10s"),
     NUM("delivery", "timeout", CONF_DURATION, timeout_ms, 1, DAY_MS, "10s"),
     NUM("delivery", "connect_timeout", CONF_DURATION, connect_timeout_ms, 1, DAY_MS, "5s"),
     NUM("delivery", "retry_schedule", CONF_DURATION_LIST, retry, 0, YEAR_MS, NULL),
@@ -80,6 +89,8 @@ static const struct conf_key conf_keys[] = {
     NUM("inbox", "max_defer", CONF_DURATION, max_defer_ms, 0, YEAR_MS, "1h"),
     NUM("inbox", "max_body", CONF_SIZE, max_body, 1, INT64_C(1) << 30, "1MiB"),
     NUM("inbox", "workers", CONF_INT, workers, 1, 1024, "2"),
+    NUM("inbox", "timeout", CONF_DURATION, inbox_timeout_ms, 1, DAY_MS, "10s"),
+    NUM("inbox", "allow_private_networks", CONF_BOOL, inbox_allow_private_networks, 0, 1, "true"),
 };
 #define N_KEYS (sizeof conf_keys / sizeof conf_keys[0])
 
@@ -113,6 +124,17 @@ static bool check_store(const char *v)
             return true;
     }
     return false;
+}
+
+static bool check_admin_token(const char *v) { return v[0] == '\0' || strlen(v) >= ADMIN_TOKEN_MIN; }
+
+static bool check_secret_key(const char *v)
+{
+    struct secret_key k;
+    bool ok = v[0] == '\0' || secret_key_parse(v, &k) == 0;
+
+    secret_key_wipe(&k);
+    return ok;
 }
 
 struct word_value {
@@ -198,7 +220,10 @@ static int conf_apply(struct config *c, const struct conf_key *k, const char *va
             return HOOKD_EINVAL;
         }
         if (k->check != NULL && !k->check(value)) {
-            snprintf(problem, plen, "invalid %s '%.80s'", k->what, shown);
+            if (k->secret)
+                snprintf(problem, plen, "invalid %s", k->what);
+            else
+                snprintf(problem, plen, "invalid %s '%.80s'", k->what, shown);
             return HOOKD_EINVAL;
         }
         memcpy(field, value, strlen(value) + 1);

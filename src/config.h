@@ -9,12 +9,17 @@
 #include <stdint.h>
 #include "core/retry.h"
 
+#define ADMIN_TOKEN_MIN 32 /* shorter admin tokens are refused */
+#define ADMIN_TOKEN_MIN_TEXT "32"
+
 struct config {
     /* [server] */
     char store[1024];        /* "sqlite:PATH" or "postgres://…"; default "sqlite:hookd.db" */
     char public_listen[128]; /* "127.0.0.1:8080" */
     char admin_listen[128];  /* "127.0.0.1:8081" */
-    char admin_token[256];   /* empty: generated at first start and kept beside the store */
+    char admin_token[256];   /* empty: generated at first start and kept beside the store; else >= ADMIN_TOKEN_MIN */
+    char secret_key_file[1024]; /* the key sealing secrets at rest; empty: beside the SQLite file (PATH.secret-key) */
+    char secret_key[128];       /* HOOKD_SERVER_SECRET_KEY: the key itself (base64 or hex of 32 bytes), over the file */
     char node_id[128];       /* empty: "hostname:admin_port" (stable across restarts, so a restarted node frees its own leases) */
     char log_level[16];      /* "debug", "info", "warn", "error"; default "info" */
     int http_threads;             /* event-loop threads per listener; 2 */
@@ -23,6 +28,8 @@ struct config {
     int64_t header_timeout_ms;    /* whole request header, from its first byte; 10s */
     int64_t idle_timeout_ms;      /* a connection with no traffic (keep-alive wait); 60s */
     int64_t connection_memory;    /* per-connection buffers; 128KiB */
+    int64_t write_timeout_ms;     /* a write that cannot commit within it answers 503 store_busy; 5s */
+    int64_t drain_timeout_ms;     /* at SIGTERM, in-flight attempts get this long to finish; 10s */
     /* [delivery] */
     int64_t timeout_ms;          /* 10s */
     int64_t connect_timeout_ms;  /* 5s */
@@ -43,7 +50,9 @@ struct config {
     struct retry_policy inbox_retry;
     int64_t max_defer_ms;  /* 1h */
     int64_t max_body;      /* 1 MiB */
-    int workers;           /* 2 */
+    int workers;           /* 2: inbox items in flight at once per node */
+    int64_t inbox_timeout_ms;          /* one forward request; 10s */
+    bool inbox_allow_private_networks; /* forward to private addresses (the application's); true */
 };
 
 /* Fills defaults. */

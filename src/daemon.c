@@ -9,29 +9,26 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/clock.h"
 #include "core/ids.h"
+#include "core/secret_box.h"
 #include "hub.h"
+#include "inbound/processor.h"
+#include "inbound/source_cache.h"
 #include "log.h"
 #include "net/http.h"
 #include "ops/api.h"
 #include "outbound/dispatcher.h"
 #include "outbound/relay.h"
+#include "secrets.h"
 #include "store/pool.h"
 #include "store/store.h"
 #include "store/writer.h"
 
-/* "sqlite:PATH" or a bare path → PATH; NULL for other backends. */
-static const char *sqlite_path(const char *dsn)
-{
-    if (strncmp(dsn, "sqlite:", 7) == 0)
-        return dsn + 7;
-    if (strstr(dsn, "://") != NULL)
-        return NULL;
-    return dsn;
-}
+#define sqlite_path secrets_sqlite_path
 
 static void node_name(const struct config *cfg, char *out, size_t n)
 {
@@ -63,9 +60,41 @@ static void token_file_write(const char *dsn, const char *token)
         log_warn("serve", "cannot write %s: %s", file, strerror(errno));
         return;
     }
+    if (fchmod(fd, 0600) != 0) /* a file left by an older version may be 0644 */
+        log_warn("serve", "cannot make %s private: %s", file, strerror(errno));
     if (write(fd, token, strlen(token)) < 0 || write(fd, "\n", 1) < 0)
         log_warn("serve", "cannot write %s: %s", file, strerror(errno));
     close(fd);
+}
+
+/*
+ * The SQLite file and its -wal and -shm are the owner's only: a new file is
+ * created 0600 (SQLite gives -wal and -shm the main file's mode), and files
+ * an older version left readable are narrowed.
+ */
+static int store_files_private(const char *dsn)
+{
+    static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
+    const char *path = sqlite_path(dsn);
+    char file[1100];
+    int fd;
+
+    if (path == NULL || strcmp(path, ":memory:") == 0)
+        return 0;
+    fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        log_error("serve", "cannot open %s: %s", path, strerror(errno));
+        return HOOKD_EIO;
+    }
+    close(fd);
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        snprintf(file, sizeof file, "%s%s", path, suffixes[i]);
+        if (chmod(file, 0600) != 0 && errno != ENOENT) {
+            log_error("serve", "cannot make %s private (mode 0600): %s", file, strerror(errno));
+            return HOOKD_EIO;
+        }
+    }
+    return 0;
 }
 
 /*
@@ -78,6 +107,9 @@ static int store_prepare(struct daemon *d)
     char *token = NULL;
     int r;
 
+    r = store_files_private(d->cfg.store);
+    if (r != 0)
+        goto out;
     r = store_open(d->cfg.store, &s);
     if (r != 0) {
         log_error("serve", "cannot open store: %s", hookd_strerror(r));
@@ -88,10 +120,13 @@ static int store_prepare(struct daemon *d)
         log_error("serve", "schema migration failed: %s", hookd_strerror(r));
         goto out;
     }
+    r = secrets_prepare(s, &d->cfg);
+    if (r != 0)
+        goto out;
     if (d->cfg.admin_token[0] != '\0') {
         snprintf(d->admin_token, sizeof d->admin_token, "%s", d->cfg.admin_token);
     } else {
-        r = store_meta_get(s, "admin_token", &token);
+        r = secrets_token_get(s, &token);
         if (r == HOOKD_ENOTFOUND) {
             unsigned char raw[24];
             char hex[49];
@@ -101,7 +136,7 @@ static int store_prepare(struct daemon *d)
             snprintf(d->admin_token, sizeof d->admin_token, "hkd_%s", hex);
             explicit_bzero(raw, sizeof raw);
             explicit_bzero(hex, sizeof hex);
-            r = store_meta_set(s, "admin_token", d->admin_token);
+            r = secrets_token_set(s, d->admin_token);
         } else if (r == 0) {
             snprintf(d->admin_token, sizeof d->admin_token, "%s", token);
         }
@@ -112,13 +147,12 @@ static int store_prepare(struct daemon *d)
         token_file_write(d->cfg.store, d->admin_token);
     }
     r = store_delivery_release_node(s, d->node);
+    if (r == 0)
+        r = store_inbox_release_node(s, d->node);
     if (r != 0)
         log_error("serve", "cannot release old leases of %s: %s", d->node, hookd_strerror(r));
 out:
-    if (token != NULL) {
-        explicit_bzero(token, strlen(token));
-        free(token);
-    }
+    secret_text_free(token);
     if (s != NULL)
         store_close(s);
     return r;
@@ -147,6 +181,7 @@ static int outbound_start(struct daemon *d)
                     .probe_max_ms = cfg->breaker_probe_max_ms, .jitter = cfg->retry.jitter,
                     .disable_after_ms = cfg->disable_after_ms},
         .ramp_ms = cfg->breaker_ramp_ms,
+        .drain_timeout_ms = cfg->drain_timeout_ms > 0 ? cfg->drain_timeout_ms : 1,
     };
     int r = dispatcher_start(&dd, &d->dispatcher);
 
@@ -169,9 +204,35 @@ static int outbound_start(struct daemon *d)
     return r;
 }
 
+/* The inbox workers: their own engine (the application is usually on a private address: [inbox]
+ * allow_private_networks), claims beside the dispatcher's. */
+static int inbound_start(struct daemon *d)
+{
+    const struct config *cfg = &d->cfg;
+    const struct processor_deps pd = {
+        .node = d->node,
+        .claimer = d->claimer ? d->claimer : d->writer,
+        .writer = d->writer,
+        .sources = d->sources,
+        .workers = cfg->workers,
+        .lease_ms = cfg->lease_ms,
+        .timeout_ms = cfg->inbox_timeout_ms,
+        .connect_timeout_ms = cfg->connect_timeout_ms,
+        .allow_private_networks = cfg->inbox_allow_private_networks,
+        .retry = cfg->inbox_retry,
+        .max_defer_ms = cfg->max_defer_ms,
+    };
+    int r = processor_start(&pd, &d->processor);
+
+    if (r != 0)
+        log_error("serve", "cannot start the inbox workers: %s", hookd_strerror(r));
+    return r;
+}
+
 static void on_outbox_changed(void *arg) { relay_wake(arg); }
 static void on_endpoints_changed(void *arg) { dispatcher_endpoints_changed(arg); }
 static void on_deliveries_due(void *arg) { dispatcher_wake(arg); }
+static void on_sources_changed(void *arg) { source_cache_invalidate(arg); }
 
 /* Before the listeners start: the hub's lists are fixed once anything can notify. */
 static int hub_wire(struct daemon *d)
@@ -182,6 +243,10 @@ static int hub_wire(struct daemon *d)
         r = hub_subscribe(d->hub, HUB_ENDPOINTS_CHANGED, on_endpoints_changed, d->dispatcher);
     if (r == 0)
         r = hub_subscribe(d->hub, HUB_DELIVERIES_DUE, on_deliveries_due, d->dispatcher);
+    if (r == 0)
+        r = hub_subscribe(d->hub, HUB_SOURCES_CHANGED, on_sources_changed, d->sources);
+    if (r == 0)
+        r = hub_subscribe(d->hub, HUB_INBOX_CHANGED, processor_wake, d->processor);
     return r;
 }
 
@@ -205,7 +270,8 @@ static int listeners_start(struct daemon *d)
     if (api == NULL)
         return HOOKD_ENOMEM;
     *api = (struct api_ctx){
-        .cfg = &d->cfg, .writer = d->writer, .readers = d->readers, .hub = d->hub, .node = d->node,
+        .cfg = &d->cfg, .writer = d->writer, .readers = d->readers, .hub = d->hub, .sources = d->sources,
+        .node = d->node,
         .started_at = d->started_at,
     };
     d->api = api;
@@ -236,13 +302,30 @@ static int listeners_start(struct daemon *d)
     return r;
 }
 
+static int op_release_node(struct store *s, void *arg) { return store_delivery_release_node(s, arg); }
+
+/*
+ * At stop, after the dispatcher: every lease this node still holds (work
+ * handed over during the drain, attempts abandoned at drain_timeout) is given
+ * back in one statement, queued behind the results recorded before it, so
+ * other nodes take the work now instead of after the lease.
+ */
+static void leases_release(struct daemon *d)
+{
+    int r = writer_exec_bounded(d->writer, op_release_node, d->node);
+
+    if (r != 0)
+        log_warn("serve", "cannot release the leases of %s at stop: %s (they expire after the lease)", d->node,
+                 hookd_strerror(r));
+}
+
 static void banner(const struct daemon *d)
 {
     const char *path = sqlite_path(d->cfg.store);
 
     printf("hookd %s serving (node %s)\n", HOOKD_VERSION, d->node);
     printf("  store:  %s\n", path != NULL ? d->cfg.store : "postgres");
-    printf("  public: http://%s (/healthz)\n", d->cfg.public_listen);
+    printf("  public: http://%s (/healthz, /in/{source})\n", d->cfg.public_listen);
     printf("  admin:  http://%s (/v1/…)\n", d->cfg.admin_listen);
     if (d->cfg.admin_token[0] != '\0')
         printf("  admin token: from the configuration\n");
@@ -255,6 +338,7 @@ int daemon_run(const struct config *cfg)
 {
     struct daemon *d = calloc(1, sizeof *d);
     struct writer_options wopt = {.max_batch = 1024};
+    int64_t lock_wait;
     sigset_t stop;
     int sig = 0;
     int r;
@@ -262,11 +346,21 @@ int daemon_run(const struct config *cfg)
 
     if (d == NULL)
         return 1;
+    /* Every file the daemon creates (store, key, token) is its owner's only. */
+    umask(077);
     d->cfg = *cfg;
     if (log_level_parse(cfg->log_level, &lvl) == 0)
         log_set_level(lvl);
     node_name(cfg, d->node, sizeof d->node);
     d->started_at = clock_now_ms();
+    /*
+     * Writes are bounded: a batch that finds the store locked is tried again,
+     * each try waiting at most lock_wait for the lock, so that ops waiting
+     * past write_timeout are answered 503 store_busy within a fraction of it.
+     */
+    lock_wait = cfg->write_timeout_ms / 10;
+    wopt.write_timeout_ms = cfg->write_timeout_ms;
+    wopt.lock_wait_ms = lock_wait < 50 ? 50 : lock_wait > 500 ? 500 : lock_wait;
 
     /* Threads inherit this mask; only sigwait() below sees the stop signals. */
     sigemptyset(&stop);
@@ -306,7 +400,13 @@ int daemon_run(const struct config *cfg)
     r = store_pool_create(cfg->store, 8, &d->readers);
     if (r != 0)
         goto out;
+    r = source_cache_create(d->readers, &d->sources);
+    if (r != 0)
+        goto out;
     r = outbound_start(d);
+    if (r != 0)
+        goto out;
+    r = inbound_start(d);
     if (r != 0)
         goto out;
     r = hub_wire(d);
@@ -321,23 +421,33 @@ int daemon_run(const struct config *cfg)
         log_info("serve", "stopping on signal %d", sig);
 out:
     atomic_store(&d->stopping, true);
+    /* No new work: the listeners, then claims and sends, then the fan-out. */
     if (d->admin_http != NULL)
         http_server_stop(d->admin_http);
     if (d->public_http != NULL)
         http_server_stop(d->public_http);
     free(d->api); /* after both servers: suspended requests were answered before their stop returned */
+    if (d->processor != NULL)
+        processor_stop(d->processor);
+    dispatcher_drain(d->dispatcher);
     if (d->relay != NULL)
         relay_stop(d->relay);
     if (d->dispatcher != NULL)
-        dispatcher_stop(d->dispatcher);
+        dispatcher_stop(d->dispatcher); /* in-flight attempts finished and recorded, or abandoned at drain_timeout */
+    if (d->writer != NULL)
+        leases_release(d);
     if (d->claimer != NULL)
         writer_stop(d->claimer);
     if (d->writer != NULL)
         writer_stop(d->writer);
+    source_cache_destroy(d->sources); /* after the listeners: no request holds a definition */
     if (d->readers != NULL)
         store_pool_destroy(d->readers);
     hub_destroy(d->hub);
     explicit_bzero(d->admin_token, sizeof d->admin_token);
+    explicit_bzero(d->cfg.admin_token, sizeof d->cfg.admin_token);
+    explicit_bzero(d->cfg.secret_key, sizeof d->cfg.secret_key);
+    secret_box_use(NULL, NULL);
     free(d);
     return r == 0 ? 0 : 1;
 }

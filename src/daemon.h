@@ -15,6 +15,7 @@ struct dispatcher;
 struct http_server;
 struct hub;
 struct api_ctx;
+struct source_cache;
 
 struct daemon {
     struct config cfg;
@@ -23,9 +24,11 @@ struct daemon {
     struct writer *writer;
     struct writer *claimer;      /* shared stores: the dispatcher's claims, beside the writer; NULL: on the writer */
     struct store_pool *readers;
+    struct source_cache *sources; /* the receiver's source definitions */
     struct hub *hub;             /* "something changed": publishers notify, parts subscribe (hub.h) */
     struct relay *relay;
     struct dispatcher *dispatcher;
+    struct processor *processor; /* the inbox workers */
     struct http_server *public_http;
     struct http_server *admin_http;
     struct api_ctx *api;         /* the listeners' handlers' context (ops/api.h) */

@@ -47,6 +47,7 @@ const char *hub_topic_name(enum hub_topic topic)
         [HUB_ENDPOINTS_CHANGED] = "endpoints_changed",
         [HUB_DELIVERIES_DUE] = "deliveries_due",
         [HUB_INBOX_CHANGED] = "inbox_changed",
+        [HUB_SOURCES_CHANGED] = "sources_changed",
     };
     return (int)topic >= 0 && topic < HUB_TOPICS ? names[topic] : "?";
 }

@@ -19,6 +19,7 @@ enum hub_topic {
     HUB_ENDPOINTS_CHANGED, /* an endpoint was created, updated, disabled, enabled, deleted or rotated */
     HUB_DELIVERIES_DUE,    /* deliveries became due outside the dispatcher's knowledge (replay, start-up) */
     HUB_INBOX_CHANGED,     /* inbox items committed or made due again */
+    HUB_SOURCES_CHANGED,   /* an inbound source was created, updated or deleted */
     HUB_TOPICS,
 };
 

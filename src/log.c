@@ -25,17 +25,43 @@ int log_level_parse(const char *s, enum log_level *out)
     return -2;
 }
 
+/*
+ * Control characters (C0 and DEL) become \xNN: whatever a message quotes (an
+ * id from the outbox, a peer's error text) cannot end its line, start a
+ * forged one or drive a terminal. The output is cut to fit out.
+ */
+static void log_escape(const char *in, char *out, size_t cap)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+
+    for (const unsigned char *p = (const unsigned char *)in; *p != '\0' && o + 1 < cap; p++) {
+        if (*p >= 0x20 && *p != 0x7f) {
+            out[o++] = (char)*p;
+        } else if (o + 4 < cap) {
+            out[o++] = '\\';
+            out[o++] = 'x';
+            out[o++] = hex[*p >> 4];
+            out[o++] = hex[*p & 0xf];
+        } else {
+            break;
+        }
+    }
+    out[o] = '\0';
+}
+
 static void log_vwrite(enum log_level l, const char *part, const char *fmt, va_list ap)
 {
     char ts[RFC3339_LEN];
-    char msg[2048];
+    char msg[2048], line[2048];
 
     if (l < min_level)
         return;
     rfc3339_format(clock_now_ms(), ts);
     vsnprintf(msg, sizeof msg, fmt, ap);
+    log_escape(msg, line, sizeof line);
     /* One fprintf per record keeps lines whole across threads. */
-    fprintf(stderr, "%s %-5s [%s] %s\n", ts, level_names[l], part, msg);
+    fprintf(stderr, "%s %-5s [%s] %s\n", ts, level_names[l], part, line);
 }
 
 void log_write(enum log_level l, const char *part, const char *fmt, ...)

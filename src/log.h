@@ -1,6 +1,7 @@
 /*
  * Logging to stderr: one line per record, "2026-11-29T23:55:06.123Z level [part] message".
  * Secrets must never be passed here; log ids and URLs' hosts, not keys or tokens.
+ * Control characters in a message are written as \xNN, so a record is always one line.
  */
 #ifndef HOOKD_LOG_H
 #define HOOKD_LOG_H

@@ -6,10 +6,12 @@
 #include "hookd.h"
 
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/event_check.h"
 #include "core/filter.h"
 #include "core/ids.h"
 #include "core/json_check.h"
@@ -31,6 +33,18 @@ static int publish_error(sqlite3 *db, int rc)
     }
 }
 
+/* The outbox's check (core/event_check.h) before the insert, so a refusal leaves the caller's transaction usable. */
+static bool labels_valid(const struct hookd_event *ev)
+{
+    const char *const labels[] = {ev->account, ev->resource_type, ev->resource_id};
+
+    for (size_t i = 0; i < sizeof labels / sizeof labels[0]; i++) {
+        if (labels[i] && event_label_problem(labels[i], strlen(labels[i])) != NULL)
+            return false;
+    }
+    return true;
+}
+
 int hookd_publish(struct sqlite3 *db, const struct hookd_event *ev, char id_out[HOOKD_ID_MAX])
 {
     static const char sql[] = "INSERT INTO hookd_outbox(id, account, event_type, resource_type, resource_id,"
@@ -40,7 +54,7 @@ int hookd_publish(struct sqlite3 *db, const struct hookd_event *ev, char id_out[
     int rc, result;
 
     if (!db || !ev || !ev->type || !ev->data_json || !event_type_is_valid(ev->type, false) ||
-        !json_text_valid(ev->data_json, strlen(ev->data_json)))
+        !json_text_valid(ev->data_json, strlen(ev->data_json)) || !labels_valid(ev))
         return HOOKD_EINVAL;
     if (ev->id) {
         if (!id_is_valid(ev->id))

@@ -7,11 +7,13 @@
 
 #include <inttypes.h>
 #include <libpq-fe.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/event_check.h"
 #include "core/filter.h"
 #include "core/ids.h"
 #include "core/json_check.h"
@@ -52,6 +54,18 @@ static const char publish_sql[] =
     " payload, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
     " ON CONFLICT DO NOTHING";
 
+/* The outbox's check (core/event_check.h) before the insert, so a refusal leaves the caller's transaction usable. */
+static bool labels_valid(const struct hookd_event *ev)
+{
+    const char *const labels[] = {ev->account, ev->resource_type, ev->resource_id};
+
+    for (size_t i = 0; i < sizeof labels / sizeof labels[0]; i++) {
+        if (labels[i] && event_label_problem(labels[i], strlen(labels[i])) != NULL)
+            return false;
+    }
+    return true;
+}
+
 int hookd_publish_pg(struct pg_conn *conn, const struct hookd_event *ev, char id_out[HOOKD_ID_MAX])
 {
     /* text, text, text, text, text, int8, text, int8 */
@@ -62,7 +76,7 @@ int hookd_publish_pg(struct pg_conn *conn, const struct hookd_event *ev, char id
     int result;
 
     if (!conn || !ev || !ev->type || !ev->data_json || !event_type_is_valid(ev->type, false) ||
-        !json_text_valid(ev->data_json, strlen(ev->data_json)))
+        !json_text_valid(ev->data_json, strlen(ev->data_json)) || !labels_valid(ev))
         return HOOKD_EINVAL;
     if (ev->id) {
         if (!id_is_valid(ev->id))

@@ -1,7 +1,7 @@
 /*
  * CLI commands: each is int cmd_NAME(int argc, char **argv) with argv[0] the
  * command name, returning the process exit status. The table is in main.c.
- * Commands other than serve, listen and check-config talk to the admin API
+ * Commands other than serve, listen, send and check-config talk to the admin API
  * (client.h): HOOKD_ADMIN_URL (default from admin_listen) and HOOKD_ADMIN_TOKEN.
  */
 #ifndef HOOKD_CLI_H
@@ -12,4 +12,9 @@ int cmd_listen(int argc, char **argv);       /* listen.c */
 int cmd_endpoints(int argc, char **argv);    /* endpoints.c */
 int cmd_events(int argc, char **argv);       /* events.c */
 int cmd_deliveries(int argc, char **argv);   /* deliveries.c */
+int cmd_sources(int argc, char **argv);      /* sources.c */
+int cmd_inbox(int argc, char **argv);        /* inbox.c */
+int cmd_apply(int argc, char **argv);        /* apply.c */
+int cmd_send(int argc, char **argv);         /* send.c */
+int cmd_rotate_key(int argc, char **argv);   /* rotate_key.c */
 #endif

@@ -1,5 +1,5 @@
 /*
- * HTTP server wrapper over libmicrohttpd, with a route table of
+ * hookd's HTTP/1.1 server (http_loop.c, http_conn.c, http_parse.c), with a route table of
  * {method, pattern, handler, auth, body cap}. Patterns are literal segments
  * and "{name}" captures ("/v1/endpoints/{id}/secret/rotate"); "*" as the last
  * segment matches any rest.
@@ -7,16 +7,18 @@
  * The route is decided on the request header alone: 400 (ambiguous framing,
  * control bytes in a header), 401 (auth), 404, 405, 413 (a Content-Length
  * over the route's cap), 414 and 431 are answered before any of the body is
- * read. A chunked body that outgrows the cap is answered 413 as soon as it
- * does. Then the body is read and the handler runs on a server thread; a
+ * read. A chunked body that outgrows the cap is dropped, answered 413 at its
+ * end and the connection closed. Then the body is read and the handler runs; a
  * handler that waits for something (a commit) suspends the request and
  * finishes it later from any thread (http_suspend / http_resume), so no
  * thread waits with it.
  *
  * With threads > 0 the server is one epoll loop per thread, each holding
- * thousands of connections; the request header has a deadline of its own
- * (a client trickling bytes does not extend it), and connections are capped
- * in total and per client address.
+ * thousands of connections, and handlers run on the loop; with threads = 0
+ * there is one loop and handlers run on a pool of threads (they may sleep).
+ * The request header has a deadline of its own (a client trickling bytes
+ * does not extend it), and connections are capped in total and per client
+ * address. Every error, the protocol's own included, is the JSON shape.
  *
  *   http_server_start / http_server_stop / http_server_port / http_server_stats
  *   http_header, http_query, http_query_each, http_param, http_body   request accessors
@@ -88,8 +90,8 @@ struct http_server_stats {
     uint64_t connections;     /* accepted so far */
     uint64_t open;            /* open now */
     uint64_t closed;          /* closed so far */
-    uint64_t bytes_read;      /* bytes the server consumed from closed connections (TCP_INFO) */
-    uint64_t body_bytes;      /* request body bytes handed to the server by libmicrohttpd */
+    uint64_t bytes_read;      /* bytes the server read from the sockets of closed connections */
+    uint64_t body_bytes;      /* request body bytes decoded (kept or dropped past a cap) */
     uint64_t header_timeouts; /* connections closed for a late request header */
     uint64_t suspended;       /* requests waiting in http_suspend now */
 };

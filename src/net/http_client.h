@@ -30,7 +30,7 @@
 
 #include "core/retry.h" /* enum transport_error */
 
-#define HTTP_CLIENT_MAX_HEADERS 16         /* request header lines per request */
+#define HTTP_CLIENT_MAX_HEADERS 24         /* request header lines per request (a delivery: 4 + 16 custom) */
 #define HTTP_CLIENT_RESPONSE_ABORT_DEFAULT (1024 * 1024)
 #define HTTP_CLIENT_ERROR_MAX 288          /* "class: " + libcurl's message */
 #define HTTP_CLIENT_RETRY_AFTER_MAX 64

@@ -2,7 +2,7 @@
  * Route tables of the two listeners, and the context their handlers get.
  *   admin: /v1/… (bearer token, checked by the server before the body), one
  *          file per resource (api_endpoints.c, api_events.c, api_deliveries.c)
- *   public: /healthz (and /in/{source} later)
+ *   public: /healthz and /in/{source} (inbound/receiver.c)
  * The context holds the parts the API uses, given when it is built (daemon.c).
  */
 #ifndef HOOKD_OPS_API_H
@@ -15,6 +15,7 @@ struct config;
 struct writer;
 struct store_pool;
 struct hub;
+struct source_cache;
 
 #define API_BODY_MAX (1024 * 1024) /* admin request bodies */
 #define API_BODY_NONE 4096         /* routes that read no body */
@@ -25,6 +26,7 @@ struct api_ctx {
     struct writer *writer;      /* state changes (writer_submit; the connection waits suspended) */
     struct store_pool *readers; /* reads */
     struct hub *hub;            /* told after a commit: outbox changed, endpoints changed */
+    struct source_cache *sources; /* the receiver's definitions (inbound/source_cache.h) */
     const char *node;           /* this process's lease owner name */
     int64_t started_at;
 };

@@ -5,6 +5,7 @@
  * ops/fields.c; endpoint bodies: ops/endpoint_body.c.
  */
 #include "ops/api_common.h"
+#include "ops/endpoint_body.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,9 +14,14 @@
 #include <strings.h>
 
 
+#include "core/base64.h"
 #include "core/clock.h"
+#include "core/buf.h"
 #include "core/duration.h"
+#include "core/ed25519.h"
+#include "core/event_check.h"
 #include "core/timefmt.h"
+#include "core/utf8.h"
 #include "store/pool.h"
 
 /* ---- errors ------------------------------------------------------------------ */
@@ -40,12 +46,18 @@ bool api_store_down(int err) { return err == HOOKD_EUNAVAIL || err == HOOKD_EIO 
 
 void api_reply_store_error(struct http_response *res, int err, const char *what)
 {
-    if (err == HOOKD_ENOTFOUND)
+    if (err == HOOKD_ENOTFOUND) {
         http_reply_error(res, 404, "not_found", "%s not found", what);
-    else if (api_store_down(err))
+    } else if (err == HOOKD_EBUSY) {
+        /* Not applied (see api_write_async): the same request may be sent again. */
+        http_reply_error(res, 503, "store_busy",
+                         "the store is busy (another connection holds a lock): not applied, try again");
+        http_add_header(res, "Retry-After", API_STORE_BUSY_RETRY_AFTER);
+    } else if (api_store_down(err)) {
         http_reply_error(res, 503, "store_unavailable", "the store is unavailable: %s", hookd_strerror(err));
-    else
+    } else {
         http_reply_error(res, 500, "internal", "%s", hookd_strerror(err));
+    }
 }
 
 /* ---- auth and store access ---------------------------------------------------------- */
@@ -115,7 +127,8 @@ void api_write_async(const struct api_ctx *api, struct http_request *req, write_
         return;
     }
     *a = (struct api_async){.req = req, .fn = fn, .reply = reply, .arg = arg};
-    rc = api->writer ? writer_submit(api->writer, async_run, async_done, a) : HOOKD_EUNAVAIL;
+    /* Bounded: one that cannot commit within write_timeout is never run and answered HOOKD_EBUSY. */
+    rc = api->writer ? writer_submit_bounded(api->writer, async_run, async_done, a) : HOOKD_EUNAVAIL;
     if (rc != 0)
         async_done(a, rc); /* the writer never calls back for an op it refused */
 }
@@ -163,6 +176,31 @@ json_t *api_json_time(int64_t ms)
 
 json_t *api_json_str(const char *s) { return s ? json_string(s) : json_null(); }
 
+/* Text read from the outbox may predate its checks: invalid UTF-8 is shown as U+FFFD rather than
+ * failing the whole record (jansson refuses it); JSON escapes every control character. */
+static json_t *outbox_str(const char *s)
+{
+    json_t *j;
+    struct buf b;
+    size_t len;
+
+    if (s == NULL)
+        return json_null();
+    if ((j = json_string(s)) != NULL)
+        return j;
+    len = strlen(s);
+    buf_init(&b, len * 3 + 1);
+    for (size_t i = 0; i < len;) {
+        size_t n = utf8_seq((const unsigned char *)s + i, len - i);
+        if (n == 0 ? buf_puts(&b, "\xef\xbf\xbd") != 0 : buf_append(&b, s + i, n) != 0)
+            break;
+        i += n == 0 ? 1 : n;
+    }
+    j = b.data != NULL ? json_stringn(b.data, b.len) : NULL;
+    buf_free(&b);
+    return j;
+}
+
 json_t *api_json_duration(int64_t ms)
 {
     char text[24];
@@ -209,27 +247,62 @@ json_t *api_event_json(const struct event *ev)
     if (!data)
         data = json_null();
     if (ev->resource_type || ev->resource_id || ev->has_resource_version)
-        resource = object_of("type", api_json_str(ev->resource_type), "id", api_json_str(ev->resource_id),
+        resource = object_of("type", outbox_str(ev->resource_type), "id", outbox_str(ev->resource_id),
                              "version", ev->has_resource_version ? json_integer(ev->resource_version) : json_null(),
                              NULL);
     else
         resource = json_null();
-    return object_of("id", json_string(ev->id), "type", api_json_str(ev->type), "account", api_json_str(ev->account),
+    return object_of("id", outbox_str(ev->id), "type", outbox_str(ev->type), "account", outbox_str(ev->account),
                      "resource", resource, "data", data, "created_at", api_json_time(ev->created_at),
                      "dispatched_at", api_json_time(ev->dispatched_at), "idempotency_key",
-                     api_json_str(ev->idempotency_key), NULL);
+                     api_json_str(ev->idempotency_key), "error", api_json_str(ev->error), NULL);
 }
 
 json_t *api_delivery_json(const struct delivery *d)
 {
     return object_of("id", json_string(d->id), "event_id", json_string(d->event_id), "endpoint_id",
-                     json_string(d->endpoint_id), "account", api_json_str(d->account), "status",
+                     json_string(d->endpoint_id), "account", outbox_str(d->account), "status",
                      json_string(delivery_status_name(d->status)), "attempt_count", json_integer(d->attempt_count),
                      "next_attempt_at", api_json_time(d->next_attempt_at), "last_status_code",
                      json_int_or_null(d->last_status_code), "last_error", api_json_str(d->last_error),
                      "delivered_at", api_json_time(d->delivered_at), "created_at", api_json_time(d->created_at),
                      "first_attempt_at", api_json_time(d->first_attempt_at), "last_attempt_at",
                      api_json_time(d->last_attempt_at), NULL);
+}
+
+/*
+ * The snippet as DESIGN §12 shows it: valid UTF-8 as text in "response"
+ * ("response_encoding": "utf-8"); any other bytes (Latin-1, gzip, …) as
+ * base64 in "response_base64" with "response" null and "response_encoding":
+ * "base64"; "response_truncated" when the response was longer than the cap.
+ */
+static bool attempt_response_set(json_t *j, const struct attempt *a)
+{
+    size_t len = a->response ? (a->response_len ? a->response_len : strlen(a->response)) : 0;
+    json_t *text = json_null(), *encoding = json_null(), *b64 = NULL;
+
+    if (len > 0 && utf8_valid(a->response, len)) {
+        text = json_stringn(a->response, len);
+        encoding = json_string("utf-8");
+    } else if (len > 0) {
+        char *out = malloc(base64_encoded_len(len) + 1);
+        if (out) {
+            base64_encode(a->response, len, out);
+            b64 = json_string(out);
+            free(out);
+        }
+        encoding = json_string("base64");
+        if (!b64) {
+            json_decref(encoding);
+            return false;
+        }
+    }
+    if (json_object_set_new(j, "response", text) != 0 || json_object_set_new(j, "response_encoding", encoding) != 0 ||
+        json_object_set_new(j, "response_truncated", json_boolean(a->response_truncated)) != 0) {
+        json_decref(b64);
+        return false;
+    }
+    return !b64 || json_object_set_new(j, "response_base64", b64) == 0;
 }
 
 json_t *api_attempt_json(const struct attempt *a)
@@ -241,9 +314,15 @@ json_t *api_attempt_json(const struct attempt *a)
         error = json_sprintf("%s: %s", a->error_class, a->error);
     else
         error = api_json_str(a->error ? a->error : a->error_class);
-    return object_of("n", json_integer(a->n), "started_at", api_json_time(a->started_at), "duration_ms",
-                     json_integer(a->duration_ms), "status_code", json_int_or_null(a->status_code), "error", error,
-                     "response", api_json_str(a->response), NULL);
+    json_t *j = object_of("n", json_integer(a->n), "started_at", api_json_time(a->started_at), "duration_ms",
+                          json_integer(a->duration_ms), "status_code", json_int_or_null(a->status_code), "error",
+                          error, NULL);
+
+    if (j && !attempt_response_set(j, a)) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
 }
 
 static json_t *retry_schedule_json(const struct endpoint *ep)
@@ -261,6 +340,38 @@ static json_t *retry_schedule_json(const struct endpoint *ep)
     return json_string(text);
 }
 
+/* {"Name": "value", …} from the endpoint's "Name: value" lines. */
+static json_t *headers_json(const struct endpoint *ep)
+{
+    json_t *o = json_object();
+
+    for (size_t i = 0; o && i < ep->n_headers; i++) {
+        const char *colon = strchr(ep->headers[i], ':');
+        if (colon && colon[1] == ' ')
+            json_object_setn_new(o, ep->headers[i], (size_t)(colon - ep->headers[i]), json_string(colon + 2));
+    }
+    return o;
+}
+
+/* The "whpk_…" of a "whsk_…" key; null when it does not decode (refused where it was set). */
+static json_t *public_key_json(const char *key)
+{
+    char pub[ED25519_KEY_TEXT_MAX];
+
+    return ed25519_public_from_secret(key, pub) == 0 ? json_string(pub) : json_null();
+}
+
+/* "signing" (the kind of the newest key) and, for ed25519, its "public_key". */
+static int endpoint_signing_json(const struct endpoint *ep, json_t *j)
+{
+    const char *newest = ep->n_secrets > 0 ? ep->secrets[0].key : NULL;
+    bool ed = endpoint_key_is_ed25519(newest);
+
+    if (json_object_set_new(j, "signing", json_string(ed ? "ed25519" : "hmac")) != 0)
+        return HOOKD_ENOMEM;
+    return ed && json_object_set_new(j, "public_key", public_key_json(newest)) != 0 ? HOOKD_ENOMEM : 0;
+}
+
 json_t *api_endpoint_json(const struct endpoint *ep, bool with_secret, int64_t now)
 {
     json_t *types = json_array();
@@ -274,19 +385,28 @@ json_t *api_endpoint_json(const struct endpoint *ep, bool with_secret, int64_t n
                   json_string(ordering_name(ep->ordering)), "max_in_flight", json_int_or_null(ep->max_in_flight),
                   "rate_limit", json_int_or_null(ep->rate_limit), "timeout", api_json_duration(ep->timeout_ms),
                   "retry_schedule", retry_schedule_json(ep), "created_at", api_json_time(ep->created_at),
-                  "updated_at", api_json_time(ep->updated_at), NULL);
-    if (!j || !with_secret)
+                  "updated_at", api_json_time(ep->updated_at), "headers", headers_json(ep), NULL);
+    if (!j || endpoint_signing_json(ep, j) != 0) {
+        json_decref(j);
+        return NULL;
+    }
+    if (!with_secret)
         return j;
-    /* Only the newest key is ever shown; older ones show their lifetime alone. */
+    /* Only the newest key is ever shown (an ed25519 one never: its public key is); older ones show their
+     * lifetime, and for ed25519 their public key. */
     json_t *secrets = json_array();
     for (size_t i = 0; secrets && i < ep->n_secrets; i++) {
         const struct endpoint_secret *s = &ep->secrets[i];
+        json_t *item;
         if (s->expires_at != 0 && s->expires_at <= now)
             continue;
-        json_array_append_new(secrets, object_of("created_at", api_json_time(s->created_at), "expires_at",
-                                                 api_json_time(s->expires_at), NULL));
+        item = object_of("created_at", api_json_time(s->created_at), "expires_at", api_json_time(s->expires_at), NULL);
+        if (item && endpoint_key_is_ed25519(s->key))
+            json_object_set_new(item, "public_key", public_key_json(s->key));
+        json_array_append_new(secrets, item);
     }
-    if (json_object_set_new(j, "secret", api_json_str(ep->n_secrets > 0 ? ep->secrets[0].key : NULL)) != 0 ||
+    const char *newest = ep->n_secrets > 0 ? ep->secrets[0].key : NULL;
+    if (json_object_set_new(j, "secret", endpoint_key_is_ed25519(newest) ? json_null() : api_json_str(newest)) != 0 ||
         !secrets || json_object_set_new(j, "secrets", secrets) != 0) {
         json_decref(j);
         return NULL;

@@ -6,7 +6,7 @@
  *   api_reader_get/put      borrow a read connection
  *   api_write_async         run a write op through the writer; the request waits
  *                           suspended and is answered after the commit
- *   api_reply_store_error   404 / 503 store_unavailable / 500 for a store error
+ *   api_reply_store_error   404 / 503 store_busy (with Retry-After) / 503 store_unavailable / 500
  *   api_body_object         the request body as a JSON object (400 malformed_json)
  *   api_*_json              records as the JSON of DESIGN §12
  *
@@ -31,11 +31,12 @@
 #define API_LIMIT_DEFAULT 100
 #define API_LIMIT_MAX STORE_LIST_MAX
 #define API_URL_MAX 2048
-#define API_ACCOUNT_MAX 255
+#define API_ACCOUNT_MAX 255 /* EVENT_LABEL_LEN_MAX of core/event_check.h */
 #define API_DESCRIPTION_MAX 1024
 #define API_IDEMPOTENCY_KEY_MAX 255
 #define API_MAX_IN_FLIGHT_MAX 10000
 #define API_RATE_LIMIT_MAX 1000000
+#define API_STORE_BUSY_RETRY_AFTER "1" /* seconds, with 503 store_busy */
 
 /* A refused request: HTTP status, error code, and a message that names the field. */
 struct api_error {
@@ -70,13 +71,16 @@ typedef void (*api_reply_fn)(void *arg, int result, struct http_response *res);
 /*
  * Runs fn(store, arg) as a writer op without holding a thread: the request
  * is suspended, and reply(arg, result, res) answers it after the commit.
- * reply runs exactly once, on every path.
+ * reply runs exactly once, on every path. The op is bounded: when it cannot
+ * commit within [server] write_timeout it never runs, and reply gets
+ * HOOKD_EBUSY (503 store_busy: not applied).
  */
 void api_write_async(const struct api_ctx *api, struct http_request *req, write_fn fn, api_reply_fn reply,
                      void *arg);
 /* Whether err means the store is down (EUNAVAIL, EIO, EBUSY). */
 bool api_store_down(int err);
-/* 404 not_found naming what (ENOTFOUND), 503 store_unavailable, else 500 internal. */
+/* 404 not_found naming what (ENOTFOUND), 503 store_busy with Retry-After (EBUSY), 503
+ * store_unavailable (EUNAVAIL, EIO), else 500 internal. */
 void api_reply_store_error(struct http_response *res, int err, const char *what);
 
 /* The body as a JSON object (the caller decrefs). An empty body is an empty
@@ -112,10 +116,22 @@ void api_endpoints_delete(struct http_request *req, struct http_response *res, v
 void api_endpoints_disable(struct http_request *req, struct http_response *res, void *ctx);
 void api_endpoints_enable(struct http_request *req, struct http_response *res, void *ctx);
 void api_endpoints_rotate(struct http_request *req, struct http_response *res, void *ctx);
+void api_endpoints_test(struct http_request *req, struct http_response *res, void *ctx);
 void api_events_publish(struct http_request *req, struct http_response *res, void *ctx);
 void api_events_list(struct http_request *req, struct http_response *res, void *ctx);
 void api_events_get(struct http_request *req, struct http_response *res, void *ctx);
 void api_deliveries_list(struct http_request *req, struct http_response *res, void *ctx);
 void api_deliveries_get(struct http_request *req, struct http_response *res, void *ctx);
+void api_sources_create(struct http_request *req, struct http_response *res, void *ctx);
+void api_sources_list(struct http_request *req, struct http_response *res, void *ctx);
+void api_sources_get(struct http_request *req, struct http_response *res, void *ctx);
+void api_sources_update(struct http_request *req, struct http_response *res, void *ctx);
+void api_sources_delete(struct http_request *req, struct http_response *res, void *ctx);
+void api_sources_rejections(struct http_request *req, struct http_response *res, void *ctx);
+void api_inbox_list(struct http_request *req, struct http_response *res, void *ctx);
+void api_inbox_get(struct http_request *req, struct http_response *res, void *ctx);
+void api_deliveries_replay(struct http_request *req, struct http_response *res, void *ctx);
+void api_inbox_replay(struct http_request *req, struct http_response *res, void *ctx);
+void api_inbox_replay_range(struct http_request *req, struct http_response *res, void *ctx);
 void api_healthz(struct http_request *req, struct http_response *res, void *ctx);
 #endif

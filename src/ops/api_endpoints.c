@@ -1,6 +1,6 @@
 /*
- * Admin API /v1/endpoints: create, list, get, update, delete, disable, enable
- * and secret rotation. Reads use a pooled reader; every change is one writer
+ * Admin API /v1/endpoints: create, list, get, update, delete, disable, enable,
+ * secret rotation, and a test event (hookd.ping) to one endpoint. Reads use a pooled reader; every change is one writer
  * op, answered from the writer thread after its commit (the connection waits
  * suspended), after which the hub is told that endpoints changed.
  */
@@ -87,6 +87,8 @@ static int op_update(struct store *s, void *arg)
 
     if (rc == 0)
         rc = api_endpoint_apply(&o->ep, o->body, API_BODY_PATCH, &o->err);
+    if (rc == 0)
+        rc = api_endpoint_signing(&o->ep, o->body, o->now, o->grace_ms);
     if (rc == 0) {
         o->ep.updated_at = o->now;
         rc = store_endpoint_update(s, &o->ep);
@@ -120,6 +122,12 @@ static int op_rotate(struct store *s, void *arg)
 
     if (rc != 0)
         return rc;
+    if (!o->new_secret) { /* a new key of the kind the endpoint signs with */
+        rc = endpoint_key_generate(o->ep.n_secrets > 0 && endpoint_key_is_ed25519(o->ep.secrets[0].key), o->secret_buf);
+        if (rc != 0)
+            return rc;
+        o->new_secret = o->secret_buf;
+    }
     if (o->ep.n_secrets > 0 && o->ep.secrets[0].key && strcmp(o->ep.secrets[0].key, o->new_secret) == 0) {
         api_error_set(&o->err, 400, "invalid_field", "secret: is already the current secret");
         return HOOKD_EINVAL;
@@ -157,6 +165,19 @@ static const char *path_id(struct http_request *req, struct http_response *res)
     return id;
 }
 
+/* The endpoint as answered; an ed25519 private key only in the create answer (and never again). */
+static json_t *endpoint_reply_json(const struct endpoint_op *o)
+{
+    json_t *j = api_endpoint_json(&o->ep, o->with_secret, clock_now_ms());
+    const char *newest = o->ep.n_secrets > 0 ? o->ep.secrets[0].key : NULL;
+
+    if (j && o->status == 201 && endpoint_key_is_ed25519(newest) && json_object_set_new(j, "secret", json_string(newest))) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
 /* The reply of a write, after its commit: tell the hub, answer with the endpoint. */
 static void write_reply(void *arg, int rc, struct http_response *res)
 {
@@ -169,9 +190,7 @@ static void write_reply(void *arg, int rc, struct http_response *res)
         if (o->status == 204)
             http_reply(res, 204, NULL, 0);
         else
-            http_reply_json(res, o->status,
-                            api_endpoint_with_breaker(api_endpoint_json(&o->ep, o->with_secret, clock_now_ms()),
-                                                      &o->state));
+            http_reply_json(res, o->status, api_endpoint_with_breaker(endpoint_reply_json(o), &o->state));
     }
     endpoint_op_free(o);
 }
@@ -292,6 +311,7 @@ void api_endpoints_update(struct http_request *req, struct http_response *res, v
     }
     o->id = id;
     o->body = body;
+    o->grace_ms = api->cfg->rotate_grace_ms; /* a change of "signing" keeps the older keys this long */
     /* Validate before queueing, so a bad body never reaches the writer. */
     int rc = api_endpoint_apply(&scratch, body, API_BODY_PATCH, &o->err);
     endpoint_free(&scratch);
@@ -374,9 +394,10 @@ static bool rotate_body(const json_t *body, struct endpoint_op *o, struct http_r
         if (strcmp(key, "secret") == 0) {
             if (json_is_null(v))
                 continue;
-            if (!json_is_string(v) || !secret_is_valid(json_string_value(v))) {
+            if (!json_is_string(v) || !endpoint_key_is_valid(json_string_value(v))) {
                 http_reply_error(res, 400, "invalid_field",
-                                 "secret: must be \"whsec_\" followed by base64 of 24 to 64 bytes");
+                                 "secret: must be \"whsec_\" followed by base64 of 24 to 64 bytes, or an ed25519 "
+                                 "\"whsk_\" key");
                 return false;
             }
             o->new_secret = json_string_value(v);
@@ -416,9 +437,123 @@ void api_endpoints_rotate(struct http_request *req, struct http_response *res, v
         endpoint_op_free(o);
         return;
     }
-    if (!o->new_secret) {
-        secret_generate(o->secret_buf);
-        o->new_secret = o->secret_buf;
-    }
     write_and_reply(req, op_rotate, o, 200, true);
+}
+
+/* ---- POST /v1/endpoints/{id}/test ------------------------------------------------------ */
+
+/* A test event; heap (it outlives the handler call), freed by its reply. */
+struct ping_op {
+    const struct api_ctx *api;
+    char endpoint_id[HOOKD_ID_MAX];
+    struct event ev;
+    struct delivery d;
+};
+
+static void ping_op_free(struct ping_op *o)
+{
+    event_free(&o->ev);
+    free(o->d.account);
+    free(o);
+}
+
+/*
+ * One transaction: the hookd.ping event goes into the outbox already marked
+ * dispatched (no relay fans it out, so no other endpoint, not even one
+ * subscribed to hookd.*, gets it) with one pending delivery, due now, to this
+ * endpoint; from there it takes the normal path (claims, caps, retries, the
+ * signed request). A disabled endpoint is refused (ECONFLICT): its
+ * deliveries wait, and a test is asked for now.
+ */
+static int op_ping(struct store *s, void *arg)
+{
+    struct ping_op *o = arg;
+    struct endpoint ep = {0};
+    int64_t now = clock_now_ms();
+    int rc = store_endpoint_get(s, o->endpoint_id, &ep);
+
+    if (rc != 0)
+        return rc;
+    if (!ep.enabled) {
+        endpoint_free(&ep);
+        return HOOKD_ECONFLICT;
+    }
+    json_t *data = json_pack("{s:s, s:s}", "endpoint_id", ep.id, "message", "test event from hookd");
+    bool ok = data != NULL;
+
+    o->ev.type = strdup("hookd.ping");
+    o->ev.account = ep.account ? strdup(ep.account) : NULL;
+    ok = ok && o->ev.type && (!ep.account || o->ev.account);
+    o->ev.payload = data ? json_dumps(data, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(data);
+    endpoint_free(&ep);
+    if (!ok || !o->ev.payload)
+        return HOOKD_ENOMEM;
+    rc = store_event_insert(s, &o->ev, NULL);
+    if (rc == 0)
+        rc = store_outbox_mark_dispatched(s, &o->ev.seq, 1, now);
+    if (rc != 0)
+        return rc;
+    o->ev.dispatched_at = now;
+    id_new(o->d.id, "dlv_");
+    snprintf(o->d.event_id, sizeof o->d.event_id, "%s", o->ev.id);
+    snprintf(o->d.endpoint_id, sizeof o->d.endpoint_id, "%s", o->endpoint_id);
+    o->d.account = o->ev.account ? strdup(o->ev.account) : NULL;
+    o->d.status = DELIVERY_PENDING;
+    o->d.next_attempt_at = now;
+    o->d.created_at = now;
+    if (o->ev.account && !o->d.account)
+        return HOOKD_ENOMEM;
+    return store_delivery_insert(s, &o->d);
+}
+
+static void ping_reply(void *arg, int rc, struct http_response *res)
+{
+    struct ping_op *o = arg;
+    json_t *j, *arr;
+
+    if (rc == 0) {
+        hub_notify(o->api->hub, HUB_DELIVERIES_DUE);
+        j = api_event_json(&o->ev);
+        arr = json_array();
+        if (j && arr && json_array_append_new(arr, api_delivery_json(&o->d)) == 0 &&
+            json_object_set_new(j, "deliveries", arr) == 0) {
+            http_reply_json(res, 202, j);
+        } else {
+            json_decref(j);
+            http_reply_error(res, 500, "internal", "out of memory");
+        }
+    } else if (rc == HOOKD_ECONFLICT) {
+        http_reply_error(res, 409, "endpoint_disabled", "endpoint %s is disabled: enable it to test it",
+                         o->endpoint_id);
+    } else {
+        char what[HOOKD_ID_MAX + 16];
+        snprintf(what, sizeof what, "endpoint %s", o->endpoint_id);
+        api_reply_store_error(res, rc, what);
+    }
+    ping_op_free(o);
+}
+
+void api_endpoints_test(struct http_request *req, struct http_response *res, void *ctx)
+{
+    struct api_ctx *api = api_begin(req, res, ctx);
+    struct ping_op *o;
+    const char *id, *key;
+    json_t *body, *v;
+
+    if (!api || !(id = path_id(req, res)) || !(body = api_body_object(req, res, true)))
+        return;
+    json_object_foreach(body, key, v) {
+        http_reply_error(res, 400, "unknown_field", "%.64s: unknown field", key);
+        json_decref(body);
+        return;
+    }
+    json_decref(body);
+    if (!(o = calloc(1, sizeof *o))) {
+        api_reply_store_error(res, HOOKD_ENOMEM, "endpoint");
+        return;
+    }
+    o->api = api;
+    snprintf(o->endpoint_id, sizeof o->endpoint_id, "%s", id);
+    api_write_async(api, req, op_ping, ping_reply, o);
 }

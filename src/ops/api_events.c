@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/event_check.h"
 #include "core/filter.h"
 #include "core/ids.h"
 #include "hub.h"
@@ -71,9 +72,10 @@ static int event_resource(struct event *ev, const json_t *v, struct api_error *e
         if (json_is_null(item))
             continue;
         const char *s = json_string_value(item);
-        if (!s || s[0] == '\0' || strlen(s) > API_ACCOUNT_MAX || strlen(s) != json_string_length(item)) {
-            api_error_set(err, 400, "invalid_field", "resource.%s: must be a non-empty string of at most %d characters",
-                          key, API_ACCOUNT_MAX);
+        if (!s || s[0] == '\0' || strlen(s) != json_string_length(item) || event_label_problem(s, strlen(s))) {
+            api_error_set(err, 400, "invalid_field",
+                          "resource.%s: must be a non-empty string of at most %d bytes without control characters",
+                          key, EVENT_LABEL_LEN_MAX);
             return HOOKD_EINVAL;
         }
         if (dup_field(slot, s) != 0)
@@ -123,9 +125,10 @@ static int event_from_json(const json_t *body, struct event *ev, struct api_erro
     }
     if (account && !json_is_null(account)) {
         const char *a = json_string_value(account);
-        if (!a || strlen(a) > API_ACCOUNT_MAX || strlen(a) != json_string_length(account)) {
-            api_error_set(err, 400, "invalid_field", "account: must be a string of at most %d characters",
-                          API_ACCOUNT_MAX);
+        if (!a || strlen(a) != json_string_length(account) || event_label_problem(a, strlen(a))) {
+            api_error_set(err, 400, "invalid_field",
+                          "account: must be a string of at most %d bytes without control characters",
+                          EVENT_LABEL_LEN_MAX);
             return HOOKD_EINVAL;
         }
         if (a[0] && dup_field(&ev->account, a) != 0)

@@ -1,12 +1,13 @@
 /*
  * The route tables of the two listeners: admin (/v1/…, bearer token checked
- * by the server before the body is read) and public (/healthz). Each route
+ * by the server before the body is read) and public (/healthz, /in/{source}). Each route
  * declares its auth and body cap. Handlers live one file per resource.
  */
 #include "ops/api.h"
 
 #include <stdlib.h>
 
+#include "inbound/receiver.h"
 #include "ops/api_common.h"
 #include "store/pool.h"
 
@@ -19,21 +20,36 @@ const struct http_route admin_routes[] = {
     {"POST", "/v1/endpoints/{id}/disable", api_endpoints_disable, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
     {"POST", "/v1/endpoints/{id}/enable", api_endpoints_enable, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
     {"POST", "/v1/endpoints/{id}/secret/rotate", api_endpoints_rotate, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
+    {"POST", "/v1/endpoints/{id}/test", api_endpoints_test, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
     {"POST", "/v1/events", api_events_publish, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
     {"GET", "/v1/events", api_events_list, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
     {"GET", "/v1/events/{id}", api_events_get, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
     {"GET", "/v1/deliveries", api_deliveries_list, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
     {"GET", "/v1/deliveries/{id}", api_deliveries_get, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
+    {"POST", "/v1/sources", api_sources_create, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
+    {"GET", "/v1/sources", api_sources_list, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
+    {"GET", "/v1/sources/{name}", api_sources_get, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
+    {"PATCH", "/v1/sources/{name}", api_sources_update, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
+    {"DELETE", "/v1/sources/{name}", api_sources_delete, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
+    {"GET", "/v1/sources/{name}/rejections", api_sources_rejections, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
+    {"GET", "/v1/inbox", api_inbox_list, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
+    {"GET", "/v1/inbox/{id}", api_inbox_get, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
+    {"POST", "/v1/deliveries/{id}/replay", api_deliveries_replay, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
+    {"POST", "/v1/inbox/replay", api_inbox_replay_range, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
+    {"POST", "/v1/inbox/{id}/replay", api_inbox_replay, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
     {"GET", "/healthz", api_healthz, HTTP_AUTH_NONE, API_BODY_NONE, NULL},
 };
 const size_t admin_routes_n = sizeof admin_routes / sizeof admin_routes[0];
 
+/* /in/{source}: the body cap is the source's (its prepare sets it from the definition). */
 const struct http_route public_routes[] = {
     {"GET", "/healthz", api_healthz, HTTP_AUTH_NONE, API_BODY_NONE, NULL},
+    {"POST", "/in/{source}", receiver_handle, HTTP_AUTH_SOURCE, 0, receiver_prepare},
 };
 const size_t public_routes_n = sizeof public_routes / sizeof public_routes[0];
 
-/* Up when a read connection can run a trivial query (a missing key still proves it). */
+/* Up when a read connection can run a trivial query (a missing key still proves it) and
+ * writes commit within write_timeout; degraded (503) while they are stuck. */
 void api_healthz(struct http_request *req, struct http_response *res, void *ctx)
 {
     struct api_ctx *api = ctx;
@@ -46,7 +62,9 @@ void api_healthz(struct http_request *req, struct http_response *res, void *ctx)
         free(value);
         store_pool_put(api->readers, s, rc == HOOKD_EIO || rc == HOOKD_EUNAVAIL);
     }
-    if (rc == 0 || rc == HOOKD_ENOTFOUND)
+    if ((rc == 0 || rc == HOOKD_ENOTFOUND) && writer_degraded(api->writer))
+        http_reply_json(res, 503, json_pack("{s:s,s:s}", "status", "degraded", "store", "degraded"));
+    else if (rc == 0 || rc == HOOKD_ENOTFOUND)
         http_reply_json(res, 200, json_pack("{s:s,s:s}", "status", "ok", "store", "up"));
     else
         http_reply_json(res, 503, json_pack("{s:s,s:s}", "status", "degraded", "store", "down"));

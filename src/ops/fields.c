@@ -309,6 +309,8 @@ static int field_check(const struct field *f, const json_t *v, struct field_valu
     case FIELD_OBJECT:
         if (!json_is_object(v))
             return refuse(err, f->name, "%s", f->hint ? f->hint : "must be an object");
+        if (f->check_object && !f->check_object(v, why, sizeof why))
+            return refuse(err, f->name, "%s", why);
         return 0;
     }
     return refuse(err, f->name, "has no rule"); /* a table row of an unknown type */

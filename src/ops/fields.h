@@ -68,6 +68,8 @@ struct field {
     size_t max_len;              /* STRING and STRING_ARRAY entries: most bytes */
     const char *const *values;   /* ENUM */
     bool (*check)(const char *s); /* STRING and STRING_ARRAY entries: a further rule (event type, secret) */
+    /* OBJECT: a rule for the members; false with why filled (it follows "name: " in the 400) */
+    bool (*check_object)(const json_t *v, char *why, size_t why_len);
     const char *hint;            /* replaces the generated "must be …" when a value is refused */
     const char *fixed_hint;      /* FIXED: what to do instead of a PATCH */
     /*

@@ -1,6 +1,7 @@
 /*
  * What each list route takes in its query string: GET /v1/endpoints,
- * /v1/events and /v1/deliveries (DESIGN §8, §12). A parameter not in its
+ * /v1/events, /v1/deliveries, /v1/sources, /v1/sources/{name}/rejections
+ * and /v1/inbox (DESIGN §8, §12). A parameter not in its
  * route's table is refused with 400, never ignored.
  */
 #include "ops/list_queries.h"
@@ -8,6 +9,7 @@
 #include <stdbool.h>
 
 #include "core/filter.h"
+#include "core/ids.h"
 #include "ops/api_common.h"
 #include "store/store.h"
 
@@ -49,3 +51,36 @@ const struct query_param delivery_list_query[] = {
     {.name = "limit", .type = QUERY_LIMIT, .offset = offsetof(struct delivery_filter, limit)},
 };
 const size_t delivery_list_query_count = sizeof delivery_list_query / sizeof delivery_list_query[0];
+
+const struct query_param source_list_query[] = {
+    {.name = "cursor", .type = QUERY_CURSOR_ID, .list = LIST_SOURCES,
+     .offset = offsetof(struct source_filter, before_name)},
+    {.name = "limit", .type = QUERY_LIMIT, .offset = offsetof(struct source_filter, limit)},
+};
+const size_t source_list_query_count = sizeof source_list_query / sizeof source_list_query[0];
+
+const struct query_param rejection_list_query[] = {
+    {.name = "cursor", .type = QUERY_CURSOR_SEQ, .list = LIST_REJECTIONS,
+     .offset = offsetof(struct rejection_filter, before_id)},
+    {.name = "limit", .type = QUERY_LIMIT, .offset = offsetof(struct rejection_filter, limit)},
+};
+const size_t rejection_list_query_count = sizeof rejection_list_query / sizeof rejection_list_query[0];
+
+const char *const inbox_status_words[] = {"pending", "processed", "deferred", "quarantined", NULL};
+
+static bool source_name(const char *s) { return id_is_valid(s); }
+
+const struct query_param inbox_list_query[] = {
+    {.name = "source", .type = QUERY_TEXT, .max_len = SOURCE_NAME_MAX - 1, .check = source_name,
+     .hint = "not a source name", .offset = offsetof(struct inbox_filter, source)},
+    {.name = "status", .type = QUERY_ENUM, .values = inbox_status_words, .offset = offsetof(struct inbox_filter, status)},
+    {.name = "entity_kind", .type = QUERY_TEXT, .max_len = INBOX_TEXT_MAX - 1,
+     .offset = offsetof(struct inbox_filter, entity_kind)},
+    {.name = "entity_id", .type = QUERY_TEXT, .max_len = INBOX_TEXT_MAX - 1,
+     .offset = offsetof(struct inbox_filter, entity_id)},
+    {.name = "since", .type = QUERY_TIME, .offset = offsetof(struct inbox_filter, since)},
+    {.name = "until", .type = QUERY_TIME, .offset = offsetof(struct inbox_filter, until)},
+    {.name = "cursor", .type = QUERY_CURSOR_ID, .list = LIST_INBOX, .offset = offsetof(struct inbox_filter, before_id)},
+    {.name = "limit", .type = QUERY_LIMIT, .offset = offsetof(struct inbox_filter, limit)},
+};
+const size_t inbox_list_query_count = sizeof inbox_list_query / sizeof inbox_list_query[0];

@@ -11,6 +11,9 @@
 #define LIST_ENDPOINTS "endpoints"
 #define LIST_EVENTS "events"
 #define LIST_DELIVERIES "deliveries"
+#define LIST_SOURCES "sources"
+#define LIST_REJECTIONS "rejections"
+#define LIST_INBOX "inbox"
 
 /* GET /v1/endpoints into a struct endpoint_filter. */
 extern const struct query_param endpoint_list_query[];
@@ -21,6 +24,16 @@ extern const size_t event_list_query_count;
 /* GET /v1/deliveries into a struct delivery_filter (set status to -1 first: absent means any). */
 extern const struct query_param delivery_list_query[];
 extern const size_t delivery_list_query_count;
+/* GET /v1/sources into a struct source_filter. */
+extern const struct query_param source_list_query[];
+extern const size_t source_list_query_count;
+/* GET /v1/sources/{name}/rejections into a struct rejection_filter. */
+extern const struct query_param rejection_list_query[];
+extern const size_t rejection_list_query_count;
+/* GET /v1/inbox into a struct inbox_filter (set status to -1 first: absent means any). */
+extern const struct query_param inbox_list_query[];
+extern const size_t inbox_list_query_count;
+extern const char *const inbox_status_words[]; /* enum inbox_status order */
 /* The words of the status filter, in enum delivery_status order. */
 extern const char *const delivery_status_words[];
 #endif

@@ -29,7 +29,7 @@
 #include "outbound/outage.h"
 
 #define PART "dispatcher"
-#define STOP_GRACE_MS 2000           /* in-flight transfers get this long at stop */
+#define STOP_GRACE_MS 2000           /* in-flight transfers get this long at stop (deps.drain_timeout_ms 0) */
 #define STOP_OPS_WAIT_MS 10000       /* then their commits get this long */
 #define SLOW_AFTER_MS 1000           /* a transfer waiting this long for its answer joins the slow pool */
 #define SLOW_POOL_FACTOR 4           /* the slow pool holds this many times max_in_flight */
@@ -345,10 +345,13 @@ static void job_start(struct dispatcher *q, struct job *j, struct request *r)
     int64_t now = clock_now_ms();
     int rc;
 
+    const char *stage = "cannot build the request";
+
     j->phase = JOB_SENDING;
     rc = request_prepare(r, ep, &j->dj.ev, timeout, now);
     if (rc == 0) {
         r->owner = j;
+        stage = "the HTTP client refuses the request";
         rc = http_engine_submit(q->engine, &r->http, transfer_done, r);
         if (rc == 0) {
             q->in_flight++;
@@ -360,8 +363,11 @@ static void job_start(struct dispatcher *q, struct job *j, struct request *r)
         }
     }
     struct request_outcome o = {.err = TRANSPORT_OTHER, .retry_after_ms = -1};
-    o.outcome = retry_classify(o.err, 0);
-    snprintf(o.error, sizeof o.error, "cannot build the request: %s", hookd_strerror(rc));
+    /* HOOKD_EINVAL is permanent (a body past the request cap, a URL or header line the
+     * engine refuses): the same request would fail the same way, so it is dead at once. */
+    o.outcome = rc == HOOKD_EINVAL ? OUTCOME_FAIL : retry_classify(o.err, 0);
+    snprintf(o.error, sizeof o.error, "%s: %s%s", stage, hookd_strerror(rc),
+             rc == HOOKD_EINVAL ? " (payload too large, or a URL or header that cannot be sent)" : "");
     request_put(q, r);
     job_record(q, j, &o, NULL, now);
 }
@@ -725,21 +731,29 @@ static void endpoints_refresh(struct dispatcher *q, int64_t mono)
         log_limited(&q->lim_store, LOG_WARN, PART, "cannot load endpoints: %s", hookd_strerror(rc));
 }
 
-/* Stop: no new sends; queued jobs are abandoned (their leases expire); in-flight ones get a grace period. */
-static void abandon_endpoint_queue(struct ep_state *st, void *arg)
+/*
+ * Stop: no new sends. Queued jobs give their leases back at once (other nodes
+ * take them without waiting for the lease); results the store refused while
+ * down are written once more (the attempt happened: sending it again would
+ * repeat a completed attempt); in-flight ones get drain_timeout_ms.
+ */
+static void release_endpoint_queue(struct ep_state *st, void *arg)
 {
     struct dispatcher *q = arg;
     struct job *j;
 
     while ((j = fifo_pop(q, st)) != NULL)
-        dispatcher_job_free(q, j);
+        dispatcher_job_submit(q, j, JOB_RELEASING);
 }
 
-static void abandon_queued(struct dispatcher *q)
+static void drain_queued(struct dispatcher *q, bool stopping)
 {
-    endpoint_cache_each(&q->cache, abandon_endpoint_queue, q);
-    rewrite_due(q, 0, true);
-    parked_release(q, 0, true);
+    endpoint_cache_each(&q->cache, release_endpoint_queue, q);
+    /* While draining, on their schedule; at the end, once more whatever it says. */
+    rewrite_due(q, stopping ? INT64_MAX : clock_mono_ms(), false);
+    /* Results of fan-outs still open wait for them while the relay may decide them; at stop they go. */
+    if (stopping)
+        parked_release(q, 0, true);
 }
 
 static void abandon_in_flight(struct dispatcher *q) { http_engine_cancel_all(q->engine); }
@@ -766,20 +780,24 @@ static void *dispatcher_main(void *arg)
 
     for (;;) {
         int64_t now = clock_now_ms(), mono = clock_mono_ms();
+        bool stopping = atomic_load(&q->stopping), stop_mode = stopping || atomic_load(&q->draining);
 
         inbox_drain(q, now);
-        if (atomic_load(&q->stopping)) {
+        if (stop_mode) {
             if (stop_deadline == 0) {
-                stop_deadline = mono + STOP_GRACE_MS;
-                abandon_queued(q);
+                stop_deadline = mono + (q->deps.drain_timeout_ms > 0 ? q->deps.drain_timeout_ms : STOP_GRACE_MS);
+                if (q->in_flight > 0)
+                    log_info(PART, "draining: %d attempts in flight get up to %lld ms", q->in_flight,
+                             (long long)(stop_deadline - mono));
             }
+            drain_queued(q, stopping); /* also what arrived since (a claim's answer, a hand-off) */
             if (q->in_flight > 0 && mono >= stop_deadline) {
                 log_warn(PART, "abandoning %d requests in flight at stop (their leases will expire)", q->in_flight);
                 abandon_in_flight(q);
             }
-            if (q->in_flight == 0 && q->outstanding_ops == 0)
+            if (stopping && q->in_flight == 0 && q->outstanding_ops == 0 && q->rewrite == NULL && q->parked == NULL)
                 break;
-            if (mono >= stop_deadline + STOP_OPS_WAIT_MS) {
+            if (stopping && mono >= stop_deadline + STOP_OPS_WAIT_MS) {
                 log_error(PART, "%d writes still unanswered at stop; leaving the dispatcher's memory alone",
                           q->outstanding_ops);
                 leak = true;
@@ -791,13 +809,13 @@ static void *dispatcher_main(void *arg)
             claims_maybe(q, now);
             schedule(q);
         }
-        if (http_engine_run(q->engine) > 0 && !atomic_load(&q->stopping)) {
+        if (http_engine_run(q->engine) > 0 && !stop_mode) {
             /* Due deliveries wait for the leases these results free: no waiting for company. */
             if (q->due_held_back && q->deps.claimer != NULL)
                 writer_flush(q->deps.writer);
             continue; /* slots opened: start what waits before sleeping */
         }
-        http_engine_wait(q->engine, atomic_load(&q->stopping) ? 50 : poll_timeout(q, now, mono));
+        http_engine_wait(q->engine, stop_mode ? 50 : poll_timeout(q, now, mono));
     }
     return leak ? q : NULL;
 }
@@ -954,12 +972,21 @@ void dispatcher_endpoints_changed(struct dispatcher *q)
     http_engine_wakeup(q->engine);
 }
 
+void dispatcher_drain(struct dispatcher *q)
+{
+    if (q == NULL)
+        return;
+    atomic_store(&q->draining, true);
+    http_engine_wakeup(q->engine);
+}
+
 void dispatcher_stop(struct dispatcher *q)
 {
     void *leaked = NULL;
 
     if (q == NULL)
         return;
+    atomic_store(&q->draining, true);
     atomic_store(&q->stopping, true);
     http_engine_wakeup(q->engine);
     pthread_join(q->thread, &leaked);

@@ -50,6 +50,7 @@ struct dispatcher_deps {
     bool allow_private_networks;
     struct breaker_policy breaker; /* circuit breaker and auto-disable */
     int64_t ramp_ms;            /* after a breaker closed, the endpoint's cap grows from 1 over this */
+    int64_t drain_timeout_ms;   /* at stop, in-flight attempts get this long to finish; 0: 2 s */
 };
 
 __attribute__((warn_unused_result)) int dispatcher_start(const struct dispatcher_deps *deps, struct dispatcher **out);
@@ -73,5 +74,14 @@ int dispatcher_room(struct dispatcher *q);
 int dispatcher_endpoint_window(struct dispatcher *q);
 void dispatcher_wake(struct dispatcher *q);
 void dispatcher_endpoints_changed(struct dispatcher *q);
+/*
+ * Stop in two steps. dispatcher_drain (never blocks): no claims and no new
+ * sends from now on; queued (unsent) deliveries give their leases back at
+ * once; in-flight attempts finish within drain_timeout_ms and their results
+ * are recorded. dispatcher_stop: drains if not draining yet, waits for that,
+ * and frees. Leases of work handed over during the drain (a fan-out ending,
+ * a claim returning) are left to the caller's store_delivery_release_node.
+ */
+void dispatcher_drain(struct dispatcher *q);
 void dispatcher_stop(struct dispatcher *q);
 #endif

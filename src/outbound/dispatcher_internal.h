@@ -52,7 +52,8 @@ struct dispatcher {
     struct http_engine *engine; /* the loop runs it: transfers, their sockets, the inbox wake-up */
     atomic_int held;
     atomic_int endpoint_window; /* the window's fair share per endpoint, kept by the loop (single-node hand-off) */
-    atomic_bool stopping;
+    atomic_bool stopping;       /* dispatcher_stop: finish the drain and end the loop */
+    atomic_bool draining;       /* dispatcher_drain: no claims or sends, unsent leases given back */
     atomic_bool claim_wanted;
     atomic_bool endpoints_dirty;
 

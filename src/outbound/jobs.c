@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/duration.h"
+#include "core/utf8.h"
 #include "hookd.h"
 #include "log.h"
 
@@ -115,6 +116,26 @@ static const enum delivery_status next_status[] = {
     [NEXT_DEAD] = DELIVERY_DEAD,
 };
 
+/*
+ * The snippet as bytes (the endpoint's, NULs and all); one cut at the cap
+ * ends on a character boundary when it is text. Without memory the attempt
+ * is still recorded, only without its snippet.
+ */
+static void snippet_set(struct attempt *a, const char *response, size_t len, bool truncated)
+{
+    if (truncated)
+        len = utf8_cut(response, len);
+    a->response_truncated = truncated;
+    if (len == 0)
+        return;
+    a->response = malloc(len + 1);
+    if (a->response == NULL)
+        return;
+    memcpy(a->response, response, len);
+    a->response[len] = '\0';
+    a->response_len = len;
+}
+
 void job_set_result(struct job *j, const struct retry_policy *policy, const struct request_outcome *o,
                     const char *response, int64_t started_at, int64_t now, double rnd01, const char *node)
 {
@@ -151,8 +172,7 @@ void job_set_result(struct job *j, const struct retry_policy *policy, const stru
             snprintf(j->error, sizeof j->error, "%s", o->error);
         res->attempt.error = j->error;
     }
-    /* Without memory the attempt is still recorded, only without its snippet. */
-    res->attempt.response = response != NULL && response[0] != '\0' ? strdup(response) : NULL;
+    snippet_set(&res->attempt, response, response != NULL ? o->response_len : 0, o->response_truncated);
     j->recorded_now = now;
 }
 

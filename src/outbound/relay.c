@@ -77,7 +77,7 @@ struct relay {
 
     /* Relay thread only. */
     struct store *rd;
-    struct log_limiter lim;
+    struct log_limiter lim, reject_lim;
     int64_t backoff_ms, retry_at_mono;
 };
 
@@ -113,6 +113,24 @@ static bool endpoint_wants(const struct endpoint *ep, const struct event *ev)
     if (ep->account != NULL && (ev->account == NULL || strcmp(ep->account, ev->account) != 0))
         return false;
     return event_type_matches_any((const char *const *)ep->event_types, ep->n_event_types, ev->type);
+}
+
+/*
+ * The outbox is untrusted input: a row whose id, type, account, resource or
+ * payload bytes break the rules of core/event_check.h (the store's reader
+ * looked at them whole) gets no deliveries. It is marked with the reason in
+ * its `error` column instead, visible as the event's "error", and the relay
+ * goes on with the rows after it. The log line names the row by its seq and
+ * the reason, never by its contents.
+ */
+#define REJECT_ERROR_MAX 96
+static bool event_rejected(struct relay *r, const struct event *ev, char out[REJECT_ERROR_MAX])
+{
+    if (ev->bad_field == NULL)
+        return false;
+    snprintf(out, REJECT_ERROR_MAX, "%s %s", ev->bad_field, ev->bad_reason);
+    log_limited(&r->reject_lim, LOG_WARN, PART, "outbox row seq %lld rejected: %s", (long long)ev->seq, out);
+    return true;
 }
 
 /* Rows inserted with plain SQL are checked here, by the same rule as hookd_publish(). */
@@ -368,14 +386,19 @@ static int fanout_rows(struct relay *r, struct store *s, int limit, size_t *fetc
         goto out;
     }
     for (size_t i = 0; i < evs.n; i++)
-        valid[i] = payload_is_json(evs.items[i].payload);
+        valid[i] = evs.items[i].bad_field == NULL && payload_is_json(evs.items[i].payload);
     rc = endpoints_of_version(r, s, version);
     if (rc == 0)
         rc = fanout_slots_get(r, s, &evs, valid, now, &fs);
     room = dispatcher_room(r->deps.dispatcher);
     for (size_t i = 0; i < evs.n && rc == 0; i++) {
         const struct event *ev = &evs.items[i];
+        char why[REJECT_ERROR_MAX];
 
+        if (event_rejected(r, ev, why)) {
+            rc = store_outbox_reject(s, ev->seq, why, now);
+            continue;
+        }
         for (size_t k = 0; k < r->eps.n && rc == 0; k++) {
             int *free_slots = fs.of_endpoint[k] >= 0 ? &fs.slots[fs.of_endpoint[k]] : NULL;
             bool leased;
@@ -495,6 +518,11 @@ static int op_record_handoff(struct store *s, void *arg)
         rc = plan_supersede(s, h->ds, h->n_ds, h->now);
     if (rc == 0)
         rc = store_outbox_mark_dispatched(s, h->seqs, h->evs.n, h->now);
+    for (size_t i = 0; rc == 0 && i < h->evs.n; i++) {
+        const struct event *ev = &h->evs.items[i];
+        if (ev->bad_field != NULL && ev->error != NULL)
+            rc = store_outbox_reject(s, ev->seq, ev->error, h->now);
+    }
     return rc;
 }
 
@@ -670,15 +698,25 @@ static int hand_off_batch(struct relay *r, int limit, size_t *fetched)
         goto fail;
     }
     for (size_t i = 0; i < h->evs.n; i++)
-        valid[i] = payload_is_json(h->evs.items[i].payload);
+        valid[i] = h->evs.items[i].bad_field == NULL && payload_is_json(h->evs.items[i].payload);
     rc = handoff_slots_get(r, &h->evs, valid, h->now, &fs);
     if (rc != 0)
         goto fail;
     room = dispatcher_room(r->deps.dispatcher);
     for (size_t i = 0; i < h->evs.n; i++) {
-        const struct event *ev = &h->evs.items[i];
+        struct event *ev = &h->evs.items[i];
+        char why[REJECT_ERROR_MAX];
 
         h->seqs[i] = ev->seq;
+        if (event_rejected(r, ev, why)) {
+            /* The record op writes it (ev->error is the row's column, read NULL: the row is undispatched). */
+            free(ev->error);
+            if ((ev->error = strdup(why)) == NULL) {
+                rc = HOOKD_ENOMEM;
+                goto fail;
+            }
+            continue;
+        }
         for (size_t k = 0; k < r->eps.n; k++) {
             int *free_slots = fs.of_endpoint[k] >= 0 ? &fs.slots[fs.of_endpoint[k]] : NULL;
             const struct endpoint *ep = &r->eps.items[k];

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/envelope.h"
+#include "core/ids.h"
 #include "core/signature.h"
 #include "core/signature_scheme.h"
 #include "hookd.h"
@@ -25,7 +26,9 @@
  */
 #define SLOT_ID_LEN (sizeof "webhook-id: " + HOOKD_ID_MAX)
 #define SLOT_TIMESTAMP_LEN (sizeof "webhook-timestamp: " + 24)
-#define SLOT_SIGNATURE_LEN (sizeof "webhook-signature: " + ENDPOINT_MAX_SECRETS * SIGNATURE_V1_LEN)
+/* Every live key's entry: a v1a (ed25519) entry is the longer of the two kinds. */
+_Static_assert(SIGNATURE_V1A_ENTRY_LEN >= SIGNATURE_V1_LEN, "a v1a entry is the longest");
+#define SLOT_SIGNATURE_LEN (sizeof "webhook-signature: " + ENDPOINT_MAX_SECRETS * SIGNATURE_V1A_ENTRY_LEN)
 
 int request_new(struct request **out)
 {
@@ -107,6 +110,10 @@ int request_prepare(struct request *r, const struct endpoint *ep, const struct e
     int64_t ts_s = now_ms / 1000;
     int rc;
 
+    /* The relay rejects such rows; this is for deliveries made before it did. The id goes into a
+     * header and is signed, whole: it must be one that fits and cannot start a header of its own. */
+    if (!id_is_valid(ev->id) || ev->bad_field != NULL)
+        return HOOKD_EINVAL;
     buf_reset(&r->body);
     rc = envelope_build(&in, &r->body);
     if (rc != 0)
@@ -116,6 +123,10 @@ int request_prepare(struct request *r, const struct endpoint *ep, const struct e
     rc = sign_all(r, ep, ev->id, ts_s, now_ms);
     if (rc != 0)
         return rc;
+    /* After hookd's own: their names are never one of those (core/custom_headers.h), so nothing is overridden. */
+    for (size_t i = 0; i < ep->n_headers && i < CUSTOM_HEADERS_MAX; i++)
+        r->headers[REQUEST_HEADERS + i] = ep->headers[i];
+    r->http.n_headers = REQUEST_HEADERS + (ep->n_headers < CUSTOM_HEADERS_MAX ? ep->n_headers : CUSTOM_HEADERS_MAX);
     r->http.url = ep->url;
     r->http.body = r->body.data;
     r->http.body_len = r->body.len;
@@ -132,6 +143,8 @@ void request_outcome(const struct http_client_result *res, struct request_outcom
     out->outcome = (enum outcome)(res->outcome >= 0 ? res->outcome : request_classify(res));
     out->retry_after_ms = -1;
     out->duration_ms = res->duration_ms;
+    out->response_len = res->body_len;
+    out->response_truncated = res->body_truncated || res->body_aborted;
     if (res->transport != TRANSPORT_OK) {
         snprintf(out->error, sizeof out->error, "%s", res->error);
         return;

@@ -1,13 +1,18 @@
 /*
  * The JSON text columns of hookd_endpoints, shared by the backends: the
- * event type filters, the secrets (wiped from memory after use) and the
- * retry schedule.
+ * event type filters, the secrets (sealed at rest by core/secret_box.h, with
+ * "endpoint:<id>" as the row's identity, and wiped from memory after use) and
+ * the retry schedule.
  */
 #include "store/endpoint_json.h"
 
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/secret_box.h"
+#include "log.h"
 
 /* Overwrites the key strings inside a secrets array before it is freed. */
 static void secrets_json_wipe(json_t *arr)
@@ -35,12 +40,42 @@ void endpoint_json_free(struct endpoint_json *j)
     free(j->event_types);
     text_wipe_free(j->secrets);
     free(j->retry_schedule);
+    free(j->headers);
     memset(j, 0, sizeof *j);
+}
+
+/* The "Name: value" lines as one JSON object, in their order. */
+static int headers_encode(const struct endpoint *ep, char **out)
+{
+    json_t *obj;
+
+    *out = NULL;
+    if (ep->n_headers == 0)
+        return 0;
+    if (ep->n_headers > CUSTOM_HEADERS_MAX)
+        return HOOKD_EINVAL;
+    if (!(obj = json_object()))
+        return HOOKD_ENOMEM;
+    for (size_t i = 0; i < ep->n_headers; i++) {
+        const char *colon = ep->headers[i] ? strchr(ep->headers[i], ':') : NULL;
+        if (!colon || colon[1] != ' ') {
+            json_decref(obj);
+            return HOOKD_EINVAL;
+        }
+        if (json_object_setn_new(obj, ep->headers[i], (size_t)(colon - ep->headers[i]), json_string(colon + 2))) {
+            json_decref(obj);
+            return HOOKD_ENOMEM;
+        }
+    }
+    *out = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(obj);
+    return *out ? 0 : HOOKD_ENOMEM;
 }
 
 int endpoint_json_encode(const struct endpoint *ep, struct endpoint_json *j)
 {
     json_t *types = json_array(), *secrets = json_array(), *sched = ep->n_retry_schedule ? json_array() : NULL;
+    char *plain;
     int result = HOOKD_ENOMEM;
 
     memset(j, 0, sizeof *j);
@@ -67,10 +102,19 @@ int endpoint_json_encode(const struct endpoint *ep, struct endpoint_json *j)
             goto out;
     }
     j->event_types = json_dumps(types, JSON_COMPACT);
-    j->secrets = json_dumps(secrets, JSON_COMPACT);
+    plain = json_dumps(secrets, JSON_COMPACT);
+    if (plain) {
+        char aad[16 + HOOKD_ID_MAX];
+        snprintf(aad, sizeof aad, "endpoint:%s", ep->id);
+        result = secret_box_seal(aad, plain, &j->secrets);
+        secret_text_free(plain);
+        if (result)
+            goto out;
+        result = HOOKD_ENOMEM;
+    }
     j->retry_schedule = sched ? json_dumps(sched, JSON_COMPACT) : NULL;
     if (j->event_types && j->secrets && (!sched || j->retry_schedule))
-        result = 0;
+        result = headers_encode(ep, &j->headers);
 out:
     if (result)
         endpoint_json_free(j);
@@ -100,11 +144,26 @@ static int decode_event_types(const char *text, struct endpoint *ep)
     return result;
 }
 
-static int decode_secrets(const char *text, struct endpoint *ep)
+/* The one place an endpoint's stored secrets are opened: a wrong key is named in the log. */
+static int decode_secrets(const char *stored, struct endpoint *ep)
 {
-    json_t *arr = json_loads(text ? text : "[]", 0, NULL), *item;
+    char aad[16 + HOOKD_ID_MAX], wrong[SECRET_KEY_ID_LEN], *text = NULL;
+    json_t *arr = NULL, *item;
     size_t i;
-    int result = json_is_array(arr) && json_array_size(arr) <= ENDPOINT_MAX_SECRETS ? 0 : HOOKD_EIO;
+    int result;
+
+    snprintf(aad, sizeof aad, "endpoint:%s", ep->id);
+    result = secret_box_open(aad, stored ? stored : "[]", &text, wrong);
+    if (result == HOOKD_EINVAL)
+        log_error("store", "endpoint %s: secrets sealed under key %s, not the configured key %s", ep->id, wrong,
+                  secret_box_key_id());
+    else if (result == HOOKD_EIO)
+        log_error("store", "endpoint %s: sealed secrets do not open (damaged, or not this row's)", ep->id);
+    if (result)
+        return result == HOOKD_ENOMEM ? result : HOOKD_EIO;
+    arr = json_loads(text, 0, NULL);
+    secret_text_free(text);
+    result = json_is_array(arr) && json_array_size(arr) <= ENDPOINT_MAX_SECRETS ? 0 : HOOKD_EIO;
 
     json_array_foreach(arr, i, item) {
         struct endpoint_secret *sec = &ep->secrets[ep->n_secrets];
@@ -159,4 +218,35 @@ int endpoint_json_decode(struct endpoint *ep, const char *event_types, const cha
     if (result == 0)
         result = decode_retry_schedule(retry_schedule, ep);
     return result;
+}
+
+int endpoint_headers_decode(struct endpoint *ep, const char *text)
+{
+    json_t *obj, *v;
+    const char *name;
+
+    if (!text)
+        return 0;
+    obj = json_loads(text, 0, NULL);
+    if (!json_is_object(obj)) {
+        json_decref(obj);
+        return HOOKD_EIO;
+    }
+    json_object_foreach(obj, name, v) {
+        const char *value = json_string_value(v);
+        size_t len = value ? json_string_length(v) : 0;
+        char *line;
+        if (ep->n_headers == CUSTOM_HEADERS_MAX || custom_header_problem(name, value, len) != NULL) {
+            log_warn("store", "endpoint %s: a stored custom header breaks the rules and is not sent", ep->id);
+            continue;
+        }
+        if (!(line = malloc(strlen(name) + len + 3))) {
+            json_decref(obj);
+            return HOOKD_ENOMEM;
+        }
+        snprintf(line, strlen(name) + len + 3, "%s: %s", name, value);
+        ep->headers[ep->n_headers++] = line;
+    }
+    json_decref(obj);
+    return 0;
 }

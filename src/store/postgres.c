@@ -125,7 +125,11 @@ static int postgres_migrate(struct store *s)
     result = pg_atomic_begin(s);
     if (result)
         return result;
-    result = pg_exec(s, "SELECT pg_advisory_xact_lock(" MIGRATE_LOCK_KEY ")");
+    /* A migration waits for whatever holds its tables (another node's
+     * migration, an application's transaction), not just for lock_timeout. */
+    result = pg_exec(s, "SET LOCAL lock_timeout = 0");
+    if (result == 0)
+        result = pg_exec(s, "SELECT pg_advisory_xact_lock(" MIGRATE_LOCK_KEY ")");
     if (result == 0)
         result = migrate_steps(s);
     return pg_atomic_end(s, result);
@@ -166,6 +170,17 @@ static int postgres_changed(struct store *s, bool *changed)
 }
 
 /* Notifications arrive on the socket once LISTEN is on (changed() turns it on). */
+/* The session's lock_timeout (5 s from the connection options otherwise). */
+static int postgres_lock_wait(struct store *s, int64_t ms)
+{
+    char sql[64];
+
+    if (s->tx_open)
+        return HOOKD_EINVAL;
+    snprintf(sql, sizeof sql, "SET lock_timeout = %lld", (long long)ms);
+    return pg_exec(s, sql);
+}
+
 static int postgres_changed_fd(struct store *s)
 {
     return s->listening && PQstatus(s->conn) == CONNECTION_OK ? PQsocket(s->conn) : -1;
@@ -233,9 +248,13 @@ const struct store_ops store_postgres_ops = {
     .rollback_to = postgres_rollback_to,
     .changed = postgres_changed,
     .changed_fd = postgres_changed_fd,
+    .lock_wait = postgres_lock_wait,
     .meta = &postgres_meta_ops,
     .events = &postgres_event_ops,
     .endpoints = &postgres_endpoint_ops,
     .deliveries = &postgres_delivery_ops,
     .endpoint_state = &postgres_endpoint_state_ops,
+    .sources = &postgres_source_ops,
+    .inbox = &postgres_inbox_ops,
+    .rejections = &postgres_rejection_ops,
 };

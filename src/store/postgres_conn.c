@@ -29,9 +29,13 @@
  * look expensive enough to be compiled by the JIT (200 ms per run,
  * measured): JIT is off too, as it is best for short queries anyway. A DSN
  * that sets options itself replaces these.
+ * No statement of hookd's waits longer than 5 s for a lock an application's
+ * transaction holds (lock_timeout; a writer sets its own, shorter one): it
+ * fails with HOOKD_EBUSY instead of stalling its thread silently.
  */
 #define PLANNER_OPTIONS \
-    "-c enable_seqscan=off -c enable_bitmapscan=off -c plan_cache_mode=force_generic_plan -c jit=off"
+    "-c enable_seqscan=off -c enable_bitmapscan=off -c plan_cache_mode=force_generic_plan -c jit=off" \
+    " -c lock_timeout=5000"
 
 /* ---- errors --------------------------------------------------------------- */
 

@@ -25,6 +25,7 @@ enum {
     PG_DELIVERY_RELEASE,
     PG_DELIVERY_RELEASE_NODE,
     PG_DELIVERY_GET,
+    PG_DELIVERY_REPLAY,
     PG_ATTEMPT_LIST,
     PG_DELIVERY_LIST,
     PG_DELIVERY_LIST_LAST = PG_DELIVERY_LIST + DL_F_COMBINATIONS - 1,
@@ -469,7 +470,7 @@ out:
 
 /* The columns of a batch of results, one element per valid result. */
 enum { CM_ID, CM_OWNER, CM_TOKEN, CM_STATUS, CM_N, CM_NEXT, CM_CODE, CM_ERROR, CM_STARTED, CM_DURATION,
-       CM_CLASS, CM_RESPONSE, CM_NODE, CM_DISABLE, CM_COLUMNS };
+       CM_CLASS, CM_RESPONSE, CM_NODE, CM_DISABLE, CM_TRUNCATED, CM_COLUMNS };
 
 static int id_cmp(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
@@ -499,13 +500,37 @@ static int complete_many_results(const PGresult *res, const struct delivery_resu
  * still theirs, and only those get their attempt row, their lease dropped from
  * hookd_inflight and (410) the endpoint disabled.
  */
+/* The snippet's bytes as hex text in *buf (grown as needed); false without a snippet or memory. */
+static bool response_hex(const struct attempt *at, char **buf, size_t *cap)
+{
+    size_t n;
+
+    if (!at->response)
+        return false;
+    n = at->response_len ? at->response_len : strlen(at->response);
+    if (2 * n + 1 > *cap) {
+        char *grown = realloc(*buf, 2 * n + 1);
+        if (!grown) {
+            free(*buf);
+            *buf = NULL;
+            *cap = 0;
+            return false;
+        }
+        *buf = grown;
+        *cap = 2 * n + 1;
+    }
+    store_hex_encode(at->response, n, *buf);
+    return true;
+}
+
 static int postgres_delivery_complete_many(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,
                                     int *results)
 {
     struct pg_array a[CM_COLUMNS] = {{0}};
     struct pg_params p = {.n = 0};
     PGresult *res = NULL;
-    size_t valid = 0;
+    size_t valid = 0, hex_cap = 0;
+    char *hex = NULL;
     int result = 0;
 
     for (size_t i = 0; i < n; i++) {
@@ -526,15 +551,20 @@ static int postgres_delivery_complete_many(struct store *s, const struct deliver
         pg_array_i64(&a[CM_STARTED], at->started_at ? at->started_at : now);
         pg_array_i64(&a[CM_DURATION], at->duration_ms);
         pg_array_text(&a[CM_CLASS], at->error_class);
-        pg_array_text(&a[CM_RESPONSE], at->response);
+        pg_array_text(&a[CM_RESPONSE], response_hex(at, &hex, &hex_cap) ? hex : NULL);
+        if (at->response && !hex)
+            result = HOOKD_ENOMEM;
         pg_array_text(&a[CM_NODE], at->node ? at->node : r->lease_owner);
         pg_array_text(&a[CM_DISABLE], r->disable_endpoint_reason);
+        pg_array_i64(&a[CM_TRUNCATED], at->response_truncated);
     }
+    free(hex);
     if (valid == 0)
         goto out;
     for (int c = 0; c < CM_COLUMNS; c++) {
         static const bool number[CM_COLUMNS] = {[CM_TOKEN] = true, [CM_N] = true, [CM_NEXT] = true,
-                                                [CM_CODE] = true, [CM_STARTED] = true, [CM_DURATION] = true};
+                                                [CM_CODE] = true, [CM_STARTED] = true, [CM_DURATION] = true,
+                                                [CM_TRUNCATED] = true};
         const char *literal = pg_array_end(&a[c]);
         if (!literal)
             result = HOOKD_ENOMEM;
@@ -546,23 +576,24 @@ static int postgres_delivery_complete_many(struct store *s, const struct deliver
     pg_param_i64(&p, CM_COLUMNS + 1, now);
     if (result == 0)
         result = pg_run(s, PG_DELIVERY_COMPLETE_MANY,
-                        "WITH r AS (SELECT * FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
-                        "  AS r(id, owner, token, status, n, next_at, code, error, started, duration, class, response,"
-                        "  node, disable)),"
+                        "WITH r AS (SELECT * FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
+                        "  $15) AS r(id, owner, token, status, n, next_at, code, error, started, duration, class,"
+                        "  response, node, disable, truncated)),"
                         " u AS (UPDATE hookd_deliveries d SET status = r.status, attempt_count = r.n,"
                         "  next_attempt_at = r.next_at, last_status_code = r.code, last_error = r.error,"
                         "  first_attempt_at = COALESCE(d.first_attempt_at, r.started), last_attempt_at = r.started,"
-                        "  delivered_at = CASE WHEN r.status = 'delivered' THEN $15 ELSE d.delivered_at END,"
+                        "  delivered_at = CASE WHEN r.status = 'delivered' THEN $16 ELSE d.delivered_at END,"
                         "  lease_owner = NULL, lease_until = NULL"
                         "  FROM r WHERE d.id = r.id AND d.lease_owner = r.owner AND d.lease_token = r.token"
                         "  RETURNING d.id, d.endpoint_id, r.n, r.started, r.duration, r.code, r.class, r.error,"
-                        "  r.response, r.node, r.disable),"
+                        "  r.response, r.node, r.disable, r.truncated),"
                         " f AS (" INFLIGHT_DROP("u") "),"
                         " a AS (INSERT INTO hookd_attempts(delivery_id, n, started_at, duration_ms, status_code,"
-                        "  error_class, error, response, node)"
-                        "  SELECT u.id, u.n, u.started, u.duration, u.code, u.class, u.error, u.response, u.node FROM u),"
-                        " x AS (UPDATE hookd_endpoints e SET enabled = false, disabled_reason = z.disable, updated_at = $15,"
-                        "  disabled_at = COALESCE(e.disabled_at, $15)"
+                        "  error_class, error, response_body, node, response_truncated)"
+                        "  SELECT u.id, u.n, u.started, u.duration, u.code, u.class, u.error, decode(u.response, 'hex'),"
+                        "  u.node, u.truncated <> 0 FROM u),"
+                        " x AS (UPDATE hookd_endpoints e SET enabled = false, disabled_reason = z.disable, updated_at = $16,"
+                        "  disabled_at = COALESCE(e.disabled_at, $16)"
                         "  FROM (SELECT endpoint_id, min(disable) AS disable FROM u WHERE disable IS NOT NULL"
                         "   GROUP BY endpoint_id) z WHERE e.id = z.endpoint_id)"
                         " SELECT id FROM u",
@@ -632,6 +663,28 @@ static int postgres_delivery_get(struct store *s, const char *id, struct deliver
                   store_read_delivery, out);
 }
 
+/* One UPDATE with the status predicate: of two replays, or a replay and a claim, only one can win. A
+ * final delivery holds no lease, so hookd_inflight has no row of it to clear. */
+static int postgres_delivery_replay(struct store *s, const char *id, int64_t now, struct delivery *out)
+{
+    struct pg_params p = {.n = 0};
+    int result;
+
+    pg_param_text(&p, 1, id);
+    pg_param_i64(&p, 2, now);
+    result = pg_get(s, PG_DELIVERY_REPLAY,
+                    "UPDATE hookd_deliveries d SET status = 'pending', attempt_count = 0, next_attempt_at = $2, first_attempt_at = NULL,"
+                    " delivered_at = NULL, lease_owner = NULL, lease_until = NULL"
+                    " WHERE d.id = $1 AND d.status IN ('dead', 'skipped', 'delivered')"
+                    " RETURNING " STORE_DELIVERY_COLUMNS,
+                    &p, store_read_delivery, out);
+    if (result != HOOKD_ENOTFOUND)
+        return result;
+    /* Not replayable: absent (ENOTFOUND), or open, i.e. queued or in flight already (ECONFLICT). */
+    result = postgres_delivery_get(s, id, out);
+    return result == 0 ? HOOKD_ECONFLICT : result;
+}
+
 /* Newest first; the created_at range is since <= created_at < until. */
 static int postgres_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out)
 {
@@ -665,7 +718,7 @@ static int postgres_attempt_list(struct store *s, const char *delivery_id, struc
 
     pg_param_text(&p, 1, delivery_id);
     return pg_list(s, PG_ATTEMPT_LIST,
-                   "SELECT " STORE_ATTEMPT_COLUMNS " FROM hookd_attempts WHERE delivery_id = $1 ORDER BY n, id", &p,
+                   "SELECT " STORE_ATTEMPT_COLUMNS_WITH(STORE_ATTEMPT_POSTGRES_RESPONSE) " FROM hookd_attempts WHERE delivery_id = $1 ORDER BY id", &p,
                    store_read_attempt, STORE_ROWS(out, store_free_attempt));
 }
 
@@ -681,6 +734,7 @@ const struct store_delivery_ops postgres_delivery_ops = {
     .release = postgres_delivery_release,
     .release_node = postgres_delivery_release_node,
     .get = postgres_delivery_get,
+    .replay = postgres_delivery_replay,
     .list = postgres_delivery_list,
     .attempt_list = postgres_attempt_list,
 };

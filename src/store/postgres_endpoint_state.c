@@ -22,7 +22,7 @@ enum {
     PG_STATE_RESET,
     PG_ENDPOINT_STATE_END
 };
-_Static_assert((int)PG_ENDPOINT_STATE_END <= (int)PG_SPARE, "the endpoint state statements overflow their slots");
+_Static_assert((int)PG_ENDPOINT_STATE_END <= (int)PG_SOURCES, "the endpoint state statements overflow their slots");
 
 static double rnd01(void)
 {

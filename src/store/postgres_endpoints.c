@@ -32,12 +32,12 @@ static int endpoint_write(struct store *s, const struct endpoint *ep, bool updat
 {
     static const char insert_sql[] =
         "INSERT INTO hookd_endpoints(" STORE_ENDPOINT_COLUMNS ", disabled_at)"
-        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,"
+        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,"
         " CASE WHEN $7 THEN NULL ELSE $15 END) ON CONFLICT (id) DO NOTHING";
     static const char update_sql[] =
         "UPDATE hookd_endpoints SET account = $2, url = $3, description = $4, event_types = $5, secrets = $6,"
         " enabled = $7, disabled_reason = $8, ordering = $9, max_in_flight = $10, rate_limit = $11,"
-        " timeout_ms = $12, retry_schedule = $13, updated_at = $15,"
+        " timeout_ms = $12, retry_schedule = $13, updated_at = $15, headers = $16,"
         " disabled_at = CASE WHEN $7 THEN NULL ELSE COALESCE(disabled_at, $15) END"
         " WHERE id = $1"; /* $14 (created_at) is declared but kept */
     struct store_value v[STORE_ENDPOINT_NVALUES];

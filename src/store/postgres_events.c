@@ -19,6 +19,7 @@ enum {
     PG_OUTBOX_MARK,
     PG_OUTBOX_PENDING,
     PG_OUTBOX_TAKE,
+    PG_OUTBOX_REJECT,
     PG_EVENT_LIST,
     PG_EVENT_LIST_LAST = PG_EVENT_LIST + EV_F_COMBINATIONS - 1,
     PG_EVENTS_END
@@ -182,6 +183,18 @@ static int postgres_outbox_pending(struct store *s, bool *any)
     return result;
 }
 
+static int postgres_outbox_reject(struct store *s, int64_t seq, const char *error, int64_t at)
+{
+    struct pg_params p = {.n = 0};
+
+    pg_param_text(&p, 1, error);
+    pg_param_i64(&p, 2, at);
+    pg_param_i64(&p, 3, seq);
+    return pg_run_command(s, PG_OUTBOX_REJECT,
+                          "UPDATE hookd_outbox SET error = $1, dispatched_at = coalesce(dispatched_at, $2) WHERE seq = $3",
+                          &p, NULL);
+}
+
 const struct store_event_ops postgres_event_ops = {
     .insert = postgres_event_insert,
     .get = postgres_event_get,
@@ -190,4 +203,5 @@ const struct store_event_ops postgres_event_ops = {
     .mark_dispatched = postgres_outbox_mark_dispatched,
     .pending = postgres_outbox_pending,
     .take = postgres_outbox_take,
+    .reject = postgres_outbox_reject,
 };

@@ -29,7 +29,10 @@ enum {
     PG_ENDPOINTS = PG_EVENTS + 64,     /* postgres_endpoints.c */
     PG_DELIVERIES = PG_ENDPOINTS + 32, /* postgres_deliveries.c */
     PG_ENDPOINT_STATE = PG_DELIVERIES + 256, /* postgres_endpoint_state.c */
-    PG_SPARE = PG_ENDPOINT_STATE + 16, /* no statement of the backend uses these (tests) */
+    PG_SOURCES = PG_ENDPOINT_STATE + 16, /* postgres_sources.c */
+    PG_INBOX = PG_SOURCES + 16,        /* postgres_inbox.c */
+    PG_REJECTIONS = PG_INBOX + 144,    /* postgres_rejections.c */
+    PG_SPARE = PG_REJECTIONS + 16,     /* no statement of the backend uses these (tests) */
     PG_SLOTS = PG_SPARE + 4,
 };
 _Static_assert((int)PG_CONN_END <= (int)PG_EVENTS, "the connection's statements overflow their slots");
@@ -186,4 +189,7 @@ extern const struct store_event_ops postgres_event_ops;
 extern const struct store_endpoint_ops postgres_endpoint_ops;
 extern const struct store_delivery_ops postgres_delivery_ops;
 extern const struct store_endpoint_state_ops postgres_endpoint_state_ops;
+extern const struct store_source_ops postgres_source_ops;       /* postgres_sources.c */
+extern const struct store_inbox_ops postgres_inbox_ops;         /* postgres_inbox.c */
+extern const struct store_rejection_ops postgres_rejection_ops; /* postgres_rejections.c */
 #endif

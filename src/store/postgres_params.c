@@ -209,6 +209,10 @@ static const char *row_text(const struct store_row *r, int col)
 {
     return row_null(r, col) ? NULL : PQgetvalue(row_res(r), r->row, col);
 }
+static size_t row_len(const struct store_row *r, int col)
+{
+    return row_null(r, col) ? 0 : (size_t)PQgetlength(row_res(r), r->row, col);
+}
 static char *row_str(const struct store_row *r, int col, bool *ok) { return pg_col_str(row_res(r), r->row, col, ok); }
 static int64_t row_i64(const struct store_row *r, int col) { return pg_col_i64(row_res(r), r->row, col); }
 static bool row_flag(const struct store_row *r, int col)
@@ -219,6 +223,7 @@ static bool row_flag(const struct store_row *r, int col)
 static const struct store_row_ops row_ops = {
     .null = row_null,
     .text = row_text,
+    .len = row_len,
     .str = row_str,
     .i64 = row_i64,
     .flag = row_flag,

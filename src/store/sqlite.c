@@ -213,6 +213,11 @@ static const char *row_text(const struct store_row *r, int col)
 {
     return (const char *)sqlite3_column_text(row_stmt(r), col);
 }
+/* After row_text of the column, the bytes of the text it gave (a blob's converted the same way). */
+static size_t row_len(const struct store_row *r, int col)
+{
+    return (size_t)sqlite3_column_bytes(row_stmt(r), col);
+}
 static char *row_str(const struct store_row *r, int col, bool *ok) { return sq_col_str(row_stmt(r), col, ok); }
 static int64_t row_i64(const struct store_row *r, int col) { return sqlite3_column_int64(row_stmt(r), col); }
 static bool row_flag(const struct store_row *r, int col) { return sqlite3_column_int(row_stmt(r), col) != 0; }
@@ -220,6 +225,7 @@ static bool row_flag(const struct store_row *r, int col) { return sqlite3_column
 static const struct store_row_ops row_ops = {
     .null = row_null,
     .text = row_text,
+    .len = row_len,
     .str = row_str,
     .i64 = row_i64,
     .flag = row_flag,
@@ -307,7 +313,7 @@ static void sqlite_close(struct store *s)
 
 /*
  * Waits for another connection's write lock in short steps (50 µs doubling to
- * 1 ms) for up to BUSY_TIMEOUT_MS. SQLite's own busy_timeout handler sleeps 1, 2,
+ * 1 ms) for up to BUSY_TIMEOUT_MS (or the connection's lock_wait). SQLite's own busy_timeout handler sleeps 1, 2,
  * 5, 10 … 100 ms, so one collision with an application's commit would add tens
  * of milliseconds to commit→arrival latency.
  */
@@ -319,7 +325,7 @@ static int sqlite_busy_wait(void *arg, int count)
 
     if (count == 0)
         s->busy_since_ms = now;
-    else if (now - s->busy_since_ms >= BUSY_TIMEOUT_MS)
+    else if (now - s->busy_since_ms >= (s->busy_timeout_ms > 0 ? s->busy_timeout_ms : BUSY_TIMEOUT_MS))
         return 0;
     usleep((useconds_t)step_us);
     return 1;
@@ -488,6 +494,12 @@ out:
     return result;
 }
 
+static int sqlite_lock_wait(struct store *s, int64_t ms)
+{
+    s->busy_timeout_ms = ms;
+    return 0;
+}
+
 /* ---- meta ------------------------------------------------------------------- */
 
 static int sqlite_meta_get(struct store *s, const char *key, char **value_out)
@@ -554,9 +566,13 @@ const struct store_ops store_sqlite_ops = {
     .rollback_to = sqlite_rollback_to,
     .changed = sqlite_changed,
     .changed_fd = sqlite_changed_fd,
+    .lock_wait = sqlite_lock_wait,
     .meta = &sqlite_meta_ops,
     .events = &sqlite_event_ops,
     .endpoints = &sqlite_endpoint_ops,
     .deliveries = &sqlite_delivery_ops,
     .endpoint_state = &sqlite_endpoint_state_ops,
+    .sources = &sqlite_source_ops,
+    .inbox = &sqlite_inbox_ops,
+    .rejections = &sqlite_rejection_ops,
 };

@@ -28,6 +28,7 @@ enum {
     SQ_DELIVERY_RELEASE,
     SQ_DELIVERY_RELEASE_NODE,
     SQ_DELIVERY_GET,
+    SQ_DELIVERY_REPLAY,
     SQ_ATTEMPT_LIST,
     SQ_DELIVERY_LIST,
     SQ_DELIVERY_LIST_LAST = SQ_DELIVERY_LIST + DL_F_COMBINATIONS - 1,
@@ -516,7 +517,8 @@ static int attempt_insert(struct store *s, const struct delivery_result *r, int6
     sqlite3_stmt *st;
     int result = sq_stmt(s, SQ_ATTEMPT_INSERT,
                          "INSERT INTO hookd_attempts(delivery_id, n, started_at, duration_ms, status_code,"
-                         " error_class, error, response, node) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                         " error_class, error, response_body, node, response_truncated)"
+                         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                          &st);
 
     if (result)
@@ -529,8 +531,11 @@ static int attempt_insert(struct store *s, const struct delivery_result *r, int6
         sqlite3_bind_int(st, 5, a->status_code);
     sq_bind_text(st, 6, a->error_class);
     sq_bind_text(st, 7, a->error);
-    sq_bind_text(st, 8, a->response);
+    if (a->response)
+        sqlite3_bind_blob64(st, 8, a->response, a->response_len ? a->response_len : strlen(a->response),
+                            SQLITE_STATIC);
     sq_bind_text(st, 9, a->node ? a->node : r->lease_owner);
+    sqlite3_bind_int(st, 10, a->response_truncated);
     return sq_run(s, st, NULL);
 }
 
@@ -662,6 +667,34 @@ static int sqlite_delivery_get(struct store *s, const char *id, struct delivery 
     return sq_row_read(s, st, store_read_delivery, out);
 }
 
+/* One UPDATE with the status predicate: of two replays, or a replay and a claim, only one can win.
+ * (SQLite's RETURNING cannot name the table's alias the column list uses: the row is read after.) */
+static int sqlite_delivery_replay(struct store *s, const char *id, int64_t now, struct delivery *out)
+{
+    sqlite3_stmt *st;
+    int changes = 0, result = sq_stmt(s, SQ_DELIVERY_REPLAY,
+                                      "UPDATE hookd_deliveries SET status = 'pending', attempt_count = 0,"
+                                      " next_attempt_at = ?2, first_attempt_at = NULL, delivered_at = NULL,"
+                                      " lease_owner = NULL, lease_until = NULL"
+                                      " WHERE id = ?1 AND status IN ('dead', 'skipped', 'delivered')",
+                                      &st);
+
+    if (result)
+        return result;
+    result = sq_atomic_begin(s);
+    if (result)
+        return result;
+    sq_bind_text(st, 1, id);
+    sqlite3_bind_int64(st, 2, now);
+    result = sq_run(s, st, &changes);
+    /* Replayed, or not replayable: absent (ENOTFOUND), or open, i.e. queued or in flight already (ECONFLICT). */
+    if (result == 0)
+        result = sqlite_delivery_get(s, id, out);
+    if (result == 0 && changes == 0)
+        result = HOOKD_ECONFLICT;
+    return sq_atomic_end(s, result);
+}
+
 /* Newest first; the created_at range is since <= created_at < until. */
 static int sqlite_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out)
 {
@@ -697,7 +730,7 @@ static int sqlite_attempt_list(struct store *s, const char *delivery_id, struct 
 {
     sqlite3_stmt *st;
     int result = sq_stmt(s, SQ_ATTEMPT_LIST,
-                         "SELECT " STORE_ATTEMPT_COLUMNS " FROM hookd_attempts WHERE delivery_id = ?1 ORDER BY n, id",
+                         "SELECT " STORE_ATTEMPT_COLUMNS_WITH(STORE_ATTEMPT_SQLITE_RESPONSE) " FROM hookd_attempts WHERE delivery_id = ?1 ORDER BY id",
                          &st);
 
     out->items = NULL;
@@ -720,6 +753,7 @@ const struct store_delivery_ops sqlite_delivery_ops = {
     .release = sqlite_delivery_release,
     .release_node = sqlite_delivery_release_node,
     .get = sqlite_delivery_get,
+    .replay = sqlite_delivery_replay,
     .list = sqlite_delivery_list,
     .attempt_list = sqlite_attempt_list,
 };

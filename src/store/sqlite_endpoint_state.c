@@ -19,7 +19,7 @@ enum {
     SQ_STATE_RESET,
     SQ_ENDPOINT_STATE_END
 };
-_Static_assert((int)SQ_ENDPOINT_STATE_END <= (int)SQ_SLOTS, "the endpoint state statements overflow their slots");
+_Static_assert((int)SQ_ENDPOINT_STATE_END <= (int)SQ_SOURCES, "the endpoint state statements overflow their slots");
 
 static double rnd01(void)
 {

@@ -15,6 +15,7 @@ enum {
     SQ_OUTBOX_FETCH,
     SQ_OUTBOX_MARK,
     SQ_OUTBOX_PENDING,
+    SQ_OUTBOX_REJECT,
     SQ_EVENT_LIST,
     SQ_EVENT_LIST_LAST = SQ_EVENT_LIST + EV_F_COMBINATIONS - 1,
     SQ_EVENTS_END
@@ -190,6 +191,21 @@ static int sqlite_outbox_pending(struct store *s, bool *any)
     return result == HOOKD_ENOTFOUND ? 0 : result;
 }
 
+static int sqlite_outbox_reject(struct store *s, int64_t seq, const char *error, int64_t at)
+{
+    sqlite3_stmt *st;
+    int result = sq_stmt(s, SQ_OUTBOX_REJECT,
+                         "UPDATE hookd_outbox SET error = ?1, dispatched_at = coalesce(dispatched_at, ?2) WHERE seq = ?3",
+                         &st);
+
+    if (result)
+        return result;
+    sq_bind_text(st, 1, error);
+    sqlite3_bind_int64(st, 2, at);
+    sqlite3_bind_int64(st, 3, seq);
+    return sq_run(s, st, NULL);
+}
+
 const struct store_event_ops sqlite_event_ops = {
     .insert = sqlite_event_insert,
     .get = sqlite_event_get,
@@ -198,4 +214,5 @@ const struct store_event_ops sqlite_event_ops = {
     .mark_dispatched = sqlite_outbox_mark_dispatched,
     .pending = sqlite_outbox_pending,
     .take = sqlite_outbox_take,
+    .reject = sqlite_outbox_reject,
 };

@@ -38,7 +38,10 @@ enum {
     SQ_ENDPOINTS = SQ_EVENTS + 64,     /* sqlite_endpoints.c */
     SQ_DELIVERIES = SQ_ENDPOINTS + 32, /* sqlite_deliveries.c */
     SQ_ENDPOINT_STATE = SQ_DELIVERIES + 256, /* sqlite_endpoint_state.c */
-    SQ_SLOTS = SQ_ENDPOINT_STATE + 16,
+    SQ_SOURCES = SQ_ENDPOINT_STATE + 16, /* sqlite_sources.c */
+    SQ_INBOX = SQ_SOURCES + 16,        /* sqlite_inbox.c */
+    SQ_REJECTIONS = SQ_INBOX + 144,    /* sqlite_rejections.c */
+    SQ_SLOTS = SQ_REJECTIONS + 16,
 };
 _Static_assert((int)SQ_CONN_END <= (int)SQ_EVENTS, "the connection's statements overflow their slots");
 
@@ -51,6 +54,7 @@ struct store {
     bool atomic_own;      /* sq_atomic_begin opened the method savepoint */
     int atomic_depth;     /* sq_atomic_begin calls not yet ended (methods calling methods) */
     int64_t busy_since_ms; /* start of the current wait for a lock (sqlite_busy_wait) */
+    int64_t busy_timeout_ms; /* sqlite_lock_wait; 0: BUSY_TIMEOUT_MS */
 };
 
 /* Unix milliseconds in SQL. */
@@ -107,4 +111,7 @@ extern const struct store_event_ops sqlite_event_ops;
 extern const struct store_endpoint_ops sqlite_endpoint_ops;
 extern const struct store_delivery_ops sqlite_delivery_ops;
 extern const struct store_endpoint_state_ops sqlite_endpoint_state_ops;
+extern const struct store_source_ops sqlite_source_ops;       /* sqlite_sources.c */
+extern const struct store_inbox_ops sqlite_inbox_ops;         /* sqlite_inbox.c */
+extern const struct store_rejection_ops sqlite_rejection_ops; /* sqlite_rejections.c */
 #endif

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/secret_box.h"
+
 /* ---- backends ----------------------------------------------------------- */
 
 /* Every backend's `struct store` begins with its `const struct store_ops *`. */
@@ -164,6 +166,12 @@ int store_changed_fd(struct store *s)
     return fault_check(FAULT_NAME) != 0 || !store_backend(s)->changed_fd ? -1 : store_backend(s)->changed_fd(s);
 }
 
+int store_lock_wait(struct store *s, int64_t ms)
+{
+    assert(s && ms > 0);
+    return store_backend(s)->lock_wait ? store_backend(s)->lock_wait(s, ms) : HOOKD_EUNAVAIL;
+}
+
 /* ---- meta ---- */
 
 int store_meta_get(struct store *s, const char *key, char **value_out)
@@ -208,6 +216,12 @@ int store_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n,
 {
     assert(s && (n == 0 || seqs));
     FAMILY_CALL(s, events, mark_dispatched, seqs, n, at);
+}
+
+int store_outbox_reject(struct store *s, int64_t seq, const char *error, int64_t at)
+{
+    assert(s && error);
+    FAMILY_CALL(s, events, reject, seq, error, at);
 }
 
 int store_outbox_pending(struct store *s, bool *any)
@@ -346,6 +360,12 @@ int store_delivery_get(struct store *s, const char *id, struct delivery *out)
     FAMILY_CALL(s, deliveries, get, id, out);
 }
 
+int store_delivery_replay(struct store *s, const char *id, int64_t now, struct delivery *out)
+{
+    assert(s && id && out);
+    FAMILY_CALL(s, deliveries, replay, id, now, out);
+}
+
 int store_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out)
 {
     assert(s && f && out);
@@ -429,6 +449,7 @@ void event_free(struct event *e)
     free(e->resource_id);
     free(e->payload);
     free(e->idempotency_key);
+    free(e->error);
     memset(e, 0, sizeof *e);
 }
 
@@ -453,6 +474,8 @@ void endpoint_free(struct endpoint *ep)
     for (size_t i = 0; i < ep->n_secrets && i < ENDPOINT_MAX_SECRETS; i++)
         secret_free(&ep->secrets[i]);
     free(ep->disabled_reason);
+    for (size_t i = 0; i < ep->n_headers && i < CUSTOM_HEADERS_MAX; i++)
+        free(ep->headers[i]);
     memset(ep, 0, sizeof *ep);
 }
 
@@ -474,7 +497,7 @@ int endpoint_copy(struct endpoint *dst, const struct endpoint *src)
     bool ok = true;
 
     if (src->n_event_types > ENDPOINT_MAX_TYPES || src->n_secrets > ENDPOINT_MAX_SECRETS ||
-        src->n_retry_schedule > RETRY_MAX_SCHEDULE)
+        src->n_retry_schedule > RETRY_MAX_SCHEDULE || src->n_headers > CUSTOM_HEADERS_MAX)
         return HOOKD_EINVAL;
     /* Scalars and the id first; every pointer is then replaced by its copy. */
     *dst = *src;
@@ -486,6 +509,8 @@ int endpoint_copy(struct endpoint *dst, const struct endpoint *src)
         dst->event_types[i] = dup_or_null(src->event_types[i], &ok);
     for (size_t i = 0; i < src->n_secrets; i++)
         dst->secrets[i].key = dup_or_null(src->secrets[i].key, &ok);
+    for (size_t i = 0; i < src->n_headers; i++)
+        dst->headers[i] = dup_or_null(src->headers[i], &ok);
     if (!ok) {
         endpoint_free(dst);
         return HOOKD_ENOMEM;
@@ -596,3 +621,218 @@ int breaker_parse(const char *s, enum breaker_state *out)
     }
     return HOOKD_EINVAL;
 }
+
+/* ---- inbound: sources, inbox, rejections --------------------------------- */
+
+/*
+ * A source's secrets column is sealed here, for both backends, with "source:<name>" as the row's
+ * identity (core/secret_box.h); store_read_source opens it. *sealed borrows src's other fields.
+ */
+static int source_sealed(const struct source *src, struct source *sealed)
+{
+    char aad[16 + SOURCE_NAME_MAX];
+
+    *sealed = *src;
+    sealed->secrets = NULL;
+    snprintf(aad, sizeof aad, "source:%s", src->name);
+    return src->secrets ? secret_box_seal(aad, src->secrets, &sealed->secrets) : 0;
+}
+
+static int store_source_insert_sealed(struct store *s, const struct source *src) { FAMILY_CALL(s, sources, insert, src); }
+static int store_source_update_sealed(struct store *s, const struct source *src) { FAMILY_CALL(s, sources, update, src); }
+
+int store_source_insert(struct store *s, const struct source *src)
+{
+    struct source sealed;
+    int result;
+
+    assert(s && src);
+    result = source_sealed(src, &sealed);
+    if (result == 0)
+        result = store_source_insert_sealed(s, &sealed);
+    secret_text_free(sealed.secrets);
+    return result;
+}
+
+int store_source_update(struct store *s, const struct source *src)
+{
+    struct source sealed;
+    int result;
+
+    assert(s && src);
+    result = source_sealed(src, &sealed);
+    if (result == 0)
+        result = store_source_update_sealed(s, &sealed);
+    secret_text_free(sealed.secrets);
+    return result;
+}
+
+int store_source_get(struct store *s, const char *name, struct source *out)
+{
+    assert(s && name && out);
+    FAMILY_CALL(s, sources, get, name, out);
+}
+
+int store_source_list(struct store *s, const struct source_filter *f, struct source_list *out)
+{
+    assert(s && f && out);
+    FAMILY_CALL(s, sources, list, f, out);
+}
+
+int store_source_list_all(struct store *s, struct source_list *out)
+{
+    assert(s && out);
+    FAMILY_CALL(s, sources, list_all, out);
+}
+
+int store_source_delete(struct store *s, const char *name)
+{
+    assert(s && name);
+    FAMILY_CALL(s, sources, delete, name);
+}
+
+int store_source_version(struct store *s, int64_t *version)
+{
+    assert(s && version);
+    FAMILY_CALL(s, sources, version, version);
+}
+
+int store_inbox_insert(struct store *s, struct inbox_item *it, struct inbox_outcome *out)
+{
+    assert(s && it && out);
+    FAMILY_CALL(s, inbox, insert, it, out);
+}
+
+int store_inbox_get(struct store *s, const char *id, struct inbox_item *out)
+{
+    assert(s && id && out);
+    FAMILY_CALL(s, inbox, get, id, out);
+}
+
+int store_inbox_list(struct store *s, const struct inbox_filter *f, struct inbox_list *out)
+{
+    assert(s && f && out);
+    FAMILY_CALL(s, inbox, list, f, out);
+}
+
+int store_inbox_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
+                          struct inbox_list *out)
+{
+    assert(s && node && out && limit > 0 && limit <= STORE_LIST_MAX);
+    FAMILY_CALL(s, inbox, claim_due, node, now, lease_until, limit, out);
+}
+
+int store_inbox_complete(struct store *s, const struct inbox_result *r, int64_t now)
+{
+    assert(s && r && r->id && r->lease_owner);
+    FAMILY_CALL(s, inbox, complete, r, now);
+}
+
+int store_inbox_replay(struct store *s, const char *id, int64_t now, struct inbox_item *out)
+{
+    assert(s && id);
+    FAMILY_CALL(s, inbox, replay, id, now, out);
+}
+
+int store_inbox_replay_range(struct store *s, const struct inbox_filter *f, bool dry_run, int64_t now,
+                             int64_t *count)
+{
+    assert(s && f && count && f->limit > 0 && f->limit <= INBOX_REPLAY_MAX);
+    assert(f->status == INBOX_DEFERRED || f->status == INBOX_QUARANTINED);
+    FAMILY_CALL(s, inbox, replay_range, f, dry_run, now, count);
+}
+
+int store_inbox_release_node(struct store *s, const char *node)
+{
+    assert(s && node);
+    FAMILY_CALL(s, inbox, release_node, node);
+}
+
+int store_rejection_insert(struct store *s, struct rejection *r, int keep)
+{
+    assert(s && r && keep > 0);
+    FAMILY_CALL(s, rejections, insert, r, keep);
+}
+
+int store_rejection_list(struct store *s, const struct rejection_filter *f, struct rejection_list *out)
+{
+    assert(s && f && f->source && out);
+    FAMILY_CALL(s, rejections, list, f, out);
+}
+
+int store_rejection_counts(struct store *s, const char *source, struct rejection_count_list *out)
+{
+    assert(s && source && out);
+    FAMILY_CALL(s, rejections, counts, source, out);
+}
+
+static const char *const inbox_status_names[] = {
+    [INBOX_PENDING] = "pending",
+    [INBOX_PROCESSED] = "processed",
+    [INBOX_DEFERRED] = "deferred",
+    [INBOX_QUARANTINED] = "quarantined",
+};
+#define N_INBOX_STATUSES (sizeof inbox_status_names / sizeof inbox_status_names[0])
+
+const char *inbox_status_name(enum inbox_status st)
+{
+    return (size_t)st < N_INBOX_STATUSES ? inbox_status_names[st] : "?";
+}
+
+int inbox_status_parse(const char *s, enum inbox_status *out)
+{
+    for (size_t i = 0; s && i < N_INBOX_STATUSES; i++) {
+        if (strcmp(s, inbox_status_names[i]) == 0) {
+            *out = (enum inbox_status)i;
+            return 0;
+        }
+    }
+    return HOOKD_EINVAL;
+}
+
+void source_free(struct source *src)
+{
+    if (!src)
+        return;
+    free(src->definition);
+    if (src->secrets) {
+        explicit_bzero(src->secrets, strlen(src->secrets));
+        free(src->secrets);
+    }
+    memset(src, 0, sizeof *src);
+}
+
+void inbox_item_free(struct inbox_item *it)
+{
+    if (!it)
+        return;
+    free(it->event_id);
+    free(it->event_type);
+    free(it->entity_kind);
+    free(it->entity_id);
+    free(it->payload);
+    free(it->lease_owner);
+    free(it->result);
+    free(it->error);
+    memset(it, 0, sizeof *it);
+}
+
+void rejection_free(struct rejection *r)
+{
+    if (!r)
+        return;
+    free(r->reason);
+    free(r->peer);
+    memset(r, 0, sizeof *r);
+}
+
+static void rejection_count_free(struct rejection_count *c)
+{
+    free(c->reason);
+    memset(c, 0, sizeof *c);
+}
+
+void source_list_free(struct source_list *l) { LIST_FREE(l, source_free); }
+void inbox_list_free(struct inbox_list *l) { LIST_FREE(l, inbox_item_free); }
+void rejection_list_free(struct rejection_list *l) { LIST_FREE(l, rejection_free); }
+void rejection_count_list_free(struct rejection_count_list *l) { LIST_FREE(l, rejection_count_free); }

@@ -3,7 +3,8 @@
  * sqlite3_vfs), found by name, always called through the store_*() wrappers
  * below, which are also where argument asserts and fault injection for tests
  * live. The table holds the connection and transaction methods and one
- * sub-table per table family (meta, events, endpoints, deliveries); each
+ * sub-table per table family (meta, events, endpoints, deliveries, sources,
+ * inbox, rejections); each
  * backend fills a family in its file for it (sqlite_events.c,
  * postgres_deliveries.c, …). What the backends share is written once in
  * store_common.c (record readers, column lists, rows to write, list filters).
@@ -24,6 +25,7 @@
  *     savepoint/release/rollback_to   per-op isolation inside a batch (rollback_to also ends the savepoint)
  *     changed               cheap "did anyone commit outbox rows since last call" check
  *     changed_fd            a descriptor that turns readable when changed may have news (-1: none, poll)
+ *     lock_wait             bound how long one statement waits for a lock another connection holds
  *   meta (hookd_meta)
  *     meta_get/meta_set     small key/value settings
  *   events (hookd_outbox)
@@ -33,6 +35,7 @@
  *     outbox_mark_dispatched  set dispatched_at for fanned-out rows
  *     outbox_pending        is there any undispatched row (cheap)
  *     outbox_take           fetch, lock and mark undispatched rows in one step, with the endpoints version
+ *     outbox_reject         mark a row that breaks the rules (struct event bad_field) with its error
  *   endpoints (hookd_endpoints)
  *     endpoint_insert/update/get/list/list_all/delete   CRUD
  *     endpoint_set_enabled  enable, or disable with a reason
@@ -49,11 +52,26 @@
  *     delivery_complete_many  the same for many results at once, a result code for each
  *     delivery_release      fenced: drop one lease without an attempt (endpoint disabled meanwhile)
  *     delivery_release_node drop every lease a node holds (start-up of that node)
+ *     delivery_replay       fenced by status: a final delivery pending again (single-delivery replay)
  *     delivery_get/list, attempt_list   read deliveries and attempts
  *   endpoint state (hookd_endpoint_state)
  *     endpoint_state_record the breaker and auto-disable after a batch of attempts
  *     endpoint_state_get    one endpoint's breaker, failures and bucket (for the API)
  *     endpoint_state_reset  closed and never failed again (an endpoint enabled again)
+ *   sources (hookd_sources)
+ *     source_insert/update/get/list/list_all/delete   CRUD by name (delete also drops its rejections)
+ *     source_version        a cache validator that changes with every source write
+ *   inbox (hookd_inbox)
+ *     inbox_insert          insert an inbound event, or count it as a duplicate: one atomic statement
+ *     inbox_get/list        read inbox items
+ *     inbox_claim_due       lease due open items to a node, at most one per entity across nodes, bump fencing token
+ *     inbox_complete        fenced: one processing step's outcome (status, attempts, error, times), lease dropped
+ *     inbox_replay          a quarantined or deferred item back to pending (ECONFLICT for another status)
+ *     inbox_replay_range    the same for a bounded range by source, status and received time (or only count it)
+ *     inbox_release_node    drop every inbox lease a node holds (start-up of that node)
+ *   rejections (hookd_rejections, hookd_rejection_counts)
+ *     rejection_insert      log one refused request (bounded per source) and bump its reason's counter
+ *     rejection_list/counts read the log and the counters of a source
  *
  * Adding a method: its pointer in the family's struct below, its wrapper here
  * and in store.c, and its function, table entry and statement slots in the
@@ -70,6 +88,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "hookd.h"
+#include "core/custom_headers.h"
 #include "core/retry.h"
 
 #define STORE_OPS_VERSION 2 /* 2: the methods of each table family in a sub-table */
@@ -91,6 +110,12 @@ struct event {
     char *idempotency_key;       /* NULL: none */
     int64_t created_at;          /* ms */
     int64_t dispatched_at;       /* ms; 0: not fanned out yet */
+    char *error;                 /* why the relay rejected the row (it then has no deliveries); NULL: none */
+    /* Set by the store's reader when the row as stored breaks the rules of
+     * core/event_check.h (static strings; NULL: it keeps them): the field
+     * ("event id", "event type", "account", …) and why. The strings above
+     * are then not to be trusted: an id may have been cut to fit. */
+    const char *bad_field, *bad_reason;
 };
 void event_free(struct event *e); /* frees the strings, not e */
 
@@ -121,6 +146,10 @@ struct endpoint {
     int64_t timeout_ms;   /* 0: global default */
     int64_t retry_schedule_ms[RETRY_MAX_SCHEDULE]; /* n_retry_schedule 0: global */
     size_t n_retry_schedule;
+    /* Static custom headers, each a whole "Name: value" line (core/custom_headers.h), sent after the
+     * signature headers in every request; the names are never ones hookd sets. */
+    char *headers[CUSTOM_HEADERS_MAX];
+    size_t n_headers;
     int64_t created_at, updated_at;
 };
 void endpoint_free(struct endpoint *ep);
@@ -187,7 +216,9 @@ struct attempt {
     int status_code;       /* 0: no response */
     char *error_class;     /* NULL on a received status; transport_error_name() otherwise */
     char *error;           /* human text, NULL when none */
-    char *response;        /* snippet, capped */
+    char *response;        /* snippet, capped: bytes (may hold NULs, need not be UTF-8), NUL-terminated */
+    size_t response_len;   /* its bytes; 0 with a response given to a store write: strlen(response) */
+    bool response_truncated; /* the response was longer than the snippet */
     char *node;
 };
 void attempt_free(struct attempt *a);
@@ -265,9 +296,91 @@ struct endpoint_outcome {
     bool disabled;            /* out: the endpoint was disabled for failing continuously */
 };
 
+/* ---- inbound records (hookd_sources, hookd_inbox, hookd_rejections) ---- */
+
+#define SOURCE_NAME_MAX HOOKD_ID_MAX /* a name is id-shaped (id_is_valid) */
+#define INBOX_TEXT_MAX 256           /* event id, type, entity kind and id: at most 255 bytes */
+#define SHA256_HEX_LEN 65            /* 64 hex digits + NUL */
+
+/* A source row. The definition and the secrets are JSON text the inbound
+ * layer reads (inbound/source_def.h); the store keeps them opaque. */
+struct source {
+    char name[SOURCE_NAME_MAX];
+    char *definition; /* the source as the API shows it, without secrets */
+    char *secrets;    /* key material: source_free wipes it */
+    int64_t created_at, updated_at;
+};
+void source_free(struct source *src);
+
+enum inbox_status { INBOX_PENDING, INBOX_PROCESSED, INBOX_DEFERRED, INBOX_QUARANTINED };
+const char *inbox_status_name(enum inbox_status st);
+int inbox_status_parse(const char *s, enum inbox_status *out);
+
+struct inbox_item {
+    char id[HOOKD_ID_MAX];           /* "inb_…"; insert fills it when empty */
+    char source[SOURCE_NAME_MAX];
+    char *event_id;                  /* the sender's id: UNIQUE with source */
+    char *event_type, *entity_kind, *entity_id; /* NULL: none */
+    bool has_version;
+    int64_t version;
+    char *payload;                   /* the body as received */
+    char payload_sha256[SHA256_HEX_LEN];
+    bool signature_verified;
+    enum inbox_status status;
+    int attempts;
+    int64_t next_attempt_at;         /* ms; 0: none */
+    char *lease_owner;               /* NULL: unleased */
+    int64_t lease_until, lease_token;
+    char *result, *error;
+    int64_t received_at, processed_at; /* ms; 0: never */
+    int dup_count;                   /* copies received after the first */
+    int64_t last_dup_at;
+    int conflict_count;              /* of those, copies whose body hash differed */
+    int64_t deferred_at;             /* ms: first deferral of the current run; 0: not deferred */
+};
+void inbox_item_free(struct inbox_item *it);
+
+/* One processing step's outcome, applied by inbox_complete only while the lease is still the caller's. */
+struct inbox_result {
+    const char *id;
+    const char *lease_owner;
+    int64_t lease_token;
+    enum inbox_status status; /* PENDING (retry later), PROCESSED, DEFERRED or QUARANTINED */
+    int attempts;             /* after this step */
+    int64_t next_attempt_at;  /* PENDING, DEFERRED; 0 otherwise */
+    const char *result;       /* PROCESSED: "forwarded", …; NULL otherwise */
+    const char *error;        /* NULL: none */
+};
+
+/* What inbox_insert did: a new row, or a duplicate counted on the row that was there. */
+struct inbox_outcome {
+    bool duplicate;
+    bool conflicting;  /* a duplicate whose body hash differs from the stored one */
+    char id[HOOKD_ID_MAX]; /* the row's id (the stored one for a duplicate) */
+    int dup_count;     /* after this insert */
+};
+
+struct rejection {
+    int64_t id;
+    char source[SOURCE_NAME_MAX];
+    int64_t at;         /* ms */
+    char *reason;       /* "bad_signature", "stale_timestamp", … */
+    char *peer;         /* client address; NULL: unknown */
+    int64_t size;       /* body bytes received (or announced) */
+    char sha256[SHA256_HEX_LEN]; /* of the body; "" when not read */
+};
+void rejection_free(struct rejection *r);
+
+struct rejection_count {
+    char *reason;
+    int64_t count;
+    int64_t last_at;
+};
+
 /* ---- lists and filters ------------------------------------------------ */
 
 #define STORE_LIST_MAX 1000
+#define INBOX_REPLAY_MAX 10000 /* items one range replay may take */
 #define STORE_SLOTS_UNCAPPED INT32_MAX /* delivery_slots of an endpoint without an in-flight cap */
 
 struct event_filter {
@@ -294,6 +407,27 @@ struct endpoint_filter {
     int limit;
 };
 
+struct source_filter {
+    const char *before_name; /* cursor: name < before_name; NULL: start */
+    int limit;
+};
+
+struct inbox_filter {
+    const char *source;
+    int status;            /* enum inbox_status, or -1 for any */
+    const char *entity_kind;
+    const char *entity_id;
+    int64_t since, until;  /* received_at range, ms; 0: open */
+    const char *before_id; /* cursor: id < before_id; NULL: start */
+    int limit;
+};
+
+struct rejection_filter {
+    const char *source;    /* required */
+    int64_t before_id;     /* cursor: id < before_id; 0: start */
+    int limit;
+};
+
 /* Growable arrays; free with *_list_free(). */
 struct event_list { struct event *items; size_t n; };
 struct endpoint_list { struct endpoint *items; size_t n; };
@@ -305,6 +439,14 @@ void endpoint_list_free(struct endpoint_list *l);
 void delivery_list_free(struct delivery_list *l);
 void job_list_free(struct job_list *l);
 void attempt_list_free(struct attempt_list *l);
+struct source_list { struct source *items; size_t n; };
+struct inbox_list { struct inbox_item *items; size_t n; };
+struct rejection_list { struct rejection *items; size_t n; };
+struct rejection_count_list { struct rejection_count *items; size_t n; };
+void source_list_free(struct source_list *l);
+void inbox_list_free(struct inbox_list *l);
+void rejection_list_free(struct rejection_list *l);
+void rejection_count_list_free(struct rejection_count_list *l);
 
 /* ---- the method tables ------------------------------------------------- */
 
@@ -344,6 +486,8 @@ struct store_event_ops {
      * until it ends, and rows another transaction holds are skipped; outside
      * one, the call is atomic by itself. One round trip on PostgreSQL. */
     int (*take)(struct store *s, int limit, int64_t at, struct event_list *out, int64_t *endpoints_version);
+    /* Marks the row of seq rejected: error set, dispatched at `at` unless it was already. */
+    int (*reject)(struct store *s, int64_t seq, const char *error, int64_t at);
 };
 
 /* hookd_endpoints. */
@@ -406,6 +550,14 @@ struct store_delivery_ops {
     int (*release)(struct store *s, const char *id, const char *owner, int64_t token); /* ESTALE if fenced out */
     int (*release_node)(struct store *s, const char *node);
     int (*get)(struct store *s, const char *id, struct delivery *out);
+    /*
+     * Sends a final delivery (dead, skipped or delivered) again: pending, due at now, unleased, with a
+     * fresh attempt count and retry window (its attempts are kept; their numbers start again at 1), in
+     * one UPDATE whose status predicate makes it atomic. *out gets the row as replayed; for a delivery
+     * that is pending, retrying (queued or in flight) or superseded, *out gets it as it is and the
+     * result is ECONFLICT; ENOTFOUND when absent.
+     */
+    int (*replay)(struct store *s, const char *id, int64_t now, struct delivery *out);
     int (*list)(struct store *s, const struct delivery_filter *f, struct delivery_list *out);
     int (*attempt_list)(struct store *s, const char *delivery_id, struct attempt_list *out);
 };
@@ -422,6 +574,56 @@ struct store_endpoint_state_ops {
                   int64_t now);
     int (*get)(struct store *s, const char *endpoint_id, struct endpoint_state *out); /* ENOTFOUND: default */
     int (*reset)(struct store *s, const char *endpoint_id); /* back to closed and never failed (enabled again) */
+};
+
+/* hookd_sources: inbound sources by name. */
+struct store_source_ops {
+    int (*insert)(struct store *s, const struct source *src); /* EEXISTS when the name is taken */
+    int (*update)(struct store *s, const struct source *src); /* definition, secrets, updated_at by name */
+    int (*get)(struct store *s, const char *name, struct source *out);
+    int (*list)(struct store *s, const struct source_filter *f, struct source_list *out); /* by name, descending */
+    int (*list_all)(struct store *s, struct source_list *out); /* every source, for the receiver's cache */
+    int (*delete)(struct store *s, const char *name);          /* and its rejections; ENOTFOUND */
+    /* A cheap cache validator: changes on every insert, update and delete of a source. */
+    int (*version)(struct store *s, int64_t *version);
+};
+
+/* hookd_inbox: inbound events, once each per (source, event_id). */
+struct store_inbox_ops {
+    /*
+     * One statement: inserts it (status pending, its id filled when empty,
+     * received_at now when 0), or, when (source, event_id) is present, bumps
+     * that row's dup_count and last_dup_at and counts a differing
+     * payload_sha256 in conflict_count. *out says which, with the row's id.
+     * Concurrent inserts of one event leave one row, whatever the backend.
+     */
+    int (*insert)(struct store *s, struct inbox_item *it, struct inbox_outcome *out);
+    int (*get)(struct store *s, const char *id, struct inbox_item *out);
+    int (*list)(struct store *s, const struct inbox_filter *f, struct inbox_list *out); /* by id, descending */
+    /*
+     * Leases up to limit due open items (pending or deferred, next_attempt_at <= now, no live lease), oldest
+     * first, bumping each one's lease_token. An item with an entity (source, entity_kind, entity_id) is taken
+     * only when no open item of that entity holds a live lease and no older due item of it is left, so
+     * one entity is never with two workers at once; claims on one database are serialized across nodes
+     * (postgres: a transaction-scoped advisory lock), so the rule holds across nodes too.
+     */
+    int (*claim_due)(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
+                     struct inbox_list *out);
+    int (*complete)(struct store *s, const struct inbox_result *r, int64_t now); /* ESTALE if fenced out */
+    /* ENOTFOUND, or ECONFLICT when the item is pending, leased or processed; out (may be NULL) the new row. */
+    int (*replay)(struct store *s, const char *id, int64_t now, struct inbox_item *out);
+    /* f: source, status (deferred or quarantined), since, until, limit (1..INBOX_REPLAY_MAX). */
+    int (*replay_range)(struct store *s, const struct inbox_filter *f, bool dry_run, int64_t now, int64_t *count);
+    int (*release_node)(struct store *s, const char *node);
+};
+
+/* hookd_rejections and hookd_rejection_counts: refused inbound requests, without their bodies. */
+struct store_rejection_ops {
+    /* Logs r (r->id and at filled when 0), keeps the newest `keep` rows of its source, and bumps the
+     * (source, reason) counter, as one unit. */
+    int (*insert)(struct store *s, struct rejection *r, int keep);
+    int (*list)(struct store *s, const struct rejection_filter *f, struct rejection_list *out); /* newest first */
+    int (*counts)(struct store *s, const char *source, struct rejection_count_list *out); /* by reason */
 };
 
 struct store_ops {
@@ -456,6 +658,11 @@ struct store_ops {
      * backend has none (SQLite: call changed() every millisecond or so) or
      * while the connection is down. Valid until the next call on s. */
     int (*changed_fd)(struct store *s);
+    /* The longest one statement of this connection waits for a lock another
+     * connection holds, in ms (SQLite: the busy handler, default 5 s;
+     * PostgreSQL: lock_timeout, default 5 s), before it fails with
+     * HOOKD_EBUSY. Outside a transaction. */
+    int (*lock_wait)(struct store *s, int64_t ms);
 
     /* The table families. */
     const struct store_meta_ops *meta;
@@ -463,6 +670,9 @@ struct store_ops {
     const struct store_endpoint_ops *endpoints;
     const struct store_delivery_ops *deliveries;
     const struct store_endpoint_state_ops *endpoint_state;
+    const struct store_source_ops *sources;
+    const struct store_inbox_ops *inbox;
+    const struct store_rejection_ops *rejections;
 };
 
 extern const struct store_ops store_sqlite_ops;
@@ -503,6 +713,8 @@ STORE_WRAPPER store_release(struct store *s);
 STORE_WRAPPER store_rollback_to(struct store *s);
 STORE_WRAPPER store_changed(struct store *s, bool *changed);
 int store_changed_fd(struct store *s); /* the descriptor, or -1 (also for a fault injected) */
+/* A setting, not a store call: neither counted nor failed by fault injection. */
+STORE_WRAPPER store_lock_wait(struct store *s, int64_t ms);
 STORE_WRAPPER store_meta_get(struct store *s, const char *key, char **value_out);
 STORE_WRAPPER store_meta_set(struct store *s, const char *key, const char *value);
 STORE_WRAPPER store_event_insert(struct store *s, struct event *ev, struct event *existing);
@@ -513,6 +725,7 @@ STORE_WRAPPER store_outbox_take(struct store *s, int limit, int64_t at, struct e
                                 int64_t *endpoints_version);
 STORE_WRAPPER store_outbox_mark_dispatched(struct store *s, const int64_t *seqs, size_t n, int64_t at);
 STORE_WRAPPER store_outbox_pending(struct store *s, bool *any);
+STORE_WRAPPER store_outbox_reject(struct store *s, int64_t seq, const char *error, int64_t at);
 STORE_WRAPPER store_endpoint_insert(struct store *s, const struct endpoint *ep);
 STORE_WRAPPER store_endpoint_update(struct store *s, const struct endpoint *ep);
 STORE_WRAPPER store_endpoint_get(struct store *s, const char *id, struct endpoint *out);
@@ -536,10 +749,31 @@ STORE_WRAPPER store_delivery_complete_many(struct store *s, const struct deliver
 STORE_WRAPPER store_delivery_release(struct store *s, const char *id, const char *owner, int64_t token);
 STORE_WRAPPER store_delivery_release_node(struct store *s, const char *node);
 STORE_WRAPPER store_delivery_get(struct store *s, const char *id, struct delivery *out);
+STORE_WRAPPER store_delivery_replay(struct store *s, const char *id, int64_t now, struct delivery *out);
 STORE_WRAPPER store_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out);
 STORE_WRAPPER store_attempt_list(struct store *s, const char *delivery_id, struct attempt_list *out);
 STORE_WRAPPER store_endpoint_state_record(struct store *s, struct endpoint_outcome *o, size_t n,
                                           const struct breaker_policy *p, int64_t now);
 STORE_WRAPPER store_endpoint_state_get(struct store *s, const char *endpoint_id, struct endpoint_state *out);
 STORE_WRAPPER store_endpoint_state_reset(struct store *s, const char *endpoint_id);
+STORE_WRAPPER store_source_insert(struct store *s, const struct source *src);
+STORE_WRAPPER store_source_update(struct store *s, const struct source *src);
+STORE_WRAPPER store_source_get(struct store *s, const char *name, struct source *out);
+STORE_WRAPPER store_source_list(struct store *s, const struct source_filter *f, struct source_list *out);
+STORE_WRAPPER store_source_list_all(struct store *s, struct source_list *out);
+STORE_WRAPPER store_source_delete(struct store *s, const char *name);
+STORE_WRAPPER store_source_version(struct store *s, int64_t *version);
+STORE_WRAPPER store_inbox_insert(struct store *s, struct inbox_item *it, struct inbox_outcome *out);
+STORE_WRAPPER store_inbox_get(struct store *s, const char *id, struct inbox_item *out);
+STORE_WRAPPER store_inbox_list(struct store *s, const struct inbox_filter *f, struct inbox_list *out);
+STORE_WRAPPER store_inbox_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
+                                    struct inbox_list *out);
+STORE_WRAPPER store_inbox_complete(struct store *s, const struct inbox_result *r, int64_t now);
+STORE_WRAPPER store_inbox_replay(struct store *s, const char *id, int64_t now, struct inbox_item *out);
+STORE_WRAPPER store_inbox_replay_range(struct store *s, const struct inbox_filter *f, bool dry_run, int64_t now,
+                                       int64_t *count);
+STORE_WRAPPER store_inbox_release_node(struct store *s, const char *node);
+STORE_WRAPPER store_rejection_insert(struct store *s, struct rejection *r, int keep);
+STORE_WRAPPER store_rejection_list(struct store *s, const struct rejection_filter *f, struct rejection_list *out);
+STORE_WRAPPER store_rejection_counts(struct store *s, const char *source, struct rejection_count_list *out);
 #endif

@@ -11,7 +11,9 @@
 
 #include "core/clock.h"
 #include "core/duration.h"
+#include "core/event_check.h"
 #include "core/ids.h"
+#include "core/secret_box.h"
 #include "core/timefmt.h"
 #include "log.h"
 #include "store/endpoint_json.h"
@@ -29,12 +31,51 @@ static char *col_str(const struct store_row *r, int col, bool *ok) { return r->o
 static int64_t col_i64(const struct store_row *r, int col) { return r->ops->i64(r, col); }
 static int col_int(const struct store_row *r, int col) { return (int)r->ops->i64(r, col); }
 
+/* The first broken rule of one text column as stored (before a C string could cut it), into ev. */
+static void event_check_col(const struct store_row *r, int col, const char *field,
+                            const char *(*problem)(const char *, size_t), struct event *ev)
+{
+    const char *t = r->ops->text(r, col);
+    const char *why;
+
+    if (ev->bad_field != NULL)
+        return;
+    why = problem(t, t != NULL ? r->ops->len(r, col) : 0);
+    if (why != NULL) {
+        ev->bad_field = field;
+        ev->bad_reason = why;
+    }
+}
+
+/* A payload holding a NUL byte would be cut there (and the rest might even pass the JSON check). */
+static const char *payload_problem(const char *s, size_t len)
+{
+    return s != NULL && strlen(s) != len ? "contains a NUL byte" : NULL;
+}
+
+/*
+ * Every row of hookd_outbox is checked as it is read: rows may have been
+ * written with plain SQL before the schema's check existed, and only here
+ * are their bytes seen whole (an over-long id is cut to fit ev->id, a NUL
+ * ends a C string early).
+ */
+static void event_check_row(const struct store_row *r, int first, struct event *ev)
+{
+    event_check_col(r, first + 1, "event id", event_id_problem, ev);
+    event_check_col(r, first + 2, "event type", event_type_problem, ev);
+    event_check_col(r, first + 3, "account", event_label_problem, ev);
+    event_check_col(r, first + 4, "resource type", event_label_problem, ev);
+    event_check_col(r, first + 5, "resource id", event_label_problem, ev);
+    event_check_col(r, first + 7, "payload", payload_problem, ev);
+}
+
 static int event_read(const struct store_row *r, int first, struct event *ev)
 {
     bool ok = true;
     int c = first;
 
     memset(ev, 0, sizeof *ev);
+    event_check_row(r, first, ev);
     ev->seq = col_i64(r, c++);
     store_row_id(r, c++, ev->id);
     ev->type = col_str(r, c++, &ok);
@@ -47,6 +88,7 @@ static int event_read(const struct store_row *r, int first, struct event *ev)
     ev->idempotency_key = col_str(r, c++, &ok);
     ev->created_at = col_i64(r, c++);
     ev->dispatched_at = col_i64(r, c++);
+    ev->error = col_str(r, c++, &ok);
     if (!ok || !ev->type || !ev->payload) {
         event_free(ev);
         return HOOKD_ENOMEM;
@@ -123,11 +165,63 @@ int store_read_endpoint(const struct store_row *r, void *item)
     result = ok && ep->url ? 0 : HOOKD_ENOMEM;
     if (result == 0)
         result = endpoint_json_decode(ep, r->ops->text(r, 4), r->ops->text(r, 5), r->ops->text(r, 12));
+    if (result == 0)
+        result = endpoint_headers_decode(ep, r->ops->text(r, 15));
     if (result == HOOKD_EIO)
         log_warn("store", "endpoint %s has malformed JSON columns", ep->id);
     if (result)
         endpoint_free(ep);
     return result;
+}
+
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+void store_hex_encode(const void *p, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    const unsigned char *b = p;
+
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[b[i] >> 4];
+        out[2 * i + 1] = digits[b[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+/* The snippet's bytes from their hex text (NUL-terminated copy); false on OOM.
+ * Text that is not hex (never written by hookd) reads as no snippet. */
+static bool response_read(const struct store_row *r, int col, struct attempt *a)
+{
+    const char *hex = r->ops->null(r, col) ? NULL : r->ops->text(r, col);
+    size_t n = hex ? strlen(hex) / 2 : 0;
+    char *out;
+
+    if (n == 0)
+        return true;
+    out = malloc(n + 1);
+    if (!out)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0) {
+            free(out);
+            return true;
+        }
+        out[i] = (char)(hi << 4 | lo);
+    }
+    out[n] = '\0';
+    a->response = out;
+    a->response_len = n;
+    return true;
 }
 
 int store_read_attempt(const struct store_row *r, void *item)
@@ -144,10 +238,137 @@ int store_read_attempt(const struct store_row *r, void *item)
     a->status_code = col_int(r, 5);
     a->error_class = col_str(r, 6, &ok);
     a->error = col_str(r, 7, &ok);
-    a->response = col_str(r, 8, &ok);
+    ok = ok && response_read(r, 8, a);
     a->node = col_str(r, 9, &ok);
+    a->response_truncated = r->ops->flag(r, 10);
     if (!ok) {
         attempt_free(a);
+        return HOOKD_ENOMEM;
+    }
+    return 0;
+}
+
+/* A hash column into a fixed buffer ("" for NULL or a value of another length). */
+static void col_sha(const struct store_row *r, int col, char out[SHA256_HEX_LEN])
+{
+    const char *t = r->ops->text(r, col);
+
+    snprintf(out, SHA256_HEX_LEN, "%s", t && strlen(t) == SHA256_HEX_LEN - 1 ? t : "");
+}
+
+/* The one place a source's stored secrets are opened (store_source_insert sealed them); a wrong key is
+ * named in the log. On failure src is freed. */
+static int source_secrets_open(struct source *src, const char *stored)
+{
+    char aad[16 + SOURCE_NAME_MAX], wrong[SECRET_KEY_ID_LEN];
+    int result;
+
+    if (!stored)
+        return 0;
+    snprintf(aad, sizeof aad, "source:%s", src->name);
+    result = secret_box_open(aad, stored, &src->secrets, wrong);
+    if (result == HOOKD_EINVAL)
+        log_error("store", "source %s: secrets sealed under key %s, not the configured key %s", src->name, wrong,
+                  secret_box_key_id());
+    else if (result == HOOKD_EIO)
+        log_error("store", "source %s: sealed secrets do not open (damaged, or not this row's)", src->name);
+    if (result) {
+        source_free(src);
+        return result == HOOKD_ENOMEM ? result : HOOKD_EIO;
+    }
+    return 0;
+}
+
+int store_read_source(const struct store_row *r, void *item)
+{
+    struct source *src = item;
+    bool ok = true;
+
+    memset(src, 0, sizeof *src);
+    snprintf(src->name, sizeof src->name, "%s", r->ops->text(r, 0) ? r->ops->text(r, 0) : "");
+    src->definition = col_str(r, 1, &ok);
+    src->created_at = col_i64(r, 3);
+    src->updated_at = col_i64(r, 4);
+    if (!ok || !src->definition) {
+        source_free(src);
+        return HOOKD_ENOMEM;
+    }
+    return source_secrets_open(src, r->ops->text(r, 2));
+}
+
+int store_read_inbox(const struct store_row *r, void *item)
+{
+    struct inbox_item *it = item;
+    bool ok = true;
+    int c = 0;
+
+    memset(it, 0, sizeof *it);
+    store_row_id(r, c++, it->id);
+    snprintf(it->source, sizeof it->source, "%s", r->ops->text(r, c) ? r->ops->text(r, c) : "");
+    c++;
+    it->event_id = col_str(r, c++, &ok);
+    it->event_type = col_str(r, c++, &ok);
+    it->entity_kind = col_str(r, c++, &ok);
+    it->entity_id = col_str(r, c++, &ok);
+    it->has_version = !r->ops->null(r, c);
+    it->version = col_i64(r, c++);
+    it->payload = col_str(r, c++, &ok);
+    col_sha(r, c++, it->payload_sha256);
+    it->signature_verified = r->ops->flag(r, c++);
+    if (inbox_status_parse(r->ops->text(r, c++), &it->status))
+        it->status = INBOX_QUARANTINED;
+    it->attempts = col_int(r, c++);
+    it->next_attempt_at = col_i64(r, c++);
+    it->lease_owner = col_str(r, c++, &ok);
+    it->lease_until = col_i64(r, c++);
+    it->lease_token = col_i64(r, c++);
+    it->result = col_str(r, c++, &ok);
+    it->error = col_str(r, c++, &ok);
+    it->received_at = col_i64(r, c++);
+    it->processed_at = col_i64(r, c++);
+    it->dup_count = col_int(r, c++);
+    it->last_dup_at = col_i64(r, c++);
+    it->conflict_count = col_int(r, c++);
+    it->deferred_at = col_i64(r, c++);
+    if (!ok || !it->event_id || !it->payload) {
+        inbox_item_free(it);
+        return HOOKD_ENOMEM;
+    }
+    return 0;
+}
+
+int store_read_rejection(const struct store_row *r, void *item)
+{
+    struct rejection *rj = item;
+    bool ok = true;
+
+    memset(rj, 0, sizeof *rj);
+    rj->id = col_i64(r, 0);
+    snprintf(rj->source, sizeof rj->source, "%s", r->ops->text(r, 1) ? r->ops->text(r, 1) : "");
+    rj->at = col_i64(r, 2);
+    rj->reason = col_str(r, 3, &ok);
+    rj->peer = col_str(r, 4, &ok);
+    rj->size = col_i64(r, 5);
+    col_sha(r, 6, rj->sha256);
+    if (!ok || !rj->reason) {
+        rejection_free(rj);
+        return HOOKD_ENOMEM;
+    }
+    return 0;
+}
+
+int store_read_rejection_count(const struct store_row *r, void *item)
+{
+    struct rejection_count *c = item;
+    bool ok = true;
+
+    memset(c, 0, sizeof *c);
+    c->reason = col_str(r, 0, &ok);
+    c->count = col_i64(r, 1);
+    c->last_at = col_i64(r, 2);
+    if (!ok || !c->reason) {
+        free(c->reason);
+        c->reason = NULL;
         return HOOKD_ENOMEM;
     }
     return 0;
@@ -160,6 +381,15 @@ void store_free_endpoint(void *item) { endpoint_free(item); }
 void store_free_delivery(void *item) { delivery_free(item); }
 void store_free_job(void *item) { delivery_job_free(item); }
 void store_free_attempt(void *item) { attempt_free(item); }
+void store_free_source(void *item) { source_free(item); }
+void store_free_inbox(void *item) { inbox_item_free(item); }
+void store_free_rejection(void *item) { rejection_free(item); }
+void store_free_rejection_count(void *item)
+{
+    struct rejection_count *c = item;
+    free(c->reason);
+    c->reason = NULL;
+}
 
 void store_rows_start(struct store_rows *rows)
 {
@@ -233,6 +463,13 @@ int endpoint_filter_mask(const struct endpoint_filter *f)
     return (f->account ? EP_F_ACCOUNT : 0) | (f->before_id ? EP_F_BEFORE : 0);
 }
 
+int inbox_filter_mask(const struct inbox_filter *f)
+{
+    return (f->source ? IB_F_SOURCE : 0) | (f->status >= 0 ? IB_F_STATUS : 0) | (f->entity_kind ? IB_F_KIND : 0) |
+           (f->entity_id ? IB_F_ENTITY : 0) | (f->since ? IB_F_SINCE : 0) | (f->until ? IB_F_UNTIL : 0) |
+           (f->before_id ? IB_F_BEFORE : 0);
+}
+
 /* Term i (bit 1 << i) compares with parameter i + 1. */
 static void filter_sql(const char *const *terms, size_t n, int mask, char mark, char out[FILTER_SQL_MAX])
 {
@@ -265,6 +502,14 @@ void delivery_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX])
 void endpoint_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX])
 {
     static const char *const terms[] = {"account =", "id <"};
+
+    filter_sql(terms, sizeof terms / sizeof terms[0], mask, mark, out);
+}
+
+void inbox_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX])
+{
+    static const char *const terms[] = {"source =",         "status =",        "entity_kind =", "entity_id =",
+                                        "received_at >=", "received_at <", "id <"};
 
     filter_sql(terms, sizeof terms / sizeof terms[0], mask, mark, out);
 }
@@ -318,6 +563,7 @@ void store_endpoint_values(const struct endpoint *ep, const struct endpoint_json
     v[12] = v_text(j->retry_schedule);
     v[13] = v_i64(ep->created_at ? ep->created_at : now);
     v[14] = v_i64(ep->updated_at ? ep->updated_at : now);
+    v[15] = v_text(j->headers);
 }
 
 void store_delivery_values(const struct delivery *d, int64_t now, struct store_value v[STORE_DELIVERY_NVALUES])
@@ -343,6 +589,47 @@ void store_delivery_values(const struct delivery *d, int64_t now, struct store_v
     v[16] = v_text(d->order_key);
     v[17] = d->order_key ? v_i64(d->order_seq) : v_null(STORE_V_I64);
     v[18] = d->order_key && d->has_order_version ? v_i64(d->order_version) : v_null(STORE_V_I64);
+}
+
+int store_inbox_values(struct inbox_item *it, struct store_value v[STORE_INBOX_NVALUES])
+{
+    if (it->source[0] == '\0' || !it->event_id || !it->payload || strlen(it->payload_sha256) != SHA256_HEX_LEN - 1)
+        return HOOKD_EINVAL;
+    if (it->id[0] == '\0')
+        id_new(it->id, "inb_");
+    if (it->received_at == 0)
+        it->received_at = clock_now_ms();
+    it->status = INBOX_PENDING;
+    it->next_attempt_at = it->received_at;
+    v[0] = v_text(it->id);
+    v[1] = v_text(it->source);
+    v[2] = v_text(it->event_id);
+    v[3] = v_text(it->event_type);
+    v[4] = v_text(it->entity_kind);
+    v[5] = v_text(it->entity_id);
+    v[6] = it->has_version ? v_i64(it->version) : v_null(STORE_V_I64);
+    v[7] = v_text(it->payload);
+    v[8] = v_text(it->payload_sha256);
+    v[9] = v_bool(it->signature_verified);
+    v[10] = v_text(inbox_status_name(it->status));
+    v[11] = v_i64(it->next_attempt_at);
+    v[12] = v_i64(it->received_at);
+    return 0;
+}
+
+int store_rejection_values(struct rejection *r, struct store_value v[STORE_REJECTION_NVALUES])
+{
+    if (r->source[0] == '\0' || !r->reason)
+        return HOOKD_EINVAL;
+    if (r->at == 0)
+        r->at = clock_now_ms();
+    v[0] = v_text(r->source);
+    v[1] = v_i64(r->at);
+    v[2] = v_text(r->reason);
+    v[3] = v_text(r->peer);
+    v[4] = v_i64(r->size);
+    v[5] = v_text(r->sha256[0] ? r->sha256 : NULL);
+    return 0;
 }
 
 /* ---- events ---------------------------------------------------------------- */

@@ -15,11 +15,11 @@
 
 #define STORE_EVENT_COLUMNS                                                                                \
     "o.seq, o.id, o.event_type, o.account, o.resource_type, o.resource_id, o.resource_version, o.payload, " \
-    "o.idempotency_key, o.created_at, o.dispatched_at"
-#define STORE_EVENT_NCOLS 11
+    "o.idempotency_key, o.created_at, o.dispatched_at, o.error"
+#define STORE_EVENT_NCOLS 12
 #define STORE_ENDPOINT_COLUMNS                                                                                 \
     "id, account, url, description, event_types, secrets, enabled, disabled_reason, ordering, max_in_flight, " \
-    "rate_limit, timeout_ms, retry_schedule, created_at, updated_at"
+    "rate_limit, timeout_ms, retry_schedule, created_at, updated_at, headers"
 #define STORE_DELIVERY_COLUMNS                                                                                 \
     "d.id, d.event_id, d.endpoint_id, d.account, d.status, d.attempt_count, d.next_attempt_at, "              \
     "d.last_status_code, d.last_error, d.first_attempt_at, d.last_attempt_at, d.delivered_at, d.created_at, " \
@@ -27,8 +27,27 @@
 #define STORE_DELIVERY_NCOLS 16
 /* A job's row: STORE_DELIVERY_COLUMNS, then STORE_EVENT_COLUMNS. */
 #define STORE_JOB_COLUMNS STORE_DELIVERY_COLUMNS ", " STORE_EVENT_COLUMNS
-#define STORE_ATTEMPT_COLUMNS \
-    "id, delivery_id, n, started_at, duration_ms, status_code, error_class, error, response, node"
+/*
+ * The snippet is read as hex text of its bytes (a BLOB/bytea column; rows
+ * written before it have their text in the old column): each backend gives
+ * the expression, store_read_attempt decodes it.
+ */
+#define STORE_ATTEMPT_COLUMNS_WITH(response_hex) \
+    "id, delivery_id, n, started_at, duration_ms, status_code, error_class, error, " response_hex \
+    ", node, response_truncated"
+#define STORE_ATTEMPT_SQLITE_RESPONSE "nullif(hex(COALESCE(response_body, response)), '')"
+#define STORE_ATTEMPT_POSTGRES_RESPONSE "encode(COALESCE(response_body, convert_to(response, 'UTF8')), 'hex')"
+/* The hex text of n bytes (2n + 1 bytes with the NUL) into out. */
+void store_hex_encode(const void *p, size_t n, char *out);
+
+/* The inbound families (sources, inbox, rejections). */
+#define STORE_SOURCE_COLUMNS "name, definition, secrets, created_at, updated_at"
+#define STORE_INBOX_COLUMNS                                                                                      \
+    "id, source, event_id, event_type, entity_kind, entity_id, version, payload, payload_sha256, "               \
+    "signature_verified, status, attempts, next_attempt_at, lease_owner, lease_until, lease_token, result, "      \
+    "error, received_at, processed_at, dup_count, last_dup_at, conflict_count, deferred_at"
+#define STORE_REJECTION_COLUMNS "id, source, at, reason, peer, size, sha256"
+#define STORE_REJECTION_COUNT_COLUMNS "reason, count, last_at"
 
 /*
  * Ordering, the same SQL on both backends. STORE_ORDER_FIRST(d): the delivery
@@ -62,6 +81,8 @@ struct store_row_ops {
     bool (*null)(const struct store_row *r, int col);
     /* Borrowed text, valid until the row moves on; NULL for SQL NULL. */
     const char *(*text)(const struct store_row *r, int col);
+    /* The column's length in bytes (a text may hold a NUL before its end); 0 for SQL NULL. */
+    size_t (*len)(const struct store_row *r, int col);
     /* A heap copy, NULL for SQL NULL; *ok turns false on OOM. */
     char *(*str)(const struct store_row *r, int col, bool *ok);
     int64_t (*i64)(const struct store_row *r, int col); /* NULL reads as 0 */
@@ -86,6 +107,10 @@ int store_read_endpoint(const struct store_row *r, void *item);    /* struct end
 int store_read_delivery(const struct store_row *r, void *item);    /* struct delivery */
 int store_read_job(const struct store_row *r, void *item);         /* struct delivery_job */
 int store_read_attempt(const struct store_row *r, void *item);     /* struct attempt */
+int store_read_source(const struct store_row *r, void *item);      /* struct source */
+int store_read_inbox(const struct store_row *r, void *item);       /* struct inbox_item */
+int store_read_rejection(const struct store_row *r, void *item);   /* struct rejection */
+int store_read_rejection_count(const struct store_row *r, void *item); /* struct rejection_count */
 
 /* ---- lists the row readers fill ----------------------------------------- */
 
@@ -106,6 +131,10 @@ void store_free_endpoint(void *item);
 void store_free_delivery(void *item);
 void store_free_job(void *item);
 void store_free_attempt(void *item);
+void store_free_source(void *item);
+void store_free_inbox(void *item);
+void store_free_rejection(void *item);
+void store_free_rejection_count(void *item);
 
 /* Empties the list without freeing anything (its start state). */
 void store_rows_start(struct store_rows *rows);
@@ -146,14 +175,26 @@ enum {
     DL_F_COMBINATIONS = 128,
 };
 enum { EP_F_ACCOUNT = 1, EP_F_BEFORE = 2, EP_F_COMBINATIONS = 4 };
+enum {
+    IB_F_SOURCE = 1,
+    IB_F_STATUS = 2,
+    IB_F_KIND = 4,
+    IB_F_ENTITY = 8,
+    IB_F_SINCE = 16,
+    IB_F_UNTIL = 32,
+    IB_F_BEFORE = 64,
+    IB_F_COMBINATIONS = 128,
+};
 int event_filter_mask(const struct event_filter *f);
 int delivery_filter_mask(const struct delivery_filter *f);
 int endpoint_filter_mask(const struct endpoint_filter *f);
+int inbox_filter_mask(const struct inbox_filter *f);
 /* " AND o.event_type = $1 AND …" for the bits of mask, in a buffer of FILTER_SQL_MAX bytes. */
 #define FILTER_SQL_MAX 256
 void event_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX]);
 void delivery_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX]);
 void endpoint_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX]);
+void inbox_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX]);
 
 /* ---- values: a row to write, bound by each backend its way ---------------- */
 
@@ -170,7 +211,7 @@ struct endpoint_json;
 #define STORE_EVENT_INSERT_COLUMNS \
     "id, account, event_type, resource_type, resource_id, resource_version, payload, idempotency_key, created_at"
 #define STORE_EVENT_NVALUES 9
-#define STORE_ENDPOINT_NVALUES 15 /* STORE_ENDPOINT_COLUMNS: enabled is 7, updated_at 15 */
+#define STORE_ENDPOINT_NVALUES 16 /* STORE_ENDPOINT_COLUMNS: enabled is 7, updated_at 15, headers 16 */
 #define STORE_DELIVERY_INSERT_COLUMNS                                                                          \
     "id, event_id, endpoint_id, account, status, attempt_count, next_attempt_at, last_status_code, last_error, " \
     "first_attempt_at, last_attempt_at, delivered_at, created_at, lease_owner, lease_until, lease_token, "     \
@@ -204,6 +245,19 @@ void endpoint_state_apply(struct endpoint_state *st, struct endpoint_outcome *o,
 #define ENDPOINT_DISABLE_REASON_MAX 160
 bool endpoint_state_disable_due(const struct endpoint_state *st, const struct breaker_policy *p, int64_t now,
                                 char reason[ENDPOINT_DISABLE_REASON_MAX]);
+/* An inbox insert's row: the columns and its parameter i + 1 = values[i]. */
+#define STORE_INBOX_INSERT_COLUMNS                                                                        \
+    "id, source, event_id, event_type, entity_kind, entity_id, version, payload, payload_sha256, "        \
+    "signature_verified, status, next_attempt_at, received_at"
+#define STORE_INBOX_NVALUES 13 /* received_at is 13 */
+/* Gives it an id when it has none and received_at now when 0 (pending, due at received_at), and fills v.
+ * HOOKD_EINVAL when it lacks its source, event id, payload or hash. */
+__attribute__((warn_unused_result)) int store_inbox_values(struct inbox_item *it,
+                                                           struct store_value v[STORE_INBOX_NVALUES]);
+#define STORE_REJECTION_NVALUES 6 /* source, at, reason, peer, size, sha256 */
+/* Fills r->at when 0, and v. HOOKD_EINVAL when it lacks its source or reason. */
+__attribute__((warn_unused_result)) int store_rejection_values(struct rejection *r,
+                                                               struct store_value v[STORE_REJECTION_NVALUES]);
 
 /* ---- events ------------------------------------------------------------- */
 

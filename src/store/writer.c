@@ -12,12 +12,15 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "log.h"
 
 #define DEFAULT_MAX_BATCH 512
 #define DEFAULT_MAX_DEFER_US 5000
 #define BUSY_RETRIES 5          /* BEGIN / COMMIT attempts beyond busy_timeout */
 #define BUSY_BACKOFF_MS 20      /* doubled after each attempt */
+#define BUSY_BACKOFF_MAX_MS 100 /* with a write bound: BEGIN is tried again at least this often */
+#define PROBE_MS 200            /* a busy writer with nothing queued checks this often whether it still is */
 #define LOG_PART "writer"
 
 struct write_op {
@@ -27,6 +30,9 @@ struct write_op {
     void *arg;
     int result;
     bool deferred;        /* may wait for company until deadline */
+    bool bounded;         /* writer_submit_bounded: given up (EBUSY, never run) at deadline_mono */
+    bool answered;        /* done already ran (given up while the batch waited) */
+    int64_t deadline_mono;
     struct timespec deadline;
     struct write_op *next;
 };
@@ -44,6 +50,11 @@ struct writer {
     struct store *s;            /* used by the writer thread only */
     pthread_t thread;
     struct log_limiter fail_log;
+    /* Busy episodes: writes that cannot commit within write_timeout_ms. */
+    _Atomic int64_t stuck_since; /* mono ms since the store first answered busy; 0: not stuck */
+    atomic_bool episode;         /* logged as busy; ends with the next clean commit */
+    int64_t episode_started;     /* writer thread only */
+    uint64_t episode_answers;    /* writer thread only */
 };
 
 /* ---- batches -------------------------------------------------------------- */
@@ -71,20 +82,151 @@ static int with_busy_retry(struct store *s, int (*step)(struct store *))
     return result;
 }
 
-static int begin_step(struct store *s) { return store_begin(s); }
 static int commit_step(struct store *s) { return store_commit(s); }
 static int commit_lazy_step(struct store *s) { return store_commit_lazy(s); }
 
-/* Runs one op in its own savepoint; returns 0, or the error that makes the
- * whole transaction unusable. */
-static int op_run_alone(struct store *s, struct write_op *op)
-{
-    int result = store_savepoint(s);
+/* ---- busy episodes ------------------------------------------------------------ */
 
-    if (result)
-        return result;
-    op->result = op->fn(s, op->arg);
-    return op->result < 0 ? store_rollback_to(s) : store_release(s);
+static bool writer_stopping(struct writer *w)
+{
+    bool stopping;
+
+    pthread_mutex_lock(&w->mu);
+    stopping = w->stopping;
+    pthread_mutex_unlock(&w->mu);
+    return stopping;
+}
+
+static void stuck_mark(struct writer *w)
+{
+    int64_t zero = 0;
+
+    atomic_compare_exchange_strong(&w->stuck_since, &zero, clock_mono_ms());
+}
+
+/* Once per episode, not once per request. */
+static void episode_open(struct writer *w)
+{
+    if (atomic_exchange(&w->episode, true))
+        return;
+    w->episode_started = clock_mono_ms();
+    w->episode_answers = 0;
+    log_error(LOG_PART,
+              "store busy: writes cannot commit within %lld ms (another connection holds a lock); "
+              "writes waiting longer are answered 503 store_busy until it is released",
+              (long long)w->opt.write_timeout_ms);
+}
+
+static void episode_close(struct writer *w)
+{
+    atomic_store(&w->stuck_since, 0);
+    if (!atomic_exchange(&w->episode, false))
+        return;
+    log_warn(LOG_PART, "store writes commit again after %.1f s busy (%llu writes answered store_busy)",
+             (double)(clock_mono_ms() - w->episode_started) / 1000.0, (unsigned long long)w->episode_answers);
+}
+
+/* Whether the store has been busy for longer than the bound: an episode, logged once. */
+static void stuck_check(struct writer *w)
+{
+    int64_t since = atomic_load(&w->stuck_since);
+
+    if (w->opt.write_timeout_ms > 0 && since != 0 && clock_mono_ms() - since >= w->opt.write_timeout_ms)
+        episode_open(w);
+}
+
+/* A bounded op past its deadline is answered at once and never runs: 503 means "not applied". */
+static void op_answer_busy(struct writer *w, struct write_op *op)
+{
+    op->result = HOOKD_EBUSY;
+    op->answered = true;
+    episode_open(w);
+    w->episode_answers++;
+    pthread_mutex_lock(&w->mu);
+    w->stats.busy_answers++;
+    pthread_mutex_unlock(&w->mu);
+    if (op->done)
+        op->done(op->arg, HOOKD_EBUSY);
+}
+
+static bool op_expired(const struct write_op *op, int64_t mono) { return op->bounded && mono >= op->deadline_mono; }
+
+/* Answers the expired bounded ops of the batch; returns whether any op is left to run. */
+static bool batch_expire(struct writer *w, struct write_op *batch)
+{
+    int64_t mono = clock_mono_ms();
+    bool live = false;
+
+    for (struct write_op *op = batch; op; op = op->next) {
+        if (!op->answered && op_expired(op, mono))
+            op_answer_busy(w, op);
+        live = live || !op->answered;
+    }
+    return live;
+}
+
+/* Answers (and drops) the expired bounded ops still in the queue while a batch is stuck. */
+static void queue_expire(struct writer *w)
+{
+    struct write_op *gone = NULL, **pp, *op;
+    int64_t mono = clock_mono_ms();
+
+    pthread_mutex_lock(&w->mu);
+    w->tail = NULL;
+    for (pp = &w->head; (op = *pp) != NULL;) {
+        if (op_expired(op, mono)) {
+            *pp = op->next;
+            w->queued--;
+            w->urgent -= !op->deferred;
+            op->next = gone;
+            gone = op;
+        } else {
+            w->tail = op;
+            pp = &op->next;
+        }
+    }
+    pthread_mutex_unlock(&w->mu);
+    while ((op = gone) != NULL) {
+        gone = op->next;
+        op_answer_busy(w, op);
+        free(op);
+    }
+}
+
+/*
+ * Runs one op in its own savepoint; returns 0, or the error that makes the
+ * whole transaction unusable. A bounded op past its deadline does not run; one
+ * whose statement waited out the lock wait (HOOKD_EBUSY: PostgreSQL's
+ * lock_timeout) is rolled back and tried again until its deadline.
+ */
+static int op_run_alone(struct writer *w, struct write_op *op)
+{
+    struct store *s = w->s;
+
+    for (;;) {
+        int result;
+
+        if (op->answered)
+            return 0;
+        if (op_expired(op, clock_mono_ms())) {
+            op_answer_busy(w, op);
+            return 0;
+        }
+        result = store_savepoint(s);
+        if (result)
+            return result;
+        op->result = op->fn(s, op->arg);
+        if (op->result >= 0)
+            return store_release(s);
+        result = store_rollback_to(s);
+        if (result || op->result != HOOKD_EBUSY)
+            return result;
+        stuck_mark(w);
+        stuck_check(w);
+        if (!op->bounded || w->opt.write_timeout_ms <= 0)
+            return 0;
+        queue_expire(w);
+    }
 }
 
 /*
@@ -92,8 +234,9 @@ static int op_run_alone(struct store *s, struct write_op *op)
  * savepoint. When the call fails as a whole, its savepoint is rolled back and
  * the ops run alone, so one bad op still spoils only itself.
  */
-static int group_run(struct store *s, struct write_op *first, size_t n)
+static int group_run(struct writer *w, struct write_op *first, size_t n)
 {
+    struct store *s = w->s;
     void **args = malloc(n * sizeof *args);
     int *results = malloc(n * sizeof *results);
     struct write_op *op = first;
@@ -111,6 +254,15 @@ static int group_run(struct store *s, struct write_op *first, size_t n)
         result = store_rollback_to(s);
         if (result)
             goto out;
+        if (rc == HOOKD_EBUSY) {
+            /* A lock wait ran out: one by one would wait again each. Their owners try again. */
+            stuck_mark(w);
+            stuck_check(w);
+            op = first;
+            for (size_t i = 0; i < n; i++, op = op->next)
+                op->result = HOOKD_EBUSY;
+            goto out;
+        }
         goto alone;
     }
     result = store_release(s);
@@ -123,7 +275,7 @@ static int group_run(struct store *s, struct write_op *first, size_t n)
 alone:
     op = first;
     for (size_t i = 0; i < n && result == 0; i++, op = op->next)
-        result = op_run_alone(s, op);
+        result = op_run_alone(w, op);
 out:
     free(args);
     free(results);
@@ -133,7 +285,7 @@ out:
 /* Runs every op of the batch in its own savepoint, or with the consecutive
  * ops of its group in one; returns 0, or the error that makes the whole
  * transaction unusable. */
-static int batch_run_ops(struct store *s, struct write_op *batch)
+static int batch_run_ops(struct writer *w, struct write_op *batch)
 {
     struct write_op *op = batch;
     int result = 0;
@@ -146,7 +298,7 @@ static int batch_run_ops(struct store *s, struct write_op *batch)
             last = last->next;
             n++;
         }
-        result = n > 1 ? group_run(s, op, n) : op_run_alone(s, op);
+        result = n > 1 ? group_run(w, op, n) : op_run_alone(w, op);
         op = last->next;
     }
     return result;
@@ -180,13 +332,47 @@ static void outage_log_reset(void)
     pthread_mutex_unlock(&outage_mu);
 }
 
+/*
+ * BEGIN, tried again while the store is busy (another process holds the
+ * write lock). Without a bound, a few times (BUSY_RETRIES). With one, until
+ * it goes through (nothing accepted is given up: attempt results, fan-out
+ * records and claims wait for the lock), answering meanwhile the bounded
+ * ops, in the batch and in the queue, that have waited longer than the
+ * bound; at stop, for one bound more at most. Returns HOOKD_EBUSY as well
+ * when every op of the batch has been answered.
+ */
+static int batch_begin(struct writer *w, struct write_op *batch)
+{
+    int64_t start = clock_mono_ms(), backoff = BUSY_BACKOFF_MS;
+    int result = store_begin(w->s);
+
+    for (int i = 0; result == HOOKD_EBUSY; i++) {
+        if (w->opt.write_timeout_ms <= 0) {
+            if (i >= BUSY_RETRIES)
+                break;
+        } else {
+            stuck_mark(w);
+            stuck_check(w);
+            queue_expire(w);
+            if (!batch_expire(w, batch))
+                break;
+            if (writer_stopping(w) && clock_mono_ms() - start >= w->opt.write_timeout_ms)
+                break;
+        }
+        sleep_ms(backoff);
+        backoff = backoff * 2 > BUSY_BACKOFF_MAX_MS && w->opt.write_timeout_ms > 0 ? BUSY_BACKOFF_MAX_MS : backoff * 2;
+        result = store_begin(w->s);
+    }
+    return result;
+}
+
 /* One transaction for the whole batch; on failure every op gets the error. */
 static void batch_commit(struct writer *w, struct write_op *batch, size_t n)
 {
-    int result = with_busy_retry(w->s, begin_step);
+    int result = batch_begin(w, batch);
 
     if (result == 0) {
-        result = batch_run_ops(w->s, batch);
+        result = batch_run_ops(w, batch);
         if (result == 0)
             result = with_busy_retry(w->s, w->opt.lazy_commit ? commit_lazy_step : commit_step);
         if (result && store_rollback(w->s) != 0)
@@ -194,9 +380,15 @@ static void batch_commit(struct writer *w, struct write_op *batch, size_t n)
     }
     if (result) {
         for (struct write_op *op = batch; op; op = op->next)
-            op->result = result;
-        batch_failed_log(w, n, result);
+            op->result = op->answered ? op->result : result;
+        if (result != HOOKD_EBUSY || w->opt.write_timeout_ms <= 0)
+            batch_failed_log(w, n, result);
     } else {
+        bool busy = false;
+        for (struct write_op *op = batch; op && !busy; op = op->next)
+            busy = op->result == HOOKD_EBUSY; /* given up (answered) or its lock wait ran out */
+        if (!busy)
+            episode_close(w);
         log_limiter_reset(&w->fail_log, LOG_PART, "commits");
         if (atomic_exchange(&outage_logged, false))
             outage_log_reset();
@@ -226,6 +418,17 @@ static void batch_wait(struct writer *w)
     for (;;) {
         if (w->stopping || (w->head && (w->urgent > 0 || w->flush || w->queued >= (size_t)w->opt.max_batch)))
             break;
+        if (!w->head && atomic_load(&w->episode)) {
+            /* Busy, and nothing queued to find out when it ends: probe now and then. */
+            struct timespec probe_at;
+            clock_gettime(CLOCK_REALTIME, &probe_at);
+            probe_at.tv_nsec += PROBE_MS * 1000000L;
+            probe_at.tv_sec += probe_at.tv_nsec / 1000000000;
+            probe_at.tv_nsec %= 1000000000;
+            if (pthread_cond_timedwait(&w->cv, &w->mu, &probe_at) == ETIMEDOUT && !w->head)
+                return;
+            continue;
+        }
         if (!w->head) {
             pthread_cond_wait(&w->cv, &w->mu);
             continue;
@@ -246,6 +449,17 @@ static void batch_wait(struct writer *w)
     }
 }
 
+/* What a publish needs, read only: SQLite's write lock (the batch's BEGIN
+ * IMMEDIATE), PostgreSQL's lock on the outbox (a read waits behind an
+ * application's LOCK TABLE as an insert does). */
+static int probe_run(struct store *s, void *arg)
+{
+    bool any;
+
+    (void)arg;
+    return store_outbox_pending(s, &any);
+}
+
 static void *writer_main(void *arg)
 {
     struct writer *w = arg;
@@ -256,6 +470,13 @@ static void *writer_main(void *arg)
 
         pthread_mutex_lock(&w->mu);
         batch_wait(w);
+        if (!w->head && !w->stopping) {
+            /* A busy episode with nothing queued: a probe batch tells when writes commit again. */
+            struct write_op probe = {.fn = probe_run};
+            pthread_mutex_unlock(&w->mu);
+            batch_commit(w, &probe, 1);
+            continue;
+        }
         if (!w->head) {
             /* Stopping and drained. */
             pthread_mutex_unlock(&w->mu);
@@ -281,7 +502,7 @@ static void *writer_main(void *arg)
         /* Only now, after the commit, do callers learn their results. */
         for (op = batch; op; op = next) {
             next = op->next;
-            if (op->done)
+            if (op->done && !op->answered)
                 op->done(op->arg, op->result);
             free(op);
         }
@@ -310,6 +531,8 @@ int writer_start(const char *dsn, const struct writer_options *opt, struct write
     result = store_open(dsn, &w->s);
     if (result)
         goto fail;
+    if (w->opt.lock_wait_ms > 0 && store_lock_wait(w->s, w->opt.lock_wait_ms) != 0)
+        log_warn(LOG_PART, "cannot bound the lock wait of the writer's connection");
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     if (pthread_create(&w->thread, NULL, writer_main, w) != 0) {
@@ -341,7 +564,8 @@ void writer_stop(struct writer *w)
     free(w);
 }
 
-static int submit(struct writer *w, write_fn fn, write_group_fn group, write_done_fn done, void *arg, bool deferred)
+static int submit(struct writer *w, write_fn fn, write_group_fn group, write_done_fn done, void *arg, bool deferred,
+                  bool bounded)
 {
     struct write_op *op;
     int result = 0;
@@ -356,6 +580,8 @@ static int submit(struct writer *w, write_fn fn, write_group_fn group, write_don
     op->done = done;
     op->arg = arg;
     op->deferred = deferred;
+    op->bounded = bounded && w->opt.write_timeout_ms > 0;
+    op->deadline_mono = clock_mono_ms() + w->opt.write_timeout_ms;
     if (deferred) {
         clock_gettime(CLOCK_REALTIME, &op->deadline);
         op->deadline.tv_nsec += (long)(w->opt.max_defer_us % 1000000) * 1000;
@@ -383,17 +609,33 @@ static int submit(struct writer *w, write_fn fn, write_group_fn group, write_don
 
 int writer_submit(struct writer *w, write_fn fn, write_done_fn done, void *arg)
 {
-    return submit(w, fn, NULL, done, arg, false);
+    return submit(w, fn, NULL, done, arg, false, false);
+}
+
+int writer_submit_bounded(struct writer *w, write_fn fn, write_done_fn done, void *arg)
+{
+    return submit(w, fn, NULL, done, arg, false, true);
+}
+
+bool writer_degraded(struct writer *w)
+{
+    int64_t since;
+
+    if (w == NULL)
+        return false;
+    since = atomic_load(&w->stuck_since);
+    return atomic_load(&w->episode) ||
+           (w->opt.write_timeout_ms > 0 && since != 0 && clock_mono_ms() - since >= w->opt.write_timeout_ms);
 }
 
 int writer_submit_deferred(struct writer *w, write_fn fn, write_done_fn done, void *arg)
 {
-    return submit(w, fn, NULL, done, arg, true);
+    return submit(w, fn, NULL, done, arg, true, false);
 }
 
 int writer_submit_grouped(struct writer *w, write_fn fn, write_group_fn group, write_done_fn done, void *arg)
 {
-    return submit(w, fn, group, done, arg, true);
+    return submit(w, fn, group, done, arg, true, false);
 }
 
 void writer_flush(struct writer *w)
@@ -434,7 +676,7 @@ static void exec_done(void *arg, int result)
     pthread_mutex_unlock(&c->mu);
 }
 
-int writer_exec(struct writer *w, write_fn fn, void *arg)
+static int exec_op(struct writer *w, write_fn fn, void *arg, bool bounded)
 {
     struct exec_call c = {.fn = fn, .arg = arg};
     int result;
@@ -444,7 +686,7 @@ int writer_exec(struct writer *w, write_fn fn, void *arg)
         return HOOKD_EINVAL;
     pthread_mutex_init(&c.mu, NULL);
     pthread_cond_init(&c.cv, NULL);
-    result = writer_submit(w, exec_run, exec_done, &c);
+    result = submit(w, exec_run, NULL, exec_done, &c, false, bounded);
     if (result == 0) {
         pthread_mutex_lock(&c.mu);
         while (!c.done)
@@ -456,6 +698,9 @@ int writer_exec(struct writer *w, write_fn fn, void *arg)
     pthread_mutex_destroy(&c.mu);
     return result;
 }
+
+int writer_exec(struct writer *w, write_fn fn, void *arg) { return exec_op(w, fn, arg, false); }
+int writer_exec_bounded(struct writer *w, write_fn fn, void *arg) { return exec_op(w, fn, arg, true); }
 
 void writer_stats(struct writer *w, struct writer_stats *out)
 {

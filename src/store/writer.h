@@ -16,8 +16,12 @@
  *   writer_submit_grouped  a deferred op that runs in one call with the ops of
  *                  the same group queued right next to it (attempt results:
  *                  one multi-row statement instead of one per delivery)
+ *   writer_submit_bounded  an op somebody waits on (an admin API request): when it
+ *                  cannot commit within write_timeout_ms it is given up, never
+ *                  run, and its done gets HOOKD_EBUSY (so EBUSY means "not applied")
+ *   writer_degraded  whether writes are stuck now (a busy episode: /healthz)
  *   writer_flush   let the deferred ops queued so far go now, without waiting for company
- *   writer_exec    queue an op and wait for its committed result
+ *   writer_exec    queue an op and wait for its committed result (writer_exec_bounded: a bounded one)
  *   writer_stats   batches and ops committed so far (metrics, tests)
  */
 #ifndef HOOKD_STORE_WRITER_H
@@ -49,6 +53,15 @@ struct writer_options {
     int64_t max_defer_us;  /* longest wait of a deferred op for a batch; default 5000 */
     bool lazy_commit;      /* commit without waiting for the disk (store_commit_lazy): only for a
                             * writer whose ops acknowledge nothing, such as claims */
+    /*
+     * The bound of a write (0: none, the old way: BEGIN tried a few times).
+     * With a bound, a batch whose BEGIN finds the store busy (another
+     * process holds the write lock) is tried again until it goes through,
+     * bounded ops waiting longer than this are answered HOOKD_EBUSY meanwhile,
+     * and the busy episode is logged once and shown by writer_degraded.
+     */
+    int64_t write_timeout_ms;
+    int64_t lock_wait_ms;  /* longest one statement waits for a lock (store_lock_wait); 0: the backend's */
 };
 
 __attribute__((warn_unused_result)) int writer_start(const char *dsn, const struct writer_options *opt,
@@ -60,14 +73,20 @@ __attribute__((warn_unused_result)) int writer_submit_deferred(struct writer *w,
                                                                void *arg);
 __attribute__((warn_unused_result)) int writer_submit_grouped(struct writer *w, write_fn fn, write_group_fn group,
                                                               write_done_fn done, void *arg);
+__attribute__((warn_unused_result)) int writer_submit_bounded(struct writer *w, write_fn fn, write_done_fn done,
+                                                              void *arg);
+bool writer_degraded(struct writer *w);
 void writer_flush(struct writer *w);
 /* fn's result once committed, or the commit error. */
 __attribute__((warn_unused_result)) int writer_exec(struct writer *w, write_fn fn, void *arg);
+/* The same for a bounded op: HOOKD_EBUSY (not applied) when it cannot commit within write_timeout_ms. */
+__attribute__((warn_unused_result)) int writer_exec_bounded(struct writer *w, write_fn fn, void *arg);
 
 struct writer_stats {
     uint64_t batches;
     uint64_t ops;
     uint64_t failed_commits;
+    uint64_t busy_answers;  /* bounded ops answered HOOKD_EBUSY: not applied */
 };
 void writer_stats(struct writer *w, struct writer_stats *out);
 #endif

@@ -98,3 +98,22 @@ test('Retry-After as an HTTP date is respected', async () => {
   assert.ok(gap >= 1000, `retried after ${gap} ms, the date was about 2.5 s ahead`);
   await new Promise((r) => server.close(r));
 });
+
+test('a request that cannot be built (payload past the 8 MiB request cap) is dead at once, not retried', async () => {
+  const sink = await startSink();
+  await d.createEndpoint({ url: sink.url(), event_types: ['rbig.*'] });
+  // 9 MB of JSON, written by plain SQL as an application could: valid, but larger than any request hookd builds.
+  const big = d.store.kind === 'sqlite'
+    ? `'{"s":"' || replace(hex(zeroblob(4500000)), '0', 'a') || '"}'`
+    : `'{"s":"' || repeat('a', 9000000) || '"}'`;
+  d.sql(`INSERT INTO hookd_outbox(id, event_type, payload) VALUES ('evt_big_request_1', 'rbig.x', ${big})`);
+  const [dl] = await d.waitDelivery('evt_big_request_1', 'dead');
+  assert.equal(dl.attempt_count, 1, 'one attempt: a permanent error is not retried');
+  assert.match(dl.last_error, /cannot build the request/);
+  await sleep(500); // the schedule (100 ms, …) would have retried by now
+  const again = (await d.api('GET', `/v1/deliveries/${dl.id}`)).body;
+  assert.equal(again.attempt_count, 1);
+  assert.equal(again.attempts.length, 1);
+  assert.equal(sink.requests.length, 0, 'nothing reached the endpoint');
+  await sink.stop();
+});

@@ -1,6 +1,6 @@
 // The admin listener as a hostile client meets it: the routes' auth and body
 // cap are decided on the header (the body is never read), framing refusals and
-// libmicrohttpd-level errors answer the JSON shape, and writes answer only
+// protocol errors answer the JSON shape, and writes answer only
 // after their commit while the connection waits suspended.
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';

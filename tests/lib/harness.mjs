@@ -4,6 +4,7 @@
 // in-process counting sinks, talks to the admin API, runs SQL with the sqlite3
 // CLI or psql. Every wait is bounded; every process is killed when the test ends.
 import { spawn, execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, readFileSync, chmodSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
@@ -14,7 +15,8 @@ import { createInterface } from 'node:readline';
 export const ROOT = resolve(new URL('../..', import.meta.url).pathname);
 export const HOOKD = process.env.HOOKD_BIN || join(ROOT, 'build/hookd');
 export const TOOLS = join(process.env.HOOKD_TEST_LIB || join(ROOT, 'build-asan'), 'tests/tools');
-export const TOKEN = 'test-admin-token';
+/** At least 32 characters: hookd refuses a shorter admin token. */
+export const TOKEN = 'test-admin-token-0123456789abcdef';
 /** 'sqlite' (default) or 'postgres' (HOOKD_TEST_BACKEND=postgres; needs HOOKD_TEST_PG). */
 export const BACKEND = process.env.HOOKD_TEST_BACKEND === 'postgres' ? 'postgres' : 'sqlite';
 /** The test cluster's URL (scripts/pg.sh start prints it), or ''. */
@@ -128,6 +130,8 @@ export function newStore(opts = {}) {
     const url = pgDatabaseUrl(cluster, name);
     return {
       kind: 'postgres', url, name, db: null,
+      // PostgreSQL has no file to keep the key beside: every node of the store gets this one.
+      secretKey: randomBytes(32).toString('hex'),
       sql: (q) => psql(url, q),
       drop: () => { try { psql(cluster, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`); } catch {} },
     };
@@ -189,6 +193,7 @@ export async function startDaemon(env = {}, opts = {}) {
     ...process.env,
     HOOKD_SERVER_STORE: store.url,
     HOOKD_SERVER_ADMIN_TOKEN: TOKEN,
+    ...(store.secretKey ? { HOOKD_SERVER_SECRET_KEY: store.secretKey } : {}),
     HOOKD_SERVER_ADMIN_LISTEN: `127.0.0.1:${d.adminPort}`,
     HOOKD_SERVER_PUBLIC_LISTEN: `127.0.0.1:${d.publicPort}`,
     HOOKD_DELIVERY_ALLOW_PRIVATE_NETWORKS: 'true',
@@ -369,4 +374,34 @@ export function newSecret() {
   const bytes = new Uint8Array(32);
   globalThis.crypto.getRandomValues(bytes);
   return 'whsec_' + Buffer.from(bytes).toString('base64');
+}
+
+/**
+ * An in-process HTTP receiver that keeps every request whole: {n, method, path,
+ * headers (lower-cased names), rawHeaders (as sent, [name, value, …]), body
+ * (text), at}. opts.status(n, req) scripts the answer (default 200), opts.delayMs(n, req) its delay.
+ */
+export async function startRecordingSink(opts = {}) {
+  const sink = { requests: [] };
+  const server = createHttpServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const n = sink.requests.length + 1;
+      sink.requests.push({ n, method: req.method, path: req.url, headers: req.headers, rawHeaders: req.rawHeaders,
+        body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
+      const answer = () => {
+        res.writeHead(opts.status ? opts.status(n, req) : 200, { 'content-type': 'text/plain' });
+        res.end('ok');
+      };
+      const delay = opts.delayMs ? opts.delayMs(n, req) : 0;
+      if (delay > 0) setTimeout(answer, delay); else answer();
+    });
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  sink.port = server.address().port;
+  sink.url = (path = '/hook') => `http://127.0.0.1:${sink.port}${path}`;
+  sink.at = (path) => sink.requests.filter((r) => r.path === path);
+  sink.stop = () => new Promise((r) => { server.closeAllConnections?.(); server.close(() => r()); });
+  return sink;
 }

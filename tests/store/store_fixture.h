@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <libpq-fe.h>
+#include <sqlite3.h>
 
 #include "core/clock.h"
 #include "core/ids.h"
@@ -224,6 +225,25 @@ FIXTURE static void pg_admin(struct fixture *fx, const char *sql)
     PQclear(r);
     PQfinish(c);
     assert_true(ok);
+}
+
+/* Runs SQL on fx's store through a connection of its own (as an application would), failing the test on error. */
+FIXTURE static void fixture_sql(struct fixture *fx, const char *sql)
+{
+    if (strncmp(fx->dsn, "sqlite:", 7) == 0) {
+        sqlite3 *db = NULL;
+        char *err = NULL;
+        int rc = sqlite3_open(fx->dsn + 7, &db);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_exec(db, sql, NULL, NULL, &err);
+        if (rc != SQLITE_OK)
+            print_error("%s: %s\n", sql, err ? err : sqlite3_errmsg(db));
+        sqlite3_free(err);
+        sqlite3_close(db);
+        assert_int_equal(rc, SQLITE_OK);
+        return;
+    }
+    pg_admin(fx, sql);
 }
 
 FIXTURE static void fresh_store_make(struct fixture *fx, struct fresh_store *f)

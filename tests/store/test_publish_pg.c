@@ -271,6 +271,8 @@ static void test_invalid_input(void **state)
         {.type = NULL, .data_json = "{}"},
         {.id = "has space", .type = "order.paid", .data_json = "{}"},
         {.id = "", .type = "order.paid", .data_json = "{}"},
+        {.type = "order.paid", .account = "acme\r\nX-Injected: yes", .data_json = "{}"}, /* the outbox's check */
+        {.type = "order.paid", .resource_id = "r\x1b[31m", .data_json = "{}"},
     };
     char id[HOOKD_ID_MAX], unique[HOOKD_ID_MAX];
     struct hookd_event marked = bad[0];

@@ -353,6 +353,42 @@ static void test_outbox_fetch_mark_pending(void **state)
         event_free(&evs[i]);
 }
 
+/* A row that breaks the outbox rules: refused by the table's check; one that got in earlier is marked by reject. */
+static void test_outbox_check_and_reject(void **state)
+{
+    struct fixture *fx = *state;
+    struct event ev, bad, got;
+    struct event_list l;
+
+    drain_outbox(fx);
+    memset(&bad, 0, sizeof bad);
+    bad.type = "order.paid";
+    bad.account = "acme\r\nX-Injected: yes";
+    bad.payload = "{}";
+    assert_int_equal(store_event_insert(fx->s, &bad, NULL), HOOKD_EINVAL);
+    bad.account = NULL;
+    bad.resource_id = "r\x1b";
+    bad.id[0] = '\0';
+    assert_int_equal(store_event_insert(fx->s, &bad, NULL), HOOKD_EINVAL);
+
+    event_make(fx, "order.paid", &ev);
+    assert_int_equal(store_event_get(fx->s, ev.id, &got), 0);
+    assert_null(got.error);
+    assert_null(got.bad_field);
+    event_free(&got);
+    assert_int_equal(store_outbox_reject(fx->s, ev.seq, "event id contains control characters", 777), 0);
+    /* A second reject keeps the first time it was done with. */
+    assert_int_equal(store_outbox_reject(fx->s, ev.seq, "event id contains control characters", 999), 0);
+    assert_int_equal(store_event_get(fx->s, ev.id, &got), 0);
+    assert_string_equal(got.error, "event id contains control characters");
+    assert_int_equal(got.dispatched_at, 777);
+    event_free(&got);
+    assert_int_equal(store_outbox_fetch(fx->s, 0, 10, &l), 0);
+    assert_int_equal(l.n, 0);
+    event_list_free(&l);
+    event_free(&ev);
+}
+
 static void endpoint_fill(struct endpoint *ep, const char *account);
 
 /* Whether the row of event id is marked dispatched, read through a connection of its own. */
@@ -494,6 +530,9 @@ static void endpoint_fill(struct endpoint *ep, const char *account)
     ep->retry_schedule_ms[0] = 100;
     ep->retry_schedule_ms[1] = 200;
     ep->n_retry_schedule = 2;
+    ep->headers[0] = strdup("X-Tenant: acme");
+    ep->headers[1] = strdup("Authorization: Bearer t");
+    ep->n_headers = 2;
     ep->created_at = ep->updated_at = 5000;
 }
 
@@ -528,8 +567,12 @@ static void test_endpoint_crud(void **state)
     assert_int_equal(got.n_retry_schedule, 2);
     assert_int_equal(got.retry_schedule_ms[1], 200);
     assert_int_equal(got.created_at, 5000);
+    assert_int_equal(got.n_headers, 2); /* in their order */
+    assert_string_equal(got.headers[0], "X-Tenant: acme");
+    assert_string_equal(got.headers[1], "Authorization: Bearer t");
 
     assert_int_equal(endpoint_copy(&copy, &got), 0);
+    assert_ptr_not_equal(copy.headers[0], got.headers[0]);
     assert_ptr_not_equal(copy.url, got.url);
     assert_string_equal(copy.secrets[1].key, got.secrets[1].key);
     endpoint_free(&got);
@@ -539,6 +582,8 @@ static void test_endpoint_crud(void **state)
     copy.n_retry_schedule = 0;
     copy.ordering = ORDERING_LATEST;
     copy.updated_at = 6000;
+    free(copy.headers[1]);
+    copy.n_headers = 1;
     assert_int_equal(store_endpoint_update(fx->s, &copy), 0);
     assert_int_equal(store_endpoint_get(fx->s, ep.id, &got), 0);
     assert_string_equal(got.url, "https://example.test/v2");
@@ -546,6 +591,8 @@ static void test_endpoint_crud(void **state)
     assert_int_equal(got.ordering, ORDERING_LATEST);
     assert_int_equal(got.created_at, 5000);
     assert_int_equal(got.updated_at, 6000);
+    assert_int_equal(got.n_headers, 1);
+    assert_string_equal(got.headers[0], "X-Tenant: acme");
     endpoint_free(&got);
 
     assert_int_equal(store_endpoint_set_enabled(fx->s, ep.id, false, "gone (410)", 7000), 0);
@@ -677,6 +724,7 @@ int main(void)
         T(test_event_list_filters_cursor),
         T(test_outbox_fetch_mark_pending),
         T(test_outbox_take),
+        T(test_outbox_check_and_reject),
         T(test_outbox_take_skips_locked),
         T(test_endpoint_crud),
         T(test_endpoint_list_filters_cursor),

@@ -734,6 +734,103 @@ static void test_complete_many_large(void **state)
     free(results);
 }
 
+/*
+ * Snippets are bytes: NULs, Latin-1, gzip, every byte value come back exactly
+ * with their length and truncation flag, through complete_many and complete.
+ */
+static void test_attempt_response_bytes(void **state)
+{
+    static const char nul_body[] = "a\0b\0\0c";
+    static const char latin1[] = "Fehler: Ung\xfcltig \xa9";
+    static const unsigned char gzip[] = {0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0xcb, 0x48};
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    char all_bytes[256];
+    struct {
+        const char *p;
+        size_t len;
+        bool truncated;
+    } cases[] = {
+        {nul_body, sizeof nul_body - 1, false},
+        {latin1, sizeof latin1 - 1, true},
+        {(const char *)gzip, sizeof gzip, false},
+        {all_bytes, sizeof all_bytes, true},
+    };
+    enum { N = sizeof cases / sizeof cases[0] };
+    struct event evs[2 * N];
+    struct endpoint ep;
+    struct delivery ds[2 * N];
+    struct job_list jobs;
+    struct delivery_result rs[N];
+    int results[N];
+
+    for (int i = 0; i < 256; i++)
+        all_bytes[i] = (char)i;
+    drain_due(fx);
+    endpoint_make(fx, &ep);
+    for (int i = 0; i < 2 * N; i++) {
+        event_make(fx, "order.paid", &evs[i]);
+        delivery_make(fx, evs[i].id, ep.id, now - 10, &ds[i]);
+    }
+    assert_int_equal(claim(fx, "node-a", now, now + 30000, &jobs), 2 * N);
+    for (int i = 0; i < 2 * N; i++) {
+        struct delivery_result r = delivered_result(job_find(&jobs, ds[i].id), now);
+        r.attempt.response = (char *)cases[i % N].p;
+        r.attempt.response_len = cases[i % N].len;
+        r.attempt.response_truncated = cases[i % N].truncated;
+        if (i < N)
+            rs[i] = r;
+        else
+            assert_int_equal(store_delivery_complete(fx->s, &r, now + 1), 0);
+    }
+    assert_int_equal(store_delivery_complete_many(fx->s, rs, N, now + 1, results), 0);
+    for (int i = 0; i < 2 * N; i++) {
+        struct attempt_list al;
+        if (i < N)
+            assert_int_equal(results[i], 0);
+        assert_int_equal(store_attempt_list(fx->s, ds[i].id, &al), 0);
+        assert_int_equal(al.n, 1);
+        assert_int_equal(al.items[0].response_len, cases[i % N].len);
+        assert_memory_equal(al.items[0].response, cases[i % N].p, cases[i % N].len);
+        assert_int_equal(al.items[0].response[al.items[0].response_len], '\0');
+        assert_int_equal(al.items[0].response_truncated, cases[i % N].truncated);
+        attempt_list_free(&al);
+    }
+    job_list_free(&jobs);
+    for (int i = 0; i < 2 * N; i++)
+        event_free(&evs[i]);
+    endpoint_free(&ep);
+}
+
+/* Rows written before snippets were bytes (text in the old column) read as they were. */
+static void test_attempt_response_old_rows(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    struct event ev;
+    struct endpoint ep;
+    struct delivery d;
+    struct attempt_list al;
+    char sql[512];
+
+    endpoint_make(fx, &ep);
+    event_make(fx, "order.paid", &ev);
+    delivery_make(fx, ev.id, ep.id, now, &d);
+    snprintf(sql, sizeof sql,
+             "INSERT INTO hookd_attempts(delivery_id, n, started_at, duration_ms, status_code, response, node)"
+             " VALUES ('%s', 1, %lld, 3, 500, 'old text \u00e9', 'node-old')",
+             d.id, (long long)now);
+    fixture_sql(fx, sql);
+    assert_int_equal(store_attempt_list(fx->s, d.id, &al), 0);
+    assert_int_equal(al.n, 1);
+    assert_string_equal(al.items[0].response, "old text \u00e9");
+    assert_int_equal(al.items[0].response_len, strlen("old text \u00e9"));
+    assert_false(al.items[0].response_truncated);
+    attempt_list_free(&al);
+    event_free(&ev);
+    endpoint_free(&ep);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -748,6 +845,8 @@ int main(void)
         T(test_complete_many_disables_endpoint),
         T(test_complete_many_in_transaction),
         T(test_complete_many_large),
+        T(test_attempt_response_bytes),
+        T(test_attempt_response_old_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -194,6 +194,57 @@ static void test_retrying_to_dead(void **state)
     scene_free(&sc);
 }
 
+/* Replay: a dead delivery is pending again at once, with a fresh schedule and its attempts kept; an open
+ * one is refused (ECONFLICT, left as it is), however often asked. */
+static void test_replay(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    struct scene sc;
+    struct job_list jobs;
+    struct delivery got;
+    struct attempt_list al;
+
+    drain_due(fx);
+    scene_make(fx, now, &sc);
+    /* Pending (and then leased: in flight): not replayable. */
+    assert_int_equal(store_delivery_replay(fx->s, sc.d.id, now, &got), HOOKD_ECONFLICT);
+    assert_int_equal(got.status, DELIVERY_PENDING);
+    delivery_free(&got);
+    assert_int_equal(claim(fx, "node-a", now, now + 30000, &jobs), 1);
+    assert_int_equal(store_delivery_replay(fx->s, sc.d.id, now, &got), HOOKD_ECONFLICT);
+    assert_string_equal(got.lease_owner, "node-a");
+    delivery_free(&got);
+    complete(fx, &jobs.items[0], DELIVERY_DEAD, 1, 500, now, 0, 0);
+    job_list_free(&jobs);
+
+    assert_int_equal(store_delivery_replay(fx->s, sc.d.id, now + 50, &got), 0);
+    assert_int_equal(got.status, DELIVERY_PENDING);
+    assert_int_equal(got.attempt_count, 0);
+    assert_int_equal(got.next_attempt_at, now + 50);
+    assert_int_equal(got.first_attempt_at, 0);
+    assert_null(got.lease_owner);
+    delivery_free(&got);
+    /* A second replay finds it pending: one send, not two. */
+    assert_int_equal(store_delivery_replay(fx->s, sc.d.id, now + 60, &got), HOOKD_ECONFLICT);
+    delivery_free(&got);
+    assert_int_equal(claim(fx, "node-b", now + 100, now + 30000, &jobs), 1);
+    assert_string_equal(jobs.items[0].d.id, sc.d.id);
+    complete(fx, &jobs.items[0], DELIVERY_DELIVERED, 1, 200, now + 100, 0, 0);
+    job_list_free(&jobs);
+    assert_int_equal(store_attempt_list(fx->s, sc.d.id, &al), 0);
+    assert_int_equal(al.n, 2);
+    assert_int_equal(al.items[0].status_code, 500); /* in the order they were made */
+    assert_int_equal(al.items[1].status_code, 200);
+    attempt_list_free(&al);
+    /* Delivered: may be sent again (a resend on request). */
+    assert_int_equal(store_delivery_replay(fx->s, sc.d.id, now + 200, &got), 0);
+    assert_int_equal(got.delivered_at, 0);
+    delivery_free(&got);
+    assert_int_equal(store_delivery_replay(fx->s, "dlv_absent", now, &got), HOOKD_ENOTFOUND);
+    scene_free(&sc);
+}
+
 /* ---- deliveries: leases and fencing ----------------------------------------- */
 
 static void test_claim_skips_leased(void **state)
@@ -554,6 +605,7 @@ int main(void)
         T(test_pending_to_delivered),
         T(test_pending_retrying_delivered),
         T(test_retrying_to_dead),
+        T(test_replay),
         T(test_claim_skips_leased),
         T(test_expired_lease_reclaimed_and_stale_complete),
         T(test_stale_token_same_owner),

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/ids.h"
+#include "core/clock.h"
 #include "store/pool.h"
 #include "store/store.h"
 #include "store/writer.h"
@@ -684,6 +685,64 @@ static void test_waits_for_foreign_write_lock(void **state)
     store_close(other);
 }
 
+/*
+ * With a write bound: while another connection holds the write lock, a
+ * bounded op is answered EBUSY at its bound and never applied, the writer
+ * says it is degraded, an unbounded op waits for the lock and commits, and
+ * the degraded state ends by itself once the lock is gone.
+ */
+static void test_bounded_op_given_up_while_locked(void **state)
+{
+    struct fixture *fx = *state;
+    const struct writer_options opt = {.write_timeout_ms = 300, .lock_wait_ms = 50};
+    struct writer *w;
+    struct store *other;
+    struct put_op bounded, late, kept;
+    int64_t t0, answered_after;
+    struct writer_stats st;
+
+    if (getenv("HOOKD_TEST_STORE"))
+        skip(); /* an SQLite write lock; PostgreSQL's lock waits are in t7300-busy */
+    put_init(&bounded);
+    put_init(&late);
+    put_init(&kept);
+    assert_int_equal(store_open(fx->dsn, &other), 0);
+    assert_int_equal(writer_start(fx->dsn, &opt, &w), 0);
+    assert_false(writer_degraded(w));
+    assert_int_equal(store_begin(other), 0);
+    t0 = clock_mono_ms();
+    assert_int_equal(writer_submit_bounded(w, put_fn, put_done, &bounded), 0);
+    assert_int_equal(writer_submit(w, put_fn, put_done, &kept), 0);
+    usleep(150000);
+    /* Queued behind the stuck batch: answered at its own bound all the same. */
+    assert_int_equal(writer_submit_bounded(w, put_fn, put_done, &late), 0);
+    while (atomic_load(&late.done_calls) == 0 && clock_mono_ms() - t0 < 3000)
+        usleep(5000);
+    answered_after = clock_mono_ms() - t0;
+    assert_int_equal(atomic_load(&bounded.done_calls), 1);
+    assert_int_equal(bounded.done_result, HOOKD_EBUSY);
+    assert_int_equal(atomic_load(&late.done_calls), 1);
+    assert_int_equal(late.done_result, HOOKD_EBUSY);
+    assert_true(answered_after >= 440 && answered_after < 1000);
+    assert_int_equal(atomic_load(&kept.done_calls), 0); /* still waiting for the lock */
+    assert_true(writer_degraded(w));
+    assert_int_equal(store_commit(other), 0);
+    while (atomic_load(&kept.done_calls) == 0 && clock_mono_ms() - t0 < 5000)
+        usleep(5000);
+    assert_int_equal(kept.done_result, 0);
+    /* The next commit with nothing given up ends the episode; a probe finds it with nothing queued. */
+    while (writer_degraded(w) && clock_mono_ms() - t0 < 5000)
+        usleep(5000);
+    assert_false(writer_degraded(w));
+    writer_stats(w, &st);
+    assert_int_equal(st.busy_answers, 2);
+    writer_stop(w);
+    assert_int_equal(key_lookup(fx->reader, bounded.key), HOOKD_ENOTFOUND);
+    assert_int_equal(key_lookup(fx->reader, late.key), HOOKD_ENOTFOUND);
+    assert_int_equal(key_lookup(fx->reader, kept.key), 0);
+    store_close(other);
+}
+
 /* ---- pool ------------------------------------------------------------------- */
 
 static void test_pool(void **state)
@@ -727,6 +786,7 @@ int main(void)
         T(test_lazy_commit),
         T(test_busy_begin_is_retried),
         T(test_waits_for_foreign_write_lock),
+        T(test_bounded_op_given_up_while_locked),
         T(test_pool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -374,8 +374,26 @@ static void test_delivery_and_attempt_json(void **state)
     assert_int_equal(json_integer_value(json_object_get(j, "status_code")), 200);
     assert_true(json_is_null(json_object_get(j, "error")));
     assert_string_equal(str(j, "response"), "ok");
+    assert_string_equal(str(j, "response_encoding"), "utf-8");
+    assert_false(json_is_true(json_object_get(j, "response_truncated")));
+    assert_null(json_object_get(j, "response_base64"));
     json_decref(j);
     attempt_free(&b);
+
+    /* Text with NULs stays text; bytes that are not UTF-8 are base64 with a flag. */
+    struct attempt c = {.n = 3, .started_at = T0, .status_code = 500, .response = "a\0b", .response_len = 3};
+    j = api_attempt_json(&c);
+    assert_int_equal(json_string_length(json_object_get(j, "response")), 3);
+    assert_memory_equal(json_string_value(json_object_get(j, "response")), "a\0b", 3);
+    json_decref(j);
+    struct attempt e = {.n = 4, .started_at = T0, .status_code = 500, .response = "caf\xe9", .response_len = 4,
+                        .response_truncated = true};
+    j = api_attempt_json(&e);
+    assert_true(json_is_null(json_object_get(j, "response")));
+    assert_string_equal(str(j, "response_encoding"), "base64");
+    assert_string_equal(str(j, "response_base64"), "Y2Fm6Q==");
+    assert_true(json_is_true(json_object_get(j, "response_truncated")));
+    json_decref(j);
 }
 
 static void test_list_json(void **state)

@@ -83,6 +83,8 @@ static void test_defaults(void **state)
     assert_true(c.header_timeout_ms == 10000);
     assert_true(c.idle_timeout_ms == 60000);
     assert_true(c.connection_memory == 131072);
+    assert_true(c.write_timeout_ms == 5000);
+    assert_true(c.drain_timeout_ms == 10000);
 }
 
 static void test_file(void **state)
@@ -93,7 +95,7 @@ static void test_file(void **state)
                        "; hookd test config\n"
                        "[server]\n"
                        "store = sqlite:/tmp/x.db\n"
-                       "admin_token = s3cret\n"
+                       "admin_token = s3cret-0123456789abcdef0123456789\n"
                        "log_level = debug\n"
                        "http_threads = 4\n"
                        "max_connections = 20000\n"
@@ -101,6 +103,8 @@ static void test_file(void **state)
                        "header_timeout = 2s\n"
                        "idle_timeout = 30s\n"
                        "connection_memory = 64KiB\n"
+                       "write_timeout = 2s\n"
+                       "drain_timeout = 30s\n"
                        "public_listen = [::1]:0\n"
                        "\n"
                        "# delivery\n"
@@ -122,7 +126,7 @@ static void test_file(void **state)
     assert_int_equal(rc, 0);
     assert_string_equal(err, "");
     assert_string_equal(c.store, "sqlite:/tmp/x.db");
-    assert_string_equal(c.admin_token, "s3cret");
+    assert_string_equal(c.admin_token, "s3cret-0123456789abcdef0123456789");
     assert_string_equal(c.log_level, "debug");
     assert_string_equal(c.public_listen, "[::1]:0");
     assert_true(c.timeout_ms == 2000);
@@ -143,6 +147,8 @@ static void test_file(void **state)
     assert_true(c.header_timeout_ms == 2000);
     assert_true(c.idle_timeout_ms == 30000);
     assert_true(c.connection_memory == 65536);
+    assert_true(c.write_timeout_ms == 2000);
+    assert_true(c.drain_timeout_ms == 30000);
     /* Untouched keys keep their defaults. */
     assert_true(c.connect_timeout_ms == 5000);
     assert_string_equal(c.admin_listen, "127.0.0.1:8081");
@@ -207,6 +213,8 @@ static void test_file_errors(void **state)
         {"[inbox]\nmax_body = 1MB\n", ":2: inbox.max_body: invalid size '1MB' (e.g. 4096, 512KiB, 1MiB)"},
         {"[server]\nhttp_threads = 0\n", ":2: server.http_threads: '0' out of range (1..64)"},
         {"[server]\nheader_timeout = 10ms\n", ":2: server.header_timeout: '10ms' out of range (100ms..1h)"},
+        {"[server]\nwrite_timeout = 10ms\n", ":2: server.write_timeout: '10ms' out of range (100ms..1h)"},
+        {"[server]\ndrain_timeout = 2h\n", ":2: server.drain_timeout: '2h' out of range (0s..1h)"},
         {"[server]\nconnection_memory = 1KiB\n",
          ":2: server.connection_memory: '1KiB' out of range (16384..16777216)"},
         {"[server]\nlog_level = loud\n", ":2: server.log_level: invalid log level (debug, info, warn, error) 'loud'"},
@@ -249,6 +257,25 @@ static void test_secrets_not_echoed(void **state)
                      HOOKD_EINVAL);
     assert_null(strstr(err, "pw-XYZ"));
     assert_non_null(strstr(err, "server.store"));
+    /* An admin token shorter than 32 characters is refused, saying why, without quoting it. */
+    config_defaults(&c);
+    assert_int_equal(config_set(&c, "server", "admin_token", "tok-0123456789abcdef0123456789a", err, sizeof err),
+                     HOOKD_EINVAL);
+    assert_null(strstr(err, "tok-"));
+    assert_non_null(strstr(err, "at least 32 characters"));
+    assert_int_equal(config_set(&c, "server", "admin_token", "tok-0123456789abcdef0123456789ab", err, sizeof err), 0);
+    /* The secret key: base64 or hex of 32 bytes, else refused without quoting it. */
+    assert_int_equal(config_set(&c, "server", "secret_key", "00112233445566778899aabbccddeeff0011223344556677",
+                                err, sizeof err),
+                     HOOKD_EINVAL);
+    assert_null(strstr(err, "0011223344"));
+    assert_non_null(strstr(err, "32 bytes"));
+    assert_int_equal(config_set(&c, "server", "secret_key",
+                                "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", err, sizeof err),
+                     0);
+    assert_int_equal(config_set(&c, "server", "secret_key", "ABEiM0RVZneImaq7zN3u/wARIjNEVWZ3iJmqu8zd7v8=", err,
+                                sizeof err),
+                     0);
     /* A syntax error on the token's line does not quote the line. */
     snprintf(text, sizeof text, "[server]\nadmin_token tok-abc\n");
     assert_int_equal(load_text(&c, text, err, sizeof err), HOOKD_EINVAL);

@@ -13,12 +13,15 @@
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/duration.h"
+#include "core/custom_headers.h"
 #include "core/envelope.h"
+#include "core/event_check.h"
 #include "core/filter.h"
 #include "core/ids.h"
 #include "core/json_check.h"
 #include "json_corpus.h"
 #include "core/timefmt.h"
+#include "core/utf8.h"
 #include "hookd.h"
 
 /* ---- ids ---- */
@@ -41,6 +44,56 @@ static void test_id_shape(void **state)
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
+
+/* The outbox rules, as the relay and the API apply them: the reason names the first problem, control characters first. */
+static void test_event_check(void **state)
+{
+    char long_id[65];
+
+    (void)state;
+    memset(long_id, 'a', 64);
+    long_id[64] = '\0';
+    assert_null(event_id_problem("evt_0123-4:5.6_x", 16));
+    assert_null(event_id_problem(long_id, 63));
+    assert_string_equal(event_id_problem(long_id, 64), "is longer than 63 characters");
+    assert_string_equal(event_id_problem("", 0), "is empty");
+    assert_string_equal(event_id_problem("evt\r\nX-Injected: yes", 21), "contains control characters");
+    assert_string_equal(event_id_problem("evt_\0x", 6), "contains a NUL byte");
+    assert_string_equal(event_id_problem("evt_\xc3\xa9", 6), "contains non-ASCII characters");
+    assert_string_equal(event_id_problem("evt a", 5), "contains characters other than A-Z a-z 0-9 _ . : -");
+    /* A control character anywhere wins over an earlier lesser problem. */
+    assert_string_equal(event_id_problem("\xc3\xa9\n", 3), "contains control characters");
+    assert_null(event_type_problem("order.paid", 10));
+    assert_string_equal(event_type_problem("order:paid", 10), "contains characters other than A-Z a-z 0-9 _ . -");
+    assert_null(event_label_problem(NULL, 0));
+    assert_null(event_label_problem("", 0));
+    assert_null(event_label_problem("M\xc3\xbcller GmbH", 12));
+    assert_string_equal(event_label_problem("a\x7f", 2), "contains control characters");
+    assert_string_equal(event_label_problem("a\xffme", 4), "is not valid UTF-8");
+    assert_string_equal(event_label_problem("\xed\xa0\x80", 3), "is not valid UTF-8"); /* a surrogate */
+    assert_string_equal(event_label_problem("\xc0\xaf", 2), "is not valid UTF-8");     /* overlong */
+    assert_null(event_label_problem(long_id, 64));
+}
+
+static void test_custom_headers(void **state)
+{
+    (void)state;
+    assert_null(custom_header_problem("X-Tenant", "acme", 4));
+    assert_null(custom_header_problem("Authorization", "Bearer a\tb", 10));
+    assert_null(custom_header_problem("x!#$%&'*+-.^_`|~9", "v", 1));
+    assert_non_null(custom_header_problem("webhook-id", "x", 1));
+    assert_non_null(custom_header_problem("WEBHOOK-SIGNATURE", "x", 1));
+    assert_non_null(custom_header_problem("Content-Length", "1", 1));
+    assert_non_null(custom_header_problem("host", "x", 1));
+    assert_non_null(custom_header_problem("Transfer-Encoding", "x", 1));
+    assert_non_null(custom_header_problem("X Bad", "x", 1));
+    assert_non_null(custom_header_problem("X-Bad:", "x", 1));
+    assert_non_null(custom_header_problem("", "x", 1));
+    assert_non_null(custom_header_problem("X-A", "a\r\nX-Evil: 1", 13));
+    assert_non_null(custom_header_problem("X-A", "a\0b", 3));
+    assert_non_null(custom_header_problem("X-A", "", 0));
+    assert_non_null(custom_header_problem("X-A", " a", 2));
+}
 
 static void test_id_unique(void **state)
 {
@@ -635,6 +688,29 @@ static void test_strerror(void **state)
     assert_string_equal(hookd_strerror(-2147483647 - 1), "unknown error");
 }
 
+/* Well-formed UTF-8 only (no overlongs, surrogates or > U+10FFFF); a cut character is dropped, other bytes kept. */
+static void test_utf8(void **state)
+{
+    (void)state;
+    assert_true(utf8_valid("", 0));
+    assert_true(utf8_valid("a\0b", 3));
+    assert_true(utf8_valid("h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 12));
+    assert_false(utf8_valid("caf\xe9", 4));             /* Latin-1 */
+    assert_false(utf8_valid("\x1f\x8b\x08", 3));        /* gzip magic */
+    assert_false(utf8_valid("\xc0\xaf", 2));             /* overlong */
+    assert_false(utf8_valid("\xed\xa0\x80", 3));         /* surrogate */
+    assert_false(utf8_valid("\xf4\x90\x80\x80", 4));     /* above U+10FFFF */
+    assert_int_equal(utf8_valid_prefix("ab\xff", 3), 2);
+    /* Cut inside a character: back to its start. */
+    assert_int_equal(utf8_cut("ab\xe2\x82", 4), 2);
+    assert_int_equal(utf8_cut("ab\xf0\x9f\x98", 5), 2);
+    assert_int_equal(utf8_cut("ab\xc3", 3), 2);
+    /* Whole characters, or bytes that are not text: left alone. */
+    assert_int_equal(utf8_cut("ab\xc3\xa9", 4), 4);
+    assert_int_equal(utf8_cut("caf\xe9 x", 6), 6);
+    assert_int_equal(utf8_cut("\xff\xc3", 2), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -643,6 +719,8 @@ int main(void)
         cmocka_unit_test(test_json_check_matches_jansson),
         cmocka_unit_test(test_id_shape),
         cmocka_unit_test(test_id_unique),
+        cmocka_unit_test(test_event_check),
+        cmocka_unit_test(test_custom_headers),
         cmocka_unit_test(test_id_sortable),
         cmocka_unit_test(test_id_is_valid),
         cmocka_unit_test(test_base64_vectors),
@@ -659,6 +737,7 @@ int main(void)
         cmocka_unit_test(test_envelope_full),
         cmocka_unit_test(test_envelope_minimal),
         cmocka_unit_test(test_strerror),
+        cmocka_unit_test(test_utf8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

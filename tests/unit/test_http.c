@@ -1,7 +1,7 @@
 /*
  * HTTP server wrapper and router: route matching, a real server on
  * 127.0.0.1 port 0 driven over raw sockets (body cap → 413, chunked too, 404/405,
- * headers/query/params, keep-alive, the JSON error shape).
+ * headers/query/params, keep-alive, pipelining, HEAD, 100-continue, the JSON error shape).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,6 +27,7 @@
 #include "hookd.h"
 #include "net/http.h"
 #include "net/router.h"
+#include "unit/raw_http.h"
 
 /* ---- router -------------------------------------------------------------- */
 
@@ -191,100 +192,13 @@ static int live_teardown(void **state)
     return 0;
 }
 
-static int connect_to(int family, int port)
-{
-    int fd = socket(family, SOCK_STREAM, 0);
-    struct timeval tv = {5, 0};
-    struct sockaddr_storage ss = {0};
-    socklen_t len;
+#define reply raw_reply
+#define send_all raw_send_all
+#define read_reply raw_read_reply
 
-    if (fd < 0)
-        return -1;
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    if (family == AF_INET6) {
-        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-        a->sin6_family = AF_INET6;
-        a->sin6_port = htons((uint16_t)port);
-        a->sin6_addr = in6addr_loopback;
-        len = sizeof *a;
-    } else {
-        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-        a->sin_family = AF_INET;
-        a->sin_port = htons((uint16_t)port);
-        a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        len = sizeof *a;
-    }
-    if (connect(fd, (struct sockaddr *)&ss, len) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
+static int connect_to(int family, int port) { return raw_connect(family, NULL, port, 5); }
 
-static int send_all(int fd, const char *data, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = send(fd, data, n, MSG_NOSIGNAL);
-        if (w <= 0)
-            return -1;
-        data += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-struct reply {
-    int status;
-    char head[4096];
-    char body[8192];
-    size_t body_len;
-    bool closed; /* the server closed the connection instead of answering */
-};
-
-/* Reads one response (headers + Content-Length body). Bounded by the buffers and the socket timeout. */
-static void read_reply(int fd, struct reply *r)
-{
-    char buf[12288];
-    size_t have = 0;
-    char *end = NULL;
-
-    memset(r, 0, sizeof *r);
-    while (!(end = memmem(buf, have, "\r\n\r\n", 4))) {
-        ssize_t n = have < sizeof buf ? recv(fd, buf + have, sizeof buf - have, 0) : -1;
-        if (n <= 0) {
-            r->closed = true;
-            return;
-        }
-        have += (size_t)n;
-    }
-    size_t head_len = (size_t)(end - buf) + 4;
-    snprintf(r->head, sizeof r->head, "%.*s", (int)head_len, buf);
-    sscanf(r->head, "HTTP/1.%*d %d", &r->status);
-    size_t content_length = 0;
-    const char *cl = strcasestr(r->head, "\r\nContent-Length:");
-    if (cl)
-        content_length = strtoul(cl + 17, NULL, 10);
-    assert_true(content_length < sizeof r->body);
-    while (have - head_len < content_length) {
-        ssize_t n = recv(fd, buf + have, sizeof buf - have, 0);
-        if (n <= 0) {
-            r->closed = true;
-            return;
-        }
-        have += (size_t)n;
-    }
-    memcpy(r->body, buf + head_len, content_length);
-    r->body_len = content_length;
-}
-
-static void request(int port, const char *raw, struct reply *r)
-{
-    int fd = connect_to(AF_INET, port);
-    assert_true(fd >= 0);
-    assert_int_equal(send_all(fd, raw, strlen(raw)), 0);
-    read_reply(fd, r);
-    close(fd);
-}
+static void request(int port, const char *raw, struct reply *r) { raw_request(port, raw, strlen(raw), r); }
 
 static json_t *reply_json(const struct reply *r)
 {
@@ -485,6 +399,102 @@ static void test_server_keep_alive(void **state)
     assert_int_equal(l->calls, 21);
 }
 
+/* Reads whatever comes within a short while, until the peer closes or len bytes. */
+static size_t read_some(int fd, char *buf, size_t len, int wait_ms)
+{
+    struct timeval tv = {0, wait_ms * 1000};
+    size_t have = 0;
+
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    while (have < len - 1) {
+        ssize_t n = recv(fd, buf + have, len - 1 - have, 0);
+        if (n <= 0)
+            break;
+        have += (size_t)n;
+    }
+    buf[have] = '\0';
+    return have;
+}
+
+static void test_server_expect_continue(void **state)
+{
+    struct live *l = *state;
+    struct reply r;
+    int fd = connect_to(AF_INET, l->port);
+    const char *head = "POST /echo/e HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n";
+
+    /* The go-ahead comes once the route and the length are accepted, then the answer. */
+    assert_true(fd >= 0);
+    assert_int_equal(send_all(fd, head, strlen(head)), 0);
+    read_reply(fd, &r);
+    assert_int_equal(r.status, 100);
+    assert_int_equal(send_all(fd, "hello", 5), 0);
+    read_reply(fd, &r);
+    assert_int_equal(r.status, 200);
+    json_t *j = reply_json(&r);
+    assert_string_equal(json_string_value(json_object_get(j, "body")), "hello");
+    json_decref(j);
+    close(fd);
+
+    /* Over the cap: the final answer at once, never a 100. */
+    fd = connect_to(AF_INET, l->port);
+    head = "POST /echo/e HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\nExpect: 100-continue\r\n\r\n";
+    assert_int_equal(send_all(fd, head, strlen(head)), 0);
+    read_reply(fd, &r);
+    assert_int_equal(r.status, 413);
+    assert_error_shape(&r, "payload_too_large");
+    close(fd);
+    assert_int_equal(l->calls, 1);
+}
+
+static void test_server_pipelined_and_head(void **state)
+{
+    struct live *l = *state;
+    struct reply r;
+    int fd = connect_to(AF_INET, l->port);
+    const char *three = "GET /echo/one HTTP/1.1\r\nHost: x\r\n\r\n"
+                        "POST /echo/two HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
+                        "GET /echo/three?q=3 HTTP/1.1\r\nHost: x\r\n\r\n";
+    const char *ids[] = {"one", "two", "three"};
+
+    /* Three requests in one write are answered in order on the same connection. */
+    assert_true(fd >= 0);
+    assert_int_equal(send_all(fd, three, strlen(three)), 0);
+    for (int i = 0; i < 3; i++) {
+        read_reply(fd, &r);
+        assert_int_equal(r.status, 200);
+        json_t *j = reply_json(&r);
+        assert_string_equal(json_string_value(json_object_get(j, "id")), ids[i]);
+        json_decref(j);
+    }
+    close(fd);
+
+    /* HEAD: the length of the GET answer, no body; the connection goes on. */
+    char buf[2048];
+    fd = connect_to(AF_INET, l->port);
+    const char *head = "HEAD /text HTTP/1.1\r\nHost: x\r\n\r\n";
+    const char *get = "GET /text HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    const char *old = "GET /text HTTP/1.0\r\n\r\n";
+    assert_int_equal(send_all(fd, head, strlen(head)), 0);
+    size_t n = read_some(fd, buf, sizeof buf, 300);
+    assert_true(n > 0);
+    assert_non_null(strcasestr(buf, "\r\nContent-Length: 5\r\n"));
+    assert_null(strstr(buf, "hello"));
+    assert_int_equal(send_all(fd, get, strlen(get)), 0);
+    read_reply(fd, &r);
+    assert_int_equal(r.status, 200);
+    assert_memory_equal(r.body, "hello", 5);
+    close(fd);
+
+    /* HTTP/1.0 without keep-alive: answered, then closed. */
+    fd = connect_to(AF_INET, l->port);
+    assert_int_equal(send_all(fd, old, strlen(old)), 0);
+    n = read_some(fd, buf, sizeof buf, 2000);
+    assert_non_null(strstr(buf, "\r\n\r\nhello"));
+    assert_non_null(strcasestr(buf, "\r\nConnection: close\r\n"));
+    close(fd);
+}
+
 struct slow_arg {
     int port;
     int status;
@@ -620,6 +630,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_server_404_405, live_setup, live_teardown),
         cmocka_unit_test_setup_teardown(test_server_handler_error_and_204, live_setup, live_teardown),
         cmocka_unit_test_setup_teardown(test_server_keep_alive, live_setup, live_teardown),
+        cmocka_unit_test_setup_teardown(test_server_expect_continue, live_setup, live_teardown),
+        cmocka_unit_test_setup_teardown(test_server_pipelined_and_head, live_setup, live_teardown),
         cmocka_unit_test_setup_teardown(test_server_sleeping_handler_does_not_block_others, live_setup,
                                         live_teardown),
         cmocka_unit_test(test_server_ipv6_and_bad_listen),

@@ -195,7 +195,11 @@ static void test_scheme_table(void **state)
     assert_non_null(sw->sign);
     assert_non_null(sw->verify);
     assert_ptr_equal(signature_scheme_find(SIGNATURE_SCHEME_DEFAULT), sw);
-    assert_null(signature_scheme_find("stripe")); /* not yet: the inbound receiver adds it */
+    assert_non_null(signature_scheme_find("stripe"));
+    assert_non_null(signature_scheme_find("github"));
+    assert_non_null(signature_scheme_find("hmac"));
+    assert_non_null(signature_scheme_find("none"));
+    assert_null(signature_scheme_find("HMAC"));
     assert_null(signature_scheme_find("Standard-Webhooks"));
     assert_null(signature_scheme_find(""));
     assert_null(signature_scheme_find(NULL));

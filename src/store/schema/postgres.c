@@ -182,6 +182,124 @@ static const char schema_v3[] =
 static const char schema_v4[] = "DROP FUNCTION IF EXISTS hookd_json_valid(text);";
 
 /*
+ * The inbound families (DESIGN §4, §6): sources with their cache validator
+ * (a trigger, like the endpoints'), the inbox (one row per (source,
+ * event_id): the key the receiver's INSERT … ON CONFLICT DO UPDATE runs
+ * into), and the bounded rejection log with its counters. Self-contained,
+ * so it can be renumbered at a merge.
+ */
+static const char schema_inbound[] =
+    "CREATE TABLE hookd_sources ("
+    " name TEXT COLLATE \"C\" NOT NULL PRIMARY KEY,"
+    " definition TEXT NOT NULL,"
+    " secrets TEXT NOT NULL DEFAULT '{}',"
+    " created_at BIGINT NOT NULL DEFAULT floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint,"
+    " updated_at BIGINT NOT NULL DEFAULT floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint);"
+    "INSERT INTO hookd_meta(key, value) VALUES ('sources_version', '0') ON CONFLICT (key) DO NOTHING;"
+    "CREATE OR REPLACE FUNCTION hookd_sources_bump() RETURNS trigger LANGUAGE plpgsql"
+    " SET search_path FROM CURRENT AS $$ BEGIN"
+    " UPDATE hookd_meta SET value = (value::bigint + 1)::text WHERE key = 'sources_version';"
+    " RETURN NULL; END $$;"
+    "CREATE TRIGGER hookd_sources_bump AFTER INSERT OR UPDATE OR DELETE ON hookd_sources"
+    " FOR EACH ROW EXECUTE FUNCTION hookd_sources_bump();"
+
+    "CREATE TABLE hookd_inbox ("
+    " id TEXT COLLATE \"C\" NOT NULL PRIMARY KEY,"
+    " source TEXT COLLATE \"C\" NOT NULL,"
+    " event_id TEXT COLLATE \"C\" NOT NULL,"
+    " event_type TEXT,"
+    " entity_kind TEXT COLLATE \"C\","
+    " entity_id TEXT COLLATE \"C\","
+    " version BIGINT,"
+    " payload TEXT NOT NULL," /* text: the body comes back byte for byte */
+    " payload_sha256 TEXT NOT NULL,"
+    " signature_verified BOOLEAN NOT NULL DEFAULT false,"
+    " status TEXT NOT NULL DEFAULT 'pending'"
+    "  CHECK (status IN ('pending', 'processed', 'deferred', 'quarantined')),"
+    " attempts INTEGER NOT NULL DEFAULT 0,"
+    " next_attempt_at BIGINT,"
+    " lease_owner TEXT,"
+    " lease_until BIGINT,"
+    " lease_token BIGINT NOT NULL DEFAULT 0,"
+    " result TEXT,"
+    " error TEXT,"
+    " received_at BIGINT NOT NULL,"
+    " processed_at BIGINT,"
+    " dup_count INTEGER NOT NULL DEFAULT 0,"
+    " last_dup_at BIGINT,"
+    " conflict_count INTEGER NOT NULL DEFAULT 0,"
+    " UNIQUE (source, event_id)"
+    ") WITH (fillfactor = 80);" /* room for HOT updates of status, leases and dup counts */
+    "CREATE INDEX hookd_inbox_due ON hookd_inbox(next_attempt_at) WHERE status IN ('pending', 'deferred');"
+    "CREATE INDEX hookd_inbox_source ON hookd_inbox(source, id);"
+    "CREATE INDEX hookd_inbox_entity ON hookd_inbox(entity_kind, entity_id, id);"
+    "CREATE INDEX hookd_inbox_status ON hookd_inbox(status, id);"
+
+    "CREATE TABLE hookd_rejections ("
+    " id BIGSERIAL PRIMARY KEY,"
+    " source TEXT COLLATE \"C\" NOT NULL,"
+    " at BIGINT NOT NULL,"
+    " reason TEXT NOT NULL,"
+    " peer TEXT,"
+    " size BIGINT NOT NULL DEFAULT 0,"
+    " sha256 TEXT);"
+    "CREATE INDEX hookd_rejections_source ON hookd_rejections(source, id);"
+    "CREATE TABLE hookd_rejection_counts ("
+    " source TEXT COLLATE \"C\" NOT NULL,"
+    " reason TEXT COLLATE \"C\" NOT NULL,"
+    " count BIGINT NOT NULL DEFAULT 0,"
+    " last_at BIGINT NOT NULL,"
+    " PRIMARY KEY (source, reason));";
+
+/*
+ * Response snippets as bytes (bytea), with a flag for a snippet cut at the
+ * cap: a text column refuses bytes that are not UTF-8, and a NUL. Adding
+ * nullable columns rewrites nothing; older rows keep their text in response
+ * (read through STORE_ATTEMPT_POSTGRES_RESPONSE).
+ */
+static const char schema_attempt_bytes[] =
+    "ALTER TABLE hookd_attempts ADD COLUMN response_body bytea;"
+    "ALTER TABLE hookd_attempts ADD COLUMN response_truncated BOOLEAN NOT NULL DEFAULT false;";
+
+/*
+ * The outbox is untrusted input (issue 9): a row's id, type, account and
+ * resource fields keep the rules of core/event_check.h whoever writes them,
+ * plain SQL included. A trigger, not a CHECK: a CHECK added NOT VALID is
+ * still checked on every later UPDATE of a row, so the relay could not mark
+ * a row written before this migration; the trigger looks at the checked
+ * columns only, and such rows are rejected by the relay (into the new
+ * `error` column). PostgreSQL text holds no NUL and only valid UTF-8.
+ * The limits are core/event_check.h's (63, 128, 255).
+ */
+#define PG_REFUSE(cond, msg) " IF " cond " THEN RAISE EXCEPTION USING ERRCODE = 'check_violation', MESSAGE = '" msg "'; END IF;"
+#define PG_LABEL_BAD(col) "octet_length(NEW." col ") > 255 OR NEW." col " ~ '[\\x01-\\x1f\\x7f]'"
+static const char schema_outbox_check[] =
+    "ALTER TABLE hookd_outbox ADD COLUMN error TEXT;"
+    "CREATE OR REPLACE FUNCTION hookd_outbox_check() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+    PG_REFUSE("NEW.id IS NULL OR NEW.id COLLATE \"C\" !~ '^[A-Za-z0-9_.:-]{1,63}$'",
+              "hookd_outbox.id must be 1 to 63 characters of A-Z a-z 0-9 _ . : -")
+    PG_REFUSE("NEW.event_type IS NULL OR NEW.event_type COLLATE \"C\" !~ '^[A-Za-z0-9_.-]{1,128}$'",
+              "hookd_outbox.event_type must be 1 to 128 characters of A-Z a-z 0-9 _ . -")
+    PG_REFUSE(PG_LABEL_BAD("account"), "hookd_outbox.account must be at most 255 bytes without control characters")
+    PG_REFUSE(PG_LABEL_BAD("resource_type"),
+              "hookd_outbox.resource_type must be at most 255 bytes without control characters")
+    PG_REFUSE(PG_LABEL_BAD("resource_id"),
+              "hookd_outbox.resource_id must be at most 255 bytes without control characters")
+    " RETURN NEW; END $$;"
+    "CREATE TRIGGER hookd_outbox_check BEFORE INSERT OR UPDATE OF id, event_type, account, resource_type, resource_id"
+    " ON hookd_outbox FOR EACH ROW EXECUTE FUNCTION hookd_outbox_check();";
+
+/* Static custom headers of an endpoint: a JSON object {"Name": "value"}, NULL for none. */
+static const char schema_endpoint_headers[] = "ALTER TABLE hookd_endpoints ADD COLUMN headers TEXT;";
+
+/* Inbox workers: the deferral clock, and the open items of an entity for the claim's one-at-a-time rule. */
+static const char schema_inbox_workers[] =
+    "ALTER TABLE hookd_inbox ADD COLUMN deferred_at BIGINT;"
+    "CREATE INDEX hookd_inbox_open_entity ON hookd_inbox(source, entity_kind, entity_id, id)"
+    " WHERE status IN ('pending', 'deferred') AND entity_id IS NOT NULL;"
+    "CREATE INDEX hookd_inbox_leased ON hookd_inbox(lease_owner) WHERE lease_owner IS NOT NULL;";
+
+/*
  * Ordering (key and latest modes): a delivery of an ordered endpoint carries
  * its resource's key, its event's outbox seq and version, so a claim can ask
  * whether an older delivery of the same resource is still open, and a newer
@@ -189,7 +307,7 @@ static const char schema_v4[] = "DROP FUNCTION IF EXISTS hookd_json_valid(text);
  * deliveries (the most) have no entry in it. Adding nullable columns without
  * defaults rewrites nothing.
  */
-static const char schema_v5[] =
+static const char schema_delivery_order[] =
     "ALTER TABLE hookd_deliveries ADD COLUMN order_key TEXT COLLATE \"C\","
     " ADD COLUMN order_seq BIGINT, ADD COLUMN order_version BIGINT;"
     "CREATE INDEX hookd_deliveries_order ON hookd_deliveries(endpoint_id, order_key, order_seq)"
@@ -205,7 +323,7 @@ static const char schema_v5[] =
  * missing row is a closed breaker, no failures and a full bucket; a deleted
  * endpoint's row goes with it.
  */
-static const char schema_v6[] =
+static const char schema_endpoint_state[] =
     "CREATE TABLE hookd_endpoint_state ("
     " endpoint_id TEXT COLLATE \"C\" NOT NULL PRIMARY KEY,"
     " breaker TEXT NOT NULL DEFAULT 'closed' CHECK (breaker IN ('closed', 'open', 'half_open')),"
@@ -231,8 +349,13 @@ const struct schema_migration postgres_migrations[] = {
     {2, schema_v2},
     {3, schema_v3},
     {4, schema_v4},
-    {5, schema_v5},
-    {6, schema_v6},
+    {5, schema_inbound},
+    {6, schema_attempt_bytes},
+    {7, schema_outbox_check},
+    {8, schema_endpoint_headers},
+    {9, schema_inbox_workers},
+    {10, schema_delivery_order},
+    {11, schema_endpoint_state},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];

@@ -113,13 +113,144 @@ static const char schema_v3[] =
     " WHERE status IN ('pending', 'retrying');";
 
 /*
+ * The inbound families (DESIGN §4, §6): sources (the definition and its
+ * secrets as JSON text, and a cache validator bumped by triggers like the
+ * endpoints'), the inbox (one row per (source, event_id): the key the
+ * receiver's insert-or-duplicate statement runs into), and the bounded
+ * rejection log with its per-source, per-reason counters. Self-contained: it
+ * creates everything it uses, so it can be renumbered at a merge.
+ */
+static const char schema_inbound[] =
+    "CREATE TABLE hookd_sources ("
+    " name TEXT NOT NULL PRIMARY KEY,"
+    " definition TEXT NOT NULL,"
+    " secrets TEXT NOT NULL DEFAULT '{}',"
+    " created_at INTEGER NOT NULL DEFAULT (" SQL_NOW_MS "),"
+    " updated_at INTEGER NOT NULL DEFAULT (" SQL_NOW_MS ")"
+    ") WITHOUT ROWID;"
+    "INSERT INTO hookd_meta(key, value) VALUES ('sources_version', '0') ON CONFLICT(key) DO NOTHING;"
+    "CREATE TRIGGER hookd_sources_ai AFTER INSERT ON hookd_sources BEGIN"
+    " UPDATE hookd_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'sources_version'; END;"
+    "CREATE TRIGGER hookd_sources_au AFTER UPDATE ON hookd_sources BEGIN"
+    " UPDATE hookd_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'sources_version'; END;"
+    "CREATE TRIGGER hookd_sources_ad AFTER DELETE ON hookd_sources BEGIN"
+    " UPDATE hookd_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'sources_version'; END;"
+
+    /* A rowid table: payloads are up to max_body, too large for WITHOUT ROWID. */
+    "CREATE TABLE hookd_inbox ("
+    " id TEXT NOT NULL UNIQUE,"
+    " source TEXT NOT NULL,"
+    " event_id TEXT NOT NULL,"
+    " event_type TEXT,"
+    " entity_kind TEXT,"
+    " entity_id TEXT,"
+    " version INTEGER,"
+    " payload TEXT NOT NULL,"
+    " payload_sha256 TEXT NOT NULL,"
+    " signature_verified INTEGER NOT NULL DEFAULT 0,"
+    " status TEXT NOT NULL DEFAULT 'pending'"
+    "  CHECK (status IN ('pending', 'processed', 'deferred', 'quarantined')),"
+    " attempts INTEGER NOT NULL DEFAULT 0,"
+    " next_attempt_at INTEGER,"
+    " lease_owner TEXT,"
+    " lease_until INTEGER,"
+    " lease_token INTEGER NOT NULL DEFAULT 0,"
+    " result TEXT,"
+    " error TEXT,"
+    " received_at INTEGER NOT NULL,"
+    " processed_at INTEGER,"
+    " dup_count INTEGER NOT NULL DEFAULT 0,"
+    " last_dup_at INTEGER,"
+    " conflict_count INTEGER NOT NULL DEFAULT 0,"
+    " UNIQUE (source, event_id));"
+    /* What the workers will claim: only open items are in it. */
+    "CREATE INDEX hookd_inbox_due ON hookd_inbox(next_attempt_at) WHERE status IN ('pending', 'deferred');"
+    "CREATE INDEX hookd_inbox_source ON hookd_inbox(source, id);"
+    "CREATE INDEX hookd_inbox_entity ON hookd_inbox(entity_kind, entity_id, id);"
+    "CREATE INDEX hookd_inbox_status ON hookd_inbox(status, id);"
+
+    "CREATE TABLE hookd_rejections ("
+    " id INTEGER PRIMARY KEY,"
+    " source TEXT NOT NULL,"
+    " at INTEGER NOT NULL,"
+    " reason TEXT NOT NULL,"
+    " peer TEXT,"
+    " size INTEGER NOT NULL DEFAULT 0,"
+    " sha256 TEXT);"
+    "CREATE INDEX hookd_rejections_source ON hookd_rejections(source, id);"
+    "CREATE TABLE hookd_rejection_counts ("
+    " source TEXT NOT NULL,"
+    " reason TEXT NOT NULL,"
+    " count INTEGER NOT NULL DEFAULT 0,"
+    " last_at INTEGER NOT NULL,"
+    " PRIMARY KEY (source, reason)"
+    ") WITHOUT ROWID;";
+
+/*
+ * Response snippets as bytes: a response is whatever the endpoint sent (a
+ * Latin-1 page, a gzip body, NULs, UTF-8 cut at the cap), so it is kept as a
+ * BLOB with a flag for a cut. Older rows keep their text in response, read
+ * through the same expression (STORE_ATTEMPT_SQLITE_RESPONSE).
+ */
+static const char schema_attempt_bytes[] =
+    "ALTER TABLE hookd_attempts ADD COLUMN response_body BLOB;"
+    "ALTER TABLE hookd_attempts ADD COLUMN response_truncated INTEGER NOT NULL DEFAULT 0;";
+
+/*
+ * The outbox is untrusted input (issue 9): a row's id, type, account and
+ * resource fields keep the rules of core/event_check.h whoever writes them,
+ * plain SQL included. A trigger, not a CHECK: adding a CHECK means rebuilding
+ * the table, and rows written before this migration are left as they are
+ * (the relay rejects those that break the rules, into the new `error`
+ * column). Built-in functions only, as applications' connections run it:
+ * GLOB sees characters, CAST(… AS BLOB) the bytes (a NUL included). What it
+ * cannot see is invalid UTF-8 in a label; the relay rejects that row.
+ * The limits are core/event_check.h's (63, 128, 255).
+ */
+#define SQ_NO_NUL(col) "instr(CAST(NEW." col " AS BLOB), X'00') = 0"
+#define SQ_BYTES(col) "length(CAST(NEW." col " AS BLOB))"
+#define SQ_REFUSE(msg, ok) " SELECT RAISE(ABORT, '" msg "') WHERE NOT (" ok ");"
+#define SQ_LABEL_OK(col)                                                                              \
+    "NEW." col " IS NULL OR (typeof(NEW." col ") = 'text' AND " SQ_BYTES(col) " <= 255 AND NEW." col \
+    " NOT GLOB ('*[' || char(1) || '-' || char(31) || char(127) || ']*') AND " SQ_NO_NUL(col) ")"
+#define SQ_OUTBOX_CHECKS                                                                                          \
+    SQ_REFUSE("hookd_outbox.id must be 1 to 63 characters of A-Z a-z 0-9 _ . : -",                             \
+              "typeof(NEW.id) = 'text' AND " SQ_BYTES("id") " BETWEEN 1 AND 63"                                 \
+              " AND NEW.id NOT GLOB '*[^A-Za-z0-9_.:-]*' AND " SQ_NO_NUL("id"))                                \
+    SQ_REFUSE("hookd_outbox.event_type must be 1 to 128 characters of A-Z a-z 0-9 _ . -",                      \
+              "typeof(NEW.event_type) = 'text' AND " SQ_BYTES("event_type") " BETWEEN 1 AND 128"                \
+              " AND NEW.event_type NOT GLOB '*[^A-Za-z0-9_.-]*' AND " SQ_NO_NUL("event_type"))                 \
+    SQ_REFUSE("hookd_outbox.account must be at most 255 bytes without control characters",                     \
+              SQ_LABEL_OK("account"))                                                                         \
+    SQ_REFUSE("hookd_outbox.resource_type must be at most 255 bytes without control characters",               \
+              SQ_LABEL_OK("resource_type"))                                                                   \
+    SQ_REFUSE("hookd_outbox.resource_id must be at most 255 bytes without control characters",                 \
+              SQ_LABEL_OK("resource_id"))
+
+static const char schema_outbox_check[] =
+    "ALTER TABLE hookd_outbox ADD COLUMN error TEXT;"
+    "CREATE TRIGGER hookd_outbox_check_insert AFTER INSERT ON hookd_outbox BEGIN" SQ_OUTBOX_CHECKS " END;"
+    "CREATE TRIGGER hookd_outbox_check_update AFTER UPDATE OF id, event_type, account, resource_type, resource_id"
+    " ON hookd_outbox BEGIN" SQ_OUTBOX_CHECKS " END;";
+
+/* Static custom headers of an endpoint: a JSON object {"Name": "value"}, NULL for none. */
+static const char schema_endpoint_headers[] = "ALTER TABLE hookd_endpoints ADD COLUMN headers TEXT;";
+
+/* Inbox workers: the deferral clock, and the open items of an entity for the claim's one-at-a-time rule. */
+static const char schema_inbox_workers[] =
+    "ALTER TABLE hookd_inbox ADD COLUMN deferred_at INTEGER;"
+    "CREATE INDEX hookd_inbox_open_entity ON hookd_inbox(source, entity_kind, entity_id, id)"
+    " WHERE status IN ('pending', 'deferred') AND entity_id IS NOT NULL;"
+    "CREATE INDEX hookd_inbox_leased ON hookd_inbox(lease_owner) WHERE lease_owner IS NOT NULL;";
+
+/*
  * Ordering (key and latest modes): a delivery of an ordered endpoint carries
  * its resource's key, its event's outbox seq and version, so a claim can ask
  * whether an older delivery of the same resource is still open, and a newer
  * version supersede older ones, each with one probe of this index. Unordered
  * deliveries (the most) have no entry in it.
  */
-static const char schema_v4[] =
+static const char schema_delivery_order[] =
     "ALTER TABLE hookd_deliveries ADD COLUMN order_key TEXT;"
     "ALTER TABLE hookd_deliveries ADD COLUMN order_seq INTEGER;"
     "ALTER TABLE hookd_deliveries ADD COLUMN order_version INTEGER;"
@@ -135,7 +266,7 @@ static const char schema_v4[] =
  * closed breaker, no failures and a full bucket; a deleted endpoint's row goes
  * with it.
  */
-static const char schema_v5[] =
+static const char schema_endpoint_state[] =
     "CREATE TABLE hookd_endpoint_state ("
     " endpoint_id TEXT NOT NULL PRIMARY KEY,"
     " breaker TEXT NOT NULL DEFAULT 'closed' CHECK (breaker IN ('closed', 'open', 'half_open')),"
@@ -156,8 +287,13 @@ const struct schema_migration sqlite_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
     {3, schema_v3},
-    {4, schema_v4},
-    {5, schema_v5},
+    {4, schema_inbound},
+    {5, schema_attempt_bytes},
+    {6, schema_outbox_check},
+    {7, schema_endpoint_headers},
+    {8, schema_inbox_workers},
+    {9, schema_delivery_order},
+    {10, schema_endpoint_state},
 };
 
 const size_t sqlite_migrations_count = sizeof sqlite_migrations / sizeof sqlite_migrations[0];

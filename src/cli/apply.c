@@ -1,0 +1,366 @@
+/*
+ * `hookd apply FILE.json`: an idempotent upsert of {"sources": [...],
+ * "endpoints": [...]} through the admin API. Each source is created, or
+ * PATCHed with its whole definition (absent fields as null, so the file is
+ * what the source becomes); the server writes nothing when nothing differs,
+ * which the unchanged updated_at shows. Each endpoint is found by its id when
+ * given, else by url and account; a found one gets a PATCH of the fields that
+ * differ (and a rotation when its secret differs). Prints one line per item
+ * and a summary; exits 1 when any item failed.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/client.h"
+#include "core/duration.h"
+
+#define APPLY_ITEMS_MAX 10000
+#define APPLY_PAGES_MAX 1000
+
+enum outcome { CREATED, UPDATED, UNCHANGED, FAILED, N_OUTCOMES };
+static const char *const outcome_words[N_OUTCOMES] = {"created", "updated", "unchanged", "failed"};
+
+/* One request with a JSON body (may be NULL); *out gets the parsed answer (may be NULL). Returns the HTTP
+ * status, or 0 when the API cannot be reached (after printing why). */
+static long call(const struct client *c, const char *method, const char *path, const json_t *body, json_t **out)
+{
+    char err[512], *text = body ? json_dumps(body, JSON_COMPACT) : NULL, *response = NULL;
+    long status = 0;
+    int rc;
+
+    *out = NULL;
+    if (body && !text)
+        return 0;
+    rc = client_request(c, method, path, text, NULL, &status, &response, err, sizeof err);
+    if (text) {
+        explicit_bzero(text, strlen(text)); /* carries secrets */
+        free(text);
+    }
+    if (rc != 0) {
+        fprintf(stderr, "hookd apply: cannot reach the admin API at %s: %s\n", c->base_url, err);
+        return 0;
+    }
+    *out = response[0] ? json_loads(response, JSON_DECODE_ANY, NULL) : NULL;
+    free(response);
+    return status;
+}
+
+static void print_failure(const char *kind, const char *what, long status, const json_t *answer)
+{
+    const char *message = json_string_value(json_object_get(json_object_get(answer, "error"), "message"));
+
+    fprintf(stderr, "%s %s: failed: %s (HTTP %ld)\n", kind, what, message ? message : "no answer", status);
+}
+
+/* ---- sources ------------------------------------------------------------------------------- */
+
+/* Top-level fields a PATCH sets to null when the file leaves them out. */
+static const char *const source_optional[] = {"event_id", "event_type", "entity", "required", "max_body",
+                                              "handler", "retry_schedule", "max_defer"};
+
+static enum outcome apply_source(const struct client *c, const json_t *src)
+{
+    const char *name = json_string_value(json_object_get(src, "name"));
+    char path[512] = "/v1/sources";
+    json_t *got = NULL, *answer = NULL, *patch;
+    enum outcome result = FAILED;
+    long status;
+
+    if (!json_is_object(src) || !name) {
+        fprintf(stderr, "source: each entry of \"sources\" must be an object with a \"name\"\n");
+        return FAILED;
+    }
+    if (!cli_path_segment(path, sizeof path, name)) {
+        fprintf(stderr, "source %s: name too long\n", name);
+        return FAILED;
+    }
+    status = call(c, "GET", path, NULL, &got);
+    if (status == 404) {
+        status = call(c, "POST", "/v1/sources", src, &answer);
+        result = status == 201 ? CREATED : FAILED;
+    } else if (status == 200) {
+        patch = json_deep_copy(src);
+        json_object_del(patch, "name");
+        for (size_t i = 0; patch && i < sizeof source_optional / sizeof source_optional[0]; i++) {
+            if (!json_object_get(patch, source_optional[i]))
+                json_object_set_new(patch, source_optional[i], json_null());
+        }
+        status = patch ? call(c, "PATCH", path, patch, &answer) : 0;
+        json_decref(patch);
+        if (status == 200) {
+            const char *before = json_string_value(json_object_get(got, "updated_at"));
+            const char *after = json_string_value(json_object_get(answer, "updated_at"));
+            result = before && after && strcmp(before, after) == 0 ? UNCHANGED : UPDATED;
+        }
+    }
+    if (result == FAILED && status != 0)
+        print_failure("source", name, status, answer ? answer : got);
+    else if (result != FAILED)
+        printf("source %s: %s\n", name, outcome_words[result]);
+    json_decref(got);
+    json_decref(answer);
+    return result;
+}
+
+/* ---- endpoints ----------------------------------------------------------------------------- */
+
+static const char *const endpoint_fields[] = {"id", "url", "account", "event_types", "secret", "ordering",
+                                              "max_in_flight", "rate_limit", "timeout", "retry_schedule",
+                                              "description"};
+
+static bool known_endpoint_field(const char *key)
+{
+    for (size_t i = 0; i < sizeof endpoint_fields / sizeof endpoint_fields[0]; i++) {
+        if (strcmp(endpoint_fields[i], key) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Durations compared by value ("60s" is "1m"); lists of them too. */
+static bool durations_equal(const char *a, const char *b)
+{
+    int64_t xa[64], xb[64];
+    size_t na = 0, nb = 0;
+
+    if (duration_list_parse(a, xa, 64, &na) != 0 || duration_list_parse(b, xb, 64, &nb) != 0)
+        return strcmp(a, b) == 0;
+    return na == nb && memcmp(xa, xb, na * sizeof xa[0]) == 0;
+}
+
+static const char *text_of(const json_t *v) { return json_is_string(v) ? json_string_value(v) : NULL; }
+
+/* Whether the file's value of key is what the endpoint has (null, "" and 0 read as unset). */
+static bool field_equal(const char *key, const json_t *want, const json_t *have)
+{
+    bool want_unset = json_is_null(want) || (json_is_string(want) && json_string_length(want) == 0) ||
+                      (json_is_integer(want) && json_integer_value(want) == 0);
+    bool have_unset = !have || json_is_null(have) || (json_is_integer(have) && json_integer_value(have) == 0) ||
+                      (json_is_array(have) && json_array_size(have) == 0 && strcmp(key, "event_types") == 0);
+
+    if (want_unset || have_unset)
+        return want_unset && (have_unset || (strcmp(key, "ordering") == 0 && text_of(have) &&
+                                             strcmp(text_of(have), "none") == 0));
+    if (strcmp(key, "timeout") == 0 || strcmp(key, "retry_schedule") == 0) {
+        char joined[1024] = "";
+        if (json_is_array(want)) { /* ["1s","2s"] as "1s,2s" */
+            size_t i, used = 0;
+            json_t *item;
+            json_array_foreach(want, i, item)
+                used += (size_t)snprintf(joined + used, sizeof joined - used, "%s%s", i ? "," : "",
+                                         text_of(item) ? text_of(item) : "?");
+        }
+        const char *w = json_is_array(want) ? joined : text_of(want);
+        return w && text_of(have) && durations_equal(w, text_of(have));
+    }
+    return json_equal(want, have);
+}
+
+/* The endpoint the file means: by id, else the one with its url and account. *found NULL when none. */
+static long endpoint_find(const struct client *c, const json_t *ep, json_t **found)
+{
+    const char *id = text_of(json_object_get(ep, "id")), *url = text_of(json_object_get(ep, "url"));
+    const char *account = text_of(json_object_get(ep, "account"));
+    char path[2048], cursor[256] = "";
+    long status;
+
+    *found = NULL;
+    if (id) {
+        snprintf(path, sizeof path, "/v1/endpoints");
+        if (!cli_path_segment(path, sizeof path, id))
+            return 0;
+        status = call(c, "GET", path, NULL, found);
+        if (status != 200) {
+            json_decref(*found);
+            *found = NULL;
+        }
+        return status == 404 ? 200 : status;
+    }
+    for (int page = 0; page < APPLY_PAGES_MAX; page++) {
+        json_t *list = NULL, *item;
+        size_t i;
+        snprintf(path, sizeof path, "/v1/endpoints");
+        if (!cli_path_query(path, sizeof path, "account", account) || !cli_path_query(path, sizeof path, "limit", "1000") ||
+            !cli_path_query(path, sizeof path, "cursor", cursor[0] ? cursor : NULL))
+            return 0;
+        status = call(c, "GET", path, NULL, &list);
+        if (status != 200) {
+            json_decref(list);
+            return status;
+        }
+        json_array_foreach(json_object_get(list, "data"), i, item) {
+            const char *item_account = text_of(json_object_get(item, "account"));
+            if (!*found && url && json_equal(json_object_get(item, "url"), json_object_get(ep, "url")) &&
+                ((!account && !item_account) || (account && item_account && strcmp(account, item_account) == 0)))
+                *found = json_incref(item);
+        }
+        const char *next = text_of(json_object_get(list, "next_cursor"));
+        snprintf(cursor, sizeof cursor, "%s", next ? next : "");
+        json_decref(list);
+        if (*found || !next)
+            break;
+    }
+    if (*found) { /* the list hides the secret: read the endpoint itself */
+        json_t *one = NULL;
+        snprintf(path, sizeof path, "/v1/endpoints");
+        if (!cli_path_segment(path, sizeof path, text_of(json_object_get(*found, "id"))))
+            return 0;
+        json_decref(*found);
+        *found = NULL;
+        status = call(c, "GET", path, NULL, &one);
+        if (status == 200)
+            *found = one;
+        else
+            json_decref(one);
+        return status;
+    }
+    return 200;
+}
+
+static enum outcome apply_endpoint(const struct client *c, const json_t *ep)
+{
+    const char *url = text_of(json_object_get(ep, "url")), *id = text_of(json_object_get(ep, "id"));
+    const char *key, *label = id ? id : url ? url : "?";
+    json_t *found = NULL, *answer = NULL, *patch = NULL, *v;
+    enum outcome result = FAILED;
+    char path[512];
+    long status;
+
+    if (!json_is_object(ep) || (!url && !id)) {
+        fprintf(stderr, "endpoint: each entry of \"endpoints\" must be an object with a \"url\" (or an \"id\")\n");
+        return FAILED;
+    }
+    json_object_foreach((json_t *)ep, key, v) {
+        if (!known_endpoint_field(key)) {
+            fprintf(stderr, "endpoint %s: unknown field %.64s\n", label, key);
+            return FAILED;
+        }
+    }
+    status = endpoint_find(c, ep, &found);
+    if (status != 200) {
+        if (status != 0)
+            fprintf(stderr, "endpoint %s: cannot look it up (HTTP %ld)\n", label, status);
+        json_decref(found);
+        return FAILED;
+    }
+    if (!found && id) {
+        fprintf(stderr, "endpoint %s: no endpoint has this id (leave \"id\" out to create one)\n", id);
+        return FAILED;
+    }
+    if (!found) {
+        status = call(c, "POST", "/v1/endpoints", ep, &answer);
+        result = status == 201 ? CREATED : FAILED;
+        if (status == 201)
+            printf("endpoint %s: created (%s)\n", label, text_of(json_object_get(answer, "id")));
+        else if (status)
+            print_failure("endpoint", label, status, answer);
+        json_decref(answer);
+        return result;
+    }
+    snprintf(path, sizeof path, "/v1/endpoints");
+    if (!cli_path_segment(path, sizeof path, text_of(json_object_get(found, "id")))) {
+        json_decref(found);
+        return FAILED;
+    }
+    result = UNCHANGED;
+    patch = json_object();
+    json_object_foreach((json_t *)ep, key, v) {
+        if (strcmp(key, "id") != 0 && strcmp(key, "secret") != 0 && !field_equal(key, v, json_object_get(found, key)))
+            json_object_set(patch, key, v);
+    }
+    if (patch && json_object_size(patch) > 0) {
+        status = call(c, "PATCH", path, patch, &answer);
+        result = status == 200 ? UPDATED : FAILED;
+        if (result == FAILED && status)
+            print_failure("endpoint", label, status, answer);
+        json_decref(answer);
+        answer = NULL;
+    }
+    const char *secret = text_of(json_object_get(ep, "secret"));
+    const char *current = text_of(json_object_get(found, "secret"));
+    if (result != FAILED && secret && (!current || strcmp(secret, current) != 0)) {
+        json_t *body = json_pack("{s:s}", "secret", secret);
+        char rotate[600];
+        snprintf(rotate, sizeof rotate, "%s/secret/rotate", path);
+        status = body ? call(c, "POST", rotate, body, &answer) : 0;
+        json_decref(body);
+        result = status == 200 ? UPDATED : FAILED;
+        if (result == FAILED && status)
+            print_failure("endpoint", label, status, answer);
+        json_decref(answer);
+    }
+    if (result != FAILED)
+        printf("endpoint %s: %s\n", label, outcome_words[result]);
+    json_decref(patch);
+    json_decref(found);
+    return result;
+}
+
+/* ---- the command ------------------------------------------------------------------------------ */
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: hookd apply [-c hookd.conf] FILE.json   (FILE: {\"sources\": [...], \"endpoints\": [...]})\n");
+    return CLI_EXIT_USAGE;
+}
+
+int cmd_apply(int argc, char **argv)
+{
+    const char *config = NULL, *file = NULL, *key;
+    int counts[2][N_OUTCOMES] = {{0}};
+    struct client client;
+    json_error_t jerr;
+    json_t *doc, *v, *item;
+    char err[512];
+    size_t i;
+
+    for (int k = 1; k < argc; k++) {
+        if ((strcmp(argv[k], "-c") == 0 || strcmp(argv[k], "--config") == 0) && k + 1 < argc)
+            config = argv[++k];
+        else if (strcmp(argv[k], "-h") == 0 || strcmp(argv[k], "--help") == 0)
+            return usage(), CLI_EXIT_OK;
+        else if (argv[k][0] == '-' && argv[k][1] != '\0')
+            return usage();
+        else if (!file)
+            file = argv[k];
+        else
+            return usage();
+    }
+    if (!file)
+        return usage();
+    doc = strcmp(file, "-") == 0 ? json_loadf(stdin, JSON_REJECT_DUPLICATES, &jerr)
+                                 : json_load_file(file, JSON_REJECT_DUPLICATES, &jerr);
+    if (!json_is_object(doc)) {
+        fprintf(stderr, "hookd apply: %s: %s (line %d)\n", file, doc ? "must be a JSON object" : jerr.text,
+                doc ? 0 : jerr.line);
+        json_decref(doc);
+        return CLI_EXIT_USAGE;
+    }
+    json_object_foreach(doc, key, v) {
+        if ((strcmp(key, "sources") != 0 && strcmp(key, "endpoints") != 0) || !json_is_array(v) ||
+            json_array_size(v) > APPLY_ITEMS_MAX) {
+            fprintf(stderr, "hookd apply: %s: \"%.64s\": the file holds only \"sources\" and \"endpoints\" arrays\n",
+                    file, key);
+            json_decref(doc);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (client_init(&client, config, err, sizeof err) != 0) {
+        fprintf(stderr, "hookd: %s\n", err);
+        json_decref(doc);
+        return CLI_EXIT_USAGE;
+    }
+    json_array_foreach(json_object_get(doc, "sources"), i, item)
+        counts[0][apply_source(&client, item)]++;
+    json_array_foreach(json_object_get(doc, "endpoints"), i, item)
+        counts[1][apply_endpoint(&client, item)]++;
+    client_close(&client);
+    json_decref(doc);
+    printf("sources: %d created, %d updated, %d unchanged, %d failed\n", counts[0][CREATED], counts[0][UPDATED],
+           counts[0][UNCHANGED], counts[0][FAILED]);
+    printf("endpoints: %d created, %d updated, %d unchanged, %d failed\n", counts[1][CREATED], counts[1][UPDATED],
+           counts[1][UNCHANGED], counts[1][FAILED]);
+    return counts[0][FAILED] + counts[1][FAILED] > 0 ? CLI_EXIT_API : CLI_EXIT_OK;
+}

@@ -1,0 +1,517 @@
+/*
+ * Inbox workers: claims of due items through a writer, the forward handler
+ * on an HTTP engine of its own (driven by this loop), and each step's outcome
+ * as one fenced writer op. Logs carry item ids, sources and outcomes only.
+ */
+#include "inbound/processor.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/clock.h"
+#include "core/signature_scheme.h"
+#include "inbound/source_cache.h"
+#include "log.h"
+#include "net/http_client.h"
+#include "store/writer.h"
+
+#define PART "inbox"
+#define HEADER_LINE_MAX (SIGNATURE_HEADER_MAX + 32)
+#define N_FORWARD_HEADERS 9
+#define ERROR_TEXT_MAX 320
+
+/* One claimed item on its way: the forward, then its outcome's write. */
+struct job {
+    struct processor *p;
+    struct inbox_item it;
+    struct job *next;            /* on the loop's lists */
+    char lines[N_FORWARD_HEADERS][HEADER_LINE_MAX];
+    const char *headers[N_FORWARD_HEADERS];
+    char url[2048];
+    /* the outcome */
+    struct inbox_result r;
+    char error[ERROR_TEXT_MAX];
+    bool idle; /* nothing ran (no handler, store down): its completion is no reason to claim again */
+};
+
+struct processor {
+    struct processor_deps deps;
+    struct http_engine *engine;
+    pthread_t thread;
+    atomic_bool stopping;
+    atomic_bool woken;
+    atomic_int outstanding; /* writer ops whose done has not run */
+    int in_flight;          /* jobs claimed and not yet written (loop thread) */
+    bool want_claim;        /* loop thread */
+    int64_t next_due;       /* loop thread: earliest retry we scheduled; INT64_MAX: none */
+    pthread_mutex_t mu;     /* guards the hand-over fields below */
+    bool claim_running;
+    bool claim_finished;
+    int claim_result, claim_limit;
+    struct inbox_list claimed;
+    struct job *written;    /* outcomes committed (or refused), back to the loop */
+};
+
+static void job_free(struct job *j)
+{
+    inbox_item_free(&j->it);
+    free(j);
+}
+
+/* ---- the classifier: what the application's answer means ------------------------------------ */
+
+int forward_classify(const struct http_client_result *res)
+{
+    if (res->transport == TRANSPORT_BLOCKED)
+        return FORWARD_REJECT; /* the address policy refuses it: trying again cannot help */
+    if (res->transport != TRANSPORT_OK)
+        return FORWARD_RETRY; /* timeout, refused connection, DNS */
+    if (res->status >= 200 && res->status < 300)
+        return FORWARD_OK;
+    if (res->status == 409 || res->status == 425)
+        return FORWARD_DEFER;
+    if (res->status == 429 || res->status >= 500)
+        return FORWARD_RETRY;
+    return FORWARD_REJECT; /* other 4xx, and 1xx/3xx (redirects are not followed) */
+}
+
+/* ---- claims (op on the claim writer's thread; the rest on the loop) ------------------------------ */
+
+static int op_claim(struct store *s, void *arg)
+{
+    struct processor *p = arg;
+    int64_t now = clock_now_ms();
+
+    return store_inbox_claim_due(s, p->deps.node, now, now + p->deps.lease_ms, p->claim_limit, &p->claimed);
+}
+
+static void op_claim_done(void *arg, int result)
+{
+    struct processor *p = arg;
+
+    pthread_mutex_lock(&p->mu);
+    p->claim_result = result;
+    p->claim_finished = true;
+    pthread_mutex_unlock(&p->mu);
+    http_engine_wakeup(p->engine);
+    atomic_fetch_sub(&p->outstanding, 1);
+}
+
+static void claim_maybe(struct processor *p)
+{
+    int room = p->deps.workers - p->in_flight;
+
+    if (!p->want_claim || room <= 0 || p->claim_running)
+        return;
+    p->want_claim = false;
+    p->claim_running = true;
+    p->claim_limit = room > STORE_LIST_MAX ? STORE_LIST_MAX : room;
+    atomic_fetch_add(&p->outstanding, 1);
+    if (writer_submit(p->deps.claimer, op_claim, op_claim_done, p) != 0) {
+        atomic_fetch_sub(&p->outstanding, 1);
+        p->claim_running = false;
+    }
+}
+
+/* ---- outcomes --------------------------------------------------------------------------------------- */
+
+static int op_complete(struct store *s, void *arg)
+{
+    struct job *j = arg;
+    return store_inbox_complete(s, &j->r, clock_now_ms());
+}
+
+static void op_complete_done(void *arg, int result)
+{
+    struct job *j = arg;
+    struct processor *p = j->p;
+
+    if (result == HOOKD_ESTALE)
+        log_debug(PART, "item %s: lease lost meanwhile, outcome dropped", j->it.id);
+    else if (result != 0)
+        log_warn(PART, "item %s: outcome not written (%s); it is taken again after its lease", j->it.id,
+                 hookd_strerror(result));
+    pthread_mutex_lock(&p->mu);
+    j->next = p->written;
+    p->written = j;
+    pthread_mutex_unlock(&p->mu);
+    http_engine_wakeup(p->engine);
+    atomic_fetch_sub(&p->outstanding, 1);
+}
+
+/* Hands the outcome in j->r to the writer; the job comes back on p->written. */
+static void outcome_write(struct processor *p, struct job *j)
+{
+    j->r.id = j->it.id;
+    j->r.lease_owner = p->deps.node;
+    j->r.lease_token = j->it.lease_token;
+    if (j->r.status == INBOX_PENDING || j->r.status == INBOX_DEFERRED) {
+        if (j->r.next_attempt_at < p->next_due)
+            p->next_due = j->r.next_attempt_at;
+    }
+    atomic_fetch_add(&p->outstanding, 1);
+    if (writer_submit(p->deps.writer, op_complete, op_complete_done, j) != 0) {
+        atomic_fetch_sub(&p->outstanding, 1);
+        p->in_flight--;
+        job_free(j);
+    }
+}
+
+static int64_t schedule_at(const struct source_def *def, const struct processor *p, int n, bool clamp, bool *past)
+{
+    const int64_t *sched = def->n_retry_schedule ? def->retry_schedule_ms : p->deps.retry.schedule_ms;
+    size_t len = def->n_retry_schedule ? def->n_retry_schedule : p->deps.retry.n_schedule;
+
+    *past = false;
+    if (len == 0) {
+        *past = true;
+        return 0;
+    }
+    if ((size_t)n > len) {
+        if (!clamp) {
+            *past = true;
+            return 0;
+        }
+        n = (int)len;
+    }
+    return sched[n - 1];
+}
+
+/*
+ * The step's outcome from the application's answer (attempt n = attempts + 1):
+ * 2xx processed; 409/425 deferred until max_defer, then quarantined; other
+ * 4xx quarantined; 5xx, 429 and transport errors retried on the schedule,
+ * then quarantined.
+ */
+static void outcome_decide(struct processor *p, struct job *j, const struct source_def *def,
+                           const struct http_client_result *res)
+{
+    int64_t now = clock_now_ms();
+    int64_t max_defer = def->max_defer_ms ? def->max_defer_ms : p->deps.max_defer_ms;
+    int n = j->it.attempts + 1;
+    bool past;
+    int64_t delay;
+
+    j->r.attempts = n;
+    j->r.result = NULL;
+    if (res->transport == TRANSPORT_OK)
+        snprintf(j->error, sizeof j->error, "the application answered %d", res->status);
+    else
+        snprintf(j->error, sizeof j->error, "%s", res->error[0] ? res->error : "no answer");
+    j->r.error = j->error;
+    switch (res->outcome) {
+    case FORWARD_OK:
+        j->r.status = INBOX_PROCESSED;
+        j->r.result = "forwarded";
+        j->r.error = NULL;
+        break;
+    case FORWARD_DEFER: {
+        int64_t since = j->it.deferred_at ? j->it.deferred_at : now;
+        if (now - since >= max_defer) {
+            j->r.status = INBOX_QUARANTINED;
+            snprintf(j->error + strlen(j->error), sizeof j->error - strlen(j->error),
+                     "; deferred for longer than max_defer");
+            break;
+        }
+        delay = schedule_at(def, p, n, true, &past);
+        j->r.status = INBOX_DEFERRED;
+        j->r.next_attempt_at = now + delay;
+        if (j->r.next_attempt_at > since + max_defer)
+            j->r.next_attempt_at = since + max_defer; /* the last look falls on the limit */
+        break;
+    }
+    case FORWARD_RETRY:
+        delay = schedule_at(def, p, n, false, &past);
+        if (past) {
+            j->r.status = INBOX_QUARANTINED;
+            snprintf(j->error + strlen(j->error), sizeof j->error - strlen(j->error),
+                     "; retry schedule exhausted after %d attempts", n);
+        } else {
+            j->r.status = INBOX_PENDING;
+            j->r.next_attempt_at = now + delay;
+        }
+        break;
+    default:
+        j->r.status = INBOX_QUARANTINED;
+        break;
+    }
+    log_debug(PART, "item %s of %s: attempt %d -> %s", j->it.id, j->it.source, n, inbox_status_name(j->r.status));
+}
+
+/* ---- the forward handler ---------------------------------------------------------------------------- */
+
+static void forward_done(void *arg, const struct http_client_result *res)
+{
+    struct job *j = arg;
+    struct processor *p = j->p;
+    struct source_ref ref;
+
+    if (res->cancelled) {
+        p->in_flight--;
+        job_free(j);
+        return;
+    }
+    if (source_cache_get(p->deps.sources, j->it.source, &ref) == 0) {
+        outcome_decide(p, j, ref.def, res);
+        source_cache_put(p->deps.sources, &ref);
+    } else {
+        struct source_def none = {0};
+        outcome_decide(p, j, &none, res);
+    }
+    outcome_write(p, j);
+}
+
+/* Builds and submits the signed POST; false when it cannot be sent (j->r then holds the outcome). */
+static bool forward_start(struct processor *p, struct job *j, const struct source_def *def)
+{
+    const struct signature_scheme *sw = signature_scheme_find(SIGNATURE_SCHEME_DEFAULT);
+    const char *secret = def->forward_secret.key;
+    char sig[SIGNATURE_HEADER_MAX];
+    int64_t ts = clock_now_ms() / 1000;
+    size_t len = strlen(j->it.payload), n = 0;
+    int rc;
+
+    /* webhook-id is the inbox item's id: stable across retries and replays, unique across sources. */
+    const struct signature_message msg = {.id = j->it.id, .timestamp_s = ts, .body = j->it.payload, .body_len = len};
+    if (!sw || !secret || sw->sign(&msg, &secret, 1, sig, sizeof sig) != 0 || !sig[0]) {
+        snprintf(j->error, sizeof j->error, "cannot sign the forward request (handler.forward.secret)");
+        goto refused;
+    }
+    snprintf(j->url, sizeof j->url, "%s", def->forward_url);
+    snprintf(j->lines[n++], HEADER_LINE_MAX, "Content-Type: application/json");
+    snprintf(j->lines[n++], HEADER_LINE_MAX, "webhook-id: %s", j->it.id);
+    snprintf(j->lines[n++], HEADER_LINE_MAX, "webhook-timestamp: %" PRId64, ts);
+    snprintf(j->lines[n++], HEADER_LINE_MAX, "webhook-signature: %s", sig);
+    snprintf(j->lines[n++], HEADER_LINE_MAX, "hookd-inbox-id: %s", j->it.id);
+    snprintf(j->lines[n++], HEADER_LINE_MAX, "hookd-source: %s", j->it.source);
+    snprintf(j->lines[n++], HEADER_LINE_MAX, "hookd-event-id: %s", j->it.event_id);
+    snprintf(j->lines[n++], HEADER_LINE_MAX, "hookd-attempt: %d", j->it.attempts + 1);
+    if (j->it.event_type)
+        snprintf(j->lines[n++], HEADER_LINE_MAX, "hookd-event-type: %s", j->it.event_type);
+    for (size_t i = 0; i < n; i++)
+        j->headers[i] = j->lines[i];
+    const struct http_client_request req = {
+        .method = "POST",
+        .url = j->url,
+        .headers = j->headers,
+        .n_headers = n,
+        .body = j->it.payload,
+        .body_len = len,
+        .classify = forward_classify,
+    };
+    rc = http_engine_submit(p->engine, &req, forward_done, j);
+    if (rc == 0)
+        return true;
+    snprintf(j->error, sizeof j->error, "cannot send the forward request: %s", hookd_strerror(rc));
+refused:
+    j->r.attempts = j->it.attempts + 1;
+    j->r.status = INBOX_QUARANTINED;
+    j->r.error = j->error;
+    return false;
+}
+
+/* One claimed item: its source decides what runs. False when nothing ran for it. */
+static bool job_start(struct processor *p, struct job *j)
+{
+    struct source_ref ref;
+    int rc = source_cache_get(p->deps.sources, j->it.source, &ref);
+
+    if (rc == HOOKD_ENOTFOUND) {
+        j->r.attempts = j->it.attempts;
+        j->r.status = INBOX_QUARANTINED;
+        snprintf(j->error, sizeof j->error, "the source %s no longer exists", j->it.source);
+        j->r.error = j->error;
+        outcome_write(p, j);
+        return true;
+    }
+    if (rc != 0) { /* the cache cannot read the store: look again soon, keep the attempt count */
+        j->r.attempts = j->it.attempts;
+        j->r.status = j->it.status == INBOX_DEFERRED ? INBOX_DEFERRED : INBOX_PENDING;
+        j->r.next_attempt_at = clock_now_ms() + PROCESSOR_POLL_MS;
+        j->r.error = j->it.error;
+        j->idle = true;
+        outcome_write(p, j);
+        return false;
+    }
+    if (!ref.def->forward_url) {
+        /* Nothing processes this source's items yet: they wait, unchanged, for a handler. */
+        j->r.attempts = j->it.attempts;
+        j->r.status = j->it.status;
+        j->r.next_attempt_at = clock_now_ms() + PROCESSOR_NO_HANDLER_MS;
+        j->r.error = j->it.error;
+        j->r.result = NULL;
+        j->idle = true;
+        source_cache_put(p->deps.sources, &ref);
+        outcome_write(p, j);
+        return false;
+    }
+    if (!forward_start(p, j, ref.def))
+        outcome_write(p, j);
+    source_cache_put(p->deps.sources, &ref);
+    return true;
+}
+
+/* ---- the loop ------------------------------------------------------------------------------------------- */
+
+static void hand_overs(struct processor *p)
+{
+    struct inbox_list claimed = {0};
+    struct job *written;
+    bool finished;
+    int result;
+
+    pthread_mutex_lock(&p->mu);
+    finished = p->claim_finished;
+    result = p->claim_result;
+    if (finished) {
+        claimed = p->claimed;
+        p->claimed = (struct inbox_list){0};
+        p->claim_finished = false;
+        p->claim_running = false;
+    }
+    written = p->written;
+    p->written = NULL;
+    pthread_mutex_unlock(&p->mu);
+
+    while (written) {
+        struct job *j = written;
+        written = j->next;
+        p->in_flight--;
+        if (!j->idle)
+            p->want_claim = true; /* its entity is free, its slot too */
+        job_free(j);
+    }
+    if (!finished)
+        return;
+    if (atomic_load(&p->stopping)) {
+        inbox_list_free(&claimed); /* their leases expire, or the node's restart frees them */
+        return;
+    }
+    if (result != 0) {
+        log_debug(PART, "claim failed: %s", hookd_strerror(result));
+        inbox_list_free(&claimed);
+        return;
+    }
+    size_t worked = 0;
+    for (size_t i = 0; i < claimed.n; i++) {
+        struct job *j = calloc(1, sizeof *j);
+        if (!j) {
+            inbox_item_free(&claimed.items[i]); /* its lease expires */
+            continue;
+        }
+        j->p = p;
+        j->it = claimed.items[i];
+        memset(&claimed.items[i], 0, sizeof claimed.items[i]);
+        p->in_flight++;
+        worked += job_start(p, j);
+    }
+    /* A full batch: there may be more, unless it was all items nothing processes (they wait for the poll). */
+    if (claimed.n >= (size_t)p->claim_limit && worked > 0)
+        p->want_claim = true;
+    inbox_list_free(&claimed);
+}
+
+static void *processor_main(void *arg)
+{
+    struct processor *p = arg;
+    int64_t last_poll = 0;
+
+    while (!atomic_load(&p->stopping)) {
+        int64_t now = clock_now_ms(), wait;
+
+        if (atomic_exchange(&p->woken, false))
+            p->want_claim = true;
+        if (now - last_poll >= PROCESSOR_POLL_MS || now >= p->next_due) {
+            last_poll = now;
+            p->want_claim = true;
+            if (now >= p->next_due)
+                p->next_due = INT64_MAX;
+        }
+        hand_overs(p);
+        claim_maybe(p);
+        http_engine_run(p->engine);
+        hand_overs(p);
+        claim_maybe(p);
+        now = clock_now_ms();
+        wait = last_poll + PROCESSOR_POLL_MS - now;
+        if (p->next_due != INT64_MAX && p->next_due - now < wait)
+            wait = p->next_due - now;
+        if (wait < 0)
+            wait = 0;
+        if (!atomic_load(&p->woken))
+            http_engine_wait(p->engine, (int)wait);
+    }
+    return NULL;
+}
+
+void processor_wake(void *arg)
+{
+    struct processor *p = arg;
+
+    if (!atomic_exchange(&p->woken, true))
+        http_engine_wakeup(p->engine);
+}
+
+int processor_start(const struct processor_deps *deps, struct processor **out)
+{
+    struct processor *p = calloc(1, sizeof *p);
+    int rc;
+
+    *out = NULL;
+    if (!p)
+        return HOOKD_ENOMEM;
+    p->deps = *deps;
+    if (p->deps.workers < 1)
+        p->deps.workers = 1;
+    /* A lease shorter than a forward could let another worker take the item while it is in flight. */
+    if (p->deps.lease_ms < p->deps.timeout_ms + p->deps.connect_timeout_ms + PROCESSOR_LEASE_MARGIN_MS)
+        p->deps.lease_ms = p->deps.timeout_ms + p->deps.connect_timeout_ms + PROCESSOR_LEASE_MARGIN_MS;
+    p->next_due = INT64_MAX;
+    p->want_claim = true;
+    pthread_mutex_init(&p->mu, NULL);
+    const struct http_engine_options eo = {
+        .max_transfers = p->deps.workers,
+        .connect_timeout_ms = deps->connect_timeout_ms,
+        .timeout_ms = deps->timeout_ms,
+        .response_max = 1024,
+        .allow_private_networks = deps->allow_private_networks,
+    };
+    rc = http_engine_create(&eo, &p->engine);
+    if (rc == 0 && pthread_create(&p->thread, NULL, processor_main, p) != 0)
+        rc = HOOKD_ENOMEM;
+    if (rc != 0) {
+        http_engine_destroy(p->engine);
+        pthread_mutex_destroy(&p->mu);
+        free(p);
+        return rc;
+    }
+    log_info(PART, "%d inbox workers", p->deps.workers);
+    *out = p;
+    return 0;
+}
+
+void processor_stop(struct processor *p)
+{
+    struct timespec pause = {.tv_sec = 0, .tv_nsec = 1000000};
+
+    if (!p)
+        return;
+    atomic_store(&p->stopping, true);
+    http_engine_wakeup(p->engine);
+    pthread_join(p->thread, NULL);
+    http_engine_cancel_all(p->engine); /* their done frees each job */
+    /* The writers still run: wait for the done of every op handed to them, which touch p. */
+    while (atomic_load(&p->outstanding) > 0)
+        nanosleep(&pause, NULL);
+    hand_overs(p); /* frees written jobs; claimed items are dropped with their leases */
+    while (p->written)
+        hand_overs(p);
+    http_engine_destroy(p->engine);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}

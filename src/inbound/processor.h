@@ -1,0 +1,49 @@
+/*
+ * The inbox workers: one loop thread that claims due inbox items (a lease and
+ * a fencing token, one entity at a time across nodes), runs each source's
+ * handler (forward: a signed POST to the application through an HTTP engine
+ * of its own) and writes each step's outcome in one fenced transaction.
+ *
+ *   processor_start   the thread and its engine; items are claimed at once
+ *   processor_wake    new or replayed items (hub topic inbox_changed); any thread, cheap
+ *   processor_stop    end the loop; transfers in flight are dropped (their leases expire)
+ */
+#ifndef HOOKD_INBOUND_PROCESSOR_H
+#define HOOKD_INBOUND_PROCESSOR_H
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/retry.h"
+
+struct writer;
+struct source_cache;
+struct processor;
+
+#define PROCESSOR_POLL_MS 1000        /* safety poll: items other nodes or plain SQL made due */
+#define PROCESSOR_NO_HANDLER_MS 60000 /* a source without a handler: its items are looked at again after this */
+#define PROCESSOR_LEASE_MARGIN_MS 10000 /* an item's lease outlasts its forward's timeouts by at least this */
+
+/* Everything is borrowed and must outlive the processor. */
+struct processor_deps {
+    const char *node;               /* lease owner */
+    struct writer *claimer;         /* claims (the claim writer on a shared store, else the writer) */
+    struct writer *writer;          /* outcomes */
+    struct source_cache *sources;   /* handlers, schedules */
+    int workers;                    /* items in flight at once */
+    int64_t lease_ms;
+    int64_t timeout_ms;             /* one forward request */
+    int64_t connect_timeout_ms;
+    bool allow_private_networks;    /* the application is usually on a private address */
+    struct retry_policy retry;      /* [inbox] retry_schedule: used when the source gives none */
+    int64_t max_defer_ms;           /* [inbox] max_defer: used when the source gives none */
+};
+
+__attribute__((warn_unused_result)) int processor_start(const struct processor_deps *deps, struct processor **out);
+void processor_wake(void *processor);
+void processor_stop(struct processor *p);
+
+/* What one forward's answer means (the classifier of the forward requests; exposed for tests). */
+enum forward_outcome { FORWARD_OK, FORWARD_DEFER, FORWARD_REJECT, FORWARD_RETRY };
+struct http_client_result;
+int forward_classify(const struct http_client_result *res);
+#endif
