@@ -4,6 +4,7 @@
  * the store refused while it was down, kept and written again later so that
  * their deliveries are not sent twice.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,7 +28,9 @@ static int op_claim(struct store *s, void *arg)
     /* On one node the dispatcher keeps the in-flight caps: an endpoint may hold its share of the window. */
     struct lease_limits lim = {.default_cap = q->deps.endpoint_max_in_flight,
                                .lease_max = store_backend(s)->single_node ? dispatcher_endpoint_window(q) : 0,
-                               .ramp_ms = q->deps.ramp_ms};
+                               .ramp_ms = q->deps.ramp_ms,
+                               .capped = (const char (*)[HOOKD_ID_MAX])c->capped,
+                               .n_capped = c->n_capped};
     int64_t at = 0;
     int rc;
 
@@ -59,8 +62,34 @@ static void op_claim_done(void *arg, int result)
         http_engine_wakeup(q->engine);
 }
 
+/*
+ * The endpoints a claim holds to their cap: those not direct (their transfers
+ * are slow, they are paused or ramping) and those that have not answered
+ * within ANSWERING_MS (a stuck one must not fill the window with its backlog).
+ */
+static bool claim_capped(const struct ep_state *st)
+{
+    return st->present && (!st->direct || st->answered_mono == 0 || clock_mono_ms() - st->answered_mono >= 100);
+}
+
+static void capped_collect(struct ep_state *st, void *arg)
+{
+    struct claim *c = arg;
+
+    if (claim_capped(st))
+        snprintf(c->capped[c->n_capped++], HOOKD_ID_MAX, "%s", st->id);
+}
+
+static void capped_count(struct ep_state *st, void *arg)
+{
+    size_t *n = arg;
+
+    *n += claim_capped(st);
+}
+
 void claims_maybe(struct dispatcher *q, int64_t now)
 {
+    size_t n_capped = 0;
     int room, rc;
 
     if (q->claim_in_flight || atomic_load(&q->stopping))
@@ -79,7 +108,11 @@ void claims_maybe(struct dispatcher *q, int64_t now)
     if (!atomic_exchange(&q->claim_wanted, false) && now < q->next_wake_at &&
         !(q->due_held_back && q->freed_since_claim && q->deps.claimer == NULL))
         return;
+    free(q->claim.capped);
     memset(&q->claim, 0, sizeof q->claim);
+    endpoint_cache_each(&q->cache, capped_count, &n_capped);
+    if (n_capped > 0 && (q->claim.capped = calloc(n_capped, sizeof *q->claim.capped)) != NULL)
+        endpoint_cache_each(&q->cache, capped_collect, &q->claim);
     q->claim.limit = room < CLAIM_BATCH_MAX ? room : CLAIM_BATCH_MAX;
     q->claim.now = now;
     q->claim.lease_until = now + q->deps.lease_ms;

@@ -33,6 +33,7 @@
 #define STOP_OPS_WAIT_MS 10000       /* then their commits get this long */
 #define SLOW_AFTER_MS 1000           /* a transfer waiting this long for its answer joins the slow pool */
 #define SLOW_POOL_FACTOR 4           /* the slow pool holds this many times max_in_flight */
+#define ANSWERING_MS 100             /* an endpoint that answered this recently is draining its queue */
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -54,6 +55,117 @@ static struct job *job_get(struct dispatcher *q)
     return j;
 }
 
+/* ---- the board (what the relay's single-node hand-off asks) ---------------- */
+
+static uint64_t board_hash(const char *id)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+
+    for (; *id != '\0'; id++) {
+        h ^= (unsigned char)*id;
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+/* Under board_mu: id's entry (added when add; NULL when absent, or out of memory). */
+static struct board_entry *board_find(struct dispatcher *q, const char *id, bool add)
+{
+    if (add && (q->board_n + 1) * 2 > q->board_cap) {
+        size_t cap = q->board_cap == 0 ? 64 : q->board_cap * 2;
+        struct board_entry *b = calloc(cap, sizeof *b);
+        if (b == NULL)
+            return NULL;
+        for (size_t i = 0; i < q->board_cap; i++) {
+            if (q->board[i].id[0] == '\0')
+                continue;
+            size_t k = board_hash(q->board[i].id) & (cap - 1);
+            while (b[k].id[0] != '\0')
+                k = (k + 1) & (cap - 1);
+            b[k] = q->board[i];
+        }
+        free(q->board);
+        q->board = b;
+        q->board_cap = cap;
+    }
+    if (q->board_cap == 0)
+        return NULL;
+    for (size_t k = board_hash(id) & (q->board_cap - 1);; k = (k + 1) & (q->board_cap - 1)) {
+        struct board_entry *e = &q->board[k];
+        if (strcmp(e->id, id) == 0)
+            return e;
+        if (e->id[0] == '\0') {
+            if (!add)
+                return NULL;
+            snprintf(e->id, sizeof e->id, "%s", id);
+            e->direct = true;
+            q->board_n++;
+            return e;
+        }
+    }
+}
+
+/* Puts st's holdings and whether it may be handed deliveries directly on the board (answered: it just answered). */
+static void board_sync(struct dispatcher *q, struct ep_state *st, bool answered)
+{
+    struct board_entry *e;
+    int64_t mono = answered ? clock_mono_ms() : 0;
+
+    st->direct = !st->paused && st->in_flight_slow == 0 && clock_mono_ms() >= st->ramp_until_mono;
+    pthread_mutex_lock(&q->board_mu);
+    e = board_find(q, st->id, true);
+    if (e != NULL) {
+        e->held = st->refs;
+        e->direct = st->direct;
+        if (answered) {
+            e->answered_mono = mono;
+            e->waiting_since_mono = 0;
+        }
+    }
+    pthread_mutex_unlock(&q->board_mu);
+    if (answered)
+        atomic_store(&q->last_answer_mono, mono);
+}
+
+/* A transfer of st started: if it is the first since its last answer, the wait for one starts now. */
+static void board_note_sent(struct dispatcher *q, struct ep_state *st)
+{
+    struct board_entry *e;
+    int64_t mono = clock_mono_ms();
+
+    pthread_mutex_lock(&q->board_mu);
+    e = board_find(q, st->id, true);
+    if (e != NULL && e->waiting_since_mono == 0) {
+        e->waiting_since_mono = mono;
+        atomic_store(&q->last_answer_mono, mono); /* a first send counts as movement, for ANSWERING_MS */
+    }
+    pthread_mutex_unlock(&q->board_mu);
+}
+
+/*
+ * Answering: it answered within ANSWERING_MS, or its first request since is
+ * younger than that (a newcomer gets the benefit of the doubt that long), or
+ * it holds jobs it has not started yet. One that has not answered for longer
+ * is stuck as far as the relay is concerned.
+ */
+void dispatcher_endpoint_view(struct dispatcher *q, const char *endpoint_id, struct dispatcher_view *out)
+{
+    const struct board_entry *e;
+    int64_t mono = clock_mono_ms();
+
+    pthread_mutex_lock(&q->board_mu);
+    e = board_find(q, endpoint_id, false);
+    out->held = e != NULL ? e->held : 0;
+    out->direct = e != NULL ? e->direct : true;
+    out->answered = e != NULL && e->answered_mono != 0 && mono - e->answered_mono < ANSWERING_MS;
+    out->answering = e != NULL && (out->answered ||
+                                   (e->waiting_since_mono != 0 && mono - e->waiting_since_mono < ANSWERING_MS) ||
+                                   (e->waiting_since_mono == 0 && e->held > 0));
+    pthread_mutex_unlock(&q->board_mu);
+}
+
+bool dispatcher_window_moving(struct dispatcher *q) { return clock_mono_ms() - atomic_load(&q->last_answer_mono) < ANSWERING_MS; }
+
 /* Frees what the job owns and gives its slot in the window back. */
 void dispatcher_job_free(struct dispatcher *q, struct job *j)
 {
@@ -61,8 +173,10 @@ void dispatcher_job_free(struct dispatcher *q, struct job *j)
     delivery_job_free(&j->dj);
     free(j->result.attempt.response);
     free(j->supersede_key);
-    if (j->ep != NULL)
+    if (j->ep != NULL) {
         endpoint_cache_unref(&q->cache, j->ep);
+        board_sync(q, j->ep, false);
+    }
     atomic_fetch_sub(&q->held, 1);
     job_table_recycle(&q->jobs, j);
 }
@@ -325,6 +439,10 @@ static void transfer_done(void *arg, const struct http_client_result *res)
         j->ep->in_flight_slow--;
     }
     endpoint_cache_note_busy(&q->cache, j->ep);
+    if (!res->cancelled) {
+        j->ep->answered_mono = clock_mono_ms();
+        board_sync(q, j->ep, true);
+    }
     if (res->cancelled) {
         /* Stop: the attempt is abandoned and its lease expires. */
         dispatcher_job_free(q, j);
@@ -358,6 +476,7 @@ static void job_start(struct dispatcher *q, struct job *j, struct request *r)
             j->ep->in_flight++;
             j->sent_mono = clock_mono_ms();
             j->slow = false;
+            board_note_sent(q, j->ep);
             endpoint_cache_note_busy(&q->cache, j->ep);
             return;
         }
@@ -434,7 +553,8 @@ static void slow_sweep(struct dispatcher *q, int64_t mono)
             continue;
         j->slow = true;
         q->in_flight_slow++;
-        j->ep->in_flight_slow++;
+        if (j->ep->in_flight_slow++ == 0)
+            board_sync(q, j->ep, false);
     }
 }
 
@@ -535,6 +655,7 @@ void dispatcher_jobs_accept(struct dispatcher *q, struct job_list *list, uint64_
         }
         j->ep = st;
         endpoint_cache_ref(&q->cache, st);
+        board_sync(q, st, false);
         j->phase = JOB_QUEUED;
         fifo_push(q, st, j);
     }
@@ -614,6 +735,7 @@ static void breaker_opened(struct dispatcher *q, struct ep_state *st)
                  st->queued);
     st->paused = true;
     endpoint_release_all(q, st);
+    board_sync(q, st, false);
 }
 
 /* Errors that mean the store is down or busy for now, not that the write is wrong. */
@@ -640,6 +762,8 @@ static void job_finished(struct dispatcher *q, struct job *j)
             if (j->result.status == DELIVERY_DELIVERED && j->ep->paused) {
                 /* A probe (or a late answer) got through: the breaker closed, claims ramp the backlog up. */
                 j->ep->paused = false;
+                j->ep->ramp_until_mono = clock_mono_ms() + q->deps.ramp_ms;
+                board_sync(q, j->ep, false);
                 log_info(PART, "endpoint %s answers again: its breaker closed", j->ep->id);
                 q->next_wake_at = 0;
             }
@@ -834,6 +958,9 @@ static void dispatcher_free(struct dispatcher *q)
     endpoint_cache_destroy(&q->cache);
     free(q->requests);
     free(q->idle);
+    free(q->board);
+    free(q->claim.capped);
+    pthread_mutex_destroy(&q->board_mu);
     pthread_mutex_destroy(&q->mu);
     free(q);
 }
@@ -856,6 +983,7 @@ int dispatcher_start(const struct dispatcher_deps *deps, struct dispatcher **out
     if (q == NULL)
         return HOOKD_ENOMEM;
     pthread_mutex_init(&q->mu, NULL);
+    pthread_mutex_init(&q->board_mu, NULL);
     q->deps = *deps;
     q->max_in_flight = max;
     atomic_store(&q->endpoint_window, deps->window > 2 ? deps->window / 2 : 1);

@@ -13,6 +13,8 @@
  *   dispatcher_fanout_decided  that fan-out committed or rolled back
  *   dispatcher_room            free slots in the window (for the relay's backpressure)
  *   dispatcher_endpoint_window what one endpoint may hold of the window now (its fair share)
+ *   dispatcher_endpoint_view   what it holds, whether it answers, whether it may be handed jobs directly
+ *   dispatcher_window_moving   whether any endpoint answered just now (the window frees)
  *   dispatcher_wake            something may be due in the store (replay, start-up)
  *   dispatcher_endpoints_changed  reload endpoint settings before the next send
  *   dispatcher_stop            finish or abandon in-flight requests (leases expire), join
@@ -72,6 +74,15 @@ int dispatcher_room(struct dispatcher *q);
 /* The window divided among the endpoints holding jobs (at least 1): a single-node fan-out hands an endpoint
  * no more leased deliveries than this (or its cap, when larger), the rest waits in the store for claims. */
 int dispatcher_endpoint_window(struct dispatcher *q);
+/* For the single-node hand-off, from any thread. An endpoint the dispatcher never held is direct. */
+struct dispatcher_view {
+    int held;       /* jobs it holds of the window */
+    bool answered;  /* it answered within the last 100 ms: what it holds drains */
+    bool answering; /* that, or it is new (its first request, or its jobs, younger than that): worth waiting for */
+    bool direct;    /* not slow (no transfer waiting past slow_after), not paused, not ramping */
+};
+void dispatcher_endpoint_view(struct dispatcher *q, const char *endpoint_id, struct dispatcher_view *out);
+bool dispatcher_window_moving(struct dispatcher *q);
 void dispatcher_wake(struct dispatcher *q);
 void dispatcher_endpoints_changed(struct dispatcher *q);
 /*

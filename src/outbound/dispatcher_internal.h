@@ -30,6 +30,14 @@
 #define SAFETY_POLL_MS 1000 /* claim at least this often, and re-check endpoint settings */
 #define NEVER INT64_MAX
 
+struct board_entry {
+    char id[HOOKD_ID_MAX]; /* "" : free */
+    int held;              /* jobs the dispatcher holds of it */
+    int64_t answered_mono; /* its last answer (any outcome) */
+    int64_t waiting_since_mono; /* its first send since that answer (0: none) */
+    bool direct;           /* neither slow nor paused nor ramping: the relay may hand it deliveries directly */
+};
+
 /* A job_list handed over by the relay or returned by a claim, waiting in the inbox. */
 struct batch {
     struct job_list jobs;
@@ -40,6 +48,8 @@ struct batch {
 /* The single claim op in flight: written by the writer thread, read by the loop after done. */
 struct claim {
     int limit;
+    char (*capped)[HOOKD_ID_MAX]; /* single-node: endpoints not direct (slow, paused, ramping) */
+    size_t n_capped;
     int64_t now, lease_until;
     struct job_list jobs;
     int64_t next_due; /* NEVER when nothing is scheduled */
@@ -66,6 +76,13 @@ struct dispatcher {
     uint64_t fanouts_decided_posted; /* dispatcher_fanout_decided: every fan-out up to it has ended */
 
     atomic_uint_least64_t fanouts; /* the last number dispatcher_enqueue_tentative gave out */
+
+    /* The board, for the relay's single-node hand-off (guarded by board_mu): per endpoint what it
+     * holds, when it last got an answer, and whether it may be handed deliveries directly. */
+    pthread_mutex_t board_mu;
+    struct board_entry *board;
+    size_t board_cap, board_n;
+    atomic_llong last_answer_mono; /* any endpoint's */
 
     /* loop thread only */
     struct endpoint_cache cache;

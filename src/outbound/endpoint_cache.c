@@ -99,6 +99,7 @@ static struct ep_state *state_add(struct endpoint_cache *c, const char *id)
         return NULL;
     snprintf(st->id, sizeof st->id, "%s", id);
     st->cap = 1;
+    st->direct = true;
     st->policy = *c->policy;
     k = id_hash(st->id) & (c->n_buckets - 1);
     st->hash_next = c->buckets[k];

@@ -40,6 +40,9 @@ struct ep_state {
     int refs;                   /* jobs that point here (what it holds of the window) */
     bool busy;                  /* queued or in flight: counted in n_busy */
     bool paused;                /* its breaker opened (we saw it): queued jobs went back to the store */
+    int64_t ramp_until_mono;    /* its breaker closed: claims ramp it up until then */
+    int64_t answered_mono;      /* its last answer (0: none yet) */
+    bool direct;                /* as last put on the dispatcher's board */
     bool in_ring;
     bool seen;                  /* reload bookkeeping */
     struct ep_state *ring_next;

@@ -48,7 +48,7 @@
 #define SAFETY_POLL_MS 1000   /* re-check the outbox even without any signal */
 #define FANOUT_BATCH_MAX 256  /* events per writer op */
 #define ROUNDS_PER_TURN 64    /* full batches in a row before the next change check */
-#define HANDOFFS_UNRECORDED_MAX 4 /* single-node hand-offs whose record is queued, at most */
+#define HANDOFFS_UNRECORDED_MAX 8 /* single-node hand-offs whose record is queued, at most, without room */
 #define BACKOFF_MIN_MS 10
 #define BACKOFF_MAX_MS 1000
 
@@ -63,6 +63,7 @@ struct relay {
     struct job_list op_jobs;
     size_t op_jobs_cap;
     bool op_left_due; /* shared store: the fan-out left due deliveries unclaimed */
+    bool op_waiting;  /* single-node: the hand-off stopped to wait for room (look again next turn) */
 
     /* Relay thread only: endpoints, reloaded when their version moves. */
     struct endpoint_list eps;
@@ -311,6 +312,7 @@ struct fanout_slots {
     const char **ids;
     int *slots;
     int *of_endpoint; /* per r->eps item */
+    bool *wait_full;  /* single-node: out of slots, the relay waits for it (it drains) instead of storing */
     size_t n;
 };
 
@@ -319,6 +321,7 @@ static void fanout_slots_free(struct fanout_slots *fs)
     free(fs->ids);
     free(fs->slots);
     free(fs->of_endpoint);
+    free(fs->wait_full);
 }
 
 /*
@@ -573,37 +576,87 @@ static int handoff_leased_of(struct relay *r, const char *endpoint_id)
 static int handoff_slots_get(struct relay *r, const struct event_list *evs, const bool *valid, int64_t now,
                              struct fanout_slots *fs)
 {
-    struct lease_limits lim = {.default_cap = r->deps.endpoint_max_in_flight,
-                               .lease_max = dispatcher_endpoint_window(r->deps.dispatcher),
-                               .ramp_ms = r->deps.ramp_ms};
-    int rc;
+    struct lease_limits lim = {.default_cap = r->deps.endpoint_max_in_flight, .ramp_ms = r->deps.ramp_ms};
+    int share = dispatcher_endpoint_window(r->deps.dispatcher), rc = 0;
+    const char **strict_ids = NULL;
+    int *strict_slots = NULL, *strict_of = NULL;
+    size_t n_strict = 0;
 
     memset(fs, 0, sizeof *fs);
     fs->of_endpoint = malloc((r->eps.n + 1) * sizeof *fs->of_endpoint);
     fs->ids = malloc((r->eps.n + 1) * sizeof *fs->ids);
     fs->slots = malloc((r->eps.n + 1) * sizeof *fs->slots);
-    if (fs->of_endpoint == NULL || fs->ids == NULL || fs->slots == NULL)
-        return HOOKD_ENOMEM;
+    fs->wait_full = calloc(r->eps.n + 1, sizeof *fs->wait_full);
+    strict_ids = malloc((r->eps.n + 1) * sizeof *strict_ids);
+    strict_slots = malloc((r->eps.n + 1) * sizeof *strict_slots);
+    strict_of = malloc((r->eps.n + 1) * sizeof *strict_of);
+    if (!fs->of_endpoint || !fs->ids || !fs->slots || !fs->wait_full || !strict_ids || !strict_slots || !strict_of) {
+        rc = HOOKD_ENOMEM;
+        goto out;
+    }
     for (size_t k = 0; k < r->eps.n; k++) {
         const struct endpoint *ep = &r->eps.items[k];
         fs->of_endpoint[k] = -1;
         for (size_t i = 0; i < evs->n && ep->enabled; i++) {
-            if (valid[i] && endpoint_wants(ep, &evs->items[i])) {
-                fs->of_endpoint[k] = (int)fs->n;
-                fs->ids[fs->n++] = ep->id;
-                break;
+            if (!valid[i] || !endpoint_wants(ep, &evs->items[i]))
+                continue;
+            struct dispatcher_view v;
+            size_t x = fs->n++;
+            int cap = ep->max_in_flight > 0 ? ep->max_in_flight : r->deps.endpoint_max_in_flight;
+            fs->of_endpoint[k] = (int)x;
+            fs->ids[x] = ep->id;
+            dispatcher_endpoint_view(r->deps.dispatcher, ep->id, &v);
+            if (ep->rate_limit > 0 || !v.direct) {
+                /* Rate-limited, slow, paused or ramping: the store's count, within its cap. */
+                strict_of[n_strict] = (int)x;
+                strict_ids[n_strict++] = ep->id;
+            } else {
+                /* Answering: its share of the window (else its cap), and the relay waits for it when full. */
+                int most = v.answered && share > cap ? share : cap;
+                int allowance = most - v.held - handoff_leased_of(r, ep->id);
+                fs->slots[x] = allowance > 0 ? allowance : 0;
+                fs->wait_full[x] = v.answering;
             }
+            break;
         }
     }
-    rc = store_delivery_slots(r->rd, now, &lim, fs->ids, fs->n, fs->slots);
-    for (size_t i = 0; i < fs->n && rc == 0; i++) {
-        if (fs->slots[i] > 0 && fs->slots[i] != STORE_SLOTS_UNCAPPED) {
-            fs->slots[i] -= handoff_leased_of(r, fs->ids[i]);
-            if (fs->slots[i] < 0)
-                fs->slots[i] = 0;
+    rc = store_delivery_slots(r->rd, now, &lim, strict_ids, n_strict, strict_slots);
+    for (size_t i = 0; i < n_strict && rc == 0; i++) {
+        int v = strict_slots[i];
+        if (v > 0 && v != STORE_SLOTS_UNCAPPED) {
+            v -= handoff_leased_of(r, strict_ids[i]);
+            v = v < 0 ? 0 : v;
         }
+        fs->slots[strict_of[i]] = v;
     }
+out:
+    free(strict_ids);
+    free(strict_slots);
+    free(strict_of);
     return rc;
+}
+
+/*
+ * Whether event ev must wait for room rather than go into the store unleased:
+ * one of its deliveries would be leased but for slots of an answering endpoint
+ * (it drains: room comes back in moments) or for the window, while the window
+ * moves. Waiting keeps the cheap path (hand-off) for busy endpoints; storing
+ * keeps stuck ones (hung, paused) from holding everyone's events back.
+ */
+static bool handoff_must_wait(struct relay *r, const struct event *ev, bool valid, const struct fanout_slots *fs,
+                              int room, bool moving)
+{
+    for (size_t k = 0; k < r->eps.n && valid; k++) {
+        const struct endpoint *ep = &r->eps.items[k];
+        int x = fs->of_endpoint[k];
+        if (x < 0 || !ep->enabled || !endpoint_wants(ep, ev) || delivery_ordered(ep, ev))
+            continue;
+        if (fs->slots[x] > 0 && room <= 0 && moving)
+            return true;
+        if (fs->slots[x] == 0 && fs->wait_full[x])
+            return true;
+    }
+    return false;
 }
 
 /* Counts a leased delivery of endpoint_id in h (what handoff_leased_of adds up until it is recorded). */
@@ -671,7 +724,7 @@ static int hand_off_batch(struct relay *r, int limit, size_t *fetched)
 {
     struct handoff *h = calloc(1, sizeof *h);
     struct fanout_slots fs = {0};
-    bool *valid = NULL, left = false;
+    bool *valid = NULL, left = false, moving;
     size_t cap = 0, leases_cap = 0;
     int room, rc;
 
@@ -703,9 +756,19 @@ static int hand_off_batch(struct relay *r, int limit, size_t *fetched)
     if (rc != 0)
         goto fail;
     room = dispatcher_room(r->deps.dispatcher);
+    moving = dispatcher_window_moving(r->deps.dispatcher);
     for (size_t i = 0; i < h->evs.n; i++) {
         struct event *ev = &h->evs.items[i];
         char why[REJECT_ERROR_MAX];
+
+        if (handoff_must_wait(r, ev, valid[i], &fs, room, moving)) {
+            /* This event and the rest wait for room (next turn); those before it go now. */
+            for (size_t x = i; x < h->evs.n; x++)
+                event_free(&h->evs.items[x]);
+            h->evs.n = i;
+            r->op_waiting = true;
+            break;
+        }
 
         h->seqs[i] = ev->seq;
         if (event_rejected(r, ev, why)) {
@@ -747,6 +810,8 @@ static int hand_off_batch(struct relay *r, int limit, size_t *fetched)
             }
         }
     }
+    if (h->evs.n == 0)
+        goto fail; /* all wait (rc is 0) */
     *fetched = h->evs.n;
     r->handed_seq = h->seqs[h->evs.n - 1];
     handoff_list(r, h);
@@ -829,12 +894,14 @@ static bool fan_out_pending(struct relay *r)
          * store, unleased: the claims bring them in as room frees. Stopping
          * here would let endpoints that hold their share of the window (a
          * hung one) hold back everyone else's events. On a single-node store
-         * the hand-offs waiting for their record bound what this costs.
+         * the hand-offs waiting for their record then bound what this costs
+         * (with room, the window does).
          */
         room = dispatcher_room(r->deps.dispatcher);
-        if (store_backend(r->rd)->single_node && handoffs_unrecorded(r) >= HANDOFFS_UNRECORDED_MAX)
+        if (room <= 0 && store_backend(r->rd)->single_node && handoffs_unrecorded(r) >= HANDOFFS_UNRECORDED_MAX)
             return true;
         limit = room > 0 && room < FANOUT_BATCH_MAX ? room : FANOUT_BATCH_MAX;
+        r->op_waiting = false;
         if (store_backend(r->rd)->single_node)
             rc = hand_off_batch(r, limit, &fetched);
         else
@@ -848,6 +915,8 @@ static bool fan_out_pending(struct relay *r)
         recovered(r);
         if (fetched > 0)
             log_debug(PART, "fanned out %zu events", fetched);
+        if (r->op_waiting)
+            return true;
         /* Fewer than asked: the rest (if any) is someone else's or not committed yet. */
         if ((int)fetched < limit)
             return false;

@@ -187,7 +187,11 @@ static void claim_endpoint_limit(struct claim_endpoint *ep, const struct lease_l
 {
     ep->free = INT_MAX;
     if (ep->cap > 0) {
-        int64_t most = lim->lease_max > 2 * ep->cap ? 2 * ep->cap : lim->lease_max;
+        int64_t most = lim->lease_max;
+        for (size_t i = 0; i < lim->n_capped && most > 0; i++) {
+            if (strcmp(lim->capped[i], ep->id) == 0)
+                most = 0;
+        }
         ep->free = min_int(ep->free, (most > ep->cap ? most : ep->cap) - ep->leases);
     }
     if (ep->breaker != BREAKER_CLOSED) {
@@ -432,7 +436,7 @@ static int sqlite_delivery_slots(struct store *s, int64_t now, const struct leas
                          "  WHEN EXISTS (SELECT 1 FROM hookd_deliveries d INDEXED BY hookd_deliveries_endpoint_due"
                          "   WHERE d.endpoint_id = c.id AND d.status IN ('pending', 'retrying') AND d.next_attempt_at <= ?2"
                          "   AND (d.lease_owner IS NULL OR d.lease_until < ?2)) THEN 0"
-                         "  ELSE max(max(c.cap, min(2 * c.cap, ?4)) - (SELECT count(*) FROM hookd_deliveries x INDEXED BY hookd_deliveries_leased"
+                         "  ELSE max(max(c.cap, ?4) - (SELECT count(*) FROM hookd_deliveries x INDEXED BY hookd_deliveries_leased"
                          "   WHERE x.endpoint_id = c.id AND x.lease_owner IS NOT NULL AND x.lease_until >= ?2), 0) END"
                          " FROM (SELECT e.id, e.rate_limit, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"
                          "  WHEN ?3 > 0 THEN ?3 ELSE 0 END AS cap FROM hookd_endpoints e WHERE e.id = ?1 AND e.enabled) c",

@@ -241,13 +241,16 @@ bool delivery_result_valid(const struct delivery_result *r);
  * Its in-flight cap is its max_in_flight when > 0, else default_cap (<= 0: no
  * cap). On a shared store the leases are the cap, counted over every node. On
  * a single-node store (one dispatcher holds every lease, and keeps the
- * in-flight caps itself) an endpoint may hold up to max(cap, min(2 × cap,
- * lease_max)) leases: what it holds beyond its cap waits in that dispatcher's
- * memory, ready for the next free slot.
+ * in-flight caps itself) an endpoint may hold up to max(cap, lease_max)
+ * leases: what it holds beyond its cap waits in that dispatcher's memory,
+ * ready for the next free slot.
  */
 struct lease_limits {
     int default_cap;
     int lease_max; /* 0: the cap */
+    /* Single-node: endpoints held to their cap whatever lease_max says (slow ones: what they get, they hold). */
+    const char (*capped)[HOOKD_ID_MAX];
+    size_t n_capped;
     int64_t ramp_ms; /* after its breaker closed, an endpoint's cap grows from 1 to full over this (0: at once) */
 };
 
