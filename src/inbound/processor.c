@@ -7,6 +7,7 @@
 
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 
 #include "core/clock.h"
 #include "core/signature_scheme.h"
+#include "inbound/machine_step.h"
 #include "inbound/source_cache.h"
 #include "log.h"
 #include "net/http_client.h"
@@ -37,6 +39,13 @@ struct job {
     struct inbox_result r;
     char error[ERROR_TEXT_MAX];
     bool idle; /* nothing ran (no handler, store down): its completion is no reason to claim again */
+    /* handler.machine: what the decision needs, copied from the source (the cache entry is not held) */
+    char machine[MACHINE_NAME_MAX];
+    int64_t max_defer_ms;
+    int64_t schedule_ms[RETRY_MAX_SCHEDULE];
+    size_t n_schedule;
+    struct machine_outcome mo;
+    bool retried; /* the machine op failed once and its item was put back */
 };
 
 struct processor {
@@ -315,6 +324,103 @@ refused:
     return false;
 }
 
+/* ---- the machine handler: one writer op decides, writes the entity and completes the item ------------------ */
+
+/* An item the machine cannot run on (machine gone, definition unreadable): quarantined with the reason. */
+__attribute__((format(printf, 2, 3))) static void machine_refuse(struct job *j, const char *fmt, ...)
+{
+    j->mo.status = INBOX_QUARANTINED;
+    j->mo.attempts = j->it.attempts + 1;
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(j->mo.error, sizeof j->mo.error, fmt, ap);
+    va_end(ap);
+}
+
+/*
+ * The decision and the item's fenced outcome in one op (one savepoint of the
+ * writer's batch): the entity, its transitions row, the emitted event and the
+ * processed mark commit together or not at all. A lost lease (ESTALE) undoes
+ * the decision with it.
+ */
+static int op_machine(struct store *s, void *arg)
+{
+    struct job *j = arg;
+    struct processor *p = j->p;
+    struct machine_record rec = {0};
+    struct machine m = {0};
+    int64_t now = clock_now_ms();
+    int rc = store_machine_get(s, j->machine, &rec);
+
+    if (rc == HOOKD_ENOTFOUND) {
+        machine_refuse(j, "the machine %s no longer exists", j->machine);
+        rc = 0;
+    } else if (rc == 0 && machine_from_record(&rec, &m) != 0) {
+        machine_refuse(j, "the stored definition of machine %s does not parse", j->machine);
+    } else if (rc == 0) {
+        const struct machine_step_context c = {
+            .node = p->deps.node, .now = now, .max_defer_ms = j->max_defer_ms,
+            .schedule_ms = j->schedule_ms, .n_schedule = j->n_schedule,
+        };
+        rc = machine_step(s, &m, &c, &j->it, &j->mo);
+    }
+    machine_free(&m);
+    machine_record_free(&rec);
+    if (rc)
+        return rc;
+    j->r.id = j->it.id;
+    j->r.lease_owner = p->deps.node;
+    j->r.lease_token = j->it.lease_token;
+    j->r.status = j->mo.status;
+    j->r.attempts = j->mo.attempts;
+    j->r.next_attempt_at = j->mo.next_attempt_at;
+    j->r.result = j->mo.result;
+    j->r.error = j->mo.error[0] ? j->mo.error : NULL;
+    return store_inbox_complete(s, &j->r, now);
+}
+
+static void op_machine_done(void *arg, int result)
+{
+    struct job *j = arg;
+    struct processor *p = j->p;
+
+    if (result != 0 && result != HOOKD_ESTALE && !j->retried) {
+        /* Nothing of the decision was kept: the item goes back as it was, looked at again in a second. */
+        log_debug(PART, "item %s: machine step failed (%s), tried again shortly", j->it.id, hookd_strerror(result));
+        j->retried = true;
+        j->r = (struct inbox_result){.status = j->it.status == INBOX_DEFERRED ? INBOX_DEFERRED : INBOX_PENDING,
+                                     .attempts = j->it.attempts, .next_attempt_at = clock_now_ms() + 1000,
+                                     .error = j->it.error};
+        j->idle = true;
+        j->r.id = j->it.id;
+        j->r.lease_owner = p->deps.node;
+        j->r.lease_token = j->it.lease_token;
+        /* The op's count in outstanding passes to this one (its done is op_complete_done). */
+        if (writer_submit(p->deps.writer, op_complete, op_complete_done, j) == 0)
+            return;
+        result = HOOKD_EUNAVAIL;
+    }
+    op_complete_done(arg, result);
+}
+
+static void machine_start(struct processor *p, struct job *j, const struct source_def *def)
+{
+    snprintf(j->machine, sizeof j->machine, "%s", def->machine);
+    j->max_defer_ms = def->max_defer_ms ? def->max_defer_ms : p->deps.max_defer_ms;
+    j->n_schedule = def->n_retry_schedule ? def->n_retry_schedule : p->deps.retry.n_schedule;
+    if (j->n_schedule > RETRY_MAX_SCHEDULE)
+        j->n_schedule = RETRY_MAX_SCHEDULE;
+    memcpy(j->schedule_ms, def->n_retry_schedule ? def->retry_schedule_ms : p->deps.retry.schedule_ms,
+           j->n_schedule * sizeof j->schedule_ms[0]);
+    atomic_fetch_add(&p->outstanding, 1);
+    if (writer_submit(p->deps.writer, op_machine, op_machine_done, j) != 0) {
+        atomic_fetch_sub(&p->outstanding, 1);
+        p->in_flight--;
+        job_free(j);
+    }
+}
+
 /* One claimed item: its source decides what runs. False when nothing ran for it. */
 static bool job_start(struct processor *p, struct job *j)
 {
@@ -337,6 +443,11 @@ static bool job_start(struct processor *p, struct job *j)
         j->idle = true;
         outcome_write(p, j);
         return false;
+    }
+    if (ref.def->machine) {
+        machine_start(p, j, ref.def);
+        source_cache_put(p->deps.sources, &ref);
+        return true;
     }
     if (!ref.def->forward_url) {
         /* Nothing processes this source's items yet: they wait, unchanged, for a handler. */

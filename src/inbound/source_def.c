@@ -89,6 +89,7 @@ void source_def_free(struct source_def *d)
     entity_clear(d);
     required_clear(d);
     free_str(&d->forward_url);
+    free_str(&d->machine);
     secret_clear(&d->forward_secret);
     memset(d, 0, sizeof *d);
 }
@@ -368,9 +369,12 @@ static int set_forward(void *target, const struct field_value *v)
     return rc;
 }
 
+static bool machine_name_ok(const char *s) { return id_is_valid(s); }
+
+/* The machine must exist: the API checks that in the write's transaction (api_sources.c). */
 static int set_machine(void *target, const struct field_value *v)
 {
-    return not_supported(target, "handler.machine", "state machines come with the processing workers");
+    return str_set(&((struct source_def *)target)->machine, v);
 }
 
 static int set_library(void *target, const struct field_value *v)
@@ -380,7 +384,8 @@ static int set_library(void *target, const struct field_value *v)
 
 static const struct field handler_fields[] = {
     {.name = "forward", .type = FIELD_OBJECT, .set = set_forward},
-    {.name = "machine", .type = FIELD_STRING, .max_len = 64, .set = set_machine},
+    {.name = "machine", .type = FIELD_STRING, .max_len = MACHINE_NAME_MAX - 1, .check = machine_name_ok,
+     .hint = "must be the name of a machine (POST /v1/machines)", .set = set_machine},
     {.name = "library", .type = FIELD_BOOL, .set = set_library},
 };
 
@@ -389,6 +394,7 @@ static int set_handler(void *target, const struct field_value *v)
     struct source_def *d = target;
 
     free_str(&d->forward_url);
+    free_str(&d->machine);
     if (v->null) {
         secret_clear(&d->forward_secret);
         return 0;
@@ -397,7 +403,10 @@ static int set_handler(void *target, const struct field_value *v)
         api_error_set(d->err, 400, "invalid_field", "handler: must hold exactly one of forward, machine, library");
         return HOOKD_EINVAL;
     }
-    return nested_apply(handler_fields, sizeof handler_fields / sizeof handler_fields[0], d, v->json, "handler");
+    int rc = nested_apply(handler_fields, sizeof handler_fields / sizeof handler_fields[0], d, v->json, "handler");
+    if (rc == 0 && d->machine)
+        secret_clear(&d->forward_secret); /* a forward's key goes with the forward */
+    return rc;
 }
 
 static int set_reconcile(void *target, const struct field_value *v)
@@ -536,6 +545,10 @@ int source_def_check(struct source_def *d, struct api_error *err)
         api_error_set(err, 400, "missing_field", "handler.forward.secret is required");
         return HOOKD_EINVAL;
     }
+    if (d->machine && (!d->entity_kind || d->entity_id.kind == LOCATOR_NONE)) {
+        api_error_set(err, 400, "missing_field", "entity.kind and entity.id are required with handler.machine");
+        return HOOKD_EINVAL;
+    }
     if ((d->entity_id.kind != LOCATOR_NONE || d->version.kind != LOCATOR_NONE) && !d->entity_kind) {
         api_error_set(err, 400, "missing_field", "entity.kind is required with entity.id or entity.version");
         return HOOKD_EINVAL;
@@ -618,6 +631,8 @@ static json_t *definition_json(const struct source_def *d, bool with_secrets)
         if (fwd && with_secrets)
             json_object_set_new(fwd, "secret", d->forward_secret.key ? secret_shown(&d->forward_secret) : json_null());
         handler = fwd ? json_pack("{s:o}", "forward", fwd) : NULL;
+    } else if (d->machine) {
+        handler = json_pack("{s:s}", "machine", d->machine);
     } else {
         handler = json_null();
     }

@@ -1,0 +1,285 @@
+/*
+ * A machine decision inside a store transaction: hold the entity, decide,
+ * write the entity, the transitions row and the emitted event, then let the
+ * entity's deferred items through that the change unblocked.
+ */
+#include "inbound/machine_step.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+#define PART "machine"
+#define REEVALUATE_MAX 1000 /* deferred items of one entity looked at after a change */
+
+/* The entity as the decision sees it: NULL state and no version when it is not known yet. */
+struct entity_view {
+    struct entity_record rec;
+    bool known;
+};
+
+static int entity_load(struct store *s, const char *kind, const char *id, struct entity_view *e)
+{
+    int rc = store_entity_get(s, kind, id, &e->rec);
+
+    memset(&e->rec, 0, rc == HOOKD_ENOTFOUND ? sizeof e->rec : 0);
+    e->known = rc == 0;
+    return rc == HOOKD_ENOTFOUND ? 0 : rc;
+}
+
+static int transition_log(struct store *s, const struct machine_step_context *c, const struct inbox_item *it,
+                          const char *from, const char *to, enum transition_result result, const char *reason)
+{
+    struct transition_record t = {
+        .source = (char *)it->source,
+        .kind = it->entity_kind,
+        .entity_id = it->entity_id,
+        .event_id = it->event_id,
+        .from_state = (char *)from,
+        .to_state = (char *)to,
+        .has_version = it->has_version,
+        .version = it->version,
+        .result = (char *)transition_result_name(result),
+        .reason = (char *)reason,
+        .worker = (char *)c->node,
+        .at = c->now,
+    };
+
+    snprintf(t.inbox_id, sizeof t.inbox_id, "%s", it->id);
+    return store_transition_insert(s, &t);
+}
+
+/* The emitted event: order.status_changed with the entity, both states, the version and the source's event. */
+static int emit(struct store *s, const struct machine *m, const struct inbox_item *it, const char *from,
+                const char *to, const struct machine_step_context *c)
+{
+    char key[HOOKD_ID_MAX + 32];
+    struct event ev = {0}, existing = {0};
+    json_t *data;
+    int rc;
+
+    if (!m->emit)
+        return 0;
+    data = json_pack("{s:{s:s,s:s},s:o,s:s,s:o,s:s,s:s,s:s,s:o}", "entity", "kind", it->entity_kind, "id",
+                     it->entity_id, "previous_state", from ? json_string(from) : json_null(), "state", to, "version",
+                     it->has_version ? json_integer(it->version) : json_null(), "source", it->source,
+                     "source_event_id", it->event_id, "inbox_id", it->id, "event_type",
+                     it->event_type ? json_string(it->event_type) : json_null());
+    if (!data)
+        return HOOKD_ENOMEM;
+    ev.payload = json_dumps(data, JSON_COMPACT);
+    json_decref(data);
+    if (!ev.payload)
+        return HOOKD_ENOMEM;
+    /* One emitted event per applied item, whatever happens: the key makes a second insert a no-op. */
+    snprintf(key, sizeof key, "hookd.machine:%s", it->id);
+    ev.type = m->emit;
+    ev.resource_type = it->entity_kind;
+    ev.resource_id = it->entity_id;
+    ev.has_resource_version = it->has_version;
+    ev.resource_version = it->version;
+    ev.idempotency_key = key;
+    ev.created_at = c->now;
+    rc = store_event_insert(s, &ev, &existing);
+    if (rc == HOOKD_EEXISTS) {
+        event_free(&existing);
+        rc = 0;
+    }
+    free(ev.payload);
+    return rc;
+}
+
+/* Applies the decision's transition: entity row, transitions row, emitted event. */
+static int apply(struct store *s, const struct machine *m, const struct machine_step_context *c,
+                 const struct inbox_item *it, struct entity_view *e, const struct machine_decision *d)
+{
+    char *from = e->rec.state, *to = strdup(d->to), *last = strdup(it->event_id);
+    int rc;
+
+    if (!to || !last) {
+        free(to);
+        free(last);
+        return HOOKD_ENOMEM;
+    }
+    if (!e->known) {
+        e->rec.kind = strdup(it->entity_kind);
+        e->rec.id = strdup(it->entity_id);
+        if (!e->rec.kind || !e->rec.id) {
+            free(to);
+            free(last);
+            return HOOKD_ENOMEM;
+        }
+        e->known = true;
+    }
+    e->rec.state = to;
+    free(e->rec.last_event_id);
+    e->rec.last_event_id = last;
+    if (d->sets_version) {
+        e->rec.has_version = true;
+        e->rec.version = it->version;
+    }
+    e->rec.updated_at = c->now;
+    rc = store_entity_put(s, &e->rec);
+    if (rc == 0)
+        rc = transition_log(s, c, it, from, to, TRANSITION_APPLIED, NULL);
+    if (rc == 0)
+        rc = emit(s, m, it, from, to, c);
+    free(from);
+    return rc;
+}
+
+static int64_t defer_wait(const struct machine_step_context *c, int n)
+{
+    if (c->n_schedule == 0)
+        return 60000;
+    if (n < 1)
+        n = 1;
+    return c->schedule_ms[(size_t)n > c->n_schedule ? c->n_schedule - 1 : (size_t)n - 1];
+}
+
+/* Deferred, or quarantined once deferred for max_defer: into out (status, error, next look). */
+static void defer_or_quarantine(const struct machine_step_context *c, const struct inbox_item *it,
+                                const struct machine_decision *d, struct machine_outcome *out)
+{
+    int64_t since = it->status == INBOX_DEFERRED && it->deferred_at ? it->deferred_at : c->now;
+
+    if (c->now - since >= c->max_defer_ms) {
+        out->status = INBOX_QUARANTINED;
+        snprintf(out->error, sizeof out->error, "%s; deferred for longer than max_defer", d->reason);
+        return;
+    }
+    out->status = INBOX_DEFERRED;
+    snprintf(out->error, sizeof out->error, "%s", d->reason);
+    out->next_attempt_at = c->now + defer_wait(c, out->attempts);
+    if (out->next_attempt_at > since + c->max_defer_ms)
+        out->next_attempt_at = since + c->max_defer_ms; /* the last look falls on the limit */
+}
+
+static int by_version(const void *a, const void *b)
+{
+    const struct inbox_item *x = a, *y = b;
+
+    if (x->has_version != y->has_version)
+        return x->has_version ? -1 : 1;
+    if (x->has_version && x->version != y->version)
+        return x->version < y->version ? -1 : 1;
+    if (x->received_at != y->received_at)
+        return x->received_at < y->received_at ? -1 : 1;
+    return strcmp(x->id, y->id);
+}
+
+/*
+ * Self-healing: the entity moved, so deferred items of it may pass now. In
+ * version order, as often as a pass applies something (a pass may unblock an
+ * item it looked at before). Items leased by a worker are left to it.
+ */
+static int reevaluate(struct store *s, const struct machine *m, const struct machine_step_context *c,
+                      const struct inbox_item *current, struct entity_view *e, struct machine_outcome *out)
+{
+    const struct inbox_filter f = {
+        .status = INBOX_DEFERRED, .entity_kind = current->entity_kind, .entity_id = current->entity_id,
+        .limit = REEVALUATE_MAX,
+    };
+    struct inbox_list l = {0};
+    bool *done = NULL;
+    int rc = store_inbox_list(s, &f, &l);
+
+    if (rc)
+        return rc;
+    qsort(l.items, l.n, sizeof l.items[0], by_version);
+    if (l.n && !(done = calloc(l.n, sizeof *done)))
+        rc = HOOKD_ENOMEM;
+    for (bool changed = true; rc == 0 && changed;) {
+        changed = false;
+        for (size_t i = 0; rc == 0 && i < l.n; i++) {
+            const struct inbox_item *it = &l.items[i];
+            struct machine_decision d;
+            struct inbox_settle st = {.id = it->id, .status = INBOX_PROCESSED};
+
+            if (done[i] || strcmp(it->id, current->id) == 0 || (it->lease_owner && it->lease_until > c->now))
+                continue;
+            machine_decide(m, e->rec.state, e->rec.has_version, e->rec.version, it->event_type, it->has_version,
+                           it->version, &d);
+            if (d.verdict != VERDICT_APPLY && d.verdict != VERDICT_STALE)
+                continue; /* still waiting: its own schedule looks at it again */
+            if (d.verdict == VERDICT_APPLY) {
+                rc = apply(s, m, c, it, e, &d);
+                st.result = "applied";
+            } else {
+                rc = transition_log(s, c, it, e->rec.state, NULL, TRANSITION_STALE, d.reason);
+                st.result = "stale";
+            }
+            if (rc == 0)
+                rc = store_inbox_settle(s, &st, c->now);
+            if (rc == HOOKD_ESTALE) {
+                /* Taken by a worker since the list was read: a real conflict, let the op be undone and run again. */
+                rc = HOOKD_EBUSY;
+            }
+            if (rc == 0) {
+                done[i] = true;
+                out->settled++;
+                if (d.verdict == VERDICT_APPLY) {
+                    out->applied++;
+                    changed = true;
+                }
+            }
+        }
+    }
+    free(done);
+    inbox_list_free(&l);
+    return rc;
+}
+
+int machine_step(struct store *s, const struct machine *m, const struct machine_step_context *c,
+                 const struct inbox_item *it, struct machine_outcome *out)
+{
+    struct entity_view e = {0};
+    struct machine_decision d;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    out->attempts = it->attempts + 1;
+    if (!it->entity_kind || !it->entity_id) {
+        out->status = INBOX_QUARANTINED;
+        snprintf(out->error, sizeof out->error, "the event names no entity (the source's entity.id)");
+        return 0;
+    }
+    rc = store_entity_lock(s, it->entity_kind, it->entity_id);
+    if (rc == 0)
+        rc = entity_load(s, it->entity_kind, it->entity_id, &e);
+    if (rc)
+        goto out;
+    machine_decide(m, e.rec.state, e.rec.has_version, e.rec.version, it->event_type, it->has_version, it->version,
+                   &d);
+    switch (d.verdict) {
+    case VERDICT_STALE:
+        out->status = INBOX_PROCESSED;
+        out->result = "stale";
+        rc = transition_log(s, c, it, e.rec.state, NULL, TRANSITION_STALE, d.reason);
+        break;
+    case VERDICT_APPLY:
+        out->status = INBOX_PROCESSED;
+        out->result = "applied";
+        rc = apply(s, m, c, it, &e, &d);
+        if (rc == 0) {
+            out->applied = 1;
+            rc = reevaluate(s, m, c, it, &e, out);
+        }
+        break;
+    default:
+        defer_or_quarantine(c, it, &d, out);
+        rc = transition_log(s, c, it, e.rec.state, NULL,
+                            out->status == INBOX_QUARANTINED ? TRANSITION_QUARANTINED : TRANSITION_DEFERRED,
+                            out->error);
+        if (rc == 0 && out->status == INBOX_QUARANTINED)
+            log_warn(PART, "item %s of %s quarantined by machine %s (deferred past max_defer)", it->id, it->source,
+                     m->name);
+        break;
+    }
+out:
+    entity_record_free(&e.rec);
+    return rc;
+}
