@@ -189,7 +189,8 @@ static int reevaluate(struct store *s, const struct machine *m, const struct mac
 
     if (rc)
         return rc;
-    qsort(l.items, l.n, sizeof l.items[0], by_version);
+    if (l.n > 1)
+        qsort(l.items, l.n, sizeof l.items[0], by_version);
     if (l.n && !(done = calloc(l.n, sizeof *done)))
         rc = HOOKD_ENOMEM;
     for (bool changed = true; rc == 0 && changed;) {

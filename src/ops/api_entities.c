@@ -125,7 +125,8 @@ void api_entities_trace(struct http_request *req, struct http_response *res, voi
         api_reply_store_error(res, rc, "entity");
         goto out;
     }
-    qsort(items.items, items.n, sizeof items.items[0], q.order == 1 ? by_version : by_received);
+    if (items.n > 1)
+        qsort(items.items, items.n, sizeof items.items[0], q.order == 1 ? by_version : by_received);
     events = json_array();
     for (size_t i = 0; events && i < items.n; i++)
         json_array_append_new(events, trace_event_json(&items.items[i], last_decision(&log, items.items[i].id)));
