@@ -54,7 +54,7 @@ static int transition_log(struct store *s, const struct machine_step_context *c,
 
 /* The emitted event: order.status_changed with the entity, both states, the version and the source's event. */
 static int emit(struct store *s, const struct machine *m, const struct inbox_item *it, const char *from,
-                const char *to, const struct machine_step_context *c)
+                const char *to, const struct machine_step_context *c, const struct machine_snapshot *snap)
 {
     char key[HOOKD_ID_MAX + 32];
     struct event ev = {0}, existing = {0};
@@ -68,6 +68,10 @@ static int emit(struct store *s, const struct machine *m, const struct inbox_ite
                      it->has_version ? json_integer(it->version) : json_null(), "source", it->source,
                      "source_event_id", it->event_id, "inbox_id", it->id, "event_type",
                      it->event_type ? json_string(it->event_type) : json_null());
+    if (data && snap) {
+        json_object_set_new(data, "version", snap->has_version ? json_integer(snap->version) : json_null());
+        json_object_set_new(data, "reconciled", json_true());
+    }
     if (!data)
         return HOOKD_ENOMEM;
     ev.payload = json_dumps(data, JSON_COMPACT);
@@ -75,12 +79,12 @@ static int emit(struct store *s, const struct machine *m, const struct inbox_ite
     if (!ev.payload)
         return HOOKD_ENOMEM;
     /* One emitted event per applied item, whatever happens: the key makes a second insert a no-op. */
-    snprintf(key, sizeof key, "hookd.machine:%s", it->id);
+    snprintf(key, sizeof key, "hookd.machine:%s%s", it->id, snap ? ":reconciled" : "");
     ev.type = m->emit;
     ev.resource_type = it->entity_kind;
     ev.resource_id = it->entity_id;
-    ev.has_resource_version = it->has_version;
-    ev.resource_version = it->version;
+    ev.has_resource_version = snap ? snap->has_version : it->has_version;
+    ev.resource_version = snap ? snap->version : it->version;
     ev.idempotency_key = key;
     ev.created_at = c->now;
     rc = store_event_insert(s, &ev, &existing);
@@ -126,7 +130,7 @@ static int apply(struct store *s, const struct machine *m, const struct machine_
     if (rc == 0)
         rc = transition_log(s, c, it, from, to, TRANSITION_APPLIED, NULL);
     if (rc == 0)
-        rc = emit(s, m, it, from, to, c);
+        rc = emit(s, m, it, from, to, c, NULL);
     free(from);
     return rc;
 }
@@ -234,6 +238,46 @@ static int reevaluate(struct store *s, const struct machine *m, const struct mac
     return rc;
 }
 
+/* The decision d on item it, written: stale, applied (then the entity's deferred items), or deferred/quarantined. */
+static int decide_and_write(struct store *s, const struct machine *m, const struct machine_step_context *c,
+                            const struct inbox_item *it, struct entity_view *e, const struct machine_decision *d,
+                            struct machine_outcome *out)
+{
+    int rc;
+
+    switch (d->verdict) {
+    case VERDICT_STALE:
+        out->status = INBOX_PROCESSED;
+        out->result = "stale";
+        return transition_log(s, c, it, e->rec.state, NULL, TRANSITION_STALE, d->reason);
+    case VERDICT_APPLY:
+        out->status = INBOX_PROCESSED;
+        out->result = "applied";
+        rc = apply(s, m, c, it, e, d);
+        if (rc == 0) {
+            out->applied++;
+            rc = reevaluate(s, m, c, it, e, out);
+        }
+        return rc;
+    default:
+        break;
+    }
+    defer_or_quarantine(c, it, d, out);
+    /* A gap comes back when reconciliation is due, if the source can reconcile. */
+    if (out->status == INBOX_DEFERRED && d->verdict == VERDICT_GAP && c->may_reconcile) {
+        int64_t since = it->status == INBOX_DEFERRED && it->deferred_at ? it->deferred_at : c->now;
+        int64_t due = since + c->reconcile_after_ms;
+        if (due > c->now && due < out->next_attempt_at)
+            out->next_attempt_at = due;
+    }
+    rc = transition_log(s, c, it, e->rec.state, NULL,
+                        out->status == INBOX_QUARANTINED ? TRANSITION_QUARANTINED : TRANSITION_DEFERRED, out->error);
+    if (rc == 0 && out->status == INBOX_QUARANTINED)
+        log_warn(PART, "item %s of %s quarantined by machine %s (deferred past max_defer)", it->id, it->source,
+                 m->name);
+    return rc;
+}
+
 int machine_step(struct store *s, const struct machine *m, const struct machine_step_context *c,
                  const struct inbox_item *it, struct machine_outcome *out)
 {
@@ -251,35 +295,111 @@ int machine_step(struct store *s, const struct machine *m, const struct machine_
     rc = store_entity_lock(s, it->entity_kind, it->entity_id);
     if (rc == 0)
         rc = entity_load(s, it->entity_kind, it->entity_id, &e);
+    if (rc == 0) {
+        machine_decide(m, e.rec.state, e.rec.has_version, e.rec.version, it->event_type, it->has_version,
+                       it->version, &d);
+        /* A gap that has waited past reconcile_after: the provider is asked first (nothing written now). */
+        if (d.verdict == VERDICT_GAP && c->may_reconcile && it->status == INBOX_DEFERRED && it->deferred_at &&
+            c->now - it->deferred_at >= c->reconcile_after_ms && c->now - it->deferred_at < c->max_defer_ms)
+            out->needs_reconcile = true;
+        else
+            rc = decide_and_write(s, m, c, it, &e, &d, out);
+    }
+    entity_record_free(&e.rec);
+    return rc;
+}
+
+int64_t machine_reconcile_backoff_ms(int n)
+{
+    int64_t ms = 500;
+
+    for (int i = 1; i < n && ms < 60000; i++)
+        ms *= 2;
+    return ms < 60000 ? ms : 60000;
+}
+
+static bool machine_has_state(const struct machine *m, const char *state)
+{
+    for (size_t i = 0; i < m->n_states; i++)
+        if (strcmp(m->states[i], state) == 0)
+            return true;
+    return false;
+}
+
+int machine_step_reconciled(struct store *s, const struct machine *m, const struct machine_step_context *c,
+                            const struct inbox_item *it, const struct machine_snapshot *snap,
+                            struct machine_outcome *out)
+{
+    struct entity_view e = {0};
+    struct machine_decision d;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    out->attempts = it->attempts + 1;
+    if (!machine_has_state(m, snap->state)) {
+        struct machine_decision why = {.verdict = VERDICT_NOT_ALLOWED};
+        snprintf(why.reason, sizeof why.reason, "reconciliation: the provider's state is not a state of machine %s",
+                 m->name);
+        defer_or_quarantine(c, it, &why, out);
+        if (out->status == INBOX_DEFERRED)
+            out->next_attempt_at = c->now + machine_reconcile_backoff_ms(out->attempts);
+        return 0;
+    }
+    rc = store_entity_lock(s, it->entity_kind, it->entity_id);
+    if (rc == 0)
+        rc = entity_load(s, it->entity_kind, it->entity_id, &e);
     if (rc)
         goto out;
+    /* Never backwards: an entity already past the provider's version keeps what it has. */
+    bool behind = snap->has_version && e.rec.has_version && snap->version < e.rec.version;
+    if (!behind) {
+        char *from = e.rec.state, *to = strdup(snap->state);
+        bool changed = !from || strcmp(from, snap->state) != 0;
+        if (!to) {
+            rc = HOOKD_ENOMEM;
+            goto out;
+        }
+        if (!e.known && (!(e.rec.kind = strdup(it->entity_kind)) || !(e.rec.id = strdup(it->entity_id)))) {
+            free(to);
+            rc = HOOKD_ENOMEM;
+            goto out;
+        }
+        e.known = true;
+        e.rec.state = to;
+        if (snap->has_version) {
+            e.rec.has_version = true;
+            e.rec.version = snap->version;
+        }
+        e.rec.updated_at = c->now;
+        rc = store_entity_put(s, &e.rec);
+        if (rc == 0) {
+            struct transition_record t = {
+                .source = (char *)it->source, .kind = it->entity_kind, .entity_id = it->entity_id,
+                .event_id = it->event_id, .from_state = from, .to_state = to, .has_version = snap->has_version,
+                .version = snap->version, .result = (char *)transition_result_name(TRANSITION_RECONCILED),
+                .reason = "the provider's state and version", .worker = (char *)c->node, .at = c->now,
+            };
+            snprintf(t.inbox_id, sizeof t.inbox_id, "%s", it->id);
+            rc = store_transition_insert(s, &t);
+        }
+        if (rc == 0 && changed)
+            rc = emit(s, m, it, from, to, c, snap);
+        free(from);
+        if (rc)
+            goto out;
+    }
+    if (!it->has_version || m->versioning == VERSIONING_NONE) {
+        /* The provider's answer is the truth this event was about: nothing is left to apply. */
+        out->status = INBOX_PROCESSED;
+        out->result = "reconciled";
+        rc = reevaluate(s, m, c, it, &e, out);
+        goto out;
+    }
     machine_decide(m, e.rec.state, e.rec.has_version, e.rec.version, it->event_type, it->has_version, it->version,
                    &d);
-    switch (d.verdict) {
-    case VERDICT_STALE:
-        out->status = INBOX_PROCESSED;
-        out->result = "stale";
-        rc = transition_log(s, c, it, e.rec.state, NULL, TRANSITION_STALE, d.reason);
-        break;
-    case VERDICT_APPLY:
-        out->status = INBOX_PROCESSED;
-        out->result = "applied";
-        rc = apply(s, m, c, it, &e, &d);
-        if (rc == 0) {
-            out->applied = 1;
-            rc = reevaluate(s, m, c, it, &e, out);
-        }
-        break;
-    default:
-        defer_or_quarantine(c, it, &d, out);
-        rc = transition_log(s, c, it, e.rec.state, NULL,
-                            out->status == INBOX_QUARANTINED ? TRANSITION_QUARANTINED : TRANSITION_DEFERRED,
-                            out->error);
-        if (rc == 0 && out->status == INBOX_QUARANTINED)
-            log_warn(PART, "item %s of %s quarantined by machine %s (deferred past max_defer)", it->id, it->source,
-                     m->name);
-        break;
-    }
+    rc = decide_and_write(s, m, c, it, &e, &d, out);
+    if (rc == 0 && d.verdict != VERDICT_APPLY)
+        rc = reevaluate(s, m, c, it, &e, out); /* the versions at or below the provider's turn stale */
 out:
     entity_record_free(&e.rec);
     return rc;

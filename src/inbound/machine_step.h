@@ -25,6 +25,15 @@ struct machine_step_context {
     int64_t max_defer_ms;        /* deferred this long (since the first deferral of the run): quarantined */
     const int64_t *schedule_ms;  /* the waits between looks at a deferred item (the last repeats) */
     size_t n_schedule;
+    bool may_reconcile;          /* the source declares a provider API (reconcile) */
+    int64_t reconcile_after_ms;  /* a contiguous gap waits this long before asking it */
+};
+
+/* What the provider's API says the entity is (reconciliation). */
+struct machine_snapshot {
+    const char *state;
+    bool has_version;
+    int64_t version;
 };
 
 struct machine_outcome {
@@ -35,6 +44,7 @@ struct machine_outcome {
     int64_t next_attempt_at;     /* DEFERRED */
     int applied;                 /* events applied by this step, re-evaluated ones included */
     int settled;                 /* deferred items of the entity that this step settled */
+    bool needs_reconcile;        /* nothing was written: ask the provider, then machine_step_reconciled */
 };
 
 /*
@@ -45,4 +55,21 @@ struct machine_outcome {
 __attribute__((warn_unused_result)) int machine_step(struct store *s, const struct machine *m,
                                                      const struct machine_step_context *c,
                                                      const struct inbox_item *it, struct machine_outcome *out);
+
+/*
+ * Reconciliation: the provider's snapshot becomes the entity's state and
+ * version (unless the entity already holds a higher version), logged as
+ * `reconciled` with an emitted event when the state changed; then the item
+ * is decided against it (an item without a version is `reconciled`), and
+ * the entity's deferred items at or below the version turn stale, later ones
+ * are re-evaluated. A state the machine does not know defers the item.
+ */
+__attribute__((warn_unused_result)) int machine_step_reconciled(struct store *s, const struct machine *m,
+                                                                const struct machine_step_context *c,
+                                                                const struct inbox_item *it,
+                                                                const struct machine_snapshot *snap,
+                                                                struct machine_outcome *out);
+
+/* The wait before reconciliation attempt n (1-based) is tried again after a failure: 500 ms doubling, at most 1 min. */
+int64_t machine_reconcile_backoff_ms(int n);
 #endif

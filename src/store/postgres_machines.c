@@ -235,7 +235,7 @@ static int postgres_audit(struct store *s, const char *source, int64_t since, in
         " + (SELECT count(*) FROM (SELECT 1 FROM hookd_transitions t JOIN hookd_inbox i ON i.id = t.inbox_id"
         "  WHERE t.result = 'applied' AND" AUDIT_SCOPE("i") " GROUP BY t.inbox_id HAVING count(*) > 1) b),"
         " (SELECT count(*) FROM hookd_transitions t JOIN hookd_inbox i ON i.id = t.inbox_id"
-        "  WHERE t.result IN ('applied', 'reconciled') AND i.status <> 'processed' AND" AUDIT_SCOPE("i") "),"
+        "  WHERE t.result = 'applied' AND i.status <> 'processed' AND" AUDIT_SCOPE("i") "),"
         " (SELECT count(*) FROM hookd_inbox i WHERE i.conflict_count > 0 AND" AUDIT_SCOPE("i") ")",
         &p, &res);
     if (result)

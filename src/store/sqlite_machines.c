@@ -279,7 +279,7 @@ static int sqlite_audit(struct store *s, const char *source, int64_t since, int6
     if (result == 0)
         result = audit_count(s, SQ_AUDIT_UNPROCESSED,
                              "SELECT count(*) FROM hookd_transitions t JOIN hookd_inbox i ON i.id = t.inbox_id"
-                             " WHERE t.result IN ('applied', 'reconciled') AND i.status <> 'processed' AND"
+                             " WHERE t.result = 'applied' AND i.status <> 'processed' AND"
                              AUDIT_SCOPE("i"),
                              source, since, until, &out->unprocessed_changes, NULL);
     if (result == 0)
