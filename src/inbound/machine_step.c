@@ -175,24 +175,53 @@ static int by_version(const void *a, const void *b)
     return strcmp(x->id, y->id);
 }
 
+/* The entity's open items (pending and deferred), at most REEVALUATE_MAX of each. */
+static int open_items(struct store *s, const struct inbox_item *current, struct inbox_list *l)
+{
+    struct inbox_filter f = {
+        .status = INBOX_DEFERRED, .entity_kind = current->entity_kind, .entity_id = current->entity_id,
+        .limit = REEVALUATE_MAX,
+    };
+    struct inbox_list pending = {0};
+    int rc = store_inbox_list(s, &f, l);
+
+    f.status = INBOX_PENDING;
+    if (rc == 0)
+        rc = store_inbox_list(s, &f, &pending);
+    if (rc == 0 && pending.n) {
+        struct inbox_item *all = realloc(l->items, (l->n + pending.n) * sizeof *all);
+        if (!all) {
+            rc = HOOKD_ENOMEM;
+        } else {
+            memcpy(all + l->n, pending.items, pending.n * sizeof *all);
+            l->items = all;
+            l->n += pending.n;
+            free(pending.items); /* the items moved */
+            pending = (struct inbox_list){0};
+        }
+    }
+    inbox_list_free(&pending);
+    return rc;
+}
+
 /*
- * Self-healing: the entity moved, so deferred items of it may pass now. In
- * version order, as often as a pass applies something (a pass may unblock an
- * item it looked at before). Items leased by a worker are left to it.
+ * Self-healing: the entity moved (or the claimed item waits), so its other
+ * open items, deferred or not taken yet, may pass now. In version order, as
+ * often as a pass applies something (a pass may unblock an item it looked at
+ * before); only applied and stale ones are written, the others keep waiting
+ * for their own turn. Items leased by a worker are left to it.
  */
 static int reevaluate(struct store *s, const struct machine *m, const struct machine_step_context *c,
                       const struct inbox_item *current, struct entity_view *e, struct machine_outcome *out)
 {
-    const struct inbox_filter f = {
-        .status = INBOX_DEFERRED, .entity_kind = current->entity_kind, .entity_id = current->entity_id,
-        .limit = REEVALUATE_MAX,
-    };
     struct inbox_list l = {0};
     bool *done = NULL;
-    int rc = store_inbox_list(s, &f, &l);
+    int rc = open_items(s, current, &l);
 
-    if (rc)
+    if (rc) {
+        inbox_list_free(&l);
         return rc;
+    }
     if (l.n > 1)
         qsort(l.items, l.n, sizeof l.items[0], by_version);
     if (l.n && !(done = calloc(l.n, sizeof *done)))
@@ -261,6 +290,18 @@ static int decide_and_write(struct store *s, const struct machine *m, const stru
         return rc;
     default:
         break;
+    }
+    /* Waiting: the entity's other open items may move it first (an earlier version not taken yet). */
+    int applied_before = out->applied;
+    rc = reevaluate(s, m, c, it, e, out);
+    if (rc)
+        return rc;
+    if (out->applied > applied_before) {
+        struct machine_decision again;
+        machine_decide(m, e->rec.state, e->rec.has_version, e->rec.version, it->event_type, it->has_version,
+                       it->version, &again);
+        if (again.verdict == VERDICT_APPLY || again.verdict == VERDICT_STALE)
+            return decide_and_write(s, m, c, it, e, &again, out);
     }
     defer_or_quarantine(c, it, d, out);
     /* A gap comes back when reconciliation is due, if the source can reconcile. */

@@ -201,7 +201,7 @@ static int postgres_inbox_settle(struct store *s, const struct inbox_settle *r, 
                             " processed_at = CASE WHEN $2 = 'processed' THEN $6 ELSE processed_at END,"
                             " deferred_at = CASE WHEN $2 = 'deferred' THEN COALESCE(deferred_at, $6) END,"
                             " attempts = attempts + 1"
-                            " WHERE id = $1 AND status = 'deferred' AND (lease_until IS NULL OR lease_until <= $6)",
+                            " WHERE id = $1 AND status IN ('pending', 'deferred') AND (lease_until IS NULL OR lease_until <= $6)",
                             &p, &rows);
     return result == 0 && rows == 0 ? HOOKD_ESTALE : result;
 }

@@ -209,7 +209,7 @@ static int sqlite_inbox_settle(struct store *s, const struct inbox_settle *r, in
                      " processed_at = CASE WHEN ?2 = 'processed' THEN ?6 ELSE processed_at END,"
                      " deferred_at = CASE WHEN ?2 = 'deferred' THEN COALESCE(deferred_at, ?6) END,"
                      " attempts = attempts + 1"
-                     " WHERE id = ?1 AND status = 'deferred' AND (lease_until IS NULL OR lease_until <= ?6)",
+                     " WHERE id = ?1 AND status IN ('pending', 'deferred') AND (lease_until IS NULL OR lease_until <= ?6)",
                      &st);
     if (result)
         return result;

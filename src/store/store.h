@@ -74,7 +74,7 @@
  *     entity_lock           hold one entity until the transaction ends (decisions on it are serialized)
  *     entity_get/put        an entity's state, version and last event
  *     transition_insert/list  the append-only log of decisions (trace)
- *     inbox_settle          a deferred item re-evaluated after its entity moved (no lease of the caller's)
+ *     inbox_settle          an open item re-evaluated after its entity moved (no lease of the caller's)
  *     audit                 the five counts of GET /v1/audit
  *   rejections (hookd_rejections, hookd_rejection_counts)
  *     rejection_insert      log one refused request (bounded per source) and bump its reason's counter
@@ -441,7 +441,7 @@ struct audit_report {
     int64_t conflicting;        /* duplicates whose body differed */
 };
 
-/* A deferred item settled by a re-evaluation (not leased by the caller: no fence but its status). */
+/* An open item settled by a re-evaluation (not leased by the caller: no fence but its status and lease). */
 struct inbox_settle {
     const char *id;
     enum inbox_status status;    /* PROCESSED, DEFERRED or QUARANTINED */
@@ -728,7 +728,7 @@ struct store_machine_ops {
     int (*transition_insert)(struct store *s, struct transition_record *t); /* t->seq filled */
     /* An entity's rows, oldest first (at most TRANSITION_LIST_MAX). */
     int (*transition_list)(struct store *s, const char *kind, const char *id, struct transition_list *out);
-    /* A deferred item without a live lease to its new status; ESTALE when it is not (any more). */
+    /* An open (pending or deferred) item without a live lease to its new status; ESTALE when it is not (any more). */
     int (*settle)(struct store *s, const struct inbox_settle *r, int64_t now);
     /* source NULL: every source. */
     int (*audit)(struct store *s, const char *source, int64_t since, int64_t until, struct audit_report *out);
