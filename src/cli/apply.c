@@ -370,8 +370,9 @@ int cmd_apply(int argc, char **argv)
     json_array_foreach(json_object_get(doc, "endpoints"), i, item)
         counts[1][apply_endpoint(&client, item)]++;
     client_close(&client);
+    bool machines = json_object_get(doc, "machines") != NULL;
     json_decref(doc);
-    if (json_object_get(doc, "machines"))
+    if (machines)
         printf("machines: %d created, %d updated, %d unchanged, %d failed\n", counts[2][CREATED], counts[2][UPDATED],
                counts[2][UNCHANGED], counts[2][FAILED]);
     printf("sources: %d created, %d updated, %d unchanged, %d failed\n", counts[0][CREATED], counts[0][UPDATED],
