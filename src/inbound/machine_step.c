@@ -162,7 +162,7 @@ static void defer_or_quarantine(const struct machine_step_context *c, const stru
         out->next_attempt_at = since + c->max_defer_ms; /* the last look falls on the limit */
 }
 
-static int by_version(const void *a, const void *b)
+int machine_version_order(const void *a, const void *b)
 {
     const struct inbox_item *x = a, *y = b;
 
@@ -223,7 +223,7 @@ static int reevaluate(struct store *s, const struct machine *m, const struct mac
         return rc;
     }
     if (l.n > 1)
-        qsort(l.items, l.n, sizeof l.items[0], by_version);
+        qsort(l.items, l.n, sizeof l.items[0], machine_version_order);
     if (l.n && !(done = calloc(l.n, sizeof *done)))
         rc = HOOKD_ENOMEM;
     for (bool changed = true; rc == 0 && changed;) {

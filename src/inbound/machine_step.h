@@ -70,6 +70,9 @@ __attribute__((warn_unused_result)) int machine_step_reconciled(struct store *s,
                                                                 const struct machine_snapshot *snap,
                                                                 struct machine_outcome *out);
 
+/* qsort order of inbox items: by version (items without one last), then received time, then id. */
+int machine_version_order(const void *a, const void *b);
+
 /* The wait before reconciliation attempt n (1-based) is tried again after a failure: 500 ms doubling, at most 1 min. */
 int64_t machine_reconcile_backoff_ms(int n);
 #endif

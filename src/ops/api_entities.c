@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/event_check.h"
+#include "inbound/machine_step.h"
 #include "ops/api_common.h"
 #include "ops/list_queries.h"
 
@@ -58,17 +59,6 @@ static int by_received(const void *a, const void *b)
     if (x->received_at != y->received_at)
         return x->received_at < y->received_at ? -1 : 1;
     return strcmp(x->id, y->id);
-}
-
-static int by_version(const void *a, const void *b)
-{
-    const struct inbox_item *x = a, *y = b;
-
-    if (x->has_version != y->has_version)
-        return x->has_version ? -1 : 1;
-    if (x->has_version && x->version != y->version)
-        return x->version < y->version ? -1 : 1;
-    return by_received(a, b);
 }
 
 /* The decision that stands for an item: its last row in the log (NULL: none yet). */
@@ -126,7 +116,7 @@ void api_entities_trace(struct http_request *req, struct http_response *res, voi
         goto out;
     }
     if (items.n > 1)
-        qsort(items.items, items.n, sizeof items.items[0], q.order == 1 ? by_version : by_received);
+        qsort(items.items, items.n, sizeof items.items[0], q.order == 1 ? machine_version_order : by_received);
     events = json_array();
     for (size_t i = 0; events && i < items.n; i++)
         json_array_append_new(events, trace_event_json(&items.items[i], last_decision(&log, items.items[i].id)));
