@@ -253,3 +253,23 @@ test('machines API: validation names the field; delete refused while a source us
   const again = d.cli(['apply', file]);
   assert.match(again, /machine sub: unchanged/);
 });
+
+test('rows written by SQL: an unreadable machine quarantines its events, a strange entity state is only a state', { timeout: 60000 }, async () => {
+  const { d, send, entity, item } = await setup({}, { ...ORDER, versioning: 'none' });
+  await send('h0', 'order.created', 'h1');
+  await waitFor(async () => (await entity('h1'))?.state === 'created', { what: 'created' });
+  // A state no transition leaves from, with bytes a terminal would act on: nothing is allowed from it.
+  d.sql("UPDATE hookd_entities SET state = 'we''ird' || char(27) || '[31m' WHERE id = 'h1'");
+  const w = await send('h2', 'order.paid', 'h1');
+  await waitFor(async () => (await item(w)).status === 'deferred', { what: 'deferred' });
+  assert.match((await item(w)).error, /no transition on order\.paid from we'ird/);
+  assert.equal((await entity('h1')).state, "we'ird\u001b[31m");
+  // The stored definition broken by SQL: the next event is quarantined with the reason, the API says so.
+  d.sql("UPDATE hookd_machines SET definition = '{\"name\": 1' WHERE name = 'order'");
+  const q = await send('h3', 'order.created', 'h9');
+  await waitFor(async () => (await item(q)).status === 'quarantined', { what: 'quarantined' });
+  assert.match((await item(q)).error, /definition of machine order does not parse/);
+  const r = await d.api('GET', '/v1/machines/order');
+  assert.ok(r.status >= 500, `an unreadable definition is not a 200 (${r.status})`);
+  assert.equal((await d.api('GET', '/v1/machines')).status, 200);
+});
