@@ -5,7 +5,7 @@
 // parallel workers, deferral past max_defer and a replay after a fix.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startDaemon, startSink, sleep, waitFor } from '../lib/harness.mjs';
+import { startDaemon, startSink, sleep, waitFor, BACKEND } from '../lib/harness.mjs';
 
 const cleanups = [];
 after(async () => { for (const c of cleanups) await c(); });
@@ -259,7 +259,7 @@ test('rows written by SQL: an unreadable machine quarantines its events, a stran
   await send('h0', 'order.created', 'h1');
   await waitFor(async () => (await entity('h1'))?.state === 'created', { what: 'created' });
   // A state no transition leaves from, with bytes a terminal would act on: nothing is allowed from it.
-  d.sql("UPDATE hookd_entities SET state = 'we''ird' || char(27) || '[31m' WHERE id = 'h1'");
+  d.sql(`UPDATE hookd_entities SET state = 'we''ird' || ${BACKEND === 'postgres' ? 'chr' : 'char'}(27) || '[31m' WHERE id = 'h1'`);
   const w = await send('h2', 'order.paid', 'h1');
   await waitFor(async () => (await item(w)).status === 'deferred', { what: 'deferred' });
   assert.match((await item(w)).error, /no transition on order\.paid from we'ird/);
