@@ -109,8 +109,11 @@ static int presign(struct sender *s)
     pad[s->l->payload_bytes] = '\0';
     for (long i = 0; i < s->l->events; i++) {
         snprintf(id, sizeof id, "bench-%ld-%ld-%ld", pid, (long)(ts % 100000), i);
-        int blen = snprintf(body, sizeof body, "{\"type\":\"bench.event\",\"data\":{\"seq\":%ld,\"pad\":\"%s\"}}", i,
-                            pad);
+        int blen = s->l->body_of ? s->l->body_of(i, body, sizeof body, s->l->body_arg)
+                                 : snprintf(body, sizeof body, "{\"type\":\"bench.event\",\"data\":{\"seq\":%ld,\"pad\":\"%s\"}}",
+                                            i, pad);
+        if (blen < 0 || (size_t)blen >= sizeof body)
+            return -1;
         int slen = snprintf(signed_text, sizeof signed_text, "%s.%" PRId64 ".%s", id, ts, body);
         if (!HMAC(EVP_sha256(), key, keylen, (unsigned char *)signed_text, (size_t)slen, mac, &maclen))
             return -1;

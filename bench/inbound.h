@@ -12,6 +12,7 @@
  */
 #ifndef LOADGEN_INBOUND_H
 #define LOADGEN_INBOUND_H
+#include <stddef.h>
 #include <stdint.h>
 
 #define INBOUND_SOURCE "bench"
@@ -24,6 +25,9 @@ struct inbound_load {
     long payload_bytes;
     long warmup_events; /* the first ones are sent, not measured */
     int64_t timeout_ns;
+    /* The body of request i (NULL: the bench event with a pad); returns its length, or -1. */
+    int (*body_of)(long i, char *out, size_t cap, void *arg);
+    void *body_arg;
 };
 
 struct inbound_figures {

@@ -20,6 +20,7 @@
 #include "blackhole.h"
 #include "clock.h"
 #include "inbound.h"
+#include "machine.h"
 #include "nodes.h"
 #include "options.h"
 #include "pg_env.h"
@@ -513,6 +514,12 @@ static int run_inbound_common(struct bench *b, bool paced)
 static int run_inbound(struct bench *b) { return run_inbound_common(b, false); }
 static int run_inbound_latency(struct bench *b) { return run_inbound_common(b, true); }
 
+static int run_machine(struct bench *b) { return machine_bench_run(&b->o, &b->nodes, b->store_url, b->token, false); }
+static int run_machine_latency(struct bench *b)
+{
+    return machine_bench_run(&b->o, &b->nodes, b->store_url, b->token, true);
+}
+
 static int run_sink_only(struct bench *b)
 {
     return sink_only(&b->sink, b->o.sink_only_s);
@@ -527,6 +534,8 @@ static const scenario_fn scenario_fns[SC_COUNT] = {
     [SC_SINK_ONLY] = run_sink_only, /* needs no hookd and no scratch directory */
     [SC_INBOUND] = run_inbound,
     [SC_INBOUND_LATENCY] = run_inbound_latency,
+    [SC_MACHINE] = run_machine,
+    [SC_MACHINE_LATENCY] = run_machine_latency,
 };
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -602,7 +611,8 @@ int main(int argc, char **argv)
     struct sigaction sa = {.sa_handler = on_signal};
     int result = 1, r = parse_opts(argc, argv, &b.o);
     long events[SC_COUNT] = {b.o.events, b.o.rate * (b.o.seconds + b.o.warmup), b.o.pending,
-                             3 * b.o.rounds * (b.o.events + b.o.rate * (b.o.seconds + b.o.warmup)), 65536, 1024, 1024};
+                             3 * b.o.rounds * (b.o.events + b.o.rate * (b.o.seconds + b.o.warmup)), 65536, 1024, 1024,
+                             1024, 1024};
 
     if (r != 0)
         return r;

@@ -15,7 +15,7 @@
 #define MAX_NODES 8      /* --nodes */
 
 enum scenario { SC_THROUGHPUT, SC_LATENCY, SC_MEMORY, SC_ISOLATION, SC_SINK_ONLY, SC_INBOUND, SC_INBOUND_LATENCY,
-                SC_COUNT };
+                SC_MACHINE, SC_MACHINE_LATENCY, SC_COUNT };
 extern const char *const scenario_names[SC_COUNT];
 
 enum store_kind { ST_SQLITE, ST_PG, ST_COUNT };
@@ -30,7 +30,7 @@ struct opts {
     bool keep;
     /* -1 until given, then the scenario's default */
     long events, endpoints, batch, rate, seconds, pending, max_in_flight, payload_bytes, timeout_s, sink_only_s, nodes,
-        publishers, warmup, rounds, connections;
+        publishers, warmup, rounds, connections, entities;
 };
 
 /* Fills o from argv; returns 0, or 2 after printing the usage. --help prints it and exits 0. */

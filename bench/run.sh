@@ -98,6 +98,8 @@ field() {
     run isolation --scenario isolation ${BENCH_ISOLATION_ARGS:-}
     run inbound --scenario inbound ${BENCH_INBOUND_ARGS:-}
     run inbound-latency --scenario inbound-latency ${BENCH_INBOUND_LATENCY_ARGS:-}
+    run machine --scenario machine --events 10000 --env HOOKD_INBOX_WORKERS=256 ${BENCH_MACHINE_ARGS:-}
+    run machine-latency --scenario machine-latency --env HOOKD_INBOX_WORKERS=64 ${BENCH_MACHINE_LATENCY_ARGS:-}
 }
 
 # PostgreSQL: one run of each kind first (so the budget never drops a kind), then the repeats while
@@ -136,6 +138,12 @@ pg_tput() { # pg_tput I: the throughput runs of round I, and a latency run
     if [ "$1" = 1 ]; then
         pg_run inbound pg-inbound --store pg --scenario inbound ${BENCH_PG_INBOUND_ARGS:-}
         pg_run inbound-latency pg-inbound-latency --store pg --scenario inbound-latency ${BENCH_PG_INBOUND_LATENCY_ARGS:-}
+        # A PostgreSQL store needs the key that seals secrets (sources hold them): one per run.
+        key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+        pg_run machine pg-machine --store pg --scenario machine --events 10000 --env HOOKD_INBOX_WORKERS=256 \
+            --env "HOOKD_SERVER_SECRET_KEY=$key" ${BENCH_PG_MACHINE_ARGS:-}
+        pg_run machine-latency pg-machine-latency --store pg --scenario machine-latency --env HOOKD_INBOX_WORKERS=64 \
+            --env "HOOKD_SERVER_SECRET_KEY=$key" ${BENCH_PG_MACHINE_LATENCY_ARGS:-}
     fi
 }
 if [ "$pg_ok" = 1 ]; then
@@ -235,6 +243,21 @@ printf '%-28s %-28s %-10s %-28s %-10s\n' "accepts/s (>= 25,000 / 12,000)" "${in_
     "$( [ "$pg_ok" = 1 ] && verdict "$pg_in_acc" '>=' 12000 || echo -)"
 printf '%-28s %-28s %-10s %-28s %-10s\n' "ack p99 ms (<= 5 / 10)" "${in_p99:-?} (p50 ${in_p50:-?}, ${in_rate:-?}/s)" "$v_in_p99" \
     "${pg_in_p99:-?} (p50 ${pg_in_p50:-?})" "$( [ "$pg_ok" = 1 ] && verdict "$pg_in_p99" '<=' 10 || echo -)"
+m_tput=$(field machine processed_per_s)
+m_p99=$(field machine-latency p99_ms)
+m_p50=$(field machine-latency accept_to_applied_p50_ms)
+pg_m_tput=$(field pg-machine processed_per_s)
+pg_m_p99=$(field pg-machine-latency p99_ms)
+v_m_tput=$(verdict "$m_tput" '>=' 10000)
+v_m_p99=$(verdict "$m_p99" '<=' 20)
+verdicts="$verdicts$v_m_tput$v_m_p99"
+echo
+echo "== summary: state machines (shuffled versioned events through a contiguous machine; all applied)"
+printf '%-28s %-28s %-10s %-28s %-10s\n' figure sqlite verdict pg verdict
+printf '%-28s %-28s %-10s %-28s %-10s\n' "processed/s (>= 10,000 / 5,000)" "${m_tput:-?}" "$v_m_tput" "${pg_m_tput:-?}" \
+    "$( [ "$pg_ok" = 1 ] && verdict "$pg_m_tput" '>=' 5000 || echo -)"
+printf '%-28s %-28s %-10s %-28s %-10s\n' "accept->applied p99 ms (<= 20)" "${m_p99:-?} (p50 ${m_p50:-?}, 1,000/s)" "$v_m_p99" \
+    "${pg_m_p99:-?}" "-"
 echo "loadavg at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "(full outputs: $WORK/*.out; $((SECONDS - START)) s in all)"
 

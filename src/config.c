@@ -91,6 +91,7 @@ static const struct conf_key conf_keys[] = {
     NUM("inbox", "workers", CONF_INT, workers, 1, 1024, "2"),
     NUM("inbox", "timeout", CONF_DURATION, inbox_timeout_ms, 1, DAY_MS, "10s"),
     NUM("inbox", "allow_private_networks", CONF_BOOL, inbox_allow_private_networks, 0, 1, "true"),
+    NUM("inbox", "reconcile_after", CONF_DURATION, reconcile_after_ms, 0, DAY_MS, "5s"),
 };
 #define N_KEYS (sizeof conf_keys / sizeof conf_keys[0])
 

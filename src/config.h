@@ -53,6 +53,7 @@ struct config {
     int workers;           /* 2: inbox items in flight at once per node */
     int64_t inbox_timeout_ms;          /* one forward request; 10s */
     bool inbox_allow_private_networks; /* forward to private addresses (the application's); true */
+    int64_t reconcile_after_ms;        /* a contiguous gap waits this long before the provider is asked; 5s */
 };
 
 /* Fills defaults. */

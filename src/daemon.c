@@ -221,6 +221,7 @@ static int inbound_start(struct daemon *d)
         .allow_private_networks = cfg->inbox_allow_private_networks,
         .retry = cfg->inbox_retry,
         .max_defer_ms = cfg->max_defer_ms,
+        .reconcile_after_ms = cfg->reconcile_after_ms,
     };
     int r = processor_start(&pd, &d->processor);
 

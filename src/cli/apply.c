@@ -1,6 +1,7 @@
 /*
- * `hookd apply FILE.json`: an idempotent upsert of {"sources": [...],
- * "endpoints": [...]} through the admin API. Each source is created, or
+ * `hookd apply FILE.json`: an idempotent upsert of {"machines": [...],
+ * "sources": [...], "endpoints": [...]} through the admin API (machines
+ * first, as sources name them). Each machine and source is created, or
  * PATCHed with its whole definition (absent fields as null, so the file is
  * what the source becomes); the server writes nothing when nothing differs,
  * which the unchanged updated_at shows. Each endpoint is found by its id when
@@ -60,32 +61,38 @@ static void print_failure(const char *kind, const char *what, long status, const
 static const char *const source_optional[] = {"event_id", "event_type", "entity", "required", "max_body",
                                               "handler", "retry_schedule", "max_defer"};
 
-static enum outcome apply_source(const struct client *c, const json_t *src)
+/* Machines: the same upsert by name (a machine's states and emit may be left out). */
+static const char *const machine_optional[] = {"states", "emit"};
+
+/* One named resource (a source or a machine): created, or PATCHed whole (absent optional fields as null). */
+static enum outcome apply_named(const struct client *c, const char *kind, const char *collection,
+                                const char *const *optional, size_t n_optional, const json_t *src)
 {
     const char *name = json_string_value(json_object_get(src, "name"));
-    char path[512] = "/v1/sources";
+    char path[512];
     json_t *got = NULL, *answer = NULL, *patch;
     enum outcome result = FAILED;
     long status;
 
+    snprintf(path, sizeof path, "%s", collection);
     if (!json_is_object(src) || !name) {
-        fprintf(stderr, "source: each entry of \"sources\" must be an object with a \"name\"\n");
+        fprintf(stderr, "%s: each entry of \"%ss\" must be an object with a \"name\"\n", kind, kind);
         return FAILED;
     }
     if (!cli_path_segment(path, sizeof path, name)) {
-        fprintf(stderr, "source %s: name too long\n", name);
+        fprintf(stderr, "%s %s: name too long\n", kind, name);
         return FAILED;
     }
     status = call(c, "GET", path, NULL, &got);
     if (status == 404) {
-        status = call(c, "POST", "/v1/sources", src, &answer);
+        status = call(c, "POST", collection, src, &answer);
         result = status == 201 ? CREATED : FAILED;
     } else if (status == 200) {
         patch = json_deep_copy(src);
         json_object_del(patch, "name");
-        for (size_t i = 0; patch && i < sizeof source_optional / sizeof source_optional[0]; i++) {
-            if (!json_object_get(patch, source_optional[i]))
-                json_object_set_new(patch, source_optional[i], json_null());
+        for (size_t i = 0; patch && i < n_optional; i++) {
+            if (!json_object_get(patch, optional[i]))
+                json_object_set_new(patch, optional[i], json_null());
         }
         status = patch ? call(c, "PATCH", path, patch, &answer) : 0;
         json_decref(patch);
@@ -96,9 +103,9 @@ static enum outcome apply_source(const struct client *c, const json_t *src)
         }
     }
     if (result == FAILED && status != 0)
-        print_failure("source", name, status, answer ? answer : got);
+        print_failure(kind, name, status, answer ? answer : got);
     else if (result != FAILED)
-        printf("source %s: %s\n", name, outcome_words[result]);
+        printf("%s %s: %s\n", kind, name, outcome_words[result]);
     json_decref(got);
     json_decref(answer);
     return result;
@@ -302,14 +309,14 @@ static enum outcome apply_endpoint(const struct client *c, const json_t *ep)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: hookd apply [-c hookd.conf] FILE.json   (FILE: {\"sources\": [...], \"endpoints\": [...]})\n");
+    fprintf(stderr, "usage: hookd apply [-c hookd.conf] FILE.json   (FILE: {\"machines\": [...], \"sources\": [...], \"endpoints\": [...]})\n");
     return CLI_EXIT_USAGE;
 }
 
 int cmd_apply(int argc, char **argv)
 {
     const char *config = NULL, *file = NULL, *key;
-    int counts[2][N_OUTCOMES] = {{0}};
+    int counts[3][N_OUTCOMES] = {{0}};
     struct client client;
     json_error_t jerr;
     json_t *doc, *v, *item;
@@ -339,9 +346,10 @@ int cmd_apply(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     json_object_foreach(doc, key, v) {
-        if ((strcmp(key, "sources") != 0 && strcmp(key, "endpoints") != 0) || !json_is_array(v) ||
+        if ((strcmp(key, "sources") != 0 && strcmp(key, "endpoints") != 0 && strcmp(key, "machines") != 0) ||
+            !json_is_array(v) ||
             json_array_size(v) > APPLY_ITEMS_MAX) {
-            fprintf(stderr, "hookd apply: %s: \"%.64s\": the file holds only \"sources\" and \"endpoints\" arrays\n",
+            fprintf(stderr, "hookd apply: %s: \"%.64s\": the file holds only \"machines\", \"sources\" and \"endpoints\" arrays\n",
                     file, key);
             json_decref(doc);
             return CLI_EXIT_USAGE;
@@ -352,15 +360,24 @@ int cmd_apply(int argc, char **argv)
         json_decref(doc);
         return CLI_EXIT_USAGE;
     }
+    /* Machines first: a source's handler.machine must name one that exists. */
+    json_array_foreach(json_object_get(doc, "machines"), i, item)
+        counts[2][apply_named(&client, "machine", "/v1/machines", machine_optional,
+                              sizeof machine_optional / sizeof machine_optional[0], item)]++;
     json_array_foreach(json_object_get(doc, "sources"), i, item)
-        counts[0][apply_source(&client, item)]++;
+        counts[0][apply_named(&client, "source", "/v1/sources", source_optional,
+                              sizeof source_optional / sizeof source_optional[0], item)]++;
     json_array_foreach(json_object_get(doc, "endpoints"), i, item)
         counts[1][apply_endpoint(&client, item)]++;
     client_close(&client);
+    bool machines = json_object_get(doc, "machines") != NULL;
     json_decref(doc);
+    if (machines)
+        printf("machines: %d created, %d updated, %d unchanged, %d failed\n", counts[2][CREATED], counts[2][UPDATED],
+               counts[2][UNCHANGED], counts[2][FAILED]);
     printf("sources: %d created, %d updated, %d unchanged, %d failed\n", counts[0][CREATED], counts[0][UPDATED],
            counts[0][UNCHANGED], counts[0][FAILED]);
     printf("endpoints: %d created, %d updated, %d unchanged, %d failed\n", counts[1][CREATED], counts[1][UPDATED],
            counts[1][UNCHANGED], counts[1][FAILED]);
-    return counts[0][FAILED] + counts[1][FAILED] > 0 ? CLI_EXIT_API : CLI_EXIT_OK;
+    return counts[0][FAILED] + counts[1][FAILED] + counts[2][FAILED] > 0 ? CLI_EXIT_API : CLI_EXIT_OK;
 }

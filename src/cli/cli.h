@@ -17,4 +17,6 @@ int cmd_inbox(int argc, char **argv);        /* inbox.c */
 int cmd_apply(int argc, char **argv);        /* apply.c */
 int cmd_send(int argc, char **argv);         /* send.c */
 int cmd_rotate_key(int argc, char **argv);   /* rotate_key.c */
+int cmd_trace(int argc, char **argv);        /* trace.c */
+int cmd_audit(int argc, char **argv);        /* trace.c */
 #endif

@@ -36,6 +36,7 @@ struct processor_deps {
     bool allow_private_networks;    /* the application is usually on a private address */
     struct retry_policy retry;      /* [inbox] retry_schedule: used when the source gives none */
     int64_t max_defer_ms;           /* [inbox] max_defer: used when the source gives none */
+    int64_t reconcile_after_ms;     /* [inbox] reconcile_after: a gap waits this long before the provider is asked */
 };
 
 __attribute__((warn_unused_result)) int processor_start(const struct processor_deps *deps, struct processor **out);

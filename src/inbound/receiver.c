@@ -417,7 +417,7 @@ void receiver_handle(struct http_request *req, struct http_response *res, void *
         goto out;
     }
     o->api = api;
-    o->has_handler = def->forward_url != NULL;
+    o->has_handler = def->forward_url != NULL || def->machine != NULL;
     snprintf(o->it.source, sizeof o->it.source, "%s", def->name);
     if (!extract(api, req, res, def, doc, len, sha, &o->it))
         goto out;

@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "core/duration.h"
+#include "core/event_check.h"
+#include "core/json_pointer.h"
 #include "core/ids.h"
 #include "core/signature.h"
 #include "core/field_spec.h"
@@ -79,6 +81,29 @@ static void required_clear(struct source_def *d)
     d->n_required = 0;
 }
 
+static void reconcile_headers_clear(struct source_def *d)
+{
+    for (size_t i = 0; i < d->n_reconcile_headers && i < SOURCE_RECONCILE_HEADERS_MAX; i++) {
+        struct source_reconcile_header *h = &d->reconcile_headers[i];
+        free(h->name);
+        if (h->value) {
+            explicit_bzero(h->value, strlen(h->value));
+            free(h->value);
+        }
+        h->name = h->value = NULL;
+    }
+    d->n_reconcile_headers = 0;
+}
+
+static void reconcile_clear(struct source_def *d)
+{
+    free(d->reconcile_url);
+    free(d->reconcile_state);
+    free(d->reconcile_version);
+    d->reconcile_url = d->reconcile_state = d->reconcile_version = NULL;
+    reconcile_headers_clear(d);
+}
+
 void source_def_free(struct source_def *d)
 {
     if (!d)
@@ -89,7 +114,9 @@ void source_def_free(struct source_def *d)
     entity_clear(d);
     required_clear(d);
     free_str(&d->forward_url);
+    free_str(&d->machine);
     secret_clear(&d->forward_secret);
+    reconcile_clear(d);
     memset(d, 0, sizeof *d);
 }
 
@@ -368,9 +395,12 @@ static int set_forward(void *target, const struct field_value *v)
     return rc;
 }
 
+static bool machine_name_ok(const char *s) { return id_is_valid(s); }
+
+/* The machine must exist: the API checks that in the write's transaction (api_sources.c). */
 static int set_machine(void *target, const struct field_value *v)
 {
-    return not_supported(target, "handler.machine", "state machines come with the processing workers");
+    return str_set(&((struct source_def *)target)->machine, v);
 }
 
 static int set_library(void *target, const struct field_value *v)
@@ -380,7 +410,8 @@ static int set_library(void *target, const struct field_value *v)
 
 static const struct field handler_fields[] = {
     {.name = "forward", .type = FIELD_OBJECT, .set = set_forward},
-    {.name = "machine", .type = FIELD_STRING, .max_len = 64, .set = set_machine},
+    {.name = "machine", .type = FIELD_STRING, .max_len = MACHINE_NAME_MAX - 1, .check = machine_name_ok,
+     .hint = "must be the name of a machine (POST /v1/machines)", .set = set_machine},
     {.name = "library", .type = FIELD_BOOL, .set = set_library},
 };
 
@@ -389,6 +420,7 @@ static int set_handler(void *target, const struct field_value *v)
     struct source_def *d = target;
 
     free_str(&d->forward_url);
+    free_str(&d->machine);
     if (v->null) {
         secret_clear(&d->forward_secret);
         return 0;
@@ -397,12 +429,160 @@ static int set_handler(void *target, const struct field_value *v)
         api_error_set(d->err, 400, "invalid_field", "handler: must hold exactly one of forward, machine, library");
         return HOOKD_EINVAL;
     }
-    return nested_apply(handler_fields, sizeof handler_fields / sizeof handler_fields[0], d, v->json, "handler");
+    int rc = nested_apply(handler_fields, sizeof handler_fields / sizeof handler_fields[0], d, v->json, "handler");
+    if (rc == 0 && d->machine)
+        secret_clear(&d->forward_secret); /* a forward's key goes with the forward */
+    return rc;
 }
+
+/* ---- reconcile ------------------------------------------------------------------------------ */
+
+/* "https://api.example/orders/{entity_id}": an http(s) URL once the placeholder, the only brace, is filled. */
+static bool reconcile_url_ok(const char *s)
+{
+    const char *at = strstr(s, SOURCE_ENTITY_PLACEHOLDER);
+    char filled[API_URL_MAX + 1], why[128];
+
+    if (!at || strlen(s) > API_URL_MAX)
+        return false;
+    for (const char *p = s; *p; p++)
+        if ((*p == '{' || *p == '}') && !(p >= at && p < at + strlen(SOURCE_ENTITY_PLACEHOLDER)))
+            return false;
+    snprintf(filled, sizeof filled, "%.*sx%s", (int)(at - s), s, at + strlen(SOURCE_ENTITY_PLACEHOLDER));
+    return api_url_check(filled, why, sizeof why) == 0;
+}
+
+static bool pointer_ok(const char *s) { return s[0] == '/' && json_pointer_check(s, NULL) == 0; }
+
+/* "env:NAME": a portable environment variable name. */
+static bool env_ref_ok(const char *s)
+{
+    if (strncmp(s, "env:", 4) != 0)
+        return true; /* a literal */
+    s += 4;
+    if (!*s || strlen(s) > 128 || !(isalpha((unsigned char)*s) || *s == '_'))
+        return false;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && *s != '_')
+            return false;
+    return true;
+}
+
+static int set_reconcile_url(void *t, const struct field_value *v) { return str_set(&((struct source_def *)t)->reconcile_url, v); }
+static int set_reconcile_state(void *t, const struct field_value *v)
+{
+    return str_set(&((struct source_def *)t)->reconcile_state, v);
+}
+static int set_reconcile_version(void *t, const struct field_value *v)
+{
+    return str_set(&((struct source_def *)t)->reconcile_version, v);
+}
+
+static int reconcile_header_add(struct source_def *d, const char *name, const char *value)
+{
+    struct source_reconcile_header *h;
+
+    if (d->n_reconcile_headers >= SOURCE_RECONCILE_HEADERS_MAX)
+        return HOOKD_EINVAL;
+    h = &d->reconcile_headers[d->n_reconcile_headers];
+    h->name = strdup(name);
+    h->value = strdup(value);
+    if (!h->name || !h->value) {
+        free(h->name);
+        free(h->value);
+        h->name = h->value = NULL;
+        return HOOKD_ENOMEM;
+    }
+    d->n_reconcile_headers++;
+    return 0;
+}
+
+static int set_reconcile_headers(void *target, const struct field_value *v)
+{
+    struct source_def *d = target;
+    const char *name;
+    json_t *value;
+
+    reconcile_headers_clear(d);
+    if (v->null)
+        return 0;
+    if (json_object_size(v->json) > SOURCE_RECONCILE_HEADERS_MAX) {
+        api_error_set(d->err, 400, "invalid_field", "reconcile.headers: at most %d headers",
+                      SOURCE_RECONCILE_HEADERS_MAX);
+        return HOOKD_EINVAL;
+    }
+    json_object_foreach((json_t *)v->json, name, value) {
+        const char *text = json_string_value(value);
+        size_t n = text ? strlen(text) : 0;
+        if (!http_token_is_valid(name, strlen(name), HEADER_NAME_MAX)) {
+            api_error_set(d->err, 400, "invalid_field", "reconcile.headers: \"%.64s\" is not a header name", name);
+            return HOOKD_EINVAL;
+        }
+        if (!text || n == 0 || n > SOURCE_RECONCILE_VALUE_MAX || event_label_problem(text, n) || !env_ref_ok(text)) {
+            api_error_set(d->err, 400, "invalid_field",
+                          "reconcile.headers.%.64s: must be text (at most 1024 bytes, no control characters) or "
+                          "\"env:NAME\"",
+                          name);
+            return HOOKD_EINVAL;
+        }
+        int rc = reconcile_header_add(d, name, text);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+#define POINTER_HINT "must be a JSON Pointer into the provider's answer, such as \"/status\""
+
+static const struct field reconcile_fields[] = {
+    {.name = "url", .type = FIELD_STRING, .flags = FIELD_REQUIRED, .max_len = API_URL_MAX, .check = reconcile_url_ok,
+     .hint = "must be an http(s) URL holding {entity_id} once (the only braces), such as "
+             "\"https://api.example.com/orders/{entity_id}\"",
+     .set = set_reconcile_url},
+    {.name = "headers", .type = FIELD_OBJECT, .flags = FIELD_NULLABLE, .set = set_reconcile_headers},
+    {.name = "state", .type = FIELD_STRING, .flags = FIELD_REQUIRED, .max_len = JSON_POINTER_MAX,
+     .check = pointer_ok, .hint = POINTER_HINT, .set = set_reconcile_state},
+    {.name = "version", .type = FIELD_STRING, .flags = FIELD_NULLABLE | FIELD_BLANK_NULL, .max_len = JSON_POINTER_MAX,
+     .check = pointer_ok, .hint = POINTER_HINT, .set = set_reconcile_version},
+};
 
 static int set_reconcile(void *target, const struct field_value *v)
 {
-    return v->null ? 0 : not_supported(target, "reconcile", "reconciliation comes with the state machines");
+    struct source_def *d = target;
+
+    reconcile_clear(d);
+    if (v->null)
+        return 0;
+    return nested_apply(reconcile_fields, sizeof reconcile_fields / sizeof reconcile_fields[0], d, v->json,
+                        "reconcile");
+}
+
+bool source_reconcile_url(const struct source_def *d, const char *entity_id, char *out, size_t cap)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    const char *at = d->reconcile_url ? strstr(d->reconcile_url, SOURCE_ENTITY_PLACEHOLDER) : NULL;
+    size_t used;
+
+    if (!at)
+        return false;
+    used = (size_t)(at - d->reconcile_url);
+    if (used >= cap)
+        return false;
+    memcpy(out, d->reconcile_url, used);
+    for (const unsigned char *p = (const unsigned char *)entity_id; *p; p++) {
+        if (isalnum(*p) || *p == '-' || *p == '.' || *p == '_' || *p == '~') {
+            if (used + 1 >= cap)
+                return false;
+            out[used++] = (char)*p;
+        } else {
+            if (used + 3 >= cap)
+                return false;
+            out[used++] = '%';
+            out[used++] = hex[*p >> 4];
+            out[used++] = hex[*p & 15];
+        }
+    }
+    return (size_t)snprintf(out + used, cap - used, "%s", at + strlen(SOURCE_ENTITY_PLACEHOLDER)) < cap - used;
 }
 
 static int set_name(void *target, const struct field_value *v)
@@ -536,6 +716,14 @@ int source_def_check(struct source_def *d, struct api_error *err)
         api_error_set(err, 400, "missing_field", "handler.forward.secret is required");
         return HOOKD_EINVAL;
     }
+    if (d->reconcile_url && !d->machine) {
+        api_error_set(err, 400, "invalid_field", "reconcile: takes a handler.machine (it sets a machine's entities)");
+        return HOOKD_EINVAL;
+    }
+    if (d->machine && (!d->entity_kind || d->entity_id.kind == LOCATOR_NONE)) {
+        api_error_set(err, 400, "missing_field", "entity.kind and entity.id are required with handler.machine");
+        return HOOKD_EINVAL;
+    }
     if ((d->entity_id.kind != LOCATOR_NONE || d->version.kind != LOCATOR_NONE) && !d->entity_kind) {
         api_error_set(err, 400, "missing_field", "entity.kind is required with entity.id or entity.version");
         return HOOKD_EINVAL;
@@ -618,16 +806,32 @@ static json_t *definition_json(const struct source_def *d, bool with_secrets)
         if (fwd && with_secrets)
             json_object_set_new(fwd, "secret", d->forward_secret.key ? secret_shown(&d->forward_secret) : json_null());
         handler = fwd ? json_pack("{s:o}", "forward", fwd) : NULL;
+    } else if (d->machine) {
+        handler = json_pack("{s:s}", "machine", d->machine);
     } else {
         handler = json_null();
     }
     for (size_t i = 0; required && i < d->n_required; i++)
         json_array_append_new(required, json_string(d->required[i].text));
+    json_t *reconcile = json_null();
+    if (d->reconcile_url) {
+        json_t *headers = json_object();
+        for (size_t i = 0; headers && i < d->n_reconcile_headers; i++) {
+            const struct source_reconcile_header *h = &d->reconcile_headers[i];
+            if (strncmp(h->value, "env:", 4) == 0)
+                json_object_set_new(headers, h->name, json_string(h->value));
+            else if (with_secrets) /* a literal value is a secret: shown as set, never whole */
+                json_object_set_new(headers, h->name, json_pack("{s:b}", "set", 1));
+        }
+        reconcile = json_pack("{s:s,s:o*,s:s,s:o}", "url", d->reconcile_url, "headers", headers, "state",
+                              d->reconcile_state ? d->reconcile_state : "", "version",
+                              str_json(d->reconcile_version));
+    }
     o = json_pack("{s:s,s:o*,s:o,s:o,s:o*,s:o*,s:o,s:o*,s:o,s:o,s:o}", "name", d->name, "verify", verify, "event_id",
                   locator_json(&d->event_id), "event_type", locator_json(&d->event_type), "entity", entity,
                   "required", required, "max_body", d->max_body ? json_integer(d->max_body) : json_null(),
                   "handler", handler, "retry_schedule", schedule_json(d), "max_defer", duration_json(d->max_defer_ms),
-                  "reconcile", json_null());
+                  "reconcile", reconcile);
     return o;
 }
 
@@ -673,11 +877,22 @@ static char *secrets_encode(const struct source_def *d)
     if (d->forward_secret.key)
         fwd = json_pack("{s:s,s:I}", "key", d->forward_secret.key, "created_at",
                         (json_int_t)d->forward_secret.created_at);
-    if (root && arr && json_object_set(root, "verify", arr) == 0 &&
+    /* Literal reconciliation header values are secrets too ("key": the value, wiped like the others). */
+    json_t *hdrs = json_array();
+    for (size_t i = 0; hdrs && i < d->n_reconcile_headers; i++) {
+        if (strncmp(d->reconcile_headers[i].value, "env:", 4) != 0)
+            json_array_append_new(hdrs, json_pack("{s:s,s:s}", "name", d->reconcile_headers[i].name, "key",
+                                                  d->reconcile_headers[i].value));
+    }
+    if (root && arr && hdrs && json_object_set(root, "verify", arr) == 0 &&
+        (json_array_size(hdrs) == 0 || json_object_set(root, "reconcile_headers", hdrs) == 0) &&
         (!d->forward_secret.key || (fwd && json_object_set(root, "forward", fwd) == 0)))
         text = json_dumps(root, JSON_DUMP_FLAGS);
     if (arr)
         json_keys_wipe(arr);
+    if (hdrs)
+        json_keys_wipe(hdrs);
+    json_decref(hdrs);
     if (fwd) {
         json_t *one = json_array();
         if (one && json_array_append(one, fwd) == 0)
@@ -716,6 +931,15 @@ static int secrets_decode(const char *text, struct source_def *d)
         if (rc == 0)
             d->n_secrets++;
     }
+    json_t *hdrs = root ? json_object_get(root, "reconcile_headers") : NULL;
+    json_array_foreach(hdrs, i, item) {
+        const char *name = json_string_value(json_object_get(item, "name"));
+        const char *value = json_string_value(json_object_get(item, "key"));
+        if (rc == 0)
+            rc = name && value ? reconcile_header_add(d, name, value) : HOOKD_EIO;
+    }
+    if (hdrs)
+        json_keys_wipe(hdrs);
     item = root ? json_object_get(root, "forward") : NULL;
     if (rc == 0 && item)
         rc = secret_decode_one(item, &d->forward_secret);

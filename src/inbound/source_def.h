@@ -31,6 +31,9 @@ struct api_error;
 #define SOURCE_LOCATOR_MAX 256   /* "/a/b" or "header:Name" */
 #define SOURCE_MAX_BODY_MAX (64LL * 1024 * 1024)
 #define SOURCE_TOLERANCE_DEFAULT_MS (300 * 1000)
+#define SOURCE_RECONCILE_HEADERS_MAX 16
+#define SOURCE_RECONCILE_VALUE_MAX 1024 /* bytes of one header value */
+#define SOURCE_ENTITY_PLACEHOLDER "{entity_id}"
 
 /* Where a value is: a JSON Pointer into the body, or a request header. */
 enum source_locator_kind { LOCATOR_NONE, LOCATOR_POINTER, LOCATOR_HEADER };
@@ -42,6 +45,13 @@ struct source_locator {
 struct source_secret {
     char *key;          /* wiped before it is freed */
     int64_t created_at; /* ms */
+};
+
+/* A reconciliation request header: the value is "env:NAME" (read at request time) or literal text,
+ * which is kept with the secrets (sealed at rest, never shown). */
+struct source_reconcile_header {
+    char *name;
+    char *value; /* wiped before it is freed */
 };
 
 struct source_def {
@@ -63,12 +73,18 @@ struct source_def {
     struct source_locator required[SOURCE_MAX_REQUIRED];
     size_t n_required;
     int64_t max_body; /* bytes; 0: [inbox] max_body */
-    /* handler: forward only, for now */
+    /* handler: forward (url and secret) or machine (its name); NULL both: none */
     char *forward_url;
+    char *machine;
     struct source_secret forward_secret;
     int64_t retry_schedule_ms[RETRY_MAX_SCHEDULE];
     size_t n_retry_schedule; /* 0: [inbox] retry_schedule */
     int64_t max_defer_ms;    /* 0: [inbox] max_defer */
+    /* reconcile: the provider's API (GET url with {entity_id}), where its state and version are; NULL url: none */
+    char *reconcile_url;
+    struct source_reconcile_header reconcile_headers[SOURCE_RECONCILE_HEADERS_MAX];
+    size_t n_reconcile_headers;
+    char *reconcile_state, *reconcile_version; /* JSON Pointers into the provider's answer (version optional) */
     int64_t created_at, updated_at;
     /* while a body is applied */
     struct api_error *err;
@@ -86,7 +102,7 @@ extern const size_t source_fields_count;
  * PATCH each top-level field given replaces the current one, and a `verify`
  * without `secrets` keeps the current secrets. Refused with 400 naming the
  * field (nested ones as "verify.scheme"); fields not built yet (handler
- * machine or library, reconcile) are 400 not_supported. Then
+ * library) are 400 not_supported. Then
  * source_def_check runs. Returns 0, HOOKD_EINVAL with err filled, or
  * HOOKD_ENOMEM; d stays freeable.
  */
@@ -109,6 +125,13 @@ json_t *source_def_json(const struct source_def *d);
  * webhook-id; others: "/id" and "/type"). */
 struct source_locator source_def_event_id(const struct source_def *d);
 struct source_locator source_def_event_type(const struct source_def *d);
+
+/*
+ * The reconciliation URL for an entity: the template with {entity_id}
+ * replaced by the id, percent-encoded (unreserved characters kept). Returns
+ * false when it does not fit in cap bytes.
+ */
+bool source_reconcile_url(const struct source_def *d, const char *entity_id, char *out, size_t cap);
 
 /* Parses "/a/b" or "header:Name" into kind and the part after "header:"; false when malformed. */
 bool source_locator_parse(const char *text, enum source_locator_kind *kind, const char **rest);

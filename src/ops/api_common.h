@@ -133,5 +133,13 @@ void api_inbox_get(struct http_request *req, struct http_response *res, void *ct
 void api_deliveries_replay(struct http_request *req, struct http_response *res, void *ctx);
 void api_inbox_replay(struct http_request *req, struct http_response *res, void *ctx);
 void api_inbox_replay_range(struct http_request *req, struct http_response *res, void *ctx);
+void api_machines_create(struct http_request *req, struct http_response *res, void *ctx);
+void api_machines_list(struct http_request *req, struct http_response *res, void *ctx);
+void api_machines_get(struct http_request *req, struct http_response *res, void *ctx);
+void api_machines_update(struct http_request *req, struct http_response *res, void *ctx);
+void api_machines_delete(struct http_request *req, struct http_response *res, void *ctx);
+void api_entities_get(struct http_request *req, struct http_response *res, void *ctx);
+void api_entities_trace(struct http_request *req, struct http_response *res, void *ctx);
+void api_audit(struct http_request *req, struct http_response *res, void *ctx);
 void api_healthz(struct http_request *req, struct http_response *res, void *ctx);
 #endif

@@ -37,6 +37,14 @@ const struct http_route admin_routes[] = {
     {"POST", "/v1/deliveries/{id}/replay", api_deliveries_replay, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
     {"POST", "/v1/inbox/replay", api_inbox_replay_range, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
     {"POST", "/v1/inbox/{id}/replay", api_inbox_replay, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
+    {"POST", "/v1/machines", api_machines_create, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
+    {"GET", "/v1/machines", api_machines_list, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
+    {"GET", "/v1/machines/{name}", api_machines_get, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
+    {"PATCH", "/v1/machines/{name}", api_machines_update, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
+    {"DELETE", "/v1/machines/{name}", api_machines_delete, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
+    {"GET", "/v1/entities/{kind}/{id}", api_entities_get, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
+    {"GET", "/v1/entities/{kind}/{id}/trace", api_entities_trace, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
+    {"GET", "/v1/audit", api_audit, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
     {"GET", "/healthz", api_healthz, HTTP_AUTH_NONE, API_BODY_NONE, NULL},
 };
 const size_t admin_routes_n = sizeof admin_routes / sizeof admin_routes[0];

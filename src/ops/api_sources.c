@@ -80,11 +80,32 @@ static const char *path_name(struct http_request *req, struct http_response *res
     return name;
 }
 
+/* handler.machine names a machine that exists, checked in the write's own transaction. */
+static int machine_exists(struct store *s, struct source_op *o)
+{
+    struct machine_record m = {0};
+    int rc;
+
+    if (!o->def.machine)
+        return 0;
+    rc = store_machine_get(s, o->def.machine, &m);
+    machine_record_free(&m);
+    if (rc == HOOKD_ENOTFOUND) {
+        api_error_set(&o->err, 400, "invalid_field", "handler.machine: no machine is named %s (POST /v1/machines)",
+                      o->def.machine);
+        return HOOKD_EINVAL;
+    }
+    return rc;
+}
+
 static int op_insert(struct store *s, void *arg)
 {
     struct source_op *o = arg;
     struct source rec = {0};
-    int rc = source_def_to_record(&o->def, &rec);
+    int rc = machine_exists(s, o);
+
+    if (rc == 0)
+        rc = source_def_to_record(&o->def, &rec);
 
     if (rc == 0)
         rc = store_source_insert(s, &rec);
@@ -108,6 +129,8 @@ static int op_update(struct store *s, void *arg)
     source_free(&rec);
     if (rc == 0)
         rc = source_def_apply(&o->def, o->body, API_BODY_PATCH, o->now, &o->err);
+    if (rc == 0)
+        rc = machine_exists(s, o);
     if (rc == 0 && source_def_same(&before, &o->def))
         o->def.updated_at = before.updated_at; /* unchanged: no write, the old time stands */
     else if (rc == 0 && (rc = source_def_to_record(&o->def, &rec)) == 0) {

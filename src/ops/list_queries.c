@@ -1,7 +1,7 @@
 /*
  * What each list route takes in its query string: GET /v1/endpoints,
  * /v1/events, /v1/deliveries, /v1/sources, /v1/sources/{name}/rejections
- * and /v1/inbox (DESIGN §8, §12). A parameter not in its
+ * /v1/inbox, /v1/machines, /v1/entities/{kind}/{id}/trace and /v1/audit (DESIGN §8, §12). A parameter not in its
  * route's table is refused with 400, never ignored.
  */
 #include "ops/list_queries.h"
@@ -84,3 +84,25 @@ const struct query_param inbox_list_query[] = {
     {.name = "limit", .type = QUERY_LIMIT, .offset = offsetof(struct inbox_filter, limit)},
 };
 const size_t inbox_list_query_count = sizeof inbox_list_query / sizeof inbox_list_query[0];
+
+const struct query_param machine_list_query[] = {
+    {.name = "cursor", .type = QUERY_CURSOR_ID, .list = LIST_MACHINES,
+     .offset = offsetof(struct machine_filter, before_name)},
+    {.name = "limit", .type = QUERY_LIMIT, .offset = offsetof(struct machine_filter, limit)},
+};
+const size_t machine_list_query_count = sizeof machine_list_query / sizeof machine_list_query[0];
+
+static const char *const trace_orders[] = {"received", "version", NULL};
+
+const struct query_param trace_query_params[] = {
+    {.name = "order", .type = QUERY_ENUM, .values = trace_orders, .offset = offsetof(struct trace_query, order)},
+};
+const size_t trace_query_params_count = sizeof trace_query_params / sizeof trace_query_params[0];
+
+const struct query_param audit_query_params[] = {
+    {.name = "source", .type = QUERY_TEXT, .max_len = SOURCE_NAME_MAX - 1, .check = source_name,
+     .hint = "not a source name", .offset = offsetof(struct audit_query, source)},
+    {.name = "since", .type = QUERY_TIME, .offset = offsetof(struct audit_query, since)},
+    {.name = "until", .type = QUERY_TIME, .offset = offsetof(struct audit_query, until)},
+};
+const size_t audit_query_params_count = sizeof audit_query_params / sizeof audit_query_params[0];

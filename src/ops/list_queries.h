@@ -5,6 +5,7 @@
 #ifndef HOOKD_OPS_LIST_QUERIES_H
 #define HOOKD_OPS_LIST_QUERIES_H
 #include <stddef.h>
+#include <stdint.h>
 
 #include "ops/fields.h"
 
@@ -14,6 +15,7 @@
 #define LIST_SOURCES "sources"
 #define LIST_REJECTIONS "rejections"
 #define LIST_INBOX "inbox"
+#define LIST_MACHINES "machines"
 
 /* GET /v1/endpoints into a struct endpoint_filter. */
 extern const struct query_param endpoint_list_query[];
@@ -34,6 +36,17 @@ extern const size_t rejection_list_query_count;
 extern const struct query_param inbox_list_query[];
 extern const size_t inbox_list_query_count;
 extern const char *const inbox_status_words[]; /* enum inbox_status order */
+/* GET /v1/machines into a struct machine_filter. */
+extern const struct query_param machine_list_query[];
+extern const size_t machine_list_query_count;
+/* GET /v1/entities/{kind}/{id}/trace into a struct trace_query. */
+struct trace_query { int order; /* 0: received, 1: version */ };
+extern const struct query_param trace_query_params[];
+extern const size_t trace_query_params_count;
+/* GET /v1/audit into a struct audit_query. */
+struct audit_query { const char *source; int64_t since, until; };
+extern const struct query_param audit_query_params[];
+extern const size_t audit_query_params_count;
 /* The words of the status filter, in enum delivery_status order. */
 extern const char *const delivery_status_words[];
 #endif

@@ -575,4 +575,5 @@ const struct store_ops store_sqlite_ops = {
     .sources = &sqlite_source_ops,
     .inbox = &sqlite_inbox_ops,
     .rejections = &sqlite_rejection_ops,
+    .machines = &sqlite_machine_ops,
 };

@@ -836,3 +836,140 @@ void source_list_free(struct source_list *l) { LIST_FREE(l, source_free); }
 void inbox_list_free(struct inbox_list *l) { LIST_FREE(l, inbox_item_free); }
 void rejection_list_free(struct rejection_list *l) { LIST_FREE(l, rejection_free); }
 void rejection_count_list_free(struct rejection_count_list *l) { LIST_FREE(l, rejection_count_free); }
+
+/* ---- state machines ----------------------------------------------------- */
+
+int store_machine_insert(struct store *s, const struct machine_record *m)
+{
+    assert(s && m);
+    FAMILY_CALL(s, machines, insert, m);
+}
+
+int store_machine_update(struct store *s, const struct machine_record *m)
+{
+    assert(s && m);
+    FAMILY_CALL(s, machines, update, m);
+}
+
+int store_machine_get(struct store *s, const char *name, struct machine_record *out)
+{
+    assert(s && name && out);
+    FAMILY_CALL(s, machines, get, name, out);
+}
+
+int store_machine_list(struct store *s, const struct machine_filter *f, struct machine_list *out)
+{
+    assert(s && f && out);
+    FAMILY_CALL(s, machines, list, f, out);
+}
+
+int store_machine_delete(struct store *s, const char *name)
+{
+    assert(s && name);
+    FAMILY_CALL(s, machines, delete, name);
+}
+
+int store_entity_lock(struct store *s, const char *kind, const char *id)
+{
+    assert(s && kind && id);
+    FAMILY_CALL(s, machines, entity_lock, kind, id);
+}
+
+int store_entity_get(struct store *s, const char *kind, const char *id, struct entity_record *out)
+{
+    assert(s && kind && id && out);
+    FAMILY_CALL(s, machines, entity_get, kind, id, out);
+}
+
+int store_entity_put(struct store *s, const struct entity_record *e)
+{
+    assert(s && e && e->kind && e->id);
+    FAMILY_CALL(s, machines, entity_put, e);
+}
+
+int store_transition_insert(struct store *s, struct transition_record *t)
+{
+    assert(s && t && t->source && t->kind && t->entity_id && t->result);
+    FAMILY_CALL(s, machines, transition_insert, t);
+}
+
+int store_transition_list(struct store *s, const char *kind, const char *id, struct transition_list *out)
+{
+    assert(s && kind && id && out);
+    FAMILY_CALL(s, machines, transition_list, kind, id, out);
+}
+
+int store_inbox_settle(struct store *s, const struct inbox_settle *r, int64_t now)
+{
+    assert(s && r && r->id);
+    FAMILY_CALL(s, machines, settle, r, now);
+}
+
+int store_audit(struct store *s, const char *source, int64_t since, int64_t until, struct audit_report *out)
+{
+    assert(s && out);
+    FAMILY_CALL(s, machines, audit, source, since, until, out);
+}
+
+void machine_record_free(struct machine_record *m)
+{
+    if (!m)
+        return;
+    free(m->definition);
+    memset(m, 0, sizeof *m);
+}
+
+void entity_record_free(struct entity_record *e)
+{
+    if (!e)
+        return;
+    free(e->kind);
+    free(e->id);
+    free(e->state);
+    free(e->last_event_id);
+    memset(e, 0, sizeof *e);
+}
+
+void transition_record_free(struct transition_record *t)
+{
+    if (!t)
+        return;
+    free(t->source);
+    free(t->kind);
+    free(t->entity_id);
+    free(t->event_id);
+    free(t->from_state);
+    free(t->to_state);
+    free(t->result);
+    free(t->reason);
+    free(t->worker);
+    memset(t, 0, sizeof *t);
+}
+
+void machine_list_free(struct machine_list *l)
+{
+    for (size_t i = 0; l && i < l->n; i++)
+        machine_record_free(&l->items[i]);
+    if (l) {
+        free(l->items);
+        l->items = NULL;
+        l->n = 0;
+    }
+}
+
+void transition_list_free(struct transition_list *l)
+{
+    for (size_t i = 0; l && i < l->n; i++)
+        transition_record_free(&l->items[i]);
+    if (l) {
+        free(l->items);
+        l->items = NULL;
+        l->n = 0;
+    }
+}
+
+const char *transition_result_name(enum transition_result r)
+{
+    static const char *const names[] = {"applied", "stale", "deferred", "quarantined", "reconciled"};
+    return (size_t)r < sizeof names / sizeof names[0] ? names[r] : "unknown";
+}

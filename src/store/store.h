@@ -69,6 +69,13 @@
  *     inbox_replay          a quarantined or deferred item back to pending (ECONFLICT for another status)
  *     inbox_replay_range    the same for a bounded range by source, status and received time (or only count it)
  *     inbox_release_node    drop every inbox lease a node holds (start-up of that node)
+ *   machines (hookd_machines, hookd_entities, hookd_transitions)
+ *     machine_insert/update/get/list/delete   machine definitions
+ *     entity_lock           hold one entity until the transaction ends (decisions on it are serialized)
+ *     entity_get/put        an entity's state, version and last event
+ *     transition_insert/list  the append-only log of decisions (trace)
+ *     inbox_settle          an open item re-evaluated after its entity moved (no lease of the caller's)
+ *     audit                 the five counts of GET /v1/audit
  *   rejections (hookd_rejections, hookd_rejection_counts)
  *     rejection_insert      log one refused request (bounded per source) and bump its reason's counter
  *     rejection_list/counts read the log and the counters of a source
@@ -380,6 +387,78 @@ struct rejection_count {
     int64_t last_at;
 };
 
+
+/* ---- state machines (hookd_machines, hookd_entities, hookd_transitions) ---- */
+
+#define MACHINE_NAME_MAX SOURCE_NAME_MAX /* a machine's name is id-shaped, as a source's */
+#define TRANSITION_LIST_MAX 10000        /* rows one trace reads */
+
+/* A machine row: the definition is JSON text the inbound layer reads (inbound/machine.h). */
+struct machine_record {
+    char name[MACHINE_NAME_MAX];
+    char *definition;
+    int64_t created_at, updated_at;
+};
+void machine_record_free(struct machine_record *m);
+
+/* An entity a machine keeps: state NULL is "not known yet". */
+struct entity_record {
+    char *kind, *id;
+    char *state;
+    bool has_version;
+    int64_t version;           /* the last applied (or reconciled) version */
+    char *last_event_id;
+    int64_t updated_at;
+};
+void entity_record_free(struct entity_record *e);
+
+/* One decision on an inbox item, appended to hookd_transitions. */
+enum transition_result {
+    TRANSITION_APPLIED, TRANSITION_STALE, TRANSITION_DEFERRED, TRANSITION_QUARANTINED, TRANSITION_RECONCILED
+};
+const char *transition_result_name(enum transition_result r);
+struct transition_record {
+    int64_t seq;                 /* filled by the store */
+    char inbox_id[HOOKD_ID_MAX];
+    char *source, *kind, *entity_id, *event_id; /* event_id NULL: a reconciliation's own row */
+    char *from_state, *to_state; /* NULL: not known / unchanged */
+    bool has_version;
+    int64_t version;
+    char *result;                /* transition_result_name() */
+    char *reason;                /* why deferred or quarantined; NULL: none */
+    char *worker;                /* the node that decided */
+    int64_t at;
+};
+void transition_record_free(struct transition_record *t);
+
+/* What GET /v1/audit counts over a source's items received in a time range (0: open). */
+struct audit_report {
+    int64_t received_twice;     /* event ids received more than once */
+    int64_t extra_copies;       /* the copies after the first, summed */
+    int64_t lower_after_higher; /* items whose version arrived after a higher one of the same entity */
+    int64_t applied_twice;      /* (entity, version) applied more than once: must be 0 */
+    int64_t unprocessed_changes; /* applied or reconciled rows whose item is not processed: must be 0 */
+    int64_t conflicting;        /* duplicates whose body differed */
+};
+
+/* An open item settled by a re-evaluation (not leased by the caller: no fence but its status and lease). */
+struct inbox_settle {
+    const char *id;
+    enum inbox_status status;    /* PROCESSED, DEFERRED or QUARANTINED */
+    const char *result;
+    const char *error;
+    int64_t next_attempt_at;     /* DEFERRED */
+};
+
+struct machine_filter {
+    const char *before_name; /* cursor: name < before_name; NULL: start */
+    int limit;
+};
+struct machine_list { struct machine_record *items; size_t n; };
+struct transition_list { struct transition_record *items; size_t n; };
+void machine_list_free(struct machine_list *l);
+void transition_list_free(struct transition_list *l);
+
 /* ---- lists and filters ------------------------------------------------ */
 
 #define STORE_LIST_MAX 1000
@@ -629,6 +708,32 @@ struct store_rejection_ops {
     int (*counts)(struct store *s, const char *source, struct rejection_count_list *out); /* by reason */
 };
 
+
+/* hookd_machines, hookd_entities, hookd_transitions: state machines and what they decided. */
+struct store_machine_ops {
+    int (*insert)(struct store *s, const struct machine_record *m); /* EEXISTS when the name is taken */
+    int (*update)(struct store *s, const struct machine_record *m); /* ENOTFOUND; created_at kept */
+    int (*get)(struct store *s, const char *name, struct machine_record *out);
+    int (*list)(struct store *s, const struct machine_filter *f, struct machine_list *out); /* by name, descending */
+    int (*delete)(struct store *s, const char *name);
+    /*
+     * Inside the caller's transaction: holds the entity (kind, id) until it
+     * ends, so no other connection decides on it meanwhile, even before its
+     * row exists (postgres: a transaction-scoped advisory lock on the pair;
+     * sqlite: the single writer holds it already).
+     */
+    int (*entity_lock)(struct store *s, const char *kind, const char *id);
+    int (*entity_get)(struct store *s, const char *kind, const char *id, struct entity_record *out); /* ENOTFOUND */
+    int (*entity_put)(struct store *s, const struct entity_record *e); /* insert or replace */
+    int (*transition_insert)(struct store *s, struct transition_record *t); /* t->seq filled */
+    /* An entity's rows, oldest first (at most TRANSITION_LIST_MAX). */
+    int (*transition_list)(struct store *s, const char *kind, const char *id, struct transition_list *out);
+    /* An open (pending or deferred) item without a live lease to its new status; ESTALE when it is not (any more). */
+    int (*settle)(struct store *s, const struct inbox_settle *r, int64_t now);
+    /* source NULL: every source. */
+    int (*audit)(struct store *s, const char *source, int64_t since, int64_t until, struct audit_report *out);
+};
+
 struct store_ops {
     int version; /* STORE_OPS_VERSION */
     const char *name;
@@ -676,6 +781,7 @@ struct store_ops {
     const struct store_source_ops *sources;
     const struct store_inbox_ops *inbox;
     const struct store_rejection_ops *rejections;
+    const struct store_machine_ops *machines;
 };
 
 extern const struct store_ops store_sqlite_ops;
@@ -779,4 +885,16 @@ STORE_WRAPPER store_inbox_release_node(struct store *s, const char *node);
 STORE_WRAPPER store_rejection_insert(struct store *s, struct rejection *r, int keep);
 STORE_WRAPPER store_rejection_list(struct store *s, const struct rejection_filter *f, struct rejection_list *out);
 STORE_WRAPPER store_rejection_counts(struct store *s, const char *source, struct rejection_count_list *out);
+STORE_WRAPPER store_machine_insert(struct store *s, const struct machine_record *m);
+STORE_WRAPPER store_machine_update(struct store *s, const struct machine_record *m);
+STORE_WRAPPER store_machine_get(struct store *s, const char *name, struct machine_record *out);
+STORE_WRAPPER store_machine_list(struct store *s, const struct machine_filter *f, struct machine_list *out);
+STORE_WRAPPER store_machine_delete(struct store *s, const char *name);
+STORE_WRAPPER store_entity_lock(struct store *s, const char *kind, const char *id);
+STORE_WRAPPER store_entity_get(struct store *s, const char *kind, const char *id, struct entity_record *out);
+STORE_WRAPPER store_entity_put(struct store *s, const struct entity_record *e);
+STORE_WRAPPER store_transition_insert(struct store *s, struct transition_record *t);
+STORE_WRAPPER store_transition_list(struct store *s, const char *kind, const char *id, struct transition_list *out);
+STORE_WRAPPER store_inbox_settle(struct store *s, const struct inbox_settle *r, int64_t now);
+STORE_WRAPPER store_audit(struct store *s, const char *source, int64_t since, int64_t until, struct audit_report *out);
 #endif

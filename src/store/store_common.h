@@ -270,4 +270,15 @@ typedef int (*store_event_lookup_fn)(struct store *s, bool by_key, const char *k
  */
 __attribute__((warn_unused_result)) int store_event_conflict(struct store *s, const struct event *ev,
                                                              struct event *existing, store_event_lookup_fn lookup);
+
+/* The machines family (store_machines_common.c). */
+#define STORE_MACHINE_COLUMNS "name, definition, created_at, updated_at"
+#define STORE_ENTITY_COLUMNS "kind, id, state, version, last_event_id, updated_at"
+#define STORE_TRANSITION_COLUMNS \
+    "seq, inbox_id, source, kind, entity_id, event_id, from_state, to_state, version, result, reason, worker, at"
+int store_read_machine(const struct store_row *r, void *item);    /* struct machine_record */
+int store_read_entity(const struct store_row *r, void *item);     /* struct entity_record */
+int store_read_transition(const struct store_row *r, void *item); /* struct transition_record */
+void store_free_machine(void *item);
+void store_free_transition(void *item);
 #endif

@@ -281,9 +281,9 @@ test('source bodies: unknown fields name themselves, unbuilt features are not_su
   const cases = [
     [{ name: 'x1', verify: { scheme: 'none' }, colour: 'red' }, 'unknown_field', /colour/],
     [{ name: 'x1', verify: { scheme: 'none', colour: 1 } }, 'unknown_field', /verify\.colour/],
-    [{ name: 'x1', verify: { scheme: 'none' }, handler: { machine: 'order' } }, 'not_supported', /handler\.machine/],
+    [{ name: 'x1', verify: { scheme: 'none' }, handler: { machine: 'order' } }, 'missing_field', /handler\.machine/],
     [{ name: 'x1', verify: { scheme: 'none' }, handler: { library: true } }, 'not_supported', /handler\.library/],
-    [{ name: 'x1', verify: { scheme: 'none' }, reconcile: { url: 'http://x' } }, 'not_supported', /reconcile/],
+    [{ name: 'x1', verify: { scheme: 'none' }, reconcile: { url: 'http://x' } }, 'invalid_field', /reconcile\.url/],
     [{ name: 'x1' }, 'missing_field', /verify/],
     [{ name: 'x1', verify: {} }, 'missing_field', /verify\.scheme/],
     [{ name: 'x1', verify: { scheme: 'standard-webhooks' } }, 'missing_field', /verify\.secrets/],

@@ -200,7 +200,7 @@ static void test_definition_refusals(void **state)
         {"{\"name\":\"a\",\"verify\":{\"scheme\":\"none\"},\"handler\":{\"forward\":{\"url\":\"ftp://x\"}}}",
          "invalid_field", "handler.forward.url"},
         {"{\"name\":\"a\",\"verify\":{\"scheme\":\"none\"},\"handler\":{}}", "invalid_field", "handler"},
-        {"{\"name\":\"a\",\"verify\":{\"scheme\":\"none\"},\"reconcile\":{}}", "not_supported", "reconcile"},
+        {"{\"name\":\"a\",\"verify\":{\"scheme\":\"none\"},\"reconcile\":{}}", "missing_field", "reconcile.url"},
         {"{\"name\":\"a\",\"verify\":{\"scheme\":\"none\"},\"max_body\":0}", "invalid_field", "max_body"},
     };
 

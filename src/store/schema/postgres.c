@@ -344,6 +344,47 @@ static const char schema_endpoint_state[] =
     "CREATE TRIGGER hookd_endpoint_state_gone AFTER DELETE ON hookd_endpoints"
     " FOR EACH ROW EXECUTE FUNCTION hookd_endpoint_state_gone();";
 
+/*
+ * State machines (DESIGN §7): definitions, the entities they keep (state,
+ * last applied version, last event), and the append-only log of every
+ * decision taken on an inbox item (applied, stale, deferred, quarantined,
+ * reconciled) with who took it and when: the trace and the audit read it.
+ */
+static const char schema_machines[] =
+    "CREATE TABLE hookd_machines ("
+    " name TEXT COLLATE \"C\" NOT NULL PRIMARY KEY,"
+    " definition TEXT NOT NULL,"
+    " created_at BIGINT NOT NULL,"
+    " updated_at BIGINT NOT NULL"
+    ");"
+    "CREATE TABLE hookd_entities ("
+    " kind TEXT COLLATE \"C\" NOT NULL,"
+    " id TEXT COLLATE \"C\" NOT NULL,"
+    " state TEXT,"
+    " version BIGINT,"
+    " last_event_id TEXT,"
+    " updated_at BIGINT NOT NULL,"
+    " PRIMARY KEY (kind, id)"
+    ");"
+    "CREATE TABLE hookd_transitions ("
+    " seq BIGSERIAL PRIMARY KEY,"
+    " inbox_id TEXT COLLATE \"C\" NOT NULL,"
+    " source TEXT COLLATE \"C\" NOT NULL,"
+    " kind TEXT COLLATE \"C\" NOT NULL,"
+    " entity_id TEXT COLLATE \"C\" NOT NULL,"
+    " event_id TEXT,"
+    " from_state TEXT,"
+    " to_state TEXT,"
+    " version BIGINT,"
+    " result TEXT NOT NULL CHECK (result IN ('applied', 'stale', 'deferred', 'quarantined', 'reconciled')),"
+    " reason TEXT,"
+    " worker TEXT,"
+    " at BIGINT NOT NULL"
+    ");"
+    "CREATE INDEX hookd_transitions_entity ON hookd_transitions(kind, entity_id, seq);"
+    "CREATE INDEX hookd_transitions_inbox ON hookd_transitions(inbox_id);"
+    "CREATE INDEX hookd_transitions_at ON hookd_transitions(at);";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -356,6 +397,7 @@ const struct schema_migration postgres_migrations[] = {
     {9, schema_inbox_workers},
     {10, schema_delivery_order},
     {11, schema_endpoint_state},
+    {12, schema_machines},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];

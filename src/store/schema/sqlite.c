@@ -283,6 +283,47 @@ static const char schema_endpoint_state[] =
     "CREATE TRIGGER hookd_endpoint_state_gone AFTER DELETE ON hookd_endpoints BEGIN"
     " DELETE FROM hookd_endpoint_state WHERE endpoint_id = old.id; END;";
 
+/*
+ * State machines (DESIGN §7): definitions, the entities they keep (state,
+ * last applied version, last event), and the append-only log of every
+ * decision taken on an inbox item (applied, stale, deferred, quarantined,
+ * reconciled) with who took it and when: the trace and the audit read it.
+ */
+static const char schema_machines[] =
+    "CREATE TABLE hookd_machines ("
+    " name TEXT NOT NULL PRIMARY KEY,"
+    " definition TEXT NOT NULL,"
+    " created_at INTEGER NOT NULL,"
+    " updated_at INTEGER NOT NULL"
+    ") WITHOUT ROWID;"
+    "CREATE TABLE hookd_entities ("
+    " kind TEXT NOT NULL,"
+    " id TEXT NOT NULL,"
+    " state TEXT,"
+    " version INTEGER,"
+    " last_event_id TEXT,"
+    " updated_at INTEGER NOT NULL,"
+    " PRIMARY KEY (kind, id)"
+    ") WITHOUT ROWID;"
+    "CREATE TABLE hookd_transitions ("
+    " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " inbox_id TEXT NOT NULL,"
+    " source TEXT NOT NULL,"
+    " kind TEXT NOT NULL,"
+    " entity_id TEXT NOT NULL,"
+    " event_id TEXT,"
+    " from_state TEXT,"
+    " to_state TEXT,"
+    " version INTEGER,"
+    " result TEXT NOT NULL CHECK (result IN ('applied', 'stale', 'deferred', 'quarantined', 'reconciled')),"
+    " reason TEXT,"
+    " worker TEXT,"
+    " at INTEGER NOT NULL"
+    ");"
+    "CREATE INDEX hookd_transitions_entity ON hookd_transitions(kind, entity_id, seq);"
+    "CREATE INDEX hookd_transitions_inbox ON hookd_transitions(inbox_id);"
+    "CREATE INDEX hookd_transitions_at ON hookd_transitions(at);";
+
 const struct schema_migration sqlite_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -294,6 +335,7 @@ const struct schema_migration sqlite_migrations[] = {
     {8, schema_inbox_workers},
     {9, schema_delivery_order},
     {10, schema_endpoint_state},
+    {11, schema_machines},
 };
 
 const size_t sqlite_migrations_count = sizeof sqlite_migrations / sizeof sqlite_migrations[0];

@@ -1,0 +1,270 @@
+/*
+ * PostgreSQL backend, machines: definitions, entities (held for a decision
+ * by a transaction-scoped advisory lock on the pair, so nodes serialize on
+ * one entity and no other), the transitions log, the settling of deferred
+ * items a re-evaluation decided, and the audit counts.
+ */
+#include "store/postgres_internal.h"
+
+#include <string.h>
+
+#include "core/clock.h"
+
+/* Statement slots, in this family's range (postgres_internal.h). */
+enum {
+    PG_MACHINE_INSERT = PG_MACHINES,
+    PG_MACHINE_UPDATE,
+    PG_MACHINE_GET,
+    PG_MACHINE_LIST,
+    PG_MACHINE_DELETE,
+    PG_ENTITY_LOCK,
+    PG_ENTITY_GET,
+    PG_ENTITY_PUT,
+    PG_TRANSITION_INSERT,
+    PG_TRANSITION_LIST,
+    PG_INBOX_SETTLE,
+    PG_AUDIT,
+    PG_MACHINES_END
+};
+_Static_assert((int)PG_MACHINES_END <= (int)PG_SPARE, "the machines statements overflow their slots");
+
+static int machine_write(struct store *s, const struct machine_record *m, bool update)
+{
+    static const char insert_sql[] = "INSERT INTO hookd_machines(" STORE_MACHINE_COLUMNS ") VALUES ($1, $2, $3, $4)"
+                                     " ON CONFLICT (name) DO NOTHING";
+    static const char update_sql[] =
+        "UPDATE hookd_machines SET definition = $2, updated_at = $4 WHERE name = $1 AND $3::bigint IS NOT NULL";
+    struct pg_params p = {.n = 0};
+    int64_t now = clock_now_ms(), rows = 0;
+    int result;
+
+    if (m->name[0] == '\0' || !m->definition)
+        return HOOKD_EINVAL;
+    pg_param_text(&p, 1, m->name);
+    pg_param_text(&p, 2, m->definition);
+    pg_param_i64(&p, 3, m->created_at ? m->created_at : now);
+    pg_param_i64(&p, 4, m->updated_at ? m->updated_at : now);
+    result = pg_run_command(s, update ? PG_MACHINE_UPDATE : PG_MACHINE_INSERT, update ? update_sql : insert_sql, &p,
+                            &rows);
+    if (result == 0 && rows == 0)
+        result = update ? HOOKD_ENOTFOUND : HOOKD_EEXISTS;
+    return result;
+}
+
+static int postgres_machine_insert(struct store *s, const struct machine_record *m) { return machine_write(s, m, false); }
+static int postgres_machine_update(struct store *s, const struct machine_record *m) { return machine_write(s, m, true); }
+
+static int postgres_machine_get(struct store *s, const char *name, struct machine_record *out)
+{
+    struct pg_params p = {.n = 0};
+
+    pg_param_text(&p, 1, name);
+    return pg_get(s, PG_MACHINE_GET, "SELECT " STORE_MACHINE_COLUMNS " FROM hookd_machines WHERE name = $1", &p,
+                  store_read_machine, out);
+}
+
+static int postgres_machine_list(struct store *s, const struct machine_filter *f, struct machine_list *out)
+{
+    struct pg_params p = {.n = 0};
+
+    pg_param_text(&p, 1, f->before_name);
+    pg_param_int(&p, 2, store_list_limit(f->limit));
+    return pg_list(s, PG_MACHINE_LIST,
+                   "SELECT " STORE_MACHINE_COLUMNS " FROM hookd_machines WHERE ($1::text IS NULL OR name < $1)"
+                   " ORDER BY name DESC LIMIT $2",
+                   &p, store_read_machine, STORE_ROWS(out, store_free_machine));
+}
+
+static int postgres_machine_delete(struct store *s, const char *name)
+{
+    struct pg_params p = {.n = 0};
+    int64_t rows = 0;
+    int result;
+
+    pg_param_text(&p, 1, name);
+    result = pg_run_command(s, PG_MACHINE_DELETE, "DELETE FROM hookd_machines WHERE name = $1", &p, &rows);
+    return result == 0 && rows == 0 ? HOOKD_ENOTFOUND : result;
+}
+
+/*
+ * A lock on the pair, not on its row: the first event of an entity finds no
+ * row to lock, and two nodes must still not both create it. The key space is
+ * hashtextextended's; a collision only serializes two entities needlessly.
+ */
+static int postgres_entity_lock(struct store *s, const char *kind, const char *id)
+{
+    struct pg_params p = {.n = 0};
+
+    pg_param_text(&p, 1, kind);
+    pg_param_text(&p, 2, id);
+    return pg_run_command(s, PG_ENTITY_LOCK,
+                          "SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 7226080340517711106))",
+                          &p, NULL);
+}
+
+static int postgres_entity_get(struct store *s, const char *kind, const char *id, struct entity_record *out)
+{
+    struct pg_params p = {.n = 0};
+
+    pg_param_text(&p, 1, kind);
+    pg_param_text(&p, 2, id);
+    return pg_get(s, PG_ENTITY_GET, "SELECT " STORE_ENTITY_COLUMNS " FROM hookd_entities WHERE kind = $1 AND id = $2",
+                  &p, store_read_entity, out);
+}
+
+static int postgres_entity_put(struct store *s, const struct entity_record *e)
+{
+    struct pg_params p = {.n = 0};
+
+    pg_param_text(&p, 1, e->kind);
+    pg_param_text(&p, 2, e->id);
+    pg_param_text(&p, 3, e->state);
+    if (e->has_version)
+        pg_param_i64(&p, 4, e->version);
+    else
+        pg_param_null(&p, 4, PG_OID_INT8);
+    pg_param_text(&p, 5, e->last_event_id);
+    pg_param_i64(&p, 6, e->updated_at ? e->updated_at : clock_now_ms());
+    return pg_run_command(s, PG_ENTITY_PUT,
+                          "INSERT INTO hookd_entities(" STORE_ENTITY_COLUMNS ") VALUES ($1, $2, $3, $4, $5, $6)"
+                          " ON CONFLICT (kind, id) DO UPDATE SET state = excluded.state, version = excluded.version,"
+                          " last_event_id = excluded.last_event_id, updated_at = excluded.updated_at",
+                          &p, NULL);
+}
+
+static int postgres_transition_insert(struct store *s, struct transition_record *t)
+{
+    struct pg_params p = {.n = 0};
+    PGresult *res;
+    int result;
+
+    pg_param_text(&p, 1, t->inbox_id);
+    pg_param_text(&p, 2, t->source);
+    pg_param_text(&p, 3, t->kind);
+    pg_param_text(&p, 4, t->entity_id);
+    pg_param_text(&p, 5, t->event_id);
+    pg_param_text(&p, 6, t->from_state);
+    pg_param_text(&p, 7, t->to_state);
+    if (t->has_version)
+        pg_param_i64(&p, 8, t->version);
+    else
+        pg_param_null(&p, 8, PG_OID_INT8);
+    pg_param_text(&p, 9, t->result);
+    pg_param_text(&p, 10, t->reason);
+    pg_param_text(&p, 11, t->worker);
+    pg_param_i64(&p, 12, t->at ? t->at : clock_now_ms());
+    result = pg_run(s, PG_TRANSITION_INSERT,
+                    "INSERT INTO hookd_transitions(inbox_id, source, kind, entity_id, event_id, from_state, to_state,"
+                    " version, result, reason, worker, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+                    " RETURNING seq",
+                    &p, &res);
+    if (result)
+        return result;
+    if (PQntuples(res) == 1)
+        t->seq = pg_col_i64(res, 0, 0);
+    else
+        result = HOOKD_EIO;
+    PQclear(res);
+    return result;
+}
+
+static int postgres_transition_list(struct store *s, const char *kind, const char *id, struct transition_list *out)
+{
+    struct pg_params p = {.n = 0};
+
+    out->items = NULL;
+    out->n = 0;
+    pg_param_text(&p, 1, kind);
+    pg_param_text(&p, 2, id);
+    pg_param_int(&p, 3, TRANSITION_LIST_MAX);
+    return pg_list(s, PG_TRANSITION_LIST,
+                   "SELECT " STORE_TRANSITION_COLUMNS " FROM hookd_transitions WHERE kind = $1 AND entity_id = $2"
+                   " ORDER BY seq LIMIT $3",
+                   &p, store_read_transition, STORE_ROWS(out, store_free_transition));
+}
+
+static int postgres_inbox_settle(struct store *s, const struct inbox_settle *r, int64_t now)
+{
+    struct pg_params p = {.n = 0};
+    int64_t rows = 0;
+    int result;
+
+    pg_param_text(&p, 1, r->id);
+    pg_param_text(&p, 2, inbox_status_name(r->status));
+    pg_param_text(&p, 3, r->result);
+    pg_param_text(&p, 4, r->error);
+    pg_param_i64(&p, 5, r->next_attempt_at ? r->next_attempt_at : now);
+    pg_param_i64(&p, 6, now);
+    result = pg_run_command(s, PG_INBOX_SETTLE,
+                            "UPDATE hookd_inbox SET status = $2, result = $3, error = $4,"
+                            " next_attempt_at = CASE WHEN $2 = 'deferred' THEN $5::bigint END,"
+                            " processed_at = CASE WHEN $2 = 'processed' THEN $6 ELSE processed_at END,"
+                            " deferred_at = CASE WHEN $2 = 'deferred' THEN COALESCE(deferred_at, $6) END,"
+                            " attempts = attempts + 1"
+                            " WHERE id = $1 AND status IN ('pending', 'deferred') AND (lease_until IS NULL OR lease_until <= $6)",
+                            &p, &rows);
+    return result == 0 && rows == 0 ? HOOKD_ESTALE : result;
+}
+
+/* The items the audit looks at: $1 a source or NULL, received in [$2, $3) (0: open). */
+#define AUDIT_SCOPE(i)                                                                                        \
+    " ($1::text IS NULL OR " i ".source = $1) AND ($2::bigint = 0 OR " i ".received_at >= $2)"                \
+    " AND ($3::bigint = 0 OR " i ".received_at < $3)"
+
+static int postgres_audit(struct store *s, const char *source, int64_t since, int64_t until, struct audit_report *out)
+{
+    struct pg_params p = {.n = 0};
+    PGresult *res;
+    int result;
+
+    memset(out, 0, sizeof *out);
+    pg_param_text(&p, 1, source);
+    pg_param_i64(&p, 2, since);
+    pg_param_i64(&p, 3, until);
+    result = pg_run(
+        s, PG_AUDIT,
+        "SELECT (SELECT count(*) FROM hookd_inbox i WHERE i.dup_count > 0 AND" AUDIT_SCOPE("i") "),"
+        " (SELECT COALESCE(sum(i.dup_count), 0) FROM hookd_inbox i WHERE i.dup_count > 0 AND" AUDIT_SCOPE("i") "),"
+        " (SELECT count(*) FROM hookd_inbox i WHERE i.version IS NOT NULL AND i.entity_id IS NOT NULL AND"
+        AUDIT_SCOPE("i") " AND EXISTS (SELECT 1 FROM hookd_inbox h WHERE h.entity_kind = i.entity_kind"
+        " AND h.entity_id = i.entity_id AND h.source = i.source AND h.version > i.version"
+        " AND h.received_at < i.received_at)),"
+        " (SELECT count(*) FROM (SELECT 1 FROM hookd_transitions t JOIN hookd_inbox i ON i.id = t.inbox_id"
+        "  WHERE t.result = 'applied' AND t.version IS NOT NULL AND" AUDIT_SCOPE("i")
+        "  GROUP BY t.kind, t.entity_id, t.version HAVING count(*) > 1) a)"
+        " + (SELECT count(*) FROM (SELECT 1 FROM hookd_transitions t JOIN hookd_inbox i ON i.id = t.inbox_id"
+        "  WHERE t.result = 'applied' AND" AUDIT_SCOPE("i") " GROUP BY t.inbox_id HAVING count(*) > 1) b),"
+        " (SELECT count(*) FROM hookd_transitions t JOIN hookd_inbox i ON i.id = t.inbox_id"
+        "  WHERE t.result = 'applied' AND i.status <> 'processed' AND" AUDIT_SCOPE("i") "),"
+        " (SELECT count(*) FROM hookd_inbox i WHERE i.conflict_count > 0 AND" AUDIT_SCOPE("i") ")",
+        &p, &res);
+    if (result)
+        return result;
+    if (PQntuples(res) == 1) {
+        out->received_twice = pg_col_i64(res, 0, 0);
+        out->extra_copies = pg_col_i64(res, 0, 1);
+        out->lower_after_higher = pg_col_i64(res, 0, 2);
+        out->applied_twice = pg_col_i64(res, 0, 3);
+        out->unprocessed_changes = pg_col_i64(res, 0, 4);
+        out->conflicting = pg_col_i64(res, 0, 5);
+    } else {
+        result = HOOKD_EIO;
+    }
+    PQclear(res);
+    return result;
+}
+
+const struct store_machine_ops postgres_machine_ops = {
+    .insert = postgres_machine_insert,
+    .update = postgres_machine_update,
+    .get = postgres_machine_get,
+    .list = postgres_machine_list,
+    .delete = postgres_machine_delete,
+    .entity_lock = postgres_entity_lock,
+    .entity_get = postgres_entity_get,
+    .entity_put = postgres_entity_put,
+    .transition_insert = postgres_transition_insert,
+    .transition_list = postgres_transition_list,
+    .settle = postgres_inbox_settle,
+    .audit = postgres_audit,
+};

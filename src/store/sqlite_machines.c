@@ -1,0 +1,305 @@
+/*
+ * SQLite backend, machines: definitions, entities, the transitions log, the
+ * settling of deferred items a re-evaluation decided, and the audit counts.
+ * One writer per file: an entity is held by the write transaction already.
+ */
+#include "store/sqlite_internal.h"
+
+#include <string.h>
+
+#include "core/clock.h"
+
+/* Statement slots, in this family's range (sqlite_internal.h). */
+enum {
+    SQ_MACHINE_INSERT = SQ_MACHINES,
+    SQ_MACHINE_UPDATE,
+    SQ_MACHINE_GET,
+    SQ_MACHINE_LIST,
+    SQ_MACHINE_LIST_AFTER,
+    SQ_MACHINE_DELETE,
+    SQ_ENTITY_GET,
+    SQ_ENTITY_PUT,
+    SQ_TRANSITION_INSERT,
+    SQ_TRANSITION_LIST,
+    SQ_INBOX_SETTLE,
+    SQ_AUDIT_TWICE,
+    SQ_AUDIT_LOWER,
+    SQ_AUDIT_APPLIED_TWICE,
+    SQ_AUDIT_UNPROCESSED,
+    SQ_AUDIT_CONFLICTING,
+    SQ_MACHINES_END
+};
+_Static_assert((int)SQ_MACHINES_END <= (int)SQ_SLOTS, "the machines statements overflow their slots");
+
+static int machine_write(struct store *s, const struct machine_record *m, bool update)
+{
+    static const char insert_sql[] = "INSERT INTO hookd_machines(" STORE_MACHINE_COLUMNS ") VALUES (?1, ?2, ?3, ?4)"
+                                     " ON CONFLICT(name) DO NOTHING";
+    static const char update_sql[] = "UPDATE hookd_machines SET definition = ?2, updated_at = ?4 WHERE name = ?1";
+    int64_t now = clock_now_ms();
+    sqlite3_stmt *st;
+    int changes = 0, result;
+
+    if (m->name[0] == '\0' || !m->definition)
+        return HOOKD_EINVAL;
+    result = sq_stmt(s, update ? SQ_MACHINE_UPDATE : SQ_MACHINE_INSERT, update ? update_sql : insert_sql, &st);
+    if (result)
+        return result;
+    sq_bind_text(st, 1, m->name);
+    sq_bind_text(st, 2, m->definition);
+    sqlite3_bind_int64(st, 3, m->created_at ? m->created_at : now);
+    sqlite3_bind_int64(st, 4, m->updated_at ? m->updated_at : now);
+    result = sq_run(s, st, &changes);
+    if (result == 0 && changes == 0)
+        result = update ? HOOKD_ENOTFOUND : HOOKD_EEXISTS;
+    return result;
+}
+
+static int sqlite_machine_insert(struct store *s, const struct machine_record *m) { return machine_write(s, m, false); }
+static int sqlite_machine_update(struct store *s, const struct machine_record *m) { return machine_write(s, m, true); }
+
+static int sqlite_machine_get(struct store *s, const char *name, struct machine_record *out)
+{
+    sqlite3_stmt *st;
+    int result = sq_stmt(s, SQ_MACHINE_GET, "SELECT " STORE_MACHINE_COLUMNS " FROM hookd_machines WHERE name = ?1",
+                         &st);
+
+    if (result)
+        return result;
+    sq_bind_text(st, 1, name);
+    return sq_row_read(s, st, store_read_machine, out);
+}
+
+static int sqlite_machine_list(struct store *s, const struct machine_filter *f, struct machine_list *out)
+{
+    static const char *const sql[] = {
+        "SELECT " STORE_MACHINE_COLUMNS " FROM hookd_machines ORDER BY name DESC LIMIT ?2",
+        "SELECT " STORE_MACHINE_COLUMNS " FROM hookd_machines WHERE name < ?1 ORDER BY name DESC LIMIT ?2",
+    };
+    bool after = f->before_name != NULL;
+    int limit = store_list_limit(f->limit), result;
+    sqlite3_stmt *st;
+
+    out->items = NULL;
+    out->n = 0;
+    result = sq_stmt(s, after ? SQ_MACHINE_LIST_AFTER : SQ_MACHINE_LIST, sql[after], &st);
+    if (result)
+        return result;
+    if (after)
+        sq_bind_text(st, 1, f->before_name);
+    sqlite3_bind_int(st, 2, limit);
+    return sq_rows_read(s, st, (size_t)limit, store_read_machine, STORE_ROWS(out, store_free_machine));
+}
+
+static int sqlite_machine_delete(struct store *s, const char *name)
+{
+    sqlite3_stmt *st;
+    int changes = 0, result = sq_stmt(s, SQ_MACHINE_DELETE, "DELETE FROM hookd_machines WHERE name = ?1", &st);
+
+    if (result)
+        return result;
+    sq_bind_text(st, 1, name);
+    result = sq_run(s, st, &changes);
+    return result == 0 && changes == 0 ? HOOKD_ENOTFOUND : result;
+}
+
+/* The write transaction is the lock: SQLite has one writer per file. */
+static int sqlite_entity_lock(struct store *s, const char *kind, const char *id)
+{
+    (void)s;
+    (void)kind;
+    (void)id;
+    return 0;
+}
+
+static int sqlite_entity_get(struct store *s, const char *kind, const char *id, struct entity_record *out)
+{
+    sqlite3_stmt *st;
+    int result = sq_stmt(s, SQ_ENTITY_GET,
+                         "SELECT " STORE_ENTITY_COLUMNS " FROM hookd_entities WHERE kind = ?1 AND id = ?2", &st);
+
+    if (result)
+        return result;
+    sq_bind_text(st, 1, kind);
+    sq_bind_text(st, 2, id);
+    return sq_row_read(s, st, store_read_entity, out);
+}
+
+static int sqlite_entity_put(struct store *s, const struct entity_record *e)
+{
+    sqlite3_stmt *st;
+    int result = sq_stmt(s, SQ_ENTITY_PUT,
+                         "INSERT INTO hookd_entities(" STORE_ENTITY_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+                         " ON CONFLICT(kind, id) DO UPDATE SET state = excluded.state, version = excluded.version,"
+                         " last_event_id = excluded.last_event_id, updated_at = excluded.updated_at",
+                         &st);
+
+    if (result)
+        return result;
+    sq_bind_text(st, 1, e->kind);
+    sq_bind_text(st, 2, e->id);
+    sq_bind_text(st, 3, e->state);
+    if (e->has_version)
+        sqlite3_bind_int64(st, 4, e->version);
+    else
+        sqlite3_bind_null(st, 4);
+    sq_bind_text(st, 5, e->last_event_id);
+    sqlite3_bind_int64(st, 6, e->updated_at ? e->updated_at : clock_now_ms());
+    return sq_run(s, st, NULL);
+}
+
+static int sqlite_transition_insert(struct store *s, struct transition_record *t)
+{
+    sqlite3_stmt *st;
+    int result = sq_stmt(s, SQ_TRANSITION_INSERT,
+                         "INSERT INTO hookd_transitions(inbox_id, source, kind, entity_id, event_id, from_state,"
+                         " to_state, version, result, reason, worker, at)"
+                         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                         &st);
+
+    if (result)
+        return result;
+    sq_bind_text(st, 1, t->inbox_id);
+    sq_bind_text(st, 2, t->source);
+    sq_bind_text(st, 3, t->kind);
+    sq_bind_text(st, 4, t->entity_id);
+    sq_bind_text(st, 5, t->event_id);
+    sq_bind_text(st, 6, t->from_state);
+    sq_bind_text(st, 7, t->to_state);
+    if (t->has_version)
+        sqlite3_bind_int64(st, 8, t->version);
+    else
+        sqlite3_bind_null(st, 8);
+    sq_bind_text(st, 9, t->result);
+    sq_bind_text(st, 10, t->reason);
+    sq_bind_text(st, 11, t->worker);
+    sqlite3_bind_int64(st, 12, t->at ? t->at : clock_now_ms());
+    result = sq_run(s, st, NULL);
+    if (result == 0)
+        t->seq = sqlite3_last_insert_rowid(s->db);
+    return result;
+}
+
+static int sqlite_transition_list(struct store *s, const char *kind, const char *id, struct transition_list *out)
+{
+    sqlite3_stmt *st;
+    int result = sq_stmt(s, SQ_TRANSITION_LIST,
+                         "SELECT " STORE_TRANSITION_COLUMNS " FROM hookd_transitions WHERE kind = ?1 AND entity_id = ?2"
+                         " ORDER BY seq LIMIT ?3",
+                         &st);
+
+    out->items = NULL;
+    out->n = 0;
+    if (result)
+        return result;
+    sq_bind_text(st, 1, kind);
+    sq_bind_text(st, 2, id);
+    sqlite3_bind_int(st, 3, TRANSITION_LIST_MAX);
+    return sq_rows_read(s, st, TRANSITION_LIST_MAX, store_read_transition, STORE_ROWS(out, store_free_transition));
+}
+
+static int sqlite_inbox_settle(struct store *s, const struct inbox_settle *r, int64_t now)
+{
+    sqlite3_stmt *st;
+    int changes = 0, result;
+
+    result = sq_stmt(s, SQ_INBOX_SETTLE,
+                     "UPDATE hookd_inbox SET status = ?2, result = ?3, error = ?4,"
+                     " next_attempt_at = CASE WHEN ?2 = 'deferred' THEN ?5 END,"
+                     " processed_at = CASE WHEN ?2 = 'processed' THEN ?6 ELSE processed_at END,"
+                     " deferred_at = CASE WHEN ?2 = 'deferred' THEN COALESCE(deferred_at, ?6) END,"
+                     " attempts = attempts + 1"
+                     " WHERE id = ?1 AND status IN ('pending', 'deferred') AND (lease_until IS NULL OR lease_until <= ?6)",
+                     &st);
+    if (result)
+        return result;
+    sq_bind_text(st, 1, r->id);
+    sq_bind_text(st, 2, inbox_status_name(r->status));
+    sq_bind_text(st, 3, r->result);
+    sq_bind_text(st, 4, r->error);
+    sqlite3_bind_int64(st, 5, r->next_attempt_at ? r->next_attempt_at : now);
+    sqlite3_bind_int64(st, 6, now);
+    result = sq_run(s, st, &changes);
+    return result == 0 && changes == 0 ? HOOKD_ESTALE : result;
+}
+
+/* The items the audit looks at: ?1 a source or NULL, received in [?2, ?3) (0: open). */
+#define AUDIT_SCOPE(i)                                                                                        \
+    " (?1 IS NULL OR " i ".source = ?1) AND (?2 = 0 OR " i ".received_at >= ?2) AND (?3 = 0 OR " i            \
+    ".received_at < ?3)"
+
+static int audit_count(struct store *s, int slot, const char *sql, const char *source, int64_t since, int64_t until,
+                       int64_t *a, int64_t *b)
+{
+    sqlite3_stmt *st;
+    int rc, result = sq_stmt(s, slot, sql, &st);
+
+    if (result)
+        return result;
+    sq_bind_text(st, 1, source);
+    sqlite3_bind_int64(st, 2, since);
+    sqlite3_bind_int64(st, 3, until);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *a = sqlite3_column_int64(st, 0);
+        if (b)
+            *b = sqlite3_column_int64(st, 1);
+    }
+    result = rc == SQLITE_ROW ? 0 : sq_error(s, rc);
+    sq_reset(st);
+    return result;
+}
+
+static int sqlite_audit(struct store *s, const char *source, int64_t since, int64_t until, struct audit_report *out)
+{
+    int result;
+
+    memset(out, 0, sizeof *out);
+    result = audit_count(s, SQ_AUDIT_TWICE,
+                         "SELECT count(*), COALESCE(sum(i.dup_count), 0) FROM hookd_inbox i WHERE i.dup_count > 0 AND"
+                         AUDIT_SCOPE("i"),
+                         source, since, until, &out->received_twice, &out->extra_copies);
+    if (result == 0)
+        result = audit_count(s, SQ_AUDIT_LOWER,
+                             "SELECT count(*) FROM hookd_inbox i WHERE i.version IS NOT NULL AND i.entity_id IS NOT NULL"
+                             " AND" AUDIT_SCOPE("i") " AND EXISTS (SELECT 1 FROM hookd_inbox h"
+                             " WHERE h.entity_kind = i.entity_kind AND h.entity_id = i.entity_id"
+                             " AND h.source = i.source AND h.version > i.version AND h.received_at < i.received_at)",
+                             source, since, until, &out->lower_after_higher, NULL);
+    if (result == 0)
+        result = audit_count(s, SQ_AUDIT_APPLIED_TWICE,
+                             "SELECT (SELECT count(*) FROM (SELECT 1 FROM hookd_transitions t"
+                             "  JOIN hookd_inbox i ON i.id = t.inbox_id WHERE t.result = 'applied'"
+                             "  AND t.version IS NOT NULL AND" AUDIT_SCOPE("i")
+                             "  GROUP BY t.kind, t.entity_id, t.version HAVING count(*) > 1))"
+                             " + (SELECT count(*) FROM (SELECT 1 FROM hookd_transitions t"
+                             "  JOIN hookd_inbox i ON i.id = t.inbox_id WHERE t.result = 'applied' AND"
+                             AUDIT_SCOPE("i") " GROUP BY t.inbox_id HAVING count(*) > 1))",
+                             source, since, until, &out->applied_twice, NULL);
+    if (result == 0)
+        result = audit_count(s, SQ_AUDIT_UNPROCESSED,
+                             "SELECT count(*) FROM hookd_transitions t JOIN hookd_inbox i ON i.id = t.inbox_id"
+                             " WHERE t.result = 'applied' AND i.status <> 'processed' AND"
+                             AUDIT_SCOPE("i"),
+                             source, since, until, &out->unprocessed_changes, NULL);
+    if (result == 0)
+        result = audit_count(s, SQ_AUDIT_CONFLICTING,
+                             "SELECT count(*) FROM hookd_inbox i WHERE i.conflict_count > 0 AND" AUDIT_SCOPE("i"),
+                             source, since, until, &out->conflicting, NULL);
+    return result;
+}
+
+const struct store_machine_ops sqlite_machine_ops = {
+    .insert = sqlite_machine_insert,
+    .update = sqlite_machine_update,
+    .get = sqlite_machine_get,
+    .list = sqlite_machine_list,
+    .delete = sqlite_machine_delete,
+    .entity_lock = sqlite_entity_lock,
+    .entity_get = sqlite_entity_get,
+    .entity_put = sqlite_entity_put,
+    .transition_insert = sqlite_transition_insert,
+    .transition_list = sqlite_transition_list,
+    .settle = sqlite_inbox_settle,
+    .audit = sqlite_audit,
+};

@@ -1,0 +1,231 @@
+/*
+ * Store conformance, the machines family on either backend (HOOKD_TEST_STORE):
+ * machine definitions (CRUD, cursor), entities, the append-only transitions
+ * log, settling a deferred item (never one a worker holds), the audit counts,
+ * and (PostgreSQL) the entity lock holding a second connection off.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "store_fixture.h"
+
+static void test_machine_crud(void **state)
+{
+    struct fixture *fx = *state;
+    struct machine_record m = {0}, got = {0};
+    struct machine_list l = {0};
+
+    id_new(m.name, "mach_");
+    m.definition = strdup("{\"name\":\"x\"}");
+    assert_int_equal(store_machine_insert(fx->s, &m), 0);
+    assert_int_equal(store_machine_insert(fx->s, &m), HOOKD_EEXISTS);
+    assert_int_equal(store_machine_get(fx->s, m.name, &got), 0);
+    assert_string_equal(got.definition, m.definition);
+    assert_true(got.created_at > 0);
+    int64_t created = got.created_at;
+    machine_record_free(&got);
+    free(m.definition);
+    m.definition = strdup("{\"name\":\"y\"}");
+    m.created_at = 1;
+    m.updated_at = created + 10;
+    assert_int_equal(store_machine_update(fx->s, &m), 0);
+    assert_int_equal(store_machine_get(fx->s, m.name, &got), 0);
+    assert_string_equal(got.definition, "{\"name\":\"y\"}");
+    assert_int_equal(got.created_at, created); /* kept */
+    assert_int_equal(got.updated_at, created + 10);
+    machine_record_free(&got);
+    const struct machine_filter f = {.limit = 1000};
+    assert_int_equal(store_machine_list(fx->s, &f, &l), 0);
+    bool found = false;
+    for (size_t i = 0; i < l.n; i++)
+        found = found || strcmp(l.items[i].name, m.name) == 0;
+    assert_true(found);
+    machine_list_free(&l);
+    assert_int_equal(store_machine_delete(fx->s, m.name), 0);
+    assert_int_equal(store_machine_delete(fx->s, m.name), HOOKD_ENOTFOUND);
+    assert_int_equal(store_machine_update(fx->s, &m), HOOKD_ENOTFOUND);
+    assert_int_equal(store_machine_get(fx->s, m.name, &got), HOOKD_ENOTFOUND);
+    machine_record_free(&m);
+}
+
+static void test_entity_and_transitions(void **state)
+{
+    struct fixture *fx = *state;
+    char id[HOOKD_ID_MAX];
+    struct entity_record e = {0}, got = {0};
+    struct transition_list l = {0};
+
+    id_new(id, "ent_");
+    assert_int_equal(store_entity_get(fx->s, "order", id, &got), HOOKD_ENOTFOUND);
+    e.kind = "order";
+    e.id = id;
+    e.state = "created";
+    e.last_event_id = "ev1";
+    assert_int_equal(store_entity_put(fx->s, &e), 0);
+    assert_int_equal(store_entity_get(fx->s, "order", id, &got), 0);
+    assert_string_equal(got.state, "created");
+    assert_false(got.has_version);
+    entity_record_free(&got);
+    e.state = "paid";
+    e.has_version = true;
+    e.version = 7;
+    e.last_event_id = "ev2";
+    assert_int_equal(store_entity_put(fx->s, &e), 0);
+    assert_int_equal(store_entity_get(fx->s, "order", id, &got), 0);
+    assert_string_equal(got.state, "paid");
+    assert_true(got.has_version);
+    assert_int_equal(got.version, 7);
+    assert_string_equal(got.last_event_id, "ev2");
+    entity_record_free(&got);
+
+    struct transition_record t = {.source = "shop", .kind = "order", .entity_id = id, .event_id = "ev1",
+                                  .to_state = "created", .result = "applied", .worker = "n1", .at = 5};
+    snprintf(t.inbox_id, sizeof t.inbox_id, "inb_a");
+    assert_int_equal(store_transition_insert(fx->s, &t), 0);
+    int64_t first = t.seq;
+    t.from_state = "created";
+    t.to_state = "paid";
+    t.has_version = true;
+    t.version = 7;
+    t.reason = "why \"quoted\"\n";
+    assert_int_equal(store_transition_insert(fx->s, &t), 0);
+    assert_true(t.seq > first);
+    t.result = "sideways"; /* the table's check refuses a result it does not know */
+    assert_int_not_equal(store_transition_insert(fx->s, &t), 0);
+    assert_int_equal(store_transition_list(fx->s, "order", id, &l), 0);
+    assert_int_equal(l.n, 2);
+    assert_null(l.items[0].from_state);
+    assert_false(l.items[0].has_version);
+    assert_string_equal(l.items[1].from_state, "created");
+    assert_int_equal(l.items[1].version, 7);
+    assert_string_equal(l.items[1].reason, "why \"quoted\"\n");
+    assert_string_equal(l.items[1].worker, "n1");
+    transition_list_free(&l);
+}
+
+static void item_add(struct fixture *fx, const char *source, const char *event_id, const char *entity,
+                     int64_t version, struct inbox_outcome *out)
+{
+    struct inbox_item it = {0};
+
+    snprintf(it.source, sizeof it.source, "%s", source);
+    it.event_id = strdup(event_id);
+    it.event_type = strdup("order.paid");
+    it.entity_kind = strdup("order");
+    it.entity_id = strdup(entity);
+    it.has_version = true;
+    it.version = version;
+    it.payload = strdup("{}");
+    snprintf(it.payload_sha256, sizeof it.payload_sha256, "%064d", 0);
+    assert_int_equal(store_inbox_insert(fx->s, &it, out), 0);
+    inbox_item_free(&it);
+}
+
+static void test_settle_and_audit(void **state)
+{
+    struct fixture *fx = *state;
+    char source[SOURCE_NAME_MAX], entity[HOOKD_ID_MAX];
+    struct inbox_outcome a, b, dup;
+    struct inbox_list claimed = {0};
+    struct audit_report r;
+    struct inbox_item got;
+    int64_t now = clock_now_ms();
+
+    id_new(source, "src_");
+    id_new(entity, "ent_");
+    item_add(fx, source, "e2", entity, 2, &a);
+    item_add(fx, source, "e1", entity, 1, &b); /* lower after higher */
+    item_add(fx, source, "e1", entity, 1, &dup); /* a duplicate */
+    assert_true(dup.duplicate);
+    const struct inbox_settle st = {.id = a.id, .status = INBOX_PROCESSED, .result = "applied"};
+    /* Open and leased by a worker: not settled (the worker decides). */
+    assert_int_equal(store_inbox_claim_due(fx->s, "n1", now + 10, now + 60000, 10, &claimed), 0);
+    bool mine = false;
+    for (size_t i = 0; i < claimed.n; i++) {
+        if (strcmp(claimed.items[i].id, b.id) == 0 || strcmp(claimed.items[i].id, a.id) == 0) {
+            const struct inbox_result res = {.id = claimed.items[i].id, .lease_owner = "n1",
+                                             .lease_token = claimed.items[i].lease_token, .status = INBOX_DEFERRED,
+                                             .attempts = 1, .next_attempt_at = now + 60000, .error = "gap"};
+            assert_int_equal(store_inbox_complete(fx->s, &res, now), 0);
+            mine = true;
+        }
+    }
+    assert_true(mine);
+    inbox_list_free(&claimed);
+    struct inbox_list again = {0};
+    assert_int_equal(store_inbox_claim_due(fx->s, "n2", now + 70000, now + 130000, 10, &again), 0);
+    for (size_t i = 0; i < again.n; i++)
+        if (strcmp(again.items[i].id, a.id) == 0)
+            assert_int_equal(store_inbox_settle(fx->s, &st, now + 70000), HOOKD_ESTALE);
+    inbox_list_free(&again);
+    assert_int_equal(store_inbox_release_node(fx->s, "n2"), 0);
+    assert_int_equal(store_inbox_get(fx->s, a.id, &got), 0);
+    enum inbox_status a_status = got.status;
+    inbox_item_free(&got);
+    if (a_status == INBOX_DEFERRED || a_status == INBOX_PENDING) {
+        assert_int_equal(store_inbox_settle(fx->s, &st, now), 0);
+        assert_int_equal(store_inbox_get(fx->s, a.id, &got), 0);
+        assert_int_equal(got.status, INBOX_PROCESSED);
+        assert_string_equal(got.result, "applied");
+        assert_true(got.processed_at > 0);
+        inbox_item_free(&got);
+        assert_int_equal(store_inbox_settle(fx->s, &st, now), HOOKD_ESTALE); /* once */
+    }
+    /* Audit: two applied rows for one version, and one applied row on an item not processed. */
+    struct transition_record t = {.source = source, .kind = "order", .entity_id = entity, .to_state = "paid",
+                                  .has_version = true, .version = 2, .result = "applied", .at = now};
+    snprintf(t.inbox_id, sizeof t.inbox_id, "%s", b.id);
+    assert_int_equal(store_transition_insert(fx->s, &t), 0);
+    assert_int_equal(store_transition_insert(fx->s, &t), 0);
+    assert_int_equal(store_audit(fx->s, source, 0, 0, &r), 0);
+    assert_int_equal(r.received_twice, 1);
+    assert_int_equal(r.extra_copies, 1);
+    assert_int_equal(r.lower_after_higher, 1);
+    assert_int_equal(r.applied_twice, 2); /* the version, and the item */
+    assert_true(r.unprocessed_changes >= 2);
+    assert_int_equal(r.conflicting, 0);
+    /* A range before everything counts nothing. */
+    assert_int_equal(store_audit(fx->s, source, 1, 2, &r), 0);
+    assert_int_equal(r.received_twice + r.lower_after_higher + r.applied_twice + r.unprocessed_changes, 0);
+}
+
+/* Two connections deciding on one entity: the second waits for the first's transaction. */
+static void test_entity_lock_holds_others_off(void **state)
+{
+    struct fixture *fx = *state;
+    struct store *other = NULL;
+    char id[HOOKD_ID_MAX];
+
+    postgres_only(fx);
+    id_new(id, "ent_");
+    assert_int_equal(store_open(fx->dsn, &other), 0);
+    assert_int_equal(store_lock_wait(other, 200), 0);
+    assert_int_equal(store_begin(fx->s), 0);
+    assert_int_equal(store_entity_lock(fx->s, "order", id), 0);
+    assert_int_equal(store_begin(other), 0);
+    assert_int_equal(store_entity_lock(other, "order", "another"), 0); /* another entity: no wait */
+    assert_int_equal(store_entity_lock(other, "order", id), HOOKD_EBUSY);
+    assert_int_equal(store_rollback(other), 0);
+    assert_int_equal(store_commit(fx->s), 0);
+    assert_int_equal(store_begin(other), 0);
+    assert_int_equal(store_entity_lock(other, "order", id), 0); /* free once the first ended */
+    assert_int_equal(store_commit(other), 0);
+    store_close(other);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_machine_crud),
+        T(test_entity_and_transitions),
+        T(test_settle_and_audit),
+        T(test_entity_lock_holds_others_off),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

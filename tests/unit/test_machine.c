@@ -1,0 +1,171 @@
+/* Unit tests of state machine definitions and the decision rules (DESIGN §7): validation names the field,
+ * and machine_decide is stale / gap / apply / not allowed exactly as the rules say. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "inbound/machine.h"
+#include "ops/api_common.h"
+
+static const char ORDER[] =
+    "{\"name\": \"order\", \"versioning\": \"contiguous\", \"transitions\": ["
+    "{\"on\": \"order.created\", \"from\": [null], \"to\": \"created\"},"
+    "{\"on\": \"order.paid\", \"from\": [\"created\"], \"to\": \"paid\"},"
+    "{\"on\": \"order.fulfilled\", \"from\": [\"paid\"], \"to\": \"fulfilled\"},"
+    "{\"on\": \"order.refunded\", \"from\": [\"paid\", \"fulfilled\"], \"to\": \"refunded\"},"
+    "{\"on\": \"order.cancelled\", \"from\": [\"created\"], \"to\": \"cancelled\"}],"
+    " \"emit\": \"order.status_changed\"}";
+
+static int parse_text(const char *text, struct machine *m, struct api_error *err)
+{
+    json_t *j = json_loads(text, 0, NULL);
+    int rc;
+
+    assert_non_null(j);
+    memset(err, 0, sizeof *err);
+    rc = machine_parse(j, m, err);
+    json_decref(j);
+    return rc;
+}
+
+static void test_order_machine_parses(void **state)
+{
+    struct machine m;
+    struct api_error err;
+
+    (void)state;
+    assert_int_equal(parse_text(ORDER, &m, &err), 0);
+    assert_string_equal(m.name, "order");
+    assert_int_equal(m.versioning, VERSIONING_CONTIGUOUS);
+    assert_int_equal(m.n_transitions, 5);
+    assert_int_equal(m.n_states, 5);
+    assert_null(m.transitions[0].from[0]);
+    assert_string_equal(m.emit, "order.status_changed");
+    json_t *j = machine_definition_json(&m);
+    char *text = json_dumps(j, JSON_COMPACT);
+    assert_non_null(strstr(text, "\"from\":[null]"));
+    free(text);
+    json_decref(j);
+    machine_free(&m);
+}
+
+static void test_refusals_name_the_field(void **state)
+{
+    static const struct {
+        const char *body, *code, *field;
+    } cases[] = {
+        {"{\"versioning\": \"none\", \"transitions\": [{\"on\": \"a\", \"from\": [null], \"to\": \"x\"}]}",
+         "missing_field", "name"},
+        {"{\"name\": \"m\", \"transitions\": [{\"on\": \"a\", \"from\": [null], \"to\": \"x\"}]}", "missing_field",
+         "versioning"},
+        {"{\"name\": \"m\", \"versioning\": \"often\", \"transitions\": [{\"on\": \"a\", \"from\": [null], \"to\": \"x\"}]}",
+         "invalid_field", "versioning"},
+        {"{\"name\": \"m\", \"versioning\": \"none\"}", "missing_field", "transitions"},
+        {"{\"name\": \"m\", \"versioning\": \"none\", \"transitions\": []}", "invalid_field", "transitions"},
+        {"{\"name\": \"m\", \"versioning\": \"none\", \"transitions\": [{\"on\": \"a\", \"from\": [\"ghost\"], \"to\": \"x\"}]}",
+         "invalid_field", "transitions[0].from: unknown state \"ghost\""},
+        {"{\"name\": \"m\", \"versioning\": \"none\", \"transitions\": [{\"on\": \"a\", \"from\": [null], \"to\": \"x\"},"
+         "{\"on\": \"a\", \"from\": [\"x\", null], \"to\": \"y\"}]}",
+         "invalid_field", "transitions[1].from"},
+        {"{\"name\": \"m\", \"versioning\": \"none\", \"transitions\": [{\"on\": \"a\", \"from\": [null], \"to\": \"x\"},"
+         "{\"on\": \"b\", \"from\": [\"y\"], \"to\": \"z\"}, {\"on\": \"c\", \"from\": [\"z\"], \"to\": \"y\"}]}",
+         "invalid_field", "unreachable"},
+        {"{\"name\": \"m\", \"versioning\": \"none\", \"states\": [\"x\", \"w\"], \"transitions\": [{\"on\": \"a\", \"from\": [null], \"to\": \"x\"}]}",
+         "invalid_field", "states: state \"w\" is unreachable"},
+        {"{\"name\": \"m\", \"versioning\": \"none\", \"states\": [\"x\"], \"transitions\": [{\"on\": \"a\", \"from\": [null], \"to\": \"q\"}]}",
+         "invalid_field", "transitions[0].to"},
+        {"{\"name\": \"m\", \"versioning\": \"none\", \"transitions\": [{\"on\": \"a\", \"from\": [null, null], \"to\": \"x\"}]}",
+         "invalid_field", "transitions[0].from"},
+        {"{\"name\": \"m\", \"versioning\": \"none\", \"transitions\": [{\"on\": \"a\\u0001\", \"from\": [null], \"to\": \"x\"}]}",
+         "invalid_field", "transitions[0].on"},
+        {"{\"name\": \"m\", \"versioning\": \"none\", \"transitions\": [{\"on\": \"a\", \"from\": [null], \"to\": \"x\\n\"}]}",
+         "invalid_field", "transitions[0].to"},
+        {"{\"name\": \"m\", \"versioning\": \"none\", \"transitions\": [{\"on\": \"a\", \"from\": [null], \"to\": \"x\", \"if\": 1}]}",
+         "unknown_field", "transitions[0].if"},
+        {"{\"name\": \"m\", \"versioning\": \"none\", \"colour\": 1, \"transitions\": [{\"on\": \"a\", \"from\": [null], \"to\": \"x\"}]}",
+         "unknown_field", "colour"},
+        {"{\"name\": \"m\", \"versioning\": \"none\", \"emit\": 5, \"transitions\": [{\"on\": \"a\", \"from\": [null], \"to\": \"x\"}]}",
+         "invalid_field", "emit"},
+        {"{\"name\": \"a b\", \"versioning\": \"none\", \"transitions\": [{\"on\": \"a\", \"from\": [null], \"to\": \"x\"}]}",
+         "invalid_field", "name"},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct machine m;
+        struct api_error err;
+        int rc = parse_text(cases[i].body, &m, &err);
+        if (rc != HOOKD_EINVAL || strcmp(err.code, cases[i].code) != 0 || !strstr(err.message, cases[i].field))
+            fail_msg("case %zu: rc %d, %s: %s (want %s naming %s)", i, rc, err.code, err.message, cases[i].code,
+                     cases[i].field);
+        assert_int_equal(err.status, 400);
+        machine_free(&m);
+    }
+}
+
+static void test_decide_rules(void **state)
+{
+    struct machine m;
+    struct api_error err;
+    struct machine_decision d;
+
+    (void)state;
+    assert_int_equal(parse_text(ORDER, &m, &err), 0);
+    /* A new entity: any version is a candidate, the transition decides. */
+    machine_decide(&m, NULL, false, 0, "order.created", true, 1, &d);
+    assert_int_equal(d.verdict, VERDICT_APPLY);
+    assert_string_equal(d.to, "created");
+    assert_true(d.sets_version);
+    machine_decide(&m, NULL, false, 0, "order.paid", true, 2, &d);
+    assert_int_equal(d.verdict, VERDICT_NOT_ALLOWED);
+    /* Stale: at or below the applied version. */
+    machine_decide(&m, "paid", true, 2, "order.paid", true, 2, &d);
+    assert_int_equal(d.verdict, VERDICT_STALE);
+    machine_decide(&m, "paid", true, 2, "order.created", true, 1, &d);
+    assert_int_equal(d.verdict, VERDICT_STALE);
+    /* Contiguous: a gap waits. */
+    machine_decide(&m, "created", true, 1, "order.fulfilled", true, 3, &d);
+    assert_int_equal(d.verdict, VERDICT_GAP);
+    assert_non_null(strstr(d.reason, "waiting for version 2"));
+    machine_decide(&m, "created", true, 1, "order.paid", true, 2, &d);
+    assert_int_equal(d.verdict, VERDICT_APPLY);
+    assert_string_equal(d.to, "paid");
+    /* Refunded from paid or fulfilled; not from created. */
+    machine_decide(&m, "fulfilled", true, 3, "order.refunded", true, 4, &d);
+    assert_int_equal(d.verdict, VERDICT_APPLY);
+    machine_decide(&m, "created", true, 1, "order.refunded", true, 2, &d);
+    assert_int_equal(d.verdict, VERDICT_NOT_ALLOWED);
+    /* No version: transition rules alone, the version stays. */
+    machine_decide(&m, "created", true, 1, "order.paid", false, 0, &d);
+    assert_int_equal(d.verdict, VERDICT_APPLY);
+    assert_false(d.sets_version);
+    /* An unknown type is never allowed. */
+    machine_decide(&m, "created", true, 1, "order.teleported", true, 2, &d);
+    assert_int_equal(d.verdict, VERDICT_NOT_ALLOWED);
+    /* Monotonic: any newer version is a candidate. */
+    m.versioning = VERSIONING_MONOTONIC;
+    machine_decide(&m, "created", true, 1, "order.paid", true, 9, &d);
+    assert_int_equal(d.verdict, VERDICT_APPLY);
+    machine_decide(&m, "paid", true, 9, "order.paid", true, 8, &d);
+    assert_int_equal(d.verdict, VERDICT_STALE);
+    /* None: versions are ignored. */
+    m.versioning = VERSIONING_NONE;
+    machine_decide(&m, "created", true, 9, "order.paid", true, 1, &d);
+    assert_int_equal(d.verdict, VERDICT_APPLY);
+    assert_false(d.sets_version);
+    machine_free(&m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_order_machine_parses),
+        cmocka_unit_test(test_refusals_name_the_field),
+        cmocka_unit_test(test_decide_rules),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
