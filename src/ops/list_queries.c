@@ -1,7 +1,7 @@
 /*
  * What each list route takes in its query string: GET /v1/endpoints,
- * /v1/events, /v1/deliveries, /v1/sources, /v1/sources/{name}/rejections
- * and /v1/inbox (DESIGN §8, §12). A parameter not in its
+ * /v1/events, /v1/deliveries, /v1/sources, /v1/sources/{name}/rejections,
+ * /v1/inbox, /v1/replays and /v1/tokens (DESIGN §8, §12). A parameter not in its
  * route's table is refused with 400, never ignored.
  */
 #include "ops/list_queries.h"
@@ -84,3 +84,17 @@ const struct query_param inbox_list_query[] = {
     {.name = "limit", .type = QUERY_LIMIT, .offset = offsetof(struct inbox_filter, limit)},
 };
 const size_t inbox_list_query_count = sizeof inbox_list_query / sizeof inbox_list_query[0];
+
+const struct query_param replay_list_query[] = {
+    {.name = "account", .type = QUERY_TEXT, .max_len = API_ACCOUNT_MAX, .offset = offsetof(struct replay_filter, account)},
+    {.name = "cursor", .type = QUERY_CURSOR_ID, .list = LIST_REPLAYS, .offset = offsetof(struct replay_filter, before_id)},
+    {.name = "limit", .type = QUERY_LIMIT, .offset = offsetof(struct replay_filter, limit)},
+};
+const size_t replay_list_query_count = sizeof replay_list_query / sizeof replay_list_query[0];
+
+const struct query_param token_list_query[] = {
+    {.name = "account", .type = QUERY_TEXT, .max_len = API_ACCOUNT_MAX, .offset = offsetof(struct token_filter, account)},
+    {.name = "cursor", .type = QUERY_CURSOR_ID, .list = LIST_TOKENS, .offset = offsetof(struct token_filter, before_id)},
+    {.name = "limit", .type = QUERY_LIMIT, .offset = offsetof(struct token_filter, limit)},
+};
+const size_t token_list_query_count = sizeof token_list_query / sizeof token_list_query[0];

@@ -575,4 +575,6 @@ const struct store_ops store_sqlite_ops = {
     .sources = &sqlite_source_ops,
     .inbox = &sqlite_inbox_ops,
     .rejections = &sqlite_rejection_ops,
+    .replays = &sqlite_replay_ops,
+    .tokens = &sqlite_token_ops,
 };

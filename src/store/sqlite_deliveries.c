@@ -32,6 +32,8 @@ enum {
     SQ_ATTEMPT_LIST,
     SQ_DELIVERY_LIST,
     SQ_DELIVERY_LIST_LAST = SQ_DELIVERY_LIST + DL_F_COMBINATIONS - 1,
+    SQ_DELIVERY_COUNT, /* one per filter combination without the cursor */
+    SQ_DELIVERY_COUNT_LAST = SQ_DELIVERY_COUNT + DL_F_BEFORE - 1,
     SQ_DELIVERIES_END
 };
 _Static_assert((int)SQ_DELIVERIES_END <= (int)SQ_ENDPOINT_STATE, "the deliveries statements overflow their slots");
@@ -730,6 +732,37 @@ static int sqlite_delivery_list(struct store *s, const struct delivery_filter *f
     return sq_rows_read(s, st, (size_t)limit, store_read_delivery, STORE_ROWS(out, store_free_delivery));
 }
 
+static int sqlite_delivery_count(struct store *s, const struct delivery_filter *f, int64_t *n)
+{
+    char terms[FILTER_SQL_MAX];
+    struct store_sql q = {.len = 0};
+    sqlite3_stmt *st;
+    int mask = delivery_filter_mask(f) & ~DL_F_BEFORE, result;
+
+    *n = 0;
+    if (f->status >= 0 && !delivery_status_valid(f->status))
+        return HOOKD_EINVAL;
+    store_sql_add(&q, "SELECT count(*) FROM hookd_deliveries d WHERE 1");
+    delivery_filter_sql(mask, '?', terms);
+    store_sql_add(&q, terms);
+    result = sq_stmt(s, SQ_DELIVERY_COUNT + mask, q.text, &st);
+    if (result)
+        return result;
+    if (mask & DL_F_EVENT)
+        sq_bind_text(st, 1, f->event_id);
+    if (mask & DL_F_ENDPOINT)
+        sq_bind_text(st, 2, f->endpoint_id);
+    if (mask & DL_F_ACCOUNT)
+        sq_bind_text(st, 3, f->account);
+    if (mask & DL_F_STATUS)
+        sq_bind_text(st, 4, delivery_status_name((enum delivery_status)f->status));
+    if (mask & DL_F_SINCE)
+        sqlite3_bind_int64(st, 5, f->since);
+    if (mask & DL_F_UNTIL)
+        sqlite3_bind_int64(st, 6, f->until);
+    return sq_get_i64(s, st, n);
+}
+
 static int sqlite_attempt_list(struct store *s, const char *delivery_id, struct attempt_list *out)
 {
     sqlite3_stmt *st;
@@ -758,6 +791,7 @@ const struct store_delivery_ops sqlite_delivery_ops = {
     .release_node = sqlite_delivery_release_node,
     .get = sqlite_delivery_get,
     .replay = sqlite_delivery_replay,
+    .count = sqlite_delivery_count,
     .list = sqlite_delivery_list,
     .attempt_list = sqlite_attempt_list,
 };

@@ -41,7 +41,9 @@ enum {
     SQ_SOURCES = SQ_ENDPOINT_STATE + 16, /* sqlite_sources.c */
     SQ_INBOX = SQ_SOURCES + 16,        /* sqlite_inbox.c */
     SQ_REJECTIONS = SQ_INBOX + 144,    /* sqlite_rejections.c */
-    SQ_SLOTS = SQ_REJECTIONS + 16,
+    SQ_REPLAYS = SQ_REJECTIONS + 16,   /* sqlite_replays.c */
+    SQ_TOKENS = SQ_REPLAYS + 16,       /* sqlite_tokens.c */
+    SQ_SLOTS = SQ_TOKENS + 16,
 };
 _Static_assert((int)SQ_CONN_END <= (int)SQ_EVENTS, "the connection's statements overflow their slots");
 
@@ -114,4 +116,6 @@ extern const struct store_endpoint_state_ops sqlite_endpoint_state_ops;
 extern const struct store_source_ops sqlite_source_ops;       /* sqlite_sources.c */
 extern const struct store_inbox_ops sqlite_inbox_ops;         /* sqlite_inbox.c */
 extern const struct store_rejection_ops sqlite_rejection_ops; /* sqlite_rejections.c */
+extern const struct store_replay_ops sqlite_replay_ops;       /* sqlite_replays.c */
+extern const struct store_token_ops sqlite_token_ops;         /* sqlite_tokens.c */
 #endif

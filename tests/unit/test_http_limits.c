@@ -92,11 +92,11 @@ static void h_later(struct http_request *req, struct http_response *res, void *c
 }
 
 static const struct http_route routes[] = {
-    {"POST", "/admin", h_ok, HTTP_AUTH_ADMIN, MIB, NULL},
-    {"GET", "/admin", h_ok, HTTP_AUTH_ADMIN, 0, NULL},
-    {"POST", "/open", h_ok, HTTP_AUTH_NONE, 4096, NULL},
-    {"GET", "/ping", h_ok, HTTP_AUTH_NONE, 0, NULL},
-    {"GET", "/later", h_later, HTTP_AUTH_NONE, 0, NULL},
+    {"POST", "/admin", h_ok, HTTP_AUTH_ADMIN, MIB, NULL, 0},
+    {"GET", "/admin", h_ok, HTTP_AUTH_ADMIN, 0, NULL, 0},
+    {"POST", "/open", h_ok, HTTP_AUTH_NONE, 4096, NULL, 0},
+    {"GET", "/ping", h_ok, HTTP_AUTH_NONE, 0, NULL, 0},
+    {"GET", "/later", h_later, HTTP_AUTH_NONE, 0, NULL, 0},
 };
 
 static struct http_server *start(unsigned threads, int64_t header_timeout_ms)
