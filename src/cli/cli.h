@@ -17,4 +17,6 @@ int cmd_inbox(int argc, char **argv);        /* inbox.c */
 int cmd_apply(int argc, char **argv);        /* apply.c */
 int cmd_send(int argc, char **argv);         /* send.c */
 int cmd_rotate_key(int argc, char **argv);   /* rotate_key.c */
+int cmd_replay(int argc, char **argv);       /* replays.c */
+int cmd_tokens(int argc, char **argv);       /* tokens.c */
 #endif
