@@ -102,8 +102,8 @@ static json_t *replay_json(const struct replay *rp)
     int open = rp->pending;
 
     return json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:i,s:i,s:i,s:{s:i,s:i,s:i,s:i},s:b}", "id", rp->id, "kind",
-                     replay_kind_name(rp->kind), "actor", api_json_str(rp->actor), "account",
-                     api_json_str(rp->account), "filter", filter ? filter : json_object(), "created_at",
+                     replay_kind_name(rp->kind), "actor", api_json_text(rp->actor), "account",
+                     api_json_text(rp->account), "filter", filter ? filter : json_object(), "created_at",
                      api_json_time(rp->created_at), "finished_at", api_json_time(rp->finished_at), "matched",
                      rp->matched, "replayed", rp->replayed, "skipped", rp->skipped, "progress", "pending", open,
                      "delivered", rp->delivered, "failed", rp->failed, "superseded", rp->superseded, "done",

@@ -22,9 +22,9 @@ static json_t *token_json(const struct api_token *t, int64_t now)
 {
     const char *status = t->revoked_at ? "revoked" : t->expires_at <= now ? "expired" : "active";
 
-    return json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:s}", "id", t->id, "account", t->account, "scope",
-                     token_scope_name(t->scope), "description", api_json_str(t->description), "created_by",
-                     api_json_str(t->created_by), "created_at", api_json_time(t->created_at), "expires_at",
+    return json_pack("{s:s,s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:s}", "id", t->id, "account", api_json_text(t->account),
+                     "scope", token_scope_name(t->scope), "description", api_json_text(t->description), "created_by",
+                     api_json_text(t->created_by), "created_at", api_json_time(t->created_at), "expires_at",
                      api_json_time(t->expires_at), "revoked_at", api_json_time(t->revoked_at), "status", status);
 }
 

@@ -54,6 +54,11 @@ test('a dead delivery replayed after the fix: delivered, same webhook-id, new va
   assert.equal(full.attempts.at(-1).error_class, null);
   assert.equal(full.attempts.at(-1).retry.will_retry, false);
   assert.equal(full.endpoint_id, ep.id);
+  assert.match(full.summary, /^delivered \(HTTP 200 in \d+ ms\)$/);
+  assert.equal(failed.endpoint_id, ep.id);
+  assert.ok(failed.duration_ms >= 0 && failed.started_at && failed.response !== undefined);
+  const retried = full.attempts.find((a) => a.retry.will_retry);
+  assert.ok(retried && retried.retry.at, 'a failure that was retried says when');
 });
 
 test('replaying something pending or in flight does not send it twice', async () => {

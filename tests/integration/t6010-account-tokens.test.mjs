@@ -5,7 +5,7 @@
 // or revoked token is 401.
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { startDaemon, startRecordingSink, waitFor, sleep } from '../lib/harness.mjs';
+import { BACKEND, startDaemon, startRecordingSink, waitFor, sleep } from '../lib/harness.mjs';
 
 let d, sink, A, B, tokA, tokAr, tokB;
 before(async () => {
@@ -180,6 +180,19 @@ test('a token revoked by SQL elsewhere stops working within the cache bound', as
   assert.equal((await as(t)('GET', '/v1/endpoints')).status, 200);
   d.sql(`UPDATE hookd_tokens SET revoked_at = 1 WHERE id = '${t.id}'`);
   await waitFor(async () => (await as(t)('GET', '/v1/endpoints')).status === 401, { timeoutMs: 3000, what: 'revocation' });
+});
+
+test('token rows written by SQL with a bad hash or odd account break nothing', async () => {
+  const ctl = BACKEND === 'postgres' ? 'chr(1)' : 'char(1)';
+  d.sql(`INSERT INTO hookd_tokens(id, account, scope, token_hash, created_by, created_at, expires_at)
+    VALUES ('tok_sql1', 'evil' || ${ctl}, 'read', 'not-a-hash', 'sql', 1, 99999999999999)`);
+  const list = await d.api('GET', '/v1/tokens');
+  assert.equal(list.status, 200);
+  assert.ok(list.body.data.some((t) => t.id === 'tok_sql1' && t.account === 'evil\u0001'));
+  const t = (await d.api('POST', '/v1/tokens', { account: 'acct-a', ttl: '1h' })).body;
+  await sleep(1100); // past the cache's check: the set reloads with the bad row in it
+  assert.equal((await as(t)('GET', '/v1/endpoints')).status, 200, 'the other tokens still load');
+  assert.equal((await d.api('GET', '/v1/deliveries', undefined, { authorization: 'Bearer not-a-hash' })).status, 401);
 });
 
 test('CLI: tokens create, list, revoke; replay', async () => {
