@@ -21,7 +21,7 @@
 #include "ops/list_queries.h"
 #include "store/pool.h"
 
-#define REPLAY_BATCH 200 /* deliveries per writer op */
+#define REPLAY_BATCH 100 /* deliveries per writer op */
 
 /* One replay being run; heap, freed after its answer. */
 struct replay_run {
@@ -33,7 +33,6 @@ struct replay_run {
     unsigned allowed;         /* bit per enum delivery_status that may be replayed */
     bool recorded;            /* the record's insert committed */
     struct delivery one;      /* REPLAY_DELIVERY: the delivery as replayed or as found */
-    int one_rc;               /* REPLAY_DELIVERY: its result (0, ECONFLICT, ENOTFOUND) */
 };
 
 static void run_free(struct replay_run *r)
@@ -54,45 +53,50 @@ static unsigned allowed_for(const struct http_request *req)
     return api_caller(req)->admin ? bits | status_bit(DELIVERY_DELIVERED) : bits;
 }
 
+/* One delivery, in the writer's transaction: replayed when its status allows it now (else ECONFLICT). */
+static int replay_one(struct store *s, struct replay_run *r, int64_t now)
+{
+    int rc = store_delivery_get(s, r->ids[0], &r->one);
+
+    if (rc == 0 && !(r->allowed & status_bit(r->one.status)))
+        rc = HOOKD_ECONFLICT;
+    if (rc == 0) {
+        delivery_free(&r->one);
+        rc = store_delivery_replay(s, r->ids[0], now, &r->one);
+    }
+    return rc;
+}
+
 /* One batch, in the writer's transaction: the record first (first batch), each delivery replayed
- * when its status allows it now, then the batch's items and counts. */
+ * when its status allows it now (one statement for the batch), then the batch's items and counts. */
 static int op_batch(struct store *s, void *arg)
 {
     struct replay_run *r = arg;
-    const char *done_ids[REPLAY_BATCH];
-    size_t end = r->next + REPLAY_BATCH < r->n ? r->next + REPLAY_BATCH : r->n, k = 0;
+    const char *batch[REPLAY_BATCH], *done_ids[REPLAY_BATCH];
+    bool replayed[REPLAY_BATCH];
+    size_t end = r->next + REPLAY_BATCH < r->n ? r->next + REPLAY_BATCH : r->n, k = 0, m = end - r->next;
     int64_t now = clock_now_ms();
-    int skipped = 0, rc = 0;
+    int rc = 0;
 
-    if (!r->recorded)
-        rc = store_replay_insert(s, &r->rec);
-    for (size_t i = r->next; rc == 0 && i < end; i++) {
-        struct delivery d = {0};
-        int one = store_delivery_get(s, r->ids[i], &d);
-        if (one == 0 && !(r->allowed & status_bit(d.status)))
-            one = HOOKD_ECONFLICT;
-        else if (one == 0) {
-            delivery_free(&d);
-            one = store_delivery_replay(s, r->ids[i], now, &d);
-        }
-        if (r->rec.kind == REPLAY_DELIVERY) {
-            delivery_free(&r->one);
-            r->one = d;
-            r->one_rc = one;
-        } else {
-            delivery_free(&d);
-        }
-        if (one == 0)
-            done_ids[k++] = r->ids[i];
-        else if (one == HOOKD_ECONFLICT || one == HOOKD_ENOTFOUND)
-            skipped++;
-        else
-            rc = one;
+    if (r->rec.kind == REPLAY_DELIVERY) {
+        /* Nothing replayed: no record either (the 404 or 409 says it all). */
+        if ((rc = replay_one(s, r, now)) != 0)
+            return rc;
+        replayed[0] = true;
+        batch[0] = r->ids[0];
+    } else {
+        for (size_t i = 0; i < m; i++)
+            batch[i] = r->ids[r->next + i];
+        rc = store_delivery_replay_many(s, batch, m, r->allowed, now, replayed);
     }
-    if (rc == 0 && r->rec.kind == REPLAY_DELIVERY && r->one_rc != 0)
-        return r->one_rc; /* nothing replayed: no record either (the 404 or 409 says it all) */
+    if (rc == 0 && !r->recorded)
+        rc = store_replay_insert(s, &r->rec);
+    for (size_t i = 0; rc == 0 && i < m; i++)
+        if (replayed[i])
+            done_ids[k++] = batch[i];
+    /* The others were pending or in flight already, or changed since they matched: left as they are. */
     if (rc == 0)
-        rc = store_replay_record(s, r->rec.id, done_ids, k, skipped, end == r->n, now);
+        rc = store_replay_record(s, r->rec.id, done_ids, k, (int)(m - k), end == r->n, now);
     return rc;
 }
 

@@ -845,6 +845,15 @@ int store_delivery_count(struct store *s, const struct delivery_filter *f, int64
     FAMILY_CALL(s, deliveries, count, f, n);
 }
 
+int store_delivery_replay_many(struct store *s, const char *const *ids, size_t n, unsigned statuses, int64_t now,
+                               bool *replayed)
+{
+    assert(s && (n == 0 || (ids && replayed)) && n <= STORE_LIST_MAX);
+    /* Only final statuses: an open delivery is never made pending twice. */
+    assert((statuses & ((1u << DELIVERY_PENDING) | (1u << DELIVERY_RETRYING) | (1u << DELIVERY_SUPERSEDED))) == 0);
+    FAMILY_CALL(s, deliveries, replay_many, ids, n, statuses, now, replayed);
+}
+
 int store_replay_insert(struct store *s, const struct replay *r)
 {
     assert(s && r && r->id[0]);

@@ -55,6 +55,7 @@
  *     delivery_replay       fenced by status: a final delivery pending again (single-delivery replay)
  *     delivery_get/list, attempt_list   read deliveries and attempts
  *     delivery_count        how many deliveries a filter matches (its cursor ignored)
+ *     delivery_replay_many  replay for a batch, each only while its status is one of those given
  *   endpoint state (hookd_endpoint_state)
  *     endpoint_state_record the breaker and auto-disable after a batch of attempts
  *     endpoint_state_get    one endpoint's breaker, failures and bucket (for the API)
@@ -633,6 +634,13 @@ struct store_delivery_ops {
     int (*attempt_list)(struct store *s, const char *delivery_id, struct attempt_list *out);
     /* How many deliveries f matches (f->before_id and f->limit are ignored). */
     int (*count)(struct store *s, const struct delivery_filter *f, int64_t *n);
+    /*
+     * replay for many (at most STORE_LIST_MAX) at once, of those whose status is now one of statuses
+     * (bits 1 << enum delivery_status, final ones only): replayed[i] tells whether ids[i] was. One
+     * statement on PostgreSQL. Runs in the caller's transaction, or in one of its own.
+     */
+    int (*replay_many)(struct store *s, const char *const *ids, size_t n, unsigned statuses, int64_t now,
+                       bool *replayed);
 };
 
 /* hookd_endpoint_state: the breaker, auto-disable and the rate limit's bucket, per endpoint. */
@@ -872,6 +880,8 @@ STORE_WRAPPER store_rejection_insert(struct store *s, struct rejection *r, int k
 STORE_WRAPPER store_rejection_list(struct store *s, const struct rejection_filter *f, struct rejection_list *out);
 STORE_WRAPPER store_rejection_counts(struct store *s, const char *source, struct rejection_count_list *out);
 STORE_WRAPPER store_delivery_count(struct store *s, const struct delivery_filter *f, int64_t *n);
+STORE_WRAPPER store_delivery_replay_many(struct store *s, const char *const *ids, size_t n, unsigned statuses,
+                                         int64_t now, bool *replayed);
 STORE_WRAPPER store_replay_insert(struct store *s, const struct replay *r);
 STORE_WRAPPER store_replay_record(struct store *s, const char *id, const char *const *delivery_ids, size_t n,
                                   int skipped, bool done, int64_t at);

@@ -61,6 +61,41 @@ static void test_delivery_count(void **state)
     endpoint_free(&ep);
 }
 
+static void test_delivery_replay_many(void **state)
+{
+    struct fixture *fx = *state;
+    char ids[3][HOOKD_ID_MAX];
+    struct endpoint ep;
+    struct delivery d = {0};
+    int64_t now = clock_now_ms();
+    bool replayed[4] = {true, true, true, true};
+
+    dead_scene(fx, &ep, 3, ids);
+    /* One pending already (replayed before), one unknown: neither is touched. */
+    assert_int_equal(store_delivery_replay(fx->s, ids[1], now, &d), 0);
+    delivery_free(&d);
+    const char *batch[4] = {ids[0], ids[1], "dlv_unknown", ids[2]};
+    assert_int_equal(store_delivery_replay_many(fx->s, batch, 4, 1u << DELIVERY_SKIPPED, now, replayed), 0);
+    for (int i = 0; i < 4; i++)
+        assert_false(replayed[i]); /* dead is not skipped */
+    assert_int_equal(store_delivery_replay_many(fx->s, batch, 4, 1u << DELIVERY_DEAD, now + 7, replayed), 0);
+    assert_true(replayed[0]);
+    assert_false(replayed[1]);
+    assert_false(replayed[2]);
+    assert_true(replayed[3]);
+    assert_int_equal(store_delivery_get(fx->s, ids[0], &d), 0);
+    assert_int_equal(d.status, DELIVERY_PENDING);
+    assert_int_equal(d.attempt_count, 0);
+    assert_int_equal(d.next_attempt_at, now + 7);
+    assert_null(d.lease_owner);
+    delivery_free(&d);
+    assert_int_equal(store_delivery_get(fx->s, ids[1], &d), 0);
+    assert_int_equal(d.next_attempt_at, now); /* the earlier replay's */
+    delivery_free(&d);
+    assert_int_equal(store_delivery_replay_many(fx->s, batch, 0, 1u << DELIVERY_DEAD, now, replayed), 0);
+    endpoint_free(&ep);
+}
+
 static void test_replay_record_and_progress(void **state)
 {
     struct fixture *fx = *state;
@@ -163,6 +198,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_delivery_count, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delivery_replay_many, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replay_record_and_progress, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replay_list, setup, teardown),
     };
