@@ -5,7 +5,7 @@
  * segment matches any rest.
  *
  * The route is decided on the request header alone: 400 (ambiguous framing,
- * control bytes in a header), 401 (auth), 404, 405, 413 (a Content-Length
+ * control bytes in a header), 401 and 403 (auth), 404, 405, 413 (a Content-Length
  * over the route's cap), 414 and 431 are answered before any of the body is
  * read. A chunked body that outgrows the cap is dropped, answered 413 at its
  * end and the connection closed. Then the body is read and the handler runs; a

@@ -144,11 +144,11 @@ static void run_answer(struct replay_run *r, int rc)
                 json_object_set_new(j, "replay_id", json_string(r->rec.id));
             http_reply_json(&res, 202, j);
         } else if (rc == HOOKD_ECONFLICT) {
-            http_reply_error(&res, 409, "not_replayable",
-                             "delivery %s is %s: only a dead, skipped%s delivery can be replayed%s", r->ids[0],
-                             delivery_status_name(r->one.status), r->allowed & status_bit(DELIVERY_DELIVERED)
-                                                                      ? " or delivered" : "",
-                             r->allowed & status_bit(DELIVERY_DELIVERED) ? "" : " with an account token");
+            const char *which = r->allowed & status_bit(DELIVERY_DELIVERED)
+                                    ? "a dead, skipped or delivered delivery can be replayed"
+                                    : "a dead or skipped delivery can be replayed with an account token";
+            http_reply_error(&res, 409, "not_replayable", "delivery %s is %s: only %s", r->ids[0],
+                             delivery_status_name(r->one.status), which);
         } else {
             api_reply_store_error(&res, rc, what);
         }

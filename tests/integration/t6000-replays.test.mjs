@@ -153,6 +153,12 @@ test('range replay: dry run counts and writes nothing, over the limit is refused
   const page2 = (await d.api('GET', `/v1/replays?limit=1&cursor=${page.next_cursor}`)).body;
   assert.notEqual(page2.data[0].id, page.data[0].id);
   assert.equal((await d.api('GET', '/v1/replays?cursor=zzz')).status, 400);
+  assert.equal((await d.api('GET', '/v1/replays?colour=red')).body.error.code, 'unknown_field');
+  // A range that matches nothing is a replay of nothing, recorded and done.
+  const none = await d.api('POST', '/v1/replays', { endpoint_id: ep.id, status: 'skipped' });
+  assert.equal(none.status, 202);
+  assert.equal(none.body.matched, 0);
+  assert.equal(none.body.done, true);
   assert.equal((await d.api('GET', '/v1/replays/rpl_nope')).status, 404);
 });
 
