@@ -18,6 +18,7 @@
 #include "hub.h"
 #include "inbound/processor.h"
 #include "inbound/source_cache.h"
+#include "ops/token_cache.h"
 #include "log.h"
 #include "net/http.h"
 #include "ops/api.h"
@@ -272,7 +273,7 @@ static int listeners_start(struct daemon *d)
         return HOOKD_ENOMEM;
     *api = (struct api_ctx){
         .cfg = &d->cfg, .writer = d->writer, .readers = d->readers, .hub = d->hub, .sources = d->sources,
-        .node = d->node,
+        .tokens = d->tokens, .node = d->node,
         .started_at = d->started_at,
     };
     d->api = api;
@@ -290,6 +291,7 @@ static int listeners_start(struct daemon *d)
     adm.routes = admin_routes;
     adm.n_routes = admin_routes_n;
     adm.admin_token = d->admin_token;
+    adm.token_check = api_token_check;
     adm.max_body = API_BODY_MAX;
     int r = http_server_start(&pub, &d->public_http);
 
@@ -404,6 +406,9 @@ int daemon_run(const struct config *cfg)
     r = source_cache_create(d->readers, &d->sources);
     if (r != 0)
         goto out;
+    r = token_cache_create(d->readers, &d->tokens);
+    if (r != 0)
+        goto out;
     r = outbound_start(d);
     if (r != 0)
         goto out;
@@ -442,6 +447,7 @@ out:
     if (d->writer != NULL)
         writer_stop(d->writer);
     source_cache_destroy(d->sources); /* after the listeners: no request holds a definition */
+    token_cache_destroy(d->tokens);
     if (d->readers != NULL)
         store_pool_destroy(d->readers);
     hub_destroy(d->hub);

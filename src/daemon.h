@@ -16,6 +16,7 @@ struct http_server;
 struct hub;
 struct api_ctx;
 struct source_cache;
+struct token_cache;
 
 struct daemon {
     struct config cfg;
@@ -25,6 +26,7 @@ struct daemon {
     struct writer *claimer;      /* shared stores: the dispatcher's claims, beside the writer; NULL: on the writer */
     struct store_pool *readers;
     struct source_cache *sources; /* the receiver's source definitions */
+    struct token_cache *tokens;   /* live account tokens, for the admin listener */
     struct hub *hub;             /* "something changed": publishers notify, parts subscribe (hub.h) */
     struct relay *relay;
     struct dispatcher *dispatcher;

@@ -27,6 +27,8 @@ static const struct command commands[] = {
     {"apply", cmd_apply, "create or update the machines, sources and endpoints of a JSON file (idempotent)"},
     {"trace", cmd_trace, "an entity's events and the decision on each: trace KIND ID"},
     {"audit", cmd_audit, "inbound checks: duplicates, late versions, versions applied twice, …"},
+    {"replay", cmd_replay, "replay a delivery, an event or a bounded range; list and show replays"},
+    {"tokens", cmd_tokens, "account-scoped API tokens: create, list, revoke"},
     {"rotate-key", cmd_rotate_key, "re-seal the stored secrets under a new server key (nodes stopped)"},
     {"version", cmd_version, "print the version"},
     {"help", cmd_help, "this list"},

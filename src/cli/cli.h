@@ -19,4 +19,6 @@ int cmd_send(int argc, char **argv);         /* send.c */
 int cmd_rotate_key(int argc, char **argv);   /* rotate_key.c */
 int cmd_trace(int argc, char **argv);        /* trace.c */
 int cmd_audit(int argc, char **argv);        /* trace.c */
+int cmd_replay(int argc, char **argv);       /* replays.c */
+int cmd_tokens(int argc, char **argv);       /* tokens.c */
 #endif

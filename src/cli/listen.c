@@ -655,7 +655,7 @@ static void listener_free(struct listener *l)
 
 int cmd_listen(int argc, char **argv)
 {
-    static const struct http_route routes[] = {{"*", "/*", on_request, HTTP_AUTH_NONE, 0, NULL}};
+    static const struct http_route routes[] = {{"*", "/*", on_request, HTTP_AUTH_NONE, 0, NULL, 0}};
     struct listener l = {.listen = LISTEN_DEFAULT};
     struct http_server *srv = NULL;
     sigset_t stop_signals;

@@ -131,6 +131,7 @@ int http_query_each(const struct http_request *r, int (*fn)(void *arg, const cha
 }
 
 const char *http_param(const struct http_request *r, const char *name) { return route_param(&r->params, name); }
+const struct http_caller *http_request_caller(const struct http_request *r) { return &r->caller; }
 
 const char *http_body(const struct http_request *r, size_t *len)
 {

@@ -5,7 +5,7 @@
  * segment matches any rest.
  *
  * The route is decided on the request header alone: 400 (ambiguous framing,
- * control bytes in a header), 401 (auth), 404, 405, 413 (a Content-Length
+ * control bytes in a header), 401 and 403 (auth), 404, 405, 413 (a Content-Length
  * over the route's cap), 414 and 431 are answered before any of the body is
  * read. A chunked body that outgrows the cap is dropped, answered 413 at its
  * end and the connection closed. Then the body is read and the handler runs; a
@@ -55,6 +55,16 @@ enum http_auth {
     HTTP_AUTH_SOURCE, /* a signature over the raw body: the route's handler checks it (prepare may refuse early) */
 };
 
+/*
+ * What an HTTP_AUTH_ADMIN route lets a scoped (account) token do beside the
+ * admin token: the scopes a token must hold, all of them. 0: the admin token
+ * only (a valid scoped token gets 403 forbidden).
+ */
+enum http_scope {
+    HTTP_SCOPE_READ = 1,   /* the account's own records, read */
+    HTTP_SCOPE_REPLAY = 2, /* replay of the account's own dead and skipped deliveries */
+};
+
 struct http_route {
     const char *method; /* "GET", "POST", …; "*" any */
     const char *pattern;
@@ -62,7 +72,27 @@ struct http_route {
     enum http_auth auth;
     size_t max_body;         /* 0: the server's max_body */
     http_prepare_fn prepare; /* optional */
+    unsigned scopes;         /* enum http_scope bits a scoped token needs here; 0: admin only */
 };
+
+#define HTTP_CALLER_ID_MAX 64
+#define HTTP_CALLER_ACCOUNT_MAX 256
+
+/* Who sent a request of an HTTP_AUTH_ADMIN route, as the server's auth decided. */
+struct http_caller {
+    bool admin;                            /* the admin token: everything */
+    char id[HTTP_CALLER_ID_MAX];           /* "admin", or the scoped token's id */
+    char account[HTTP_CALLER_ACCOUNT_MAX]; /* a scoped token's account */
+    unsigned scopes;                       /* a scoped token's enum http_scope bits */
+};
+
+/*
+ * Checks a bearer value that is not the admin token, on the request's thread
+ * before the body is read: 0 and *out filled for a valid scoped token;
+ * HOOKD_ENOTFOUND (unknown or revoked) or HOOKD_ETIME (expired): 401; another
+ * error (the store is down and nothing is cached): 503.
+ */
+typedef int (*http_token_check_fn)(void *ctx, const char *token, size_t len, struct http_caller *out);
 
 struct http_server_options {
     const char *listen;     /* "127.0.0.1:8081", "[::1]:0", ":8080"; port 0 picks a free one */
@@ -70,6 +100,7 @@ struct http_server_options {
     size_t n_routes;
     void *ctx;              /* passed to handlers */
     const char *admin_token;  /* for HTTP_AUTH_ADMIN routes (copied); NULL or empty: they answer 401 */
+    http_token_check_fn token_check; /* scoped tokens (called with ctx); NULL: the admin token only */
     size_t max_body;        /* default 1 MiB */
     unsigned threads;       /* 0: one thread per connection (handlers may sleep); else epoll loops */
     unsigned max_connections;        /* default 10240 (at most what RLIMIT_NOFILE allows) */
@@ -108,6 +139,8 @@ int http_query_each(const struct http_request *r, int (*fn)(void *arg, const cha
                     void *arg);
 const char *http_body(const struct http_request *r, size_t *len);        /* NUL-terminated */
 const char *http_peer(const struct http_request *r);                     /* "127.0.0.1:port" */
+/* Who sent it (an HTTP_AUTH_ADMIN route; zeroed elsewhere). */
+const struct http_caller *http_request_caller(const struct http_request *r);
 /* From a prepare hook: the body cap of this request (a larger Content-Length is then 413). */
 void http_set_max_body(struct http_request *r, size_t max_body);
 

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hookd.h"
 #include "log.h"
 #include "net/http_internal.h"
 
@@ -332,17 +333,64 @@ static int query_parse(struct http_request *r, const char *q)
     return 0;
 }
 
-static bool admin_auth_ok(const struct http_server *s, const struct http_request *r)
+/* The bearer value of the Authorization header (the whole rest of it), or NULL. */
+static const char *bearer_value(const struct http_request *r)
 {
     const char *v = http_header(r, "Authorization");
 
     if (!v || strncasecmp(v, "Bearer ", 7) != 0)
-        return false;
+        return NULL;
     v += 7;
     while (*v == ' ')
         v++;
-    /* The whole rest of the value is the token: anything after it fails. */
-    return http_token_equal(s->admin_token, v, strlen(v));
+    return v;
+}
+
+/*
+ * Decides who sent a request of an HTTP_AUTH_ADMIN route, before its body:
+ * the admin token (compared in constant time over the whole value), else a
+ * scoped token the server's token_check knows, which must hold every scope
+ * the route asks for. Returns true to go on; false when refused (401, 403,
+ * 503 answered).
+ */
+static bool admin_auth(struct http_conn *c, struct http_request *r)
+{
+    const struct http_server *s = c->loop->server;
+    const char *v = bearer_value(r);
+    unsigned need = r->route->scopes;
+    int rc;
+
+    memset(&r->caller, 0, sizeof r->caller);
+    /* Anything after the token fails: the whole rest of the value is compared. */
+    if (v && http_token_equal(s->admin_token, v, strlen(v))) {
+        r->caller.admin = true;
+        snprintf(r->caller.id, sizeof r->caller.id, "admin");
+        return true;
+    }
+    rc = v && *v && s->token_check ? s->token_check(s->ctx, v, strlen(v), &r->caller) : HOOKD_ENOTFOUND;
+    if (rc == HOOKD_ENOTFOUND || rc == HOOKD_ETIME) {
+        memset(&r->caller, 0, sizeof r->caller);
+        refuse_error(c, 401, "unauthorized",
+                     rc == HOOKD_ETIME ? "the token has expired"
+                                       : "a valid \"Authorization: Bearer <token>\" header is required",
+                     "WWW-Authenticate", "Bearer");
+        return false;
+    }
+    if (rc != 0) {
+        memset(&r->caller, 0, sizeof r->caller);
+        refuse_error(c, 503, "store_unavailable", "cannot check the token now: the store is unavailable", NULL, NULL);
+        return false;
+    }
+    r->caller.admin = false;
+    if (need == 0 || (need & ~r->caller.scopes) != 0) {
+        refuse_error(c, 403, "forbidden",
+                     (need & HTTP_SCOPE_REPLAY) && !(r->caller.scopes & HTTP_SCOPE_REPLAY)
+                         ? "this token may not replay (its scope is read)"
+                         : "this token is limited to one account's records and may not use this route",
+                     NULL, NULL);
+        return false;
+    }
+    return true;
 }
 
 /*
@@ -392,11 +440,8 @@ static bool request_begin(struct http_conn *c)
         refuse_error(c, 404, "not_found", "no such path", NULL, NULL);
         return false;
     }
-    if (r->route->auth == HTTP_AUTH_ADMIN && !admin_auth_ok(s, r)) {
-        refuse_error(c, 401, "unauthorized", "a valid \"Authorization: Bearer <admin token>\" header is required",
-                     "WWW-Authenticate", "Bearer");
+    if (r->route->auth == HTTP_AUTH_ADMIN && !admin_auth(c, r))
         return false;
-    }
     if (r->route->max_body > 0)
         r->max_body = r->route->max_body;
     if (r->route->prepare) {

@@ -51,6 +51,7 @@ struct http_server {
     void *ctx;
     size_t max_body;
     char admin_token[HTTP_TOKEN_MAX];
+    http_token_check_fn token_check;
     int port;
     int listen_fd;
     int64_t header_timeout_ms;
@@ -128,6 +129,7 @@ struct http_request {
     } *query;
     size_t n_query;
     struct route_params params;
+    struct http_caller caller;
     char peer[INET6_ADDRSTRLEN + 16];
 
     /* The handler and its answer. */

@@ -498,6 +498,7 @@ int http_server_start(const struct http_server_options *opt, struct http_server 
     s->buf_cap = memory > 2 * HTTP_PARSE_HEAD_MAX + 4096 ? memory : 2 * HTTP_PARSE_HEAD_MAX + 4096;
     if (opt->admin_token)
         snprintf(s->admin_token, sizeof s->admin_token, "%s", opt->admin_token);
+    s->token_check = opt->token_check;
     s->n_loops = opt->threads > 0 ? opt->threads : 1;
     s->listen_fd = listen_socket(&ss, ss_len, &s->port);
     if (s->listen_fd < 0) {

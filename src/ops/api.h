@@ -16,6 +16,7 @@ struct writer;
 struct store_pool;
 struct hub;
 struct source_cache;
+struct token_cache;
 
 #define API_BODY_MAX (1024 * 1024) /* admin request bodies */
 #define API_BODY_NONE 4096         /* routes that read no body */
@@ -27,9 +28,13 @@ struct api_ctx {
     struct store_pool *readers; /* reads */
     struct hub *hub;            /* told after a commit: outbox changed, endpoints changed */
     struct source_cache *sources; /* the receiver's definitions (inbound/source_cache.h) */
+    struct token_cache *tokens;   /* live account tokens (ops/token_cache.h) */
     const char *node;           /* this process's lease owner name */
     int64_t started_at;
 };
+
+/* The admin listener's http_token_check_fn: ctx is the api_ctx. */
+int api_token_check(void *ctx, const char *token, size_t len, struct http_caller *out);
 
 extern const struct http_route admin_routes[];
 extern const size_t admin_routes_n;

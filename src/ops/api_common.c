@@ -22,6 +22,7 @@
 #include "core/event_check.h"
 #include "core/timefmt.h"
 #include "core/utf8.h"
+#include "ops/token_cache.h"
 #include "store/pool.h"
 
 /* ---- errors ------------------------------------------------------------------ */
@@ -68,6 +69,43 @@ bool api_token_equal(const char *expected, const char *given)
 }
 
 struct api_ctx *api_begin(struct http_request *req, struct http_response *res, void *ctx) { return ctx; }
+
+int api_token_check(void *ctx, const char *token, size_t len, struct http_caller *out)
+{
+    struct api_ctx *api = ctx;
+
+    return api && api->tokens ? token_cache_check(api->tokens, token, len, out) : HOOKD_ENOTFOUND;
+}
+
+const struct http_caller *api_caller(const struct http_request *req) { return http_request_caller(req); }
+
+const char *api_actor(const struct http_request *req)
+{
+    const struct http_caller *c = api_caller(req);
+
+    return c->admin || c->id[0] == '\0' ? "admin" : c->id;
+}
+
+bool api_caller_sees(const struct http_request *req, const char *account)
+{
+    const struct http_caller *c = api_caller(req);
+
+    return c->admin || (account && strcmp(account, c->account) == 0);
+}
+
+bool api_scope_account(struct http_request *req, struct http_response *res, const char **account)
+{
+    const struct http_caller *c = api_caller(req);
+
+    if (c->admin)
+        return true;
+    if (*account && strcmp(*account, c->account) != 0) {
+        http_reply_error(res, 403, "forbidden", "account: this token is limited to its own account");
+        return false;
+    }
+    *account = c->account;
+    return true;
+}
 
 struct store *api_reader_get(const struct api_ctx *api, struct http_response *res)
 {
@@ -200,6 +238,8 @@ static json_t *outbox_str(const char *s)
     buf_free(&b);
     return j;
 }
+
+json_t *api_json_text(const char *s) { return outbox_str(s); }
 
 json_t *api_json_duration(int64_t ms)
 {

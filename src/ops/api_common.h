@@ -53,6 +53,16 @@ void api_reply_api_error(struct http_response *res, const struct api_error *e);
 /* The handler's context. Routes declare HTTP_AUTH_ADMIN, so the server has
  * checked the bearer token before the body was read; never NULL. */
 struct api_ctx *api_begin(struct http_request *req, struct http_response *res, void *ctx);
+/* Who sent the request: the admin token, or an account token (its id, account and scopes). */
+const struct http_caller *api_caller(const struct http_request *req);
+/* "admin" or the account token's id: the actor recorded with a change. */
+const char *api_actor(const struct http_request *req);
+/* Whether the caller may see a record of account: the admin every one, an account token its own only
+ * (a record without an account is nobody's). */
+bool api_caller_sees(const struct http_request *req, const char *account);
+/* For a list filter's account: an account token sees only its own, so *account becomes the token's;
+ * another one named is 403 forbidden (answered; returns false). */
+bool api_scope_account(struct http_request *req, struct http_response *res, const char **account);
 /* Constant-time comparison of two tokens (an empty expected token never matches). */
 bool api_token_equal(const char *expected, const char *given);
 
@@ -91,6 +101,8 @@ json_t *api_body_object(struct http_request *req, struct http_response *res, boo
 
 json_t *api_json_time(int64_t ms);      /* RFC 3339 text, or null for 0 */
 json_t *api_json_str(const char *s);    /* string, or null for NULL */
+/* The same for text that may not be UTF-8 (rows written by SQL): invalid bytes shown as U+FFFD. */
+json_t *api_json_text(const char *s);
 json_t *api_json_duration(int64_t ms);  /* "10s", or null for 0 (the global default) */
 /* {"data": data, "next_cursor": cursor|null}; steals data. */
 json_t *api_list_json(json_t *data, const char *next_cursor);
@@ -142,4 +154,11 @@ void api_entities_get(struct http_request *req, struct http_response *res, void 
 void api_entities_trace(struct http_request *req, struct http_response *res, void *ctx);
 void api_audit(struct http_request *req, struct http_response *res, void *ctx);
 void api_healthz(struct http_request *req, struct http_response *res, void *ctx);
+void api_events_replay(struct http_request *req, struct http_response *res, void *ctx);
+void api_replays_create(struct http_request *req, struct http_response *res, void *ctx);
+void api_replays_list(struct http_request *req, struct http_response *res, void *ctx);
+void api_replays_get(struct http_request *req, struct http_response *res, void *ctx);
+void api_tokens_create(struct http_request *req, struct http_response *res, void *ctx);
+void api_tokens_list(struct http_request *req, struct http_response *res, void *ctx);
+void api_tokens_revoke(struct http_request *req, struct http_response *res, void *ctx);
 #endif

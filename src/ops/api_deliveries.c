@@ -1,7 +1,7 @@
 /*
  * Admin API /v1/deliveries: list with filters (status, endpoint, event,
- * account, time), one delivery with its attempts, and the replay of one
- * delivery (a writer op, answered after its commit).
+ * account, time) and one delivery with its attempts (the replay of one is
+ * in api_replays.c, with the other replays).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +11,7 @@
 #include "core/ids.h"
 #include "hub.h"
 #include "ops/api_common.h"
+#include "ops/delivery_log.h"
 #include "ops/list_queries.h"
 
 void api_deliveries_list(struct http_request *req, struct http_response *res, void *ctx)
@@ -24,7 +25,8 @@ void api_deliveries_list(struct http_request *req, struct http_response *res, vo
     json_t *data;
     int rc;
 
-    if (!d || !api_query_parse(req, res, delivery_list_query, delivery_list_query_count, &f, &scratch))
+    if (!d || !api_query_parse(req, res, delivery_list_query, delivery_list_query_count, &f, &scratch) ||
+        !api_scope_account(req, res, &f.account))
         return;
     if (!(s = api_reader_get(d, res)))
         return;
@@ -52,9 +54,10 @@ void api_deliveries_get(struct http_request *req, struct http_response *res, voi
     const char *id = http_param(req, "id");
     struct delivery dl = {0};
     struct attempt_list al = {0};
-    char what[HOOKD_ID_MAX + 16];
+    char what[HOOKD_ID_MAX + 16], summary[256];
     struct store *s;
     json_t *j, *arr;
+    int64_t now;
     int rc;
 
     if (!d)
@@ -67,6 +70,8 @@ void api_deliveries_get(struct http_request *req, struct http_response *res, voi
     if (!(s = api_reader_get(d, res)))
         return;
     rc = store_delivery_get(s, id, &dl);
+    if (rc == 0 && !api_caller_sees(req, dl.account))
+        rc = HOOKD_ENOTFOUND; /* another account's delivery does not exist for an account token */
     if (rc == 0)
         rc = store_attempt_list(s, id, &al);
     api_reader_put(d, s, rc);
@@ -74,87 +79,16 @@ void api_deliveries_get(struct http_request *req, struct http_response *res, voi
         api_reply_store_error(res, rc, what);
         goto out;
     }
+    now = clock_now_ms();
+    delivery_log_summary(&dl, &al, now, summary, sizeof summary);
     j = api_delivery_json(&dl);
-    arr = json_array();
-    for (size_t i = 0; arr && i < al.n; i++)
-        json_array_append_new(arr, api_attempt_json(&al.items[i]));
+    if (j && json_object_set_new(j, "summary", json_string(summary)) != 0) {
+        json_decref(j);
+        j = NULL;
+    }
+    arr = delivery_log_attempts(&dl, &al, now);
     api_reply_with_children(res, j, "attempts", arr);
 out:
     attempt_list_free(&al);
     delivery_free(&dl);
-}
-
-/* One replay; heap (it outlives the handler call), freed by its reply. */
-struct replay_op {
-    const struct api_ctx *api;
-    char id[HOOKD_ID_MAX];
-    int64_t now;
-    struct delivery d; /* as replayed, or as found when it could not be */
-};
-
-static int op_replay(struct store *s, void *arg)
-{
-    struct replay_op *o = arg;
-
-    return store_delivery_replay(s, o->id, o->now, &o->d);
-}
-
-/* After the commit: 202 with the delivery, pending again; the dispatchers claim it as any due row. */
-static void replay_reply(void *arg, int rc, struct http_response *res)
-{
-    struct replay_op *o = arg;
-    char what[HOOKD_ID_MAX + 16];
-
-    if (rc == 0) {
-        hub_notify(o->api->hub, HUB_DELIVERIES_DUE);
-        http_reply_json(res, 202, api_delivery_json(&o->d));
-    } else if (rc == HOOKD_ECONFLICT) {
-        http_reply_error(res, 409, "not_replayable",
-                         "delivery %s is %s: only a dead, skipped or delivered delivery can be replayed", o->id,
-                         delivery_status_name(o->d.status));
-    } else {
-        snprintf(what, sizeof what, "delivery %s", o->id);
-        api_reply_store_error(res, rc, what);
-    }
-    delivery_free(&o->d);
-    free(o);
-}
-
-/*
- * POST /v1/deliveries/{id}/replay: a dead, skipped or delivered delivery is
- * sent again through the normal path (claims, caps, retries) with the same
- * webhook-id and a fresh timestamp and signature. One that is pending or
- * retrying (queued or in flight) answers 409 and is left as it is: the
- * store's status predicate decides, so two replays never make two sends.
- */
-void api_deliveries_replay(struct http_request *req, struct http_response *res, void *ctx)
-{
-    struct api_ctx *api = api_begin(req, res, ctx);
-    const char *id = http_param(req, "id");
-    struct replay_op *o;
-    const char *key;
-    json_t *body, *v;
-
-    if (!api)
-        return;
-    if (!id || !id_is_valid(id)) {
-        http_reply_error(res, 404, "not_found", "delivery %.64s not found", id ? id : "");
-        return;
-    }
-    if (!(body = api_body_object(req, res, true)))
-        return;
-    json_object_foreach(body, key, v) {
-        http_reply_error(res, 400, "unknown_field", "%.64s: unknown field", key);
-        json_decref(body);
-        return;
-    }
-    json_decref(body);
-    if (!(o = calloc(1, sizeof *o))) {
-        api_reply_store_error(res, HOOKD_ENOMEM, "delivery");
-        return;
-    }
-    o->api = api;
-    o->now = clock_now_ms();
-    snprintf(o->id, sizeof o->id, "%s", id);
-    api_write_async(api, req, op_replay, replay_reply, o);
 }

@@ -245,7 +245,8 @@ void api_endpoints_list(struct http_request *req, struct http_response *res, voi
     json_t *data;
     int rc;
 
-    if (!d || !api_query_parse(req, res, endpoint_list_query, endpoint_list_query_count, &f, &scratch))
+    if (!d || !api_query_parse(req, res, endpoint_list_query, endpoint_list_query_count, &f, &scratch) ||
+        !api_scope_account(req, res, &f.account))
         return;
     if (!(s = api_reader_get(d, res)))
         return;
@@ -285,13 +286,18 @@ void api_endpoints_get(struct http_request *req, struct http_response *res, void
     if (!d || !(o.id = path_id(req, res)) || !(s = api_reader_get(d, res)))
         return;
     rc = store_endpoint_get(s, o.id, &o.ep);
+    /* Another account's endpoint does not exist for an account token; nor does its secret. */
+    if (rc == 0 && !api_caller_sees(req, o.ep.account))
+        rc = HOOKD_ENOTFOUND;
     if (rc == 0)
         rc = state_read(s, o.id, &o.state);
     api_reader_put(d, s, rc);
     if (rc != 0)
         reply_op_error(res, rc, &o);
     else
-        http_reply_json(res, 200, api_endpoint_with_breaker(api_endpoint_json(&o.ep, true, clock_now_ms()), &o.state));
+        http_reply_json(res, 200,
+                        api_endpoint_with_breaker(api_endpoint_json(&o.ep, api_caller(req)->admin, clock_now_ms()),
+                                                  &o.state));
     endpoint_free(&o.ep);
 }
 

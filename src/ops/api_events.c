@@ -238,7 +238,8 @@ void api_events_list(struct http_request *req, struct http_response *res, void *
     json_t *data;
     int rc;
 
-    if (!d || !api_query_parse(req, res, event_list_query, event_list_query_count, &f, &scratch))
+    if (!d || !api_query_parse(req, res, event_list_query, event_list_query_count, &f, &scratch) ||
+        !api_scope_account(req, res, &f.account))
         return;
     if (!(s = api_reader_get(d, res)))
         return;
@@ -281,7 +282,11 @@ void api_events_get(struct http_request *req, struct http_response *res, void *c
     if (!(s = api_reader_get(d, res)))
         return;
     f.event_id = id;
+    if (!api_caller(req)->admin)
+        f.account = api_caller(req)->account;
     rc = store_event_get(s, id, &ev);
+    if (rc == 0 && !api_caller_sees(req, ev.account))
+        rc = HOOKD_ENOTFOUND; /* another account's event does not exist for an account token */
     if (rc == 0)
         rc = store_delivery_list(s, &f, &dl);
     api_reader_put(d, s, rc);

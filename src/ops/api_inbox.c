@@ -100,7 +100,6 @@ void api_inbox_get(struct http_request *req, struct http_response *res, void *ct
 
 /* ---- replays -------------------------------------------------------------------------------- */
 
-#define REPLAY_LIMIT_DEFAULT 1000
 
 struct replay_op {
     const struct api_ctx *api;

@@ -1,7 +1,8 @@
 /*
  * What each list route takes in its query string: GET /v1/endpoints,
- * /v1/events, /v1/deliveries, /v1/sources, /v1/sources/{name}/rejections
- * /v1/inbox, /v1/machines, /v1/entities/{kind}/{id}/trace and /v1/audit (DESIGN §8, §12). A parameter not in its
+ * /v1/events, /v1/deliveries, /v1/sources, /v1/sources/{name}/rejections,
+ * /v1/inbox, /v1/machines, /v1/entities/{kind}/{id}/trace, /v1/audit,
+ * /v1/replays and /v1/tokens (DESIGN §8, §12). A parameter not in its
  * route's table is refused with 400, never ignored.
  */
 #include "ops/list_queries.h"
@@ -106,3 +107,16 @@ const struct query_param audit_query_params[] = {
     {.name = "until", .type = QUERY_TIME, .offset = offsetof(struct audit_query, until)},
 };
 const size_t audit_query_params_count = sizeof audit_query_params / sizeof audit_query_params[0];
+const struct query_param replay_list_query[] = {
+    {.name = "account", .type = QUERY_TEXT, .max_len = API_ACCOUNT_MAX, .offset = offsetof(struct replay_filter, account)},
+    {.name = "cursor", .type = QUERY_CURSOR_ID, .list = LIST_REPLAYS, .offset = offsetof(struct replay_filter, before_id)},
+    {.name = "limit", .type = QUERY_LIMIT, .offset = offsetof(struct replay_filter, limit)},
+};
+const size_t replay_list_query_count = sizeof replay_list_query / sizeof replay_list_query[0];
+
+const struct query_param token_list_query[] = {
+    {.name = "account", .type = QUERY_TEXT, .max_len = API_ACCOUNT_MAX, .offset = offsetof(struct token_filter, account)},
+    {.name = "cursor", .type = QUERY_CURSOR_ID, .list = LIST_TOKENS, .offset = offsetof(struct token_filter, before_id)},
+    {.name = "limit", .type = QUERY_LIMIT, .offset = offsetof(struct token_filter, limit)},
+};
+const size_t token_list_query_count = sizeof token_list_query / sizeof token_list_query[0];

@@ -16,6 +16,8 @@
 #define LIST_REJECTIONS "rejections"
 #define LIST_INBOX "inbox"
 #define LIST_MACHINES "machines"
+#define LIST_REPLAYS "replays"
+#define LIST_TOKENS "tokens"
 
 /* GET /v1/endpoints into a struct endpoint_filter. */
 extern const struct query_param endpoint_list_query[];
@@ -47,6 +49,11 @@ extern const size_t trace_query_params_count;
 struct audit_query { const char *source; int64_t since, until; };
 extern const struct query_param audit_query_params[];
 extern const size_t audit_query_params_count;
+/* GET /v1/replays into a struct replay_filter; GET /v1/tokens into a struct token_filter. */
+extern const struct query_param replay_list_query[];
+extern const size_t replay_list_query_count;
+extern const struct query_param token_list_query[];
+extern const size_t token_list_query_count;
 /* The words of the status filter, in enum delivery_status order. */
 extern const char *const delivery_status_words[];
 #endif

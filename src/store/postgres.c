@@ -258,4 +258,6 @@ const struct store_ops store_postgres_ops = {
     .inbox = &postgres_inbox_ops,
     .rejections = &postgres_rejection_ops,
     .machines = &postgres_machine_ops,
+    .replays = &postgres_replay_ops,
+    .tokens = &postgres_token_ops,
 };

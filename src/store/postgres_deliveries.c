@@ -29,6 +29,9 @@ enum {
     PG_ATTEMPT_LIST,
     PG_DELIVERY_LIST,
     PG_DELIVERY_LIST_LAST = PG_DELIVERY_LIST + DL_F_COMBINATIONS - 1,
+    PG_DELIVERY_REPLAY_MANY,
+    PG_DELIVERY_COUNT, /* one per filter combination without the cursor */
+    PG_DELIVERY_COUNT_LAST = PG_DELIVERY_COUNT + DL_F_BEFORE - 1,
     PG_DELIVERIES_END
 };
 _Static_assert((int)PG_DELIVERIES_END <= (int)PG_ENDPOINT_STATE, "the deliveries statements overflow their slots");
@@ -712,6 +715,85 @@ static int postgres_delivery_list(struct store *s, const struct delivery_filter 
     return pg_list(s, PG_DELIVERY_LIST + mask, q.text, &p, store_read_delivery, STORE_ROWS(out, store_free_delivery));
 }
 
+/* One statement for the batch: the status predicate decides each row, as in replay. */
+static int postgres_delivery_replay_many(struct store *s, const char *const *ids, size_t n, unsigned statuses,
+                                         int64_t now, bool *replayed)
+{
+    struct pg_array a = {0}, st = {0};
+    struct pg_params p = {.n = 0};
+    const char *ids_lit, *st_lit;
+    PGresult *res;
+    int result;
+
+    for (size_t i = 0; i < n; i++) {
+        pg_array_text(&a, ids[i]);
+        replayed[i] = false;
+    }
+    for (int k = DELIVERY_PENDING; k <= DELIVERY_SKIPPED; k++)
+        if (statuses & (1u << k))
+            pg_array_text(&st, delivery_status_name((enum delivery_status)k));
+    ids_lit = pg_array_end(&a);
+    st_lit = pg_array_end(&st);
+    if (!ids_lit || !st_lit) {
+        pg_array_free(&a);
+        pg_array_free(&st);
+        return HOOKD_ENOMEM;
+    }
+    pg_param_text_array(&p, 1, ids_lit);
+    pg_param_i64(&p, 2, now);
+    pg_param_text_array(&p, 3, st_lit);
+    result = pg_run(s, PG_DELIVERY_REPLAY_MANY,
+                    "UPDATE hookd_deliveries d SET status = 'pending', attempt_count = 0, next_attempt_at = $2,"
+                    " first_attempt_at = NULL, delivered_at = NULL, lease_owner = NULL, lease_until = NULL"
+                    " WHERE d.id = ANY($1::text[]) AND d.status = ANY($3::text[]) RETURNING d.id",
+                    &p, &res);
+    pg_array_free(&a);
+    pg_array_free(&st);
+    if (result)
+        return result;
+    /* Back to the caller's order: at most STORE_LIST_MAX ids, so the scan stays small. */
+    for (int r = 0; r < PQntuples(res); r++) {
+        const char *id = PQgetvalue(res, r, 0);
+        for (size_t i = 0; i < n; i++) {
+            if (!replayed[i] && strcmp(ids[i], id) == 0) {
+                replayed[i] = true;
+                break;
+            }
+        }
+    }
+    PQclear(res);
+    return 0;
+}
+
+static int postgres_delivery_count(struct store *s, const struct delivery_filter *f, int64_t *n)
+{
+    char terms[FILTER_SQL_MAX];
+    struct store_sql q = {.len = 0};
+    struct pg_params p = {.n = 0};
+    PGresult *res;
+    int mask = delivery_filter_mask(f) & ~DL_F_BEFORE, result;
+
+    *n = 0;
+    if (f->status >= 0 && !delivery_status_valid(f->status))
+        return HOOKD_EINVAL;
+    store_sql_add(&q, "SELECT count(*) FROM hookd_deliveries d WHERE true");
+    delivery_filter_sql(mask, '$', terms);
+    store_sql_add(&q, terms);
+    pg_param_text(&p, 1, f->event_id);
+    pg_param_text(&p, 2, f->endpoint_id);
+    pg_param_text(&p, 3, f->account);
+    pg_param_text(&p, 4, mask & DL_F_STATUS ? delivery_status_name((enum delivery_status)f->status) : NULL);
+    pg_param_i64(&p, 5, f->since);
+    pg_param_i64(&p, 6, f->until);
+    result = pg_run(s, PG_DELIVERY_COUNT + mask, q.text, &p, &res);
+    if (result)
+        return result;
+    if (PQntuples(res) > 0)
+        *n = pg_col_i64(res, 0, 0);
+    PQclear(res);
+    return 0;
+}
+
 static int postgres_attempt_list(struct store *s, const char *delivery_id, struct attempt_list *out)
 {
     struct pg_params p = {.n = 0};
@@ -735,6 +817,8 @@ const struct store_delivery_ops postgres_delivery_ops = {
     .release_node = postgres_delivery_release_node,
     .get = postgres_delivery_get,
     .replay = postgres_delivery_replay,
+    .count = postgres_delivery_count,
+    .replay_many = postgres_delivery_replay_many,
     .list = postgres_delivery_list,
     .attempt_list = postgres_attempt_list,
 };

@@ -33,7 +33,9 @@ enum {
     PG_INBOX = PG_SOURCES + 16,        /* postgres_inbox.c */
     PG_REJECTIONS = PG_INBOX + 144,    /* postgres_rejections.c */
     PG_MACHINES = PG_REJECTIONS + 16,  /* postgres_machines.c */
-    PG_SPARE = PG_MACHINES + 32,     /* no statement of the backend uses these (tests) */
+    PG_REPLAYS = PG_MACHINES + 32,     /* postgres_replays.c */
+    PG_TOKENS = PG_REPLAYS + 16,       /* postgres_tokens.c */
+    PG_SPARE = PG_TOKENS + 16,         /* no statement of the backend uses these (tests) */
     PG_SLOTS = PG_SPARE + 4,
 };
 _Static_assert((int)PG_CONN_END <= (int)PG_EVENTS, "the connection's statements overflow their slots");
@@ -194,4 +196,6 @@ extern const struct store_source_ops postgres_source_ops;       /* postgres_sour
 extern const struct store_inbox_ops postgres_inbox_ops;         /* postgres_inbox.c */
 extern const struct store_rejection_ops postgres_rejection_ops; /* postgres_rejections.c */
 extern const struct store_machine_ops postgres_machine_ops;     /* postgres_machines.c */
+extern const struct store_replay_ops postgres_replay_ops;       /* postgres_replays.c */
+extern const struct store_token_ops postgres_token_ops;         /* postgres_tokens.c */
 #endif

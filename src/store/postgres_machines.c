@@ -26,7 +26,7 @@ enum {
     PG_AUDIT,
     PG_MACHINES_END
 };
-_Static_assert((int)PG_MACHINES_END <= (int)PG_SPARE, "the machines statements overflow their slots");
+_Static_assert((int)PG_MACHINES_END <= (int)PG_REPLAYS, "the machines statements overflow their slots");
 
 static int machine_write(struct store *s, const struct machine_record *m, bool update)
 {

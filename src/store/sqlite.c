@@ -576,4 +576,6 @@ const struct store_ops store_sqlite_ops = {
     .inbox = &sqlite_inbox_ops,
     .rejections = &sqlite_rejection_ops,
     .machines = &sqlite_machine_ops,
+    .replays = &sqlite_replay_ops,
+    .tokens = &sqlite_token_ops,
 };

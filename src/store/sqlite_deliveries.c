@@ -32,6 +32,9 @@ enum {
     SQ_ATTEMPT_LIST,
     SQ_DELIVERY_LIST,
     SQ_DELIVERY_LIST_LAST = SQ_DELIVERY_LIST + DL_F_COMBINATIONS - 1,
+    SQ_DELIVERY_REPLAY_MANY,
+    SQ_DELIVERY_COUNT, /* one per filter combination without the cursor */
+    SQ_DELIVERY_COUNT_LAST = SQ_DELIVERY_COUNT + DL_F_BEFORE - 1,
     SQ_DELIVERIES_END
 };
 _Static_assert((int)SQ_DELIVERIES_END <= (int)SQ_ENDPOINT_STATE, "the deliveries statements overflow their slots");
@@ -730,6 +733,77 @@ static int sqlite_delivery_list(struct store *s, const struct delivery_filter *f
     return sq_rows_read(s, st, (size_t)limit, store_read_delivery, STORE_ROWS(out, store_free_delivery));
 }
 
+/* The statuses of a bit set as up to three names (repeated to fill), for "status IN (?3, ?4, ?5)". */
+static void status_names(unsigned statuses, const char *out[3])
+{
+    size_t n = 0;
+
+    for (int st = DELIVERY_PENDING; st <= DELIVERY_SKIPPED && n < 3; st++)
+        if (statuses & (1u << st))
+            out[n++] = delivery_status_name((enum delivery_status)st);
+    for (size_t i = n; i < 3; i++)
+        out[i] = n ? out[0] : "none";
+}
+
+static int sqlite_delivery_replay_many(struct store *s, const char *const *ids, size_t n, unsigned statuses,
+                                       int64_t now, bool *replayed)
+{
+    const char *names[3];
+    sqlite3_stmt *st;
+    int result = sq_stmt(s, SQ_DELIVERY_REPLAY_MANY,
+                         "UPDATE hookd_deliveries SET status = 'pending', attempt_count = 0,"
+                         " next_attempt_at = ?2, first_attempt_at = NULL, delivered_at = NULL,"
+                         " lease_owner = NULL, lease_until = NULL"
+                         " WHERE id = ?1 AND status IN (?3, ?4, ?5)",
+                         &st);
+
+    if (result)
+        return result;
+    status_names(statuses, names);
+    result = sq_atomic_begin(s);
+    for (size_t i = 0; result == 0 && i < n; i++) {
+        int changes = 0;
+        sq_bind_text(st, 1, ids[i]);
+        sqlite3_bind_int64(st, 2, now);
+        for (int k = 0; k < 3; k++)
+            sq_bind_text(st, 3 + k, names[k]);
+        result = sq_run(s, st, &changes);
+        replayed[i] = result == 0 && changes > 0;
+    }
+    return sq_atomic_end(s, result);
+}
+
+static int sqlite_delivery_count(struct store *s, const struct delivery_filter *f, int64_t *n)
+{
+    char terms[FILTER_SQL_MAX];
+    struct store_sql q = {.len = 0};
+    sqlite3_stmt *st;
+    int mask = delivery_filter_mask(f) & ~DL_F_BEFORE, result;
+
+    *n = 0;
+    if (f->status >= 0 && !delivery_status_valid(f->status))
+        return HOOKD_EINVAL;
+    store_sql_add(&q, "SELECT count(*) FROM hookd_deliveries d WHERE 1");
+    delivery_filter_sql(mask, '?', terms);
+    store_sql_add(&q, terms);
+    result = sq_stmt(s, SQ_DELIVERY_COUNT + mask, q.text, &st);
+    if (result)
+        return result;
+    if (mask & DL_F_EVENT)
+        sq_bind_text(st, 1, f->event_id);
+    if (mask & DL_F_ENDPOINT)
+        sq_bind_text(st, 2, f->endpoint_id);
+    if (mask & DL_F_ACCOUNT)
+        sq_bind_text(st, 3, f->account);
+    if (mask & DL_F_STATUS)
+        sq_bind_text(st, 4, delivery_status_name((enum delivery_status)f->status));
+    if (mask & DL_F_SINCE)
+        sqlite3_bind_int64(st, 5, f->since);
+    if (mask & DL_F_UNTIL)
+        sqlite3_bind_int64(st, 6, f->until);
+    return sq_get_i64(s, st, n);
+}
+
 static int sqlite_attempt_list(struct store *s, const char *delivery_id, struct attempt_list *out)
 {
     sqlite3_stmt *st;
@@ -758,6 +832,8 @@ const struct store_delivery_ops sqlite_delivery_ops = {
     .release_node = sqlite_delivery_release_node,
     .get = sqlite_delivery_get,
     .replay = sqlite_delivery_replay,
+    .count = sqlite_delivery_count,
+    .replay_many = sqlite_delivery_replay_many,
     .list = sqlite_delivery_list,
     .attempt_list = sqlite_attempt_list,
 };

@@ -42,7 +42,9 @@ enum {
     SQ_INBOX = SQ_SOURCES + 16,        /* sqlite_inbox.c */
     SQ_REJECTIONS = SQ_INBOX + 144,    /* sqlite_rejections.c */
     SQ_MACHINES = SQ_REJECTIONS + 16,  /* sqlite_machines.c */
-    SQ_SLOTS = SQ_MACHINES + 32,
+    SQ_REPLAYS = SQ_MACHINES + 32,     /* sqlite_replays.c */
+    SQ_TOKENS = SQ_REPLAYS + 16,       /* sqlite_tokens.c */
+    SQ_SLOTS = SQ_TOKENS + 16,
 };
 _Static_assert((int)SQ_CONN_END <= (int)SQ_EVENTS, "the connection's statements overflow their slots");
 
@@ -116,4 +118,6 @@ extern const struct store_source_ops sqlite_source_ops;       /* sqlite_sources.
 extern const struct store_inbox_ops sqlite_inbox_ops;         /* sqlite_inbox.c */
 extern const struct store_rejection_ops sqlite_rejection_ops; /* sqlite_rejections.c */
 extern const struct store_machine_ops sqlite_machine_ops;     /* sqlite_machines.c */
+extern const struct store_replay_ops sqlite_replay_ops;       /* sqlite_replays.c */
+extern const struct store_token_ops sqlite_token_ops;         /* sqlite_tokens.c */
 #endif

@@ -29,7 +29,7 @@ enum {
     SQ_AUDIT_CONFLICTING,
     SQ_MACHINES_END
 };
-_Static_assert((int)SQ_MACHINES_END <= (int)SQ_SLOTS, "the machines statements overflow their slots");
+_Static_assert((int)SQ_MACHINES_END <= (int)SQ_REPLAYS, "the machines statements overflow their slots");
 
 static int machine_write(struct store *s, const struct machine_record *m, bool update)
 {

@@ -973,3 +973,147 @@ const char *transition_result_name(enum transition_result r)
     static const char *const names[] = {"applied", "stale", "deferred", "quarantined", "reconciled"};
     return (size_t)r < sizeof names / sizeof names[0] ? names[r] : "unknown";
 }
+/* ---- operations: replays and account tokens ------------------------------- */
+
+int store_delivery_count(struct store *s, const struct delivery_filter *f, int64_t *n)
+{
+    assert(s && f && n);
+    FAMILY_CALL(s, deliveries, count, f, n);
+}
+
+int store_delivery_replay_many(struct store *s, const char *const *ids, size_t n, unsigned statuses, int64_t now,
+                               bool *replayed)
+{
+    assert(s && (n == 0 || (ids && replayed)) && n <= STORE_LIST_MAX);
+    /* Only final statuses: an open delivery is never made pending twice. */
+    assert((statuses & ((1u << DELIVERY_PENDING) | (1u << DELIVERY_RETRYING) | (1u << DELIVERY_SUPERSEDED))) == 0);
+    FAMILY_CALL(s, deliveries, replay_many, ids, n, statuses, now, replayed);
+}
+
+int store_replay_insert(struct store *s, const struct replay *r)
+{
+    assert(s && r && r->id[0]);
+    FAMILY_CALL(s, replays, insert, r);
+}
+
+int store_replay_record(struct store *s, const char *id, const char *const *delivery_ids, size_t n, int skipped,
+                        bool done, int64_t at)
+{
+    assert(s && id && (n == 0 || delivery_ids));
+    FAMILY_CALL(s, replays, record, id, delivery_ids, n, skipped, done, at);
+}
+
+int store_replay_get(struct store *s, const char *id, struct replay *out)
+{
+    assert(s && id && out);
+    FAMILY_CALL(s, replays, get, id, out);
+}
+
+int store_replay_list(struct store *s, const struct replay_filter *f, struct replay_list *out)
+{
+    assert(s && f && out);
+    FAMILY_CALL(s, replays, list, f, out);
+}
+
+int store_token_insert(struct store *s, const struct api_token *t)
+{
+    assert(s && t && t->id[0] && t->account && t->hash[0]);
+    FAMILY_CALL(s, tokens, insert, t);
+}
+
+int store_token_get(struct store *s, const char *id, struct api_token *out)
+{
+    assert(s && id && out);
+    FAMILY_CALL(s, tokens, get, id, out);
+}
+
+int store_token_list(struct store *s, const struct token_filter *f, struct token_list *out)
+{
+    assert(s && f && out);
+    FAMILY_CALL(s, tokens, list, f, out);
+}
+
+int store_token_list_active(struct store *s, int64_t now, struct token_list *out)
+{
+    assert(s && out);
+    FAMILY_CALL(s, tokens, list_active, now, out);
+}
+
+int store_token_revoke(struct store *s, const char *id, int64_t at)
+{
+    assert(s && id);
+    FAMILY_CALL(s, tokens, revoke, id, at);
+}
+
+int store_token_version(struct store *s, int64_t *version)
+{
+    assert(s && version);
+    FAMILY_CALL(s, tokens, version, version);
+}
+
+static const char *const replay_kind_names[] = {
+    [REPLAY_DELIVERY] = "delivery",
+    [REPLAY_EVENT] = "event",
+    [REPLAY_RANGE] = "range",
+};
+
+const char *replay_kind_name(enum replay_kind k)
+{
+    return (unsigned)k < sizeof replay_kind_names / sizeof *replay_kind_names ? replay_kind_names[k] : "unknown";
+}
+
+int replay_kind_parse(const char *s, enum replay_kind *out)
+{
+    for (size_t i = 0; s && i < sizeof replay_kind_names / sizeof *replay_kind_names; i++) {
+        if (strcmp(s, replay_kind_names[i]) == 0) {
+            *out = (enum replay_kind)i;
+            return 0;
+        }
+    }
+    return HOOKD_EINVAL;
+}
+
+static const char *const token_scope_names[] = {
+    [TOKEN_SCOPE_READ] = "read",
+    [TOKEN_SCOPE_READ_REPLAY] = "read_replay",
+};
+
+const char *token_scope_name(enum token_scope sc)
+{
+    return (unsigned)sc < sizeof token_scope_names / sizeof *token_scope_names ? token_scope_names[sc] : "unknown";
+}
+
+int token_scope_parse(const char *s, enum token_scope *out)
+{
+    for (size_t i = 0; s && i < sizeof token_scope_names / sizeof *token_scope_names; i++) {
+        if (strcmp(s, token_scope_names[i]) == 0) {
+            *out = (enum token_scope)i;
+            return 0;
+        }
+    }
+    return HOOKD_EINVAL;
+}
+
+void replay_free(struct replay *r)
+{
+    if (!r)
+        return;
+    free(r->actor);
+    free(r->account);
+    free(r->filter);
+    memset(r, 0, sizeof *r);
+}
+
+void api_token_free(struct api_token *t)
+{
+    if (!t)
+        return;
+    free(t->account);
+    free(t->description);
+    free(t->created_by);
+    explicit_bzero(t->hash, sizeof t->hash);
+    memset(t, 0, sizeof *t);
+}
+
+void replay_list_free(struct replay_list *l) { LIST_FREE(l, replay_free); }
+void token_list_free(struct token_list *l) { LIST_FREE(l, api_token_free); }

@@ -54,6 +54,8 @@
  *     delivery_release_node drop every lease a node holds (start-up of that node)
  *     delivery_replay       fenced by status: a final delivery pending again (single-delivery replay)
  *     delivery_get/list, attempt_list   read deliveries and attempts
+ *     delivery_count        how many deliveries a filter matches (its cursor ignored)
+ *     delivery_replay_many  replay for a batch, each only while its status is one of those given
  *   endpoint state (hookd_endpoint_state)
  *     endpoint_state_record the breaker and auto-disable after a batch of attempts
  *     endpoint_state_get    one endpoint's breaker, failures and bucket (for the API)
@@ -79,6 +81,16 @@
  *   rejections (hookd_rejections, hookd_rejection_counts)
  *     rejection_insert      log one refused request (bounded per source) and bump its reason's counter
  *     rejection_list/counts read the log and the counters of a source
+ *   replays (hookd_replays, hookd_replay_items)
+ *     replay_insert         record a replay (who, when, filter, how many matched)
+ *     replay_record         add one batch's replayed deliveries and skipped count; mark it done
+ *     replay_get/list       read replays with their progress, computed from their deliveries now
+ *   tokens (hookd_tokens)
+ *     token_insert          an account-scoped API token (its secret only as a SHA-256 hash)
+ *     token_get/list        read tokens (no secret is ever stored)
+ *     token_list_active     every token neither revoked nor expired, for the auth cache
+ *     token_revoke          revoke one (ENOTFOUND; ECONFLICT when revoked already)
+ *     token_version         a cache validator that changes with every token write
  *
  * Adding a method: its pointer in the family's struct below, its wrapper here
  * and in store.c, and its function, table entry and statement slots in the
@@ -461,7 +473,48 @@ void transition_list_free(struct transition_list *l);
 
 /* ---- lists and filters ------------------------------------------------ */
 
+/* A replay (DESIGN §12 "Replays"): one delivery, one event's deliveries, or a bounded range. */
+enum replay_kind { REPLAY_DELIVERY, REPLAY_EVENT, REPLAY_RANGE };
+const char *replay_kind_name(enum replay_kind k);
+int replay_kind_parse(const char *s, enum replay_kind *out);
+
+#define REPLAY_LIMIT_DEFAULT 1000 /* deliveries one range replay takes unless told */
+#define REPLAY_LIMIT_MAX 10000    /* and at most */
+
+struct replay {
+    char id[HOOKD_ID_MAX]; /* "rpl_…" */
+    char *actor;           /* "admin", or the id of the account token that asked */
+    char *account;         /* the account its deliveries belong to; NULL: any (a range without one) */
+    enum replay_kind kind;
+    char *filter;          /* JSON text of what was asked */
+    int64_t created_at, finished_at; /* ms; finished_at 0 while batches remain */
+    int matched;           /* deliveries the filter matched */
+    int replayed;          /* made pending again */
+    int skipped;           /* pending or in flight already (or changed meanwhile): left as they were */
+    /* Progress, read from the replayed deliveries now: pending (pending, retrying), delivered,
+     * failed (dead, skipped) and superseded. */
+    int pending, delivered, failed, superseded;
+};
+void replay_free(struct replay *r);
+
+enum token_scope { TOKEN_SCOPE_READ, TOKEN_SCOPE_READ_REPLAY };
+const char *token_scope_name(enum token_scope sc);
+int token_scope_parse(const char *s, enum token_scope *out);
+
+/* An account-scoped API token. The secret itself is never stored: only its SHA-256. */
+struct api_token {
+    char id[HOOKD_ID_MAX];        /* "tok_…" */
+    char *account;
+    enum token_scope scope;
+    char hash[SHA256_HEX_LEN];    /* hex SHA-256 of the secret */
+    char *description;            /* NULL: none */
+    char *created_by;             /* "admin" */
+    int64_t created_at, expires_at, revoked_at; /* ms; revoked_at 0: live */
+};
+void api_token_free(struct api_token *t);
+
 #define STORE_LIST_MAX 1000
+#define STORE_TOKENS_MAX 100000 /* tokens the auth cache holds at most */
 #define INBOX_REPLAY_MAX 10000 /* items one range replay may take */
 #define STORE_SLOTS_UNCAPPED INT32_MAX /* delivery_slots of an endpoint without an in-flight cap */
 
@@ -504,6 +557,18 @@ struct inbox_filter {
     int limit;
 };
 
+struct replay_filter {
+    const char *account;   /* NULL: any */
+    const char *before_id; /* cursor: id < before_id; NULL: start */
+    int limit;
+};
+
+struct token_filter {
+    const char *account;   /* NULL: any */
+    const char *before_id;
+    int limit;
+};
+
 struct rejection_filter {
     const char *source;    /* required */
     int64_t before_id;     /* cursor: id < before_id; 0: start */
@@ -529,6 +594,10 @@ void source_list_free(struct source_list *l);
 void inbox_list_free(struct inbox_list *l);
 void rejection_list_free(struct rejection_list *l);
 void rejection_count_list_free(struct rejection_count_list *l);
+struct replay_list { struct replay *items; size_t n; };
+struct token_list { struct api_token *items; size_t n; };
+void replay_list_free(struct replay_list *l);
+void token_list_free(struct token_list *l);
 
 /* ---- the method tables ------------------------------------------------- */
 
@@ -642,6 +711,15 @@ struct store_delivery_ops {
     int (*replay)(struct store *s, const char *id, int64_t now, struct delivery *out);
     int (*list)(struct store *s, const struct delivery_filter *f, struct delivery_list *out);
     int (*attempt_list)(struct store *s, const char *delivery_id, struct attempt_list *out);
+    /* How many deliveries f matches (f->before_id and f->limit are ignored). */
+    int (*count)(struct store *s, const struct delivery_filter *f, int64_t *n);
+    /*
+     * replay for many (at most STORE_LIST_MAX) at once, of those whose status is now one of statuses
+     * (bits 1 << enum delivery_status, final ones only): replayed[i] tells whether ids[i] was. One
+     * statement on PostgreSQL. Runs in the caller's transaction, or in one of its own.
+     */
+    int (*replay_many)(struct store *s, const char *const *ids, size_t n, unsigned statuses, int64_t now,
+                       bool *replayed);
 };
 
 /* hookd_endpoint_state: the breaker, auto-disable and the rate limit's bucket, per endpoint. */
@@ -734,6 +812,26 @@ struct store_machine_ops {
     int (*audit)(struct store *s, const char *source, int64_t since, int64_t until, struct audit_report *out);
 };
 
+struct store_replay_ops {
+    int (*insert)(struct store *s, const struct replay *r); /* r->id set; EEXISTS when taken */
+    /* Adds the n deliveries of one batch (replayed by the same transaction) to replay id, and skipped to
+     * its skipped count; done marks it finished at `at`. ENOTFOUND when id is unknown. */
+    int (*record)(struct store *s, const char *id, const char *const *delivery_ids, size_t n, int skipped, bool done,
+                  int64_t at);
+    int (*get)(struct store *s, const char *id, struct replay *out);
+    int (*list)(struct store *s, const struct replay_filter *f, struct replay_list *out); /* newest first */
+};
+
+struct store_token_ops {
+    int (*insert)(struct store *s, const struct api_token *t); /* EEXISTS when the id or hash is taken */
+    int (*get)(struct store *s, const char *id, struct api_token *out);
+    int (*list)(struct store *s, const struct token_filter *f, struct token_list *out); /* newest first */
+    /* Every token not revoked and not expired at now (at most STORE_TOKENS_MAX). */
+    int (*list_active)(struct store *s, int64_t now, struct token_list *out);
+    int (*revoke)(struct store *s, const char *id, int64_t at); /* ENOTFOUND; ECONFLICT: revoked already */
+    int (*version)(struct store *s, int64_t *version);
+};
+
 struct store_ops {
     int version; /* STORE_OPS_VERSION */
     const char *name;
@@ -782,6 +880,8 @@ struct store_ops {
     const struct store_inbox_ops *inbox;
     const struct store_rejection_ops *rejections;
     const struct store_machine_ops *machines;
+    const struct store_replay_ops *replays;
+    const struct store_token_ops *tokens;
 };
 
 extern const struct store_ops store_sqlite_ops;
@@ -897,4 +997,18 @@ STORE_WRAPPER store_transition_insert(struct store *s, struct transition_record 
 STORE_WRAPPER store_transition_list(struct store *s, const char *kind, const char *id, struct transition_list *out);
 STORE_WRAPPER store_inbox_settle(struct store *s, const struct inbox_settle *r, int64_t now);
 STORE_WRAPPER store_audit(struct store *s, const char *source, int64_t since, int64_t until, struct audit_report *out);
+STORE_WRAPPER store_delivery_count(struct store *s, const struct delivery_filter *f, int64_t *n);
+STORE_WRAPPER store_delivery_replay_many(struct store *s, const char *const *ids, size_t n, unsigned statuses,
+                                         int64_t now, bool *replayed);
+STORE_WRAPPER store_replay_insert(struct store *s, const struct replay *r);
+STORE_WRAPPER store_replay_record(struct store *s, const char *id, const char *const *delivery_ids, size_t n,
+                                  int skipped, bool done, int64_t at);
+STORE_WRAPPER store_replay_get(struct store *s, const char *id, struct replay *out);
+STORE_WRAPPER store_replay_list(struct store *s, const struct replay_filter *f, struct replay_list *out);
+STORE_WRAPPER store_token_insert(struct store *s, const struct api_token *t);
+STORE_WRAPPER store_token_get(struct store *s, const char *id, struct api_token *out);
+STORE_WRAPPER store_token_list(struct store *s, const struct token_filter *f, struct token_list *out);
+STORE_WRAPPER store_token_list_active(struct store *s, int64_t now, struct token_list *out);
+STORE_WRAPPER store_token_revoke(struct store *s, const char *id, int64_t at);
+STORE_WRAPPER store_token_version(struct store *s, int64_t *version);
 #endif

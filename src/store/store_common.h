@@ -49,6 +49,17 @@ void store_hex_encode(const void *p, size_t n, char *out);
 #define STORE_REJECTION_COLUMNS "id, source, at, reason, peer, size, sha256"
 #define STORE_REJECTION_COUNT_COLUMNS "reason, count, last_at"
 
+/* Replays (aliased r) with their progress, counted from the deliveries they replayed as they are now. */
+#define STORE_REPLAY_PROGRESS(statuses)                                                                  \
+    "(SELECT count(*) FROM hookd_replay_items i JOIN hookd_deliveries d ON d.id = i.delivery_id"         \
+    " WHERE i.replay_id = r.id AND d.status IN (" statuses "))"
+#define STORE_REPLAY_COLUMNS                                                                             \
+    "r.id, r.actor, r.account, r.kind, r.filter, r.created_at, r.finished_at, r.matched, r.replayed, "   \
+    "r.skipped, " STORE_REPLAY_PROGRESS("'pending', 'retrying'") ", " STORE_REPLAY_PROGRESS("'delivered'") \
+    ", " STORE_REPLAY_PROGRESS("'dead', 'skipped'") ", " STORE_REPLAY_PROGRESS("'superseded'")
+#define STORE_TOKEN_COLUMNS \
+    "id, account, scope, token_hash, description, created_by, created_at, expires_at, revoked_at"
+
 /*
  * Ordering, the same SQL on both backends. STORE_ORDER_FIRST(d): the delivery
  * aliased d is unordered, or its resource's oldest open delivery to its
@@ -111,6 +122,8 @@ int store_read_source(const struct store_row *r, void *item);      /* struct sou
 int store_read_inbox(const struct store_row *r, void *item);       /* struct inbox_item */
 int store_read_rejection(const struct store_row *r, void *item);   /* struct rejection */
 int store_read_rejection_count(const struct store_row *r, void *item); /* struct rejection_count */
+int store_read_replay(const struct store_row *r, void *item);      /* struct replay (store_ops_rows.c) */
+int store_read_token(const struct store_row *r, void *item);       /* struct api_token (store_ops_rows.c) */
 
 /* ---- lists the row readers fill ----------------------------------------- */
 
@@ -135,6 +148,8 @@ void store_free_source(void *item);
 void store_free_inbox(void *item);
 void store_free_rejection(void *item);
 void store_free_rejection_count(void *item);
+void store_free_replay(void *item);
+void store_free_token(void *item);
 
 /* Empties the list without freeing anything (its start state). */
 void store_rows_start(struct store_rows *rows);

@@ -34,14 +34,14 @@
 static void h_dummy(struct http_request *req, struct http_response *res, void *ctx) {}
 
 static const struct http_route table[] = {
-    {"GET", "/v1/endpoints", h_dummy, HTTP_AUTH_NONE, 0, NULL},
-    {"POST", "/v1/endpoints", h_dummy, HTTP_AUTH_NONE, 0, NULL},
-    {"GET", "/v1/endpoints/{id}", h_dummy, HTTP_AUTH_NONE, 0, NULL},
-    {"PATCH", "/v1/endpoints/{id}", h_dummy, HTTP_AUTH_NONE, 0, NULL},
-    {"POST", "/v1/endpoints/{id}/secret/rotate", h_dummy, HTTP_AUTH_NONE, 0, NULL},
-    {"*", "/in/{source}", h_dummy, HTTP_AUTH_NONE, 0, NULL},
-    {"GET", "/ui/*", h_dummy, HTTP_AUTH_NONE, 0, NULL},
-    {"GET", "/", h_dummy, HTTP_AUTH_NONE, 0, NULL},
+    {"GET", "/v1/endpoints", h_dummy, HTTP_AUTH_NONE, 0, NULL, 0},
+    {"POST", "/v1/endpoints", h_dummy, HTTP_AUTH_NONE, 0, NULL, 0},
+    {"GET", "/v1/endpoints/{id}", h_dummy, HTTP_AUTH_NONE, 0, NULL, 0},
+    {"PATCH", "/v1/endpoints/{id}", h_dummy, HTTP_AUTH_NONE, 0, NULL, 0},
+    {"POST", "/v1/endpoints/{id}/secret/rotate", h_dummy, HTTP_AUTH_NONE, 0, NULL, 0},
+    {"*", "/in/{source}", h_dummy, HTTP_AUTH_NONE, 0, NULL, 0},
+    {"GET", "/ui/*", h_dummy, HTTP_AUTH_NONE, 0, NULL, 0},
+    {"GET", "/", h_dummy, HTTP_AUTH_NONE, 0, NULL, 0},
 };
 #define N_TABLE (sizeof table / sizeof table[0])
 
@@ -154,11 +154,11 @@ static void h_text(struct http_request *req, struct http_response *res, void *ct
 }
 
 static const struct http_route live_routes[] = {
-    {"*", "/echo/{id}", h_echo, HTTP_AUTH_NONE, 0, NULL},
-    {"DELETE", "/empty", h_empty, HTTP_AUTH_NONE, 0, NULL},
-    {"GET", "/fail", h_fail, HTTP_AUTH_NONE, 0, NULL},
-    {"GET", "/slow", h_slow, HTTP_AUTH_NONE, 0, NULL},
-    {"GET", "/text", h_text, HTTP_AUTH_NONE, 0, NULL},
+    {"*", "/echo/{id}", h_echo, HTTP_AUTH_NONE, 0, NULL, 0},
+    {"DELETE", "/empty", h_empty, HTTP_AUTH_NONE, 0, NULL, 0},
+    {"GET", "/fail", h_fail, HTTP_AUTH_NONE, 0, NULL, 0},
+    {"GET", "/slow", h_slow, HTTP_AUTH_NONE, 0, NULL, 0},
+    {"GET", "/text", h_text, HTTP_AUTH_NONE, 0, NULL, 0},
 };
 
 struct live {

@@ -91,12 +91,47 @@ static void h_later(struct http_request *req, struct http_response *res, void *c
     pthread_detach(t);
 }
 
+/* Who the server decided the caller is. */
+static void h_who(struct http_request *req, struct http_response *res, void *ctx)
+{
+    const struct http_caller *c = http_request_caller(req);
+    atomic_fetch_add(&calls, 1);
+    http_reply_json(res, 200, json_pack("{s:b,s:s,s:s,s:i}", "admin", c->admin, "id", c->id, "account", c->account,
+                                        "scopes", (int)c->scopes));
+}
+
+/* Scoped tokens of the tests: two valid ones, an expired one, one the store cannot check now. */
+static int fake_token_check(void *ctx, const char *token, size_t len, struct http_caller *out)
+{
+    (void)ctx;
+    memset(out, 0, sizeof *out);
+    if (len == 9 && memcmp(token, "hkat_read", 9) == 0) {
+        snprintf(out->id, sizeof out->id, "tok_r");
+        snprintf(out->account, sizeof out->account, "acme");
+        out->scopes = HTTP_SCOPE_READ;
+        return 0;
+    }
+    if (len == 11 && memcmp(token, "hkat_replay", 11) == 0) {
+        snprintf(out->id, sizeof out->id, "tok_rr");
+        snprintf(out->account, sizeof out->account, "acme");
+        out->scopes = HTTP_SCOPE_READ | HTTP_SCOPE_REPLAY;
+        return 0;
+    }
+    if (len == 12 && memcmp(token, "hkat_expired", 12) == 0)
+        return HOOKD_ETIME;
+    if (len == 9 && memcmp(token, "hkat_down", 9) == 0)
+        return HOOKD_EUNAVAIL;
+    return HOOKD_ENOTFOUND;
+}
+
 static const struct http_route routes[] = {
-    {"POST", "/admin", h_ok, HTTP_AUTH_ADMIN, MIB, NULL},
-    {"GET", "/admin", h_ok, HTTP_AUTH_ADMIN, 0, NULL},
-    {"POST", "/open", h_ok, HTTP_AUTH_NONE, 4096, NULL},
-    {"GET", "/ping", h_ok, HTTP_AUTH_NONE, 0, NULL},
-    {"GET", "/later", h_later, HTTP_AUTH_NONE, 0, NULL},
+    {"GET", "/acct", h_who, HTTP_AUTH_ADMIN, 0, NULL, HTTP_SCOPE_READ},
+    {"POST", "/acct/replay", h_who, HTTP_AUTH_ADMIN, MIB, NULL, HTTP_SCOPE_REPLAY},
+    {"POST", "/admin", h_ok, HTTP_AUTH_ADMIN, MIB, NULL, 0},
+    {"GET", "/admin", h_ok, HTTP_AUTH_ADMIN, 0, NULL, 0},
+    {"POST", "/open", h_ok, HTTP_AUTH_NONE, 4096, NULL, 0},
+    {"GET", "/ping", h_ok, HTTP_AUTH_NONE, 0, NULL, 0},
+    {"GET", "/later", h_later, HTTP_AUTH_NONE, 0, NULL, 0},
 };
 
 static struct http_server *start(unsigned threads, int64_t header_timeout_ms)
@@ -107,6 +142,7 @@ static struct http_server *start(unsigned threads, int64_t header_timeout_ms)
         .routes = routes,
         .n_routes = sizeof routes / sizeof routes[0],
         .admin_token = TOKEN,
+        .token_check = fake_token_check,
         .threads = threads,
         .header_timeout_ms = header_timeout_ms,
     };
@@ -191,6 +227,72 @@ static void test_unauthenticated_upload_refused_before_body(void **state)
     refused_before_body("POST /admin HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong\r\n"
                         "Content-Length: 1048576\r\n\r\n",
                         401, "unauthorized");
+}
+
+/* A scoped token is checked before the body too: 403 where its scopes do not reach, 401 expired, 503 unknown now. */
+static void test_scoped_token_refused_before_body(void **state)
+{
+    refused_before_body("POST /admin HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer hkat_replay\r\n"
+                        "Content-Length: 1048576\r\n\r\n",
+                        403, "forbidden");
+    refused_before_body("POST /acct/replay HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer hkat_read\r\n"
+                        "Content-Length: 1048576\r\n\r\n",
+                        403, "forbidden");
+    refused_before_body("POST /acct/replay HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer hkat_expired\r\n"
+                        "Content-Length: 1048576\r\n\r\n",
+                        401, "unauthorized");
+    refused_before_body("POST /acct/replay HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer hkat_down\r\n"
+                        "Content-Length: 1048576\r\n\r\n",
+                        503, "store_unavailable");
+}
+
+static void test_scoped_token_reaches_its_routes(void **state)
+{
+    struct http_server *s = start(2, 0);
+    int port = http_server_port(s);
+    struct reply r;
+    json_t *j;
+    static const struct {
+        const char *req;
+        int status;
+        const char *code; /* error code, or NULL: the caller as the handler saw it */
+        bool admin;
+        const char *id;
+        int scopes;
+    } cases[] = {
+        {"GET /acct HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer hkat_read\r\n\r\n", 200, NULL, false, "tok_r", 1},
+        {"GET /acct HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " TOKEN "\r\n\r\n", 200, NULL, true, "admin", 0},
+        {"POST /acct/replay HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer hkat_replay\r\nContent-Length: 0\r\n\r\n",
+         200, NULL, false, "tok_rr", 3},
+        {"GET /admin HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer hkat_read\r\n\r\n", 403, "forbidden", false, NULL, 0},
+        {"GET /acct HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer hkat_other\r\n\r\n", 401, "unauthorized", false, NULL, 0},
+        {"GET /acct HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer hkat_read junk\r\n\r\n", 401, "unauthorized", false,
+         NULL, 0},
+        {"GET /acct HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \r\n\r\n", 401, "unauthorized", false, NULL, 0},
+        {"GET /acct HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer hkat_expired\r\n\r\n", 401, "unauthorized", false,
+         NULL, 0},
+    };
+    int handled = 0;
+
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        request(port, cases[i].req, strlen(cases[i].req), &r);
+        if (cases[i].code) {
+            assert_error(&r, cases[i].status, cases[i].code);
+            if (cases[i].status == 401)
+                assert_non_null(strcasestr(r.head, "\r\nWWW-Authenticate: Bearer"));
+            continue;
+        }
+        handled++;
+        assert_int_equal(r.status, cases[i].status);
+        assert_non_null(j = json_loadb(r.body, r.body_len, 0, NULL));
+        assert_int_equal(json_is_true(json_object_get(j, "admin")), cases[i].admin);
+        assert_string_equal(json_string_value(json_object_get(j, "id")), cases[i].id);
+        assert_string_equal(json_string_value(json_object_get(j, "account")), cases[i].admin ? "" : "acme");
+        assert_int_equal(json_integer_value(json_object_get(j, "scopes")), cases[i].scopes);
+        json_decref(j);
+    }
+    assert_int_equal(atomic_load(&calls), handled);
+    http_server_stop(s);
 }
 
 static void test_oversized_upload_refused_before_body(void **state)
@@ -628,6 +730,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unauthenticated_upload_refused_before_body),
         cmocka_unit_test(test_oversized_upload_refused_before_body),
+        cmocka_unit_test(test_scoped_token_refused_before_body),
+        cmocka_unit_test(test_scoped_token_reaches_its_routes),
         cmocka_unit_test(test_bearer_token_is_the_whole_value),
         cmocka_unit_test(test_ambiguous_framing_refused),
         cmocka_unit_test(test_every_error_is_json),

@@ -385,6 +385,50 @@ static const char schema_machines[] =
     "CREATE INDEX hookd_transitions_inbox ON hookd_transitions(inbox_id);"
     "CREATE INDEX hookd_transitions_at ON hookd_transitions(at);";
 
+/*
+ * Replays and account tokens (DESIGN §12). A replay's items are the
+ * deliveries it made pending again: its progress is counted from their
+ * statuses now, so nothing has to update the replay as they go. Tokens keep
+ * only the SHA-256 of their secret; a trigger bumps tokens_version on every
+ * write (the auth cache's validator on every node, as sources_version is the
+ * receiver's).
+ */
+static const char schema_replays_tokens[] =
+    "CREATE TABLE hookd_replays ("
+    " id TEXT COLLATE \"C\" NOT NULL PRIMARY KEY,"
+    " actor TEXT NOT NULL,"
+    " account TEXT COLLATE \"C\","
+    " kind TEXT NOT NULL CHECK (kind IN ('delivery', 'event', 'range')),"
+    " filter TEXT NOT NULL,"
+    " created_at BIGINT NOT NULL,"
+    " finished_at BIGINT,"
+    " matched INTEGER NOT NULL DEFAULT 0,"
+    " replayed INTEGER NOT NULL DEFAULT 0,"
+    " skipped INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX hookd_replays_account ON hookd_replays(account, id);"
+    "CREATE TABLE hookd_replay_items ("
+    " replay_id TEXT COLLATE \"C\" NOT NULL,"
+    " delivery_id TEXT COLLATE \"C\" NOT NULL,"
+    " PRIMARY KEY (replay_id, delivery_id));"
+    "CREATE TABLE hookd_tokens ("
+    " id TEXT COLLATE \"C\" NOT NULL PRIMARY KEY,"
+    " account TEXT COLLATE \"C\" NOT NULL,"
+    " scope TEXT NOT NULL CHECK (scope IN ('read', 'read_replay')),"
+    " token_hash TEXT NOT NULL UNIQUE,"
+    " description TEXT,"
+    " created_by TEXT NOT NULL,"
+    " created_at BIGINT NOT NULL,"
+    " expires_at BIGINT NOT NULL,"
+    " revoked_at BIGINT);"
+    "CREATE INDEX hookd_tokens_account ON hookd_tokens(account, id);"
+    "INSERT INTO hookd_meta(key, value) VALUES ('tokens_version', '0') ON CONFLICT (key) DO NOTHING;"
+    "CREATE OR REPLACE FUNCTION hookd_tokens_bump() RETURNS trigger LANGUAGE plpgsql"
+    " SET search_path FROM CURRENT AS $$ BEGIN"
+    " UPDATE hookd_meta SET value = (value::bigint + 1)::text WHERE key = 'tokens_version';"
+    " RETURN NULL; END $$;"
+    "CREATE TRIGGER hookd_tokens_bump AFTER INSERT OR UPDATE OR DELETE ON hookd_tokens"
+    " FOR EACH STATEMENT EXECUTE FUNCTION hookd_tokens_bump();";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -398,6 +442,7 @@ const struct schema_migration postgres_migrations[] = {
     {10, schema_delivery_order},
     {11, schema_endpoint_state},
     {12, schema_machines},
+    {13, schema_replays_tokens},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];

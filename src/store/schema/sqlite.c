@@ -324,6 +324,49 @@ static const char schema_machines[] =
     "CREATE INDEX hookd_transitions_inbox ON hookd_transitions(inbox_id);"
     "CREATE INDEX hookd_transitions_at ON hookd_transitions(at);";
 
+/*
+ * Replays and account tokens (DESIGN §12). A replay's items are the
+ * deliveries it made pending again: its progress is counted from their
+ * statuses now, so nothing has to update the replay as they go. Tokens keep
+ * only the SHA-256 of their secret; a trigger bumps tokens_version on every
+ * write (the auth cache's validator, as sources_version is the receiver's).
+ */
+static const char schema_replays_tokens[] =
+    "CREATE TABLE hookd_replays ("
+    " id TEXT NOT NULL PRIMARY KEY,"
+    " actor TEXT NOT NULL,"
+    " account TEXT,"
+    " kind TEXT NOT NULL CHECK (kind IN ('delivery', 'event', 'range')),"
+    " filter TEXT NOT NULL,"
+    " created_at INTEGER NOT NULL,"
+    " finished_at INTEGER,"
+    " matched INTEGER NOT NULL DEFAULT 0,"
+    " replayed INTEGER NOT NULL DEFAULT 0,"
+    " skipped INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX hookd_replays_account ON hookd_replays(account, id);"
+    "CREATE TABLE hookd_replay_items ("
+    " replay_id TEXT NOT NULL,"
+    " delivery_id TEXT NOT NULL,"
+    " PRIMARY KEY (replay_id, delivery_id)) WITHOUT ROWID;"
+    "CREATE TABLE hookd_tokens ("
+    " id TEXT NOT NULL PRIMARY KEY,"
+    " account TEXT NOT NULL,"
+    " scope TEXT NOT NULL CHECK (scope IN ('read', 'read_replay')),"
+    " token_hash TEXT NOT NULL UNIQUE,"
+    " description TEXT,"
+    " created_by TEXT NOT NULL,"
+    " created_at INTEGER NOT NULL,"
+    " expires_at INTEGER NOT NULL,"
+    " revoked_at INTEGER);"
+    "CREATE INDEX hookd_tokens_account ON hookd_tokens(account, id);"
+    "INSERT INTO hookd_meta(key, value) VALUES ('tokens_version', '0') ON CONFLICT(key) DO NOTHING;"
+    "CREATE TRIGGER hookd_tokens_bump_insert AFTER INSERT ON hookd_tokens BEGIN"
+    " UPDATE hookd_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'tokens_version'; END;"
+    "CREATE TRIGGER hookd_tokens_bump_update AFTER UPDATE ON hookd_tokens BEGIN"
+    " UPDATE hookd_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'tokens_version'; END;"
+    "CREATE TRIGGER hookd_tokens_bump_delete AFTER DELETE ON hookd_tokens BEGIN"
+    " UPDATE hookd_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'tokens_version'; END;";
+
 const struct schema_migration sqlite_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -336,6 +379,7 @@ const struct schema_migration sqlite_migrations[] = {
     {9, schema_delivery_order},
     {10, schema_endpoint_state},
     {11, schema_machines},
+    {12, schema_replays_tokens},
 };
 
 const size_t sqlite_migrations_count = sizeof sqlite_migrations / sizeof sqlite_migrations[0];
