@@ -17,6 +17,7 @@
 #include "core/signature_scheme.h"
 #include "inbound/source_cache.h"
 #include "log.h"
+#include "ops/metrics.h"
 #include "net/http_client.h"
 #include "store/writer.h"
 
@@ -136,6 +137,8 @@ static void op_complete_done(void *arg, int result)
     else if (result != 0)
         log_warn(PART, "item %s: outcome not written (%s); it is taken again after its lease", j->it.id,
                  hookd_strerror(result));
+    else
+        metrics_inbox_outcome(j->r.status);
     pthread_mutex_lock(&p->mu);
     j->next = p->written;
     p->written = j;

@@ -28,6 +28,7 @@ struct api_ctx {
     struct hub *hub;            /* told after a commit: outbox changed, endpoints changed */
     struct source_cache *sources; /* the receiver's definitions (inbound/source_cache.h) */
     const char *node;           /* this process's lease owner name */
+    const char *admin_token;    /* the effective token, for routes that check it themselves (/metrics) */
     int64_t started_at;
 };
 

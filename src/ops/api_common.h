@@ -134,4 +134,7 @@ void api_deliveries_replay(struct http_request *req, struct http_response *res, 
 void api_inbox_replay(struct http_request *req, struct http_response *res, void *ctx);
 void api_inbox_replay_range(struct http_request *req, struct http_response *res, void *ctx);
 void api_healthz(struct http_request *req, struct http_response *res, void *ctx);
+void api_metrics(struct http_request *req, struct http_response *res, void *ctx);      /* api_ops.c */
+void api_alerts_list(struct http_request *req, struct http_response *res, void *ctx);  /* api_ops.c */
+void api_alerts_get(struct http_request *req, struct http_response *res, void *ctx);   /* api_ops.c */
 #endif

@@ -37,6 +37,10 @@ const struct http_route admin_routes[] = {
     {"POST", "/v1/deliveries/{id}/replay", api_deliveries_replay, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
     {"POST", "/v1/inbox/replay", api_inbox_replay_range, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
     {"POST", "/v1/inbox/{id}/replay", api_inbox_replay, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
+    {"GET", "/v1/alerts", api_alerts_list, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
+    {"GET", "/v1/alerts/{id}", api_alerts_get, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
+    /* The token is checked by the handler: [server] metrics_auth = none lets scrapers in without it. */
+    {"GET", "/metrics", api_metrics, HTTP_AUTH_NONE, API_BODY_NONE, NULL},
     {"GET", "/healthz", api_healthz, HTTP_AUTH_NONE, API_BODY_NONE, NULL},
 };
 const size_t admin_routes_n = sizeof admin_routes / sizeof admin_routes[0];

@@ -10,6 +10,7 @@
 
 #include "core/filter.h"
 #include "core/ids.h"
+#include "ops/alerts.h"
 #include "ops/api_common.h"
 #include "store/store.h"
 
@@ -84,3 +85,14 @@ const struct query_param inbox_list_query[] = {
     {.name = "limit", .type = QUERY_LIMIT, .offset = offsetof(struct inbox_filter, limit)},
 };
 const size_t inbox_list_query_count = sizeof inbox_list_query / sizeof inbox_list_query[0];
+
+static const char *const alert_status_words[] = {"open", "resolved", NULL};
+
+const struct query_param alert_list_query[] = {
+    {.name = "status", .type = QUERY_ENUM, .values = alert_status_words, .offset = offsetof(struct alert_filter, status)},
+    {.name = "rule", .type = QUERY_TEXT, .max_len = ALERT_RULE_MAX - 1, .check = alert_rule_known,
+     .hint = "not an alert rule", .offset = offsetof(struct alert_filter, rule)},
+    {.name = "cursor", .type = QUERY_CURSOR_ID, .list = LIST_ALERTS, .offset = offsetof(struct alert_filter, before_id)},
+    {.name = "limit", .type = QUERY_LIMIT, .offset = offsetof(struct alert_filter, limit)},
+};
+const size_t alert_list_query_count = sizeof alert_list_query / sizeof alert_list_query[0];

@@ -14,6 +14,7 @@
 #define LIST_SOURCES "sources"
 #define LIST_REJECTIONS "rejections"
 #define LIST_INBOX "inbox"
+#define LIST_ALERTS "alerts"
 
 /* GET /v1/endpoints into a struct endpoint_filter. */
 extern const struct query_param endpoint_list_query[];
@@ -36,4 +37,7 @@ extern const size_t inbox_list_query_count;
 extern const char *const inbox_status_words[]; /* enum inbox_status order */
 /* The words of the status filter, in enum delivery_status order. */
 extern const char *const delivery_status_words[];
+/* GET /v1/alerts into a struct alert_filter (set status to -1 first: absent means any). */
+extern const struct query_param alert_list_query[];
+extern const size_t alert_list_query_count;
 #endif

@@ -257,4 +257,6 @@ const struct store_ops store_postgres_ops = {
     .sources = &postgres_source_ops,
     .inbox = &postgres_inbox_ops,
     .rejections = &postgres_rejection_ops,
+    .alerts = &postgres_alert_ops,
+    .upkeep = &postgres_upkeep_ops,
 };

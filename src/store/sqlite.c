@@ -575,4 +575,6 @@ const struct store_ops store_sqlite_ops = {
     .sources = &sqlite_source_ops,
     .inbox = &sqlite_inbox_ops,
     .rejections = &sqlite_rejection_ops,
+    .alerts = &sqlite_alert_ops,
+    .upkeep = &sqlite_upkeep_ops,
 };

@@ -283,6 +283,30 @@ static const char schema_endpoint_state[] =
     "CREATE TRIGGER hookd_endpoint_state_gone AFTER DELETE ON hookd_endpoints BEGIN"
     " DELETE FROM hookd_endpoint_state WHERE endpoint_id = old.id; END;";
 
+/*
+ * Operations: alerts (one open alert per rule and subject: a partial unique
+ * index), and the indexes the alert rules and the retention purge read: attempts
+ * by start time (error rates over a window), final deliveries by creation
+ * (the purge takes the oldest), processed inbox items still holding their
+ * payload by processing time (a purged one leaves the index).
+ */
+static const char schema_alerts_retention[] =
+    "CREATE TABLE hookd_alerts ("
+    " id TEXT NOT NULL PRIMARY KEY,"
+    " rule TEXT NOT NULL,"
+    " subject TEXT NOT NULL,"
+    " message TEXT NOT NULL,"
+    " details TEXT NOT NULL DEFAULT '{}',"
+    " opened_at INTEGER NOT NULL,"
+    " resolved_at INTEGER);"
+    "CREATE UNIQUE INDEX hookd_alerts_open ON hookd_alerts(rule, subject) WHERE resolved_at IS NULL;"
+    "CREATE INDEX hookd_alerts_subject ON hookd_alerts(rule, subject, resolved_at);"
+    "CREATE INDEX hookd_attempts_started ON hookd_attempts(started_at);"
+    "CREATE INDEX hookd_deliveries_final ON hookd_deliveries(created_at)"
+    " WHERE status IN ('delivered', 'superseded');"
+    "CREATE INDEX hookd_inbox_retention ON hookd_inbox(processed_at)"
+    " WHERE status = 'processed' AND payload <> '';";
+
 const struct schema_migration sqlite_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -294,6 +318,7 @@ const struct schema_migration sqlite_migrations[] = {
     {8, schema_inbox_workers},
     {9, schema_delivery_order},
     {10, schema_endpoint_state},
+    {11, schema_alerts_retention},
 };
 
 const size_t sqlite_migrations_count = sizeof sqlite_migrations / sizeof sqlite_migrations[0];
