@@ -68,6 +68,7 @@ static const struct conf_key conf_keys[] = {
     NUM("server", "connection_memory", CONF_SIZE, connection_memory, 16384, INT64_C(16) << 20, "128KiB"),
     NUM("server", "write_timeout", CONF_DURATION, write_timeout_ms, 100, 3600000, "5s"),
     NUM("server", "drain_timeout", CONF_DURATION, drain_timeout_ms, 0, 3600000, "10s"),
+    NUM("server", "metrics_refresh", CONF_DURATION, metrics_refresh_ms, 0, 3600000, "5s"),
     STR("server", "metrics_auth", metrics_auth, "token", false, check_metrics_auth, "metrics_auth (token or none)"),
     NUM("delivery", "timeout", CONF_DURATION, timeout_ms, 1, DAY_MS, "10s"),
     NUM("delivery", "connect_timeout", CONF_DURATION, connect_timeout_ms, 1, DAY_MS, "5s"),

@@ -30,7 +30,8 @@ struct config {
     int64_t connection_memory;    /* per-connection buffers; 128KiB */
     int64_t write_timeout_ms;     /* a write that cannot commit within it answers 503 store_busy; 5s */
     int64_t drain_timeout_ms;     /* at SIGTERM, in-flight attempts get this long to finish; 10s */
-    char metrics_auth[8];         /* "token" (default): GET /metrics needs the admin token; "none": it does not */
+    int64_t metrics_refresh_ms;   /* the store's gauges in /metrics are read at most this often; 5s */
+    char metrics_auth[16];         /* "token" (default): GET /metrics needs the admin token; "none": it does not */
     /* [delivery] */
     int64_t timeout_ms;          /* 10s */
     int64_t connect_timeout_ms;  /* 5s */

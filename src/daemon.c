@@ -22,6 +22,7 @@
 #include "net/http.h"
 #include "ops/alerts.h"
 #include "ops/api.h"
+#include "ops/metrics.h"
 #include "ops/retention.h"
 #include "outbound/dispatcher.h"
 #include "outbound/relay.h"
@@ -255,6 +256,8 @@ static int upkeep_start(struct daemon *d)
         .pause_ms = cfg->retention_pause_ms,
     };
     int r = cfg->alerts_enabled ? alerts_start(&ad, &d->alerts) : 0;
+
+    metrics_set_store_ttl(cfg->metrics_refresh_ms);
 
     if (r != 0) {
         log_error("serve", "cannot start the alert evaluator: %s", hookd_strerror(r));

@@ -213,6 +213,15 @@ static struct store_figures cache_figures;
 static struct alert_list cache_alerts;  /* the open alerts */
 static int64_t cache_at;                /* ms; 0: never read */
 static int64_t cache_read_at;           /* when it was read (for oldest-pending age) */
+static int64_t cache_ttl_ms = METRICS_STORE_TTL_MS;
+
+void metrics_set_store_ttl(int64_t ms)
+{
+    pthread_mutex_lock(&cache_mu);
+    cache_ttl_ms = ms;
+    cache_at = 0;
+    pthread_mutex_unlock(&cache_mu);
+}
 
 /* Refreshes the cache when stale; returns whether it holds figures. Under cache_mu. */
 static bool cache_refresh(struct store *s, int64_t now)
@@ -221,7 +230,7 @@ static bool cache_refresh(struct store *s, int64_t now)
     struct alert_list open = {0};
     struct alert_filter af = {.status = 0, .limit = STORE_LIST_MAX};
 
-    if (cache_at != 0 && now - cache_at < METRICS_STORE_TTL_MS && now >= cache_at)
+    if (cache_at != 0 && now - cache_at < cache_ttl_ms && now >= cache_at)
         return true;
     if (s == NULL)
         return cache_at != 0;
@@ -258,12 +267,8 @@ static int render_counters(struct buf *out)
 
     for (int c = 0; c < METRIC_COUNTERS && r == 0; c++) {
         const struct counter_def *d = &counter_defs[c];
-        /* A family's name without _total, for the TYPE line, is what Prometheus expects of a counter. */
-        if (c == 0 || strcmp(counter_defs[c - 1].family, d->family) != 0) {
-            size_t len = strlen(d->family) - strlen("_total");
-            r = buf_printf(out, "# HELP %.*s %s\n# TYPE %.*s counter\n", (int)len, d->family, help_of(d->family),
-                           (int)len, d->family);
-        }
+        if (c == 0 || strcmp(counter_defs[c - 1].family, d->family) != 0)
+            r = family_head(out, d->family, "counter", help_of(d->family));
         if (r == 0 && d->label != NULL)
             r = buf_printf(out, "%s{%s=\"%s\"} %llu\n", d->family, d->label, d->value,
                            (unsigned long long)metrics_counter_value((enum metric_counter)c));
@@ -351,7 +356,7 @@ static int render_store(struct buf *out, int64_t now)
     }
     if (r == 0)
         r = family_head(out, "hookd_store_figures_age_seconds", "gauge",
-                        "How old the cluster-wide figures above are (they are read at most every 5 s).");
+                        "How old the cluster-wide figures above are ([server] metrics_refresh caches them, 5 s by default).");
     if (r == 0)
         r = buf_printf(out, "hookd_store_figures_age_seconds %.3f\n", (double)(now - cache_at) / 1000.0);
     return r;

@@ -61,7 +61,9 @@ enum metric_counter {
     METRIC_COUNTERS
 };
 
-#define METRICS_STORE_TTL_MS 5000 /* store-derived gauges are read at most this often */
+#define METRICS_STORE_TTL_MS 5000 /* store-derived gauges are read at most this often, by default */
+/* [server] metrics_refresh: how long the store's gauges are cached (0: read at every scrape). */
+void metrics_set_store_ttl(int64_t ms);
 
 void metrics_count(enum metric_counter c);
 void metrics_add(enum metric_counter c, uint64_t n);
