@@ -157,6 +157,7 @@ struct backlog_endpoint {
 struct backlog_history {
     struct backlog_endpoint *items;
     size_t n;
+    int64_t first_pass_at; /* every endpoint with a backlog has been sampled since then */
 };
 
 void backlog_history_free(struct backlog_history *h)
@@ -200,8 +201,12 @@ static void backlog_sample(struct backlog_endpoint *e, int64_t now, int64_t coun
         e->n++;
 }
 
-/* The count as of the window's start: the newest sample at or before it. false: history too short. */
-static bool backlog_baseline(const struct backlog_endpoint *e, int64_t since, int64_t *out)
+/*
+ * The count as of the window's start: the newest sample at or before it; an endpoint first seen after
+ * it, by passes that have sampled every backlog since before it, had none then. false: history too short.
+ */
+static bool backlog_baseline(const struct backlog_history *h, const struct backlog_endpoint *e, int64_t since,
+                             int64_t *out)
 {
     for (int k = 0; k < e->n; k++) {
         int i = ((e->head - k) % BACKLOG_RING + BACKLOG_RING) % BACKLOG_RING;
@@ -209,6 +214,10 @@ static bool backlog_baseline(const struct backlog_endpoint *e, int64_t since, in
             *out = e->count[i];
             return true;
         }
+    }
+    if (h->first_pass_at <= since && e->n < BACKLOG_RING) { /* its first sample is still in the ring */
+        *out = 0;
+        return true;
     }
     return false;
 }
@@ -219,6 +228,8 @@ static bool rule_backlog(const struct alert_settings *cfg, const struct alert_si
     int64_t spacing = cfg->window_ms / 32;
     bool ok = true;
 
+    if (h->first_pass_at == 0)
+        h->first_pass_at = now;
     for (size_t i = 0; i < h->n; i++)
         h->items[i].seen = false;
     for (size_t i = 0; i < sig->n && ok; i++) {
@@ -237,7 +248,7 @@ static bool rule_backlog(const struct alert_settings *cfg, const struct alert_si
         if (!e->seen)
             backlog_sample(e, now, 0, spacing);
         current = e->count[e->head];
-        if (!backlog_baseline(e, now - cfg->window_ms, &base)) {
+        if (!backlog_baseline(h, e, now - cfg->window_ms, &base)) {
             /* Too little history to judge growth; an empty backlog is not growing whatever came before. */
             if (current > 0)
                 ok = undecided_add(out, "retry_backlog", e->id);
