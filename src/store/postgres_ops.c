@@ -172,9 +172,10 @@ static int postgres_purge_events(struct store *s, int64_t after_seq, int64_t bef
     pg_param_i64(&q, 3, before);
     /* A delivery inserted meanwhile by a fan-out holds its event: the fan-out locked the row first. */
     result = pg_run_command(s, PG_PURGE_EVENTS,
-                            "DELETE FROM hookd_outbox o WHERE seq IN (SELECT seq FROM hookd_outbox WHERE seq > $1"
-                            "  AND seq <= $2 AND dispatched_at IS NOT NULL AND created_at < $3 FOR UPDATE SKIP LOCKED)"
-                            " AND NOT EXISTS (SELECT 1 FROM hookd_deliveries d WHERE d.event_id = o.id)",
+                            "WITH batch AS (SELECT seq FROM hookd_outbox WHERE seq > $1 AND seq <= $2"
+                            "  AND dispatched_at IS NOT NULL AND created_at < $3 FOR UPDATE SKIP LOCKED)"
+                            " DELETE FROM hookd_outbox o USING batch WHERE o.seq = batch.seq"
+                            "  AND NOT EXISTS (SELECT 1 FROM hookd_deliveries d WHERE d.event_id = o.id)",
                             &q, &deleted);
     if (result)
         return result;
@@ -191,9 +192,10 @@ static int postgres_purge_inbox(struct store *s, int64_t before, int limit, int6
     pg_param_i64(&p, 1, before);
     pg_param_int(&p, 2, limit);
     return pg_run_command(s, PG_PURGE_INBOX,
-                          "UPDATE hookd_inbox SET payload = '' WHERE id IN (SELECT id FROM hookd_inbox"
-                          " WHERE status = 'processed' AND payload <> '' AND processed_at < $1"
-                          " ORDER BY processed_at LIMIT $2 FOR UPDATE SKIP LOCKED) AND status = 'processed'",
+                          "WITH batch AS (SELECT id FROM hookd_inbox WHERE status = 'processed' AND payload <> ''"
+                          "  AND processed_at < $1 ORDER BY processed_at LIMIT $2 FOR UPDATE SKIP LOCKED)"
+                          " UPDATE hookd_inbox i SET payload = '' FROM batch WHERE i.id = batch.id"
+                          "  AND i.status = 'processed'",
                           &p, purged);
 }
 
