@@ -109,8 +109,9 @@ static const struct conf_key conf_keys[] = {
     NUM("retention", "deliveries", CONF_DURATION, retention_deliveries_ms, 0, 100 * YEAR_MS, "30d"),
     NUM("retention", "inbox", CONF_DURATION, retention_inbox_ms, 0, 100 * YEAR_MS, "30d"),
     NUM("retention", "interval", CONF_DURATION, retention_interval_ms, 10, DAY_MS, "1m"),
-    NUM("retention", "batch", CONF_INT, retention_batch, 1, 100000, "500"),
-    NUM("retention", "pause", CONF_DURATION, retention_pause_ms, 0, 60000, "50ms"),
+    NUM("retention", "batch", CONF_INT, retention_batch, 1, 100000, "200"),
+    NUM("retention", "pause", CONF_DURATION, retention_pause_ms, 0, 60000, "10ms"),
+    NUM("retention", "share", CONF_FRACTION, retention_share, 0, 1, "0.05"),
 };
 #define N_KEYS (sizeof conf_keys / sizeof conf_keys[0])
 

@@ -73,7 +73,8 @@ struct config {
     int64_t retention_inbox_ms;        /* payloads of processed inbox items (the row and its key stay); 30d */
     int64_t retention_interval_ms;     /* how often the purge looks; 1m */
     int retention_batch;               /* rows per batch (one short writer op each); 500 */
-    int64_t retention_pause_ms;        /* between two batches, so the purge never crowds deliveries out; 50ms */
+    int64_t retention_pause_ms;        /* at least this between two batches; 10ms */
+    double retention_share;            /* the purge holds the writer at most this fraction of the time; 0.05 */
 };
 
 /* Fills defaults. */

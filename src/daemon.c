@@ -254,6 +254,7 @@ static int upkeep_start(struct daemon *d)
         .interval_ms = cfg->retention_interval_ms,
         .batch = cfg->retention_batch,
         .pause_ms = cfg->retention_pause_ms,
+        .share = cfg->retention_share,
     };
     int r = cfg->alerts_enabled ? alerts_start(&ad, &d->alerts) : 0;
 

@@ -23,7 +23,8 @@ struct retention_deps {
     int64_t inbox_ms;      /* 0: keep forever */
     int64_t interval_ms;
     int batch;
-    int64_t pause_ms;
+    int64_t pause_ms;      /* at least this between two batches */
+    double share;          /* and so long that the purge holds the writer at most this fraction of the time */
 };
 
 /* What one pass purged. */

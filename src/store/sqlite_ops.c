@@ -141,7 +141,8 @@ static int sqlite_figures(struct store *s, int64_t now, struct store_figures *ou
 
 /* The batch: the oldest final deliveries (hookd_deliveries_final), attempts first. */
 #define PURGE_BATCH_SQL                                                                                   \
-    "SELECT id FROM hookd_deliveries WHERE status IN ('delivered', 'superseded') AND created_at < ?1" \
+    "SELECT id FROM hookd_deliveries INDEXED BY hookd_deliveries_final"                             \
+    " WHERE status IN ('delivered', 'superseded') AND created_at < ?1"                            \
     " ORDER BY created_at LIMIT ?2"
 
 static int sqlite_purge_deliveries(struct store *s, int64_t before, int limit, int64_t *purged)
@@ -223,6 +224,7 @@ static int sqlite_purge_inbox(struct store *s, int64_t before, int limit, int64_
     int changes = 0;
     int result = sq_stmt(s, SQ_PURGE_INBOX,
                          "UPDATE hookd_inbox SET payload = '' WHERE id IN (SELECT id FROM hookd_inbox"
+                         " INDEXED BY hookd_inbox_retention"
                          " WHERE status = 'processed' AND payload <> '' AND processed_at < ?1"
                          " ORDER BY processed_at LIMIT ?2)",
                          &st);
