@@ -98,6 +98,7 @@ field() {
     run isolation --scenario isolation ${BENCH_ISOLATION_ARGS:-}
     run inbound --scenario inbound ${BENCH_INBOUND_ARGS:-}
     run inbound-latency --scenario inbound-latency ${BENCH_INBOUND_LATENCY_ARGS:-}
+    run retention --scenario retention ${BENCH_RETENTION_ARGS:-}
 }
 
 # PostgreSQL: one run of each kind first (so the budget never drops a kind), then the repeats while
