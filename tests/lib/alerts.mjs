@@ -7,6 +7,7 @@ import { waitFor } from './harness.mjs';
 
 /** Short thresholds, so each rule opens and resolves within seconds. */
 export const ALERT_ENV = {
+  HOOKD_ALERTS_ENABLED: 'true',
   HOOKD_ALERTS_INTERVAL: '150ms',
   HOOKD_ALERTS_WINDOW: '2500ms',
   HOOKD_ALERTS_REOPEN_AFTER: '0s',
