@@ -559,7 +559,7 @@ static int seed_old_rows(struct bench *b, long rows)
              " 1, %lld, %lld, %lld, %lld, 200 FROM generate_series(1, %ld) i;"
              "INSERT INTO hookd_attempts(delivery_id, n, started_at, duration_ms, status_code)"
              " SELECT 'dlv_old' || lpad(i::text, 10, '0'), 1, %lld, 5, 200 FROM generate_series(1, %ld) i;"
-             "COMMIT; VACUUM ANALYZE hookd_outbox; VACUUM ANALYZE hookd_deliveries; VACUUM ANALYZE hookd_attempts;",
+             "COMMIT; ANALYZE hookd_outbox; ANALYZE hookd_deliveries; ANALYZE hookd_attempts;",
              at, at, rows, at, at, at, at, rows, at, rows);
     PGresult *r = PQstatus(pg) == CONNECTION_OK ? PQexec(pg, sql) : NULL;
     if (r != NULL && PQresultStatus(r) == PGRES_COMMAND_OK)
