@@ -4,7 +4,7 @@
  * below, which are also where argument asserts and fault injection for tests
  * live. The table holds the connection and transaction methods and one
  * sub-table per table family (meta, events, endpoints, deliveries, sources,
- * inbox, rejections); each
+ * inbox, rejections, alerts, upkeep); each
  * backend fills a family in its file for it (sqlite_events.c,
  * postgres_deliveries.c, …). What the backends share is written once in
  * store_common.c (record readers, column lists, rows to write, list filters).
@@ -72,6 +72,14 @@
  *   rejections (hookd_rejections, hookd_rejection_counts)
  *     rejection_insert      log one refused request (bounded per source) and bump its reason's counter
  *     rejection_list/counts read the log and the counters of a source
+ *   alerts (hookd_alerts; sqlite_ops.c, postgres_ops.c)
+ *     alert_open            insert unless the rule and subject have an open alert or a recent resolution
+ *     alert_resolve         an open alert resolved, once
+ *     alert_get/list        read alerts (list: status, rule, cursor)
+ *     alert_signals         what the alert rules read, one row per kind and subject
+ *   upkeep (sqlite_ops.c, postgres_ops.c)
+ *     figures               the cluster-wide gauges of the metrics
+ *     purge_deliveries/events/inbox   one retention batch each
  *
  * Adding a method: its pointer in the family's struct below, its wrapper here
  * and in store.c, and its function, table entry and statement slots in the
