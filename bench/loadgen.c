@@ -511,6 +511,170 @@ static int run_inbound_common(struct bench *b, bool paced)
     return 0;
 }
 
+
+/* ---------------------------------------------------------------- retention */
+
+#define OLD_AGE_MS (30LL * 86400 * 1000)
+
+/* `rows` delivered deliveries 30 days old, each with one attempt and its own fanned-out event, written
+ * by SQL while hookd is stopped: what the purge will take. */
+static int seed_old_rows(struct bench *b, long rows)
+{
+    char sql[2048];
+    long long at = (long long)(time(NULL) * 1000LL - OLD_AGE_MS);
+    int rc = -1;
+
+    if (b->o.store == ST_SQLITE) {
+        sqlite3 *db = NULL;
+        char *err = NULL;
+        snprintf(sql, sizeof sql,
+                 "BEGIN;"
+                 "CREATE TEMP TABLE n AS WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < %ld)"
+                 " SELECT i FROM c;"
+                 "INSERT INTO hookd_outbox(id, event_type, payload, created_at, dispatched_at)"
+                 " SELECT printf('evt_old%%010d', i), 'old.event', '{}', %lld, %lld FROM n;"
+                 "INSERT INTO hookd_deliveries(id, event_id, endpoint_id, status, attempt_count, created_at,"
+                 " first_attempt_at, last_attempt_at, delivered_at, last_status_code)"
+                 " SELECT printf('dlv_old%%010d', i), printf('evt_old%%010d', i), 'ep_gone', 'delivered', 1, %lld,"
+                 " %lld, %lld, %lld, 200 FROM n;"
+                 "INSERT INTO hookd_attempts(delivery_id, n, started_at, duration_ms, status_code)"
+                 " SELECT printf('dlv_old%%010d', i), 1, %lld, 5, 200 FROM n;"
+                 "COMMIT;",
+                 rows, at, at, at, at, at, at, at);
+        if (sqlite3_open(b->db_path, &db) == SQLITE_OK && sqlite3_exec(db, sql, NULL, NULL, &err) == SQLITE_OK)
+            rc = 0;
+        else
+            fprintf(stderr, "loadgen: seeding: %s\n", err ? err : sqlite3_errmsg(db));
+        sqlite3_free(err);
+        sqlite3_close(db);
+        return rc;
+    }
+    PGconn *pg = PQconnectdb(b->pg.dsn);
+    snprintf(sql, sizeof sql,
+             "BEGIN;"
+             "INSERT INTO hookd_outbox(id, event_type, payload, created_at, dispatched_at)"
+             " SELECT 'evt_old' || lpad(i::text, 10, '0'), 'old.event', '{}', %lld, %lld FROM generate_series(1, %ld) i;"
+             "INSERT INTO hookd_deliveries(id, event_id, endpoint_id, status, attempt_count, created_at,"
+             " first_attempt_at, last_attempt_at, delivered_at, last_status_code)"
+             " SELECT 'dlv_old' || lpad(i::text, 10, '0'), 'evt_old' || lpad(i::text, 10, '0'), 'ep_gone', 'delivered',"
+             " 1, %lld, %lld, %lld, %lld, 200 FROM generate_series(1, %ld) i;"
+             "INSERT INTO hookd_attempts(delivery_id, n, started_at, duration_ms, status_code)"
+             " SELECT 'dlv_old' || lpad(i::text, 10, '0'), 1, %lld, 5, 200 FROM generate_series(1, %ld) i;"
+             "COMMIT; ANALYZE hookd_outbox; ANALYZE hookd_deliveries; ANALYZE hookd_attempts;",
+             at, at, rows, at, at, at, at, rows, at, rows);
+    PGresult *r = PQstatus(pg) == CONNECTION_OK ? PQexec(pg, sql) : NULL;
+    if (r != NULL && PQresultStatus(r) == PGRES_COMMAND_OK)
+        rc = 0;
+    else
+        fprintf(stderr, "loadgen: seeding: %s\n", PQerrorMessage(pg));
+    PQclear(r);
+    PQfinish(pg);
+    return rc;
+}
+
+/* hookd_retention_purged_total{kind="deliveries"} of node 0, or -1. */
+static long purged_so_far(struct bench *b)
+{
+    static const char key[] = "hookd_retention_purged_total{kind=\"deliveries\"} ";
+    char url[128], resp[65536];
+    const char *at;
+
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", b->nodes.proc[0].admin_port);
+    if (http_status("GET", url, b->token, NULL, resp, sizeof resp) != 200 || (at = strstr(resp, key)) == NULL)
+        return -1;
+    return strtol(at + strlen(key), NULL, 10);
+}
+
+/* One measured phase: n events to every endpoint; deliveries/s from the first commit to the last arrival. */
+static int retention_phase(struct bench *b, long n, double *rate)
+{
+    struct publisher p = {0};
+    long before = atomic_load(&b->table.complete);
+    int64_t deadline = mono_ns() + b->o.timeout_s * NS_PER_S;
+    int result = -1;
+
+    if (publisher_open(&p, b->o.store, b->target, &b->table, b->o.batch, b->o.payload_bytes) != 0 ||
+        publish_all(&p, n, b->o.batch) != 0)
+        goto out;
+    while (atomic_load(&b->table.complete) < before + n) {
+        if (mono_ns() > deadline || nodes_alive(&b->nodes) != 0) {
+            fprintf(stderr, "loadgen: phase timed out or a node died\n");
+            goto out;
+        }
+        sleep_ms(5);
+    }
+    *rate = (double)(n * b->o.endpoints) / ((double)(atomic_load(&b->table.last_arrival_ns) - p.first_commit_ns) / 1e9);
+    result = 0;
+out:
+    publisher_close(&p);
+    return result;
+}
+
+/* Starts the node with the run's --env settings plus extra ones. */
+static int nodes_start_with(struct bench *b, const char *const *extra, size_t n_extra)
+{
+    struct opts o = b->o;
+
+    for (size_t i = 0; i < n_extra && o.n_env < MAX_EXTRA_ENV; i++)
+        o.env[o.n_env++] = extra[i];
+    return nodes_start(&b->nodes, &o, b->store_url, b->token);
+}
+
+static int run_retention(struct bench *b)
+{
+    static const char *const off[] = {"HOOKD_RETENTION_DELIVERIES=0", "HOOKD_ALERTS_ENABLED=false"};
+    static const char *const on[] = {"HOOKD_RETENTION_DELIVERIES=7d", "HOOKD_RETENTION_INTERVAL=100ms",
+                                     "HOOKD_ALERTS_ENABLED=false"};
+    long n = b->o.events, rows = b->o.pending, rounds = b->o.rounds, purged_before = 0;
+    double without[100], with[100];
+    int64_t t0;
+
+    if (nodes_start_with(b, off, 2) != 0 ||
+        create_endpoints(&b->nodes.proc[0], b->token, b->sink.port, b->o.endpoints, b->o.max_in_flight, NULL) != 0)
+        return -1;
+    nodes_stop(&b->nodes);
+    t0 = mono_ns();
+    if (seed_old_rows(b, rows) != 0)
+        return -1;
+    printf("seeded %ld delivered deliveries (+ %ld attempts, %ld events) 30 days old in %.1f s\n", rows, rows, rows,
+           (double)(mono_ns() - t0) / 1e9);
+    for (long r = 0; r < rounds; r++) {
+        long a, z;
+        if (nodes_start_with(b, off, 2) != 0 || retention_phase(b, n, &without[r]) != 0)
+            return -1;
+        nodes_stop(&b->nodes);
+        if (nodes_start_with(b, on, 3) != 0)
+            return -1;
+        for (int i = 0; i < 2000 && (a = purged_so_far(b)) <= 0; i++)
+            sleep_ms(5); /* the purge has begun */
+        if (retention_phase(b, n, &with[r]) != 0)
+            return -1;
+        z = purged_so_far(b);
+        purged_before += z;
+        printf("round %ld: %.0f deliveries/s without the purge, %.0f during it (%ld rows purged meanwhile, %ld in"
+               " all so far%s)\n", r + 1, without[r], with[r], z - a, purged_before,
+               purged_before >= rows ? "; the purge ended within the phase: not a fair round" : "");
+        if (r + 1 < rounds)
+            nodes_stop(&b->nodes);
+    }
+    /* The last node goes on purging: time the rest. */
+    t0 = mono_ns();
+    long last = purged_so_far(b), left = rows - purged_before;
+    while (last >= 0 && last < left && mono_ns() - t0 < b->o.timeout_s * NS_PER_S)
+        sleep_ms(100), last = purged_so_far(b);
+    double secs = (double)(mono_ns() - t0) / 1e9;
+    qsort(without, (size_t)rounds, sizeof without[0], cmp_double);
+    qsort(with, (size_t)rounds, sizeof with[0], cmp_double);
+    double w0 = without[rounds / 2], w1 = with[rounds / 2];
+    printf("retention: median %.0f deliveries/s without a purge, %.0f during one (%.1f%%); the remaining %ld rows"
+           " purged in %.1f s (%.0f rows/s, each with its attempt and event)\n", w0, w1, 100.0 * (w1 - w0) / w0, left,
+           secs, secs > 0 ? (double)left / secs : 0);
+    printf("RESULT scenario=retention without_per_s=%.0f during_per_s=%.0f ratio=%.3f rows=%ld purge_rows_per_s=%.0f "
+           "store=%s events=%ld endpoints=%ld rounds=%ld\n", w0, w1, w1 / w0, rows, secs > 0 ? (double)left / secs : 0,
+           store_names[b->o.store], n, b->o.endpoints, rounds);
+    return last >= left ? 0 : -1;
+}
+
 static int run_inbound(struct bench *b) { return run_inbound_common(b, false); }
 static int run_inbound_latency(struct bench *b) { return run_inbound_common(b, true); }
 
@@ -536,6 +700,7 @@ static const scenario_fn scenario_fns[SC_COUNT] = {
     [SC_INBOUND_LATENCY] = run_inbound_latency,
     [SC_MACHINE] = run_machine,
     [SC_MACHINE_LATENCY] = run_machine_latency,
+    [SC_RETENTION] = run_retention,
 };
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -612,7 +777,7 @@ int main(int argc, char **argv)
     int result = 1, r = parse_opts(argc, argv, &b.o);
     long events[SC_COUNT] = {b.o.events, b.o.rate * (b.o.seconds + b.o.warmup), b.o.pending,
                              3 * b.o.rounds * (b.o.events + b.o.rate * (b.o.seconds + b.o.warmup)), 65536, 1024, 1024,
-                             1024, 1024};
+                             1024, 1024, 2 * b.o.rounds * b.o.events};
 
     if (r != 0)
         return r;

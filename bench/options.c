@@ -10,7 +10,7 @@
 #include "options.h"
 
 const char *const scenario_names[SC_COUNT] = {"throughput", "latency", "memory", "isolation", "sink-only",
-                                              "inbound", "inbound-latency", "machine", "machine-latency"};
+                                              "inbound", "inbound-latency", "machine", "machine-latency", "retention"};
 const char *const store_names[ST_COUNT] = {"sqlite", "pg"};
 
 enum opt_kind { OPT_LONG, OPT_STR, OPT_FLAG, OPT_ENV, OPT_SCENARIO, OPT_STORE };
@@ -27,23 +27,23 @@ struct opt_def {
 #define NUM(name, field, lo, hi, implies, ...) \
     {name, OPT_LONG, offsetof(struct opts, field), lo, hi, implies, {__VA_ARGS__}}
 static const struct opt_def opt_defs[] = {
-    /*                                throughput latency memory isolation sink inbound inbound-latency machine machine-latency */
-    NUM("events", events, 1, 10000000, SC_THROUGHPUT,                 20000, -1, -1, 10000, -1, 100000, -1, 50000, -1),
-    NUM("endpoints", endpoints, 1, 64, -1,                            4, 1, 1, 1, 1, 1, 1, 1, 1),
-    NUM("batch", batch, 1, 100000, -1,                                500, 1, 1000, 500, -1, -1, -1, -1, -1),
-    NUM("rate", rate, 1, 100000, SC_LATENCY,                          -1, 1000, -1, 500, -1, -1, 5000, -1, 1000),
-    NUM("seconds", seconds, 1, 3600, SC_LATENCY,                      -1, 10, -1, 5, -1, -1, 10, -1, 10),
-    NUM("publishers", publishers, 1, 64, -1,                          -1, 3, -1, 3, -1, -1, -1, -1, -1),
-    NUM("warmup", warmup, 0, 600, -1,                                 -1, 1, -1, 1, -1, -1, 1, -1, 1),
-    NUM("pending", pending, 1, 10000000, SC_MEMORY,                   -1, -1, 100000, -1, -1, -1, -1, -1, -1),
-    NUM("max-in-flight", max_in_flight, 1, 100000, -1,                64, 64, 64, 64, -1, -1, -1, -1, -1),
-    NUM("payload-bytes", payload_bytes, 0, PAYLOAD_MAX, -1,           100, 100, 100, 100, -1, 200, 200, 0, 0),
-    NUM("timeout", timeout_s, 1, 86400, -1,                           120, 60, 300, 120, -1, 120, 60, 300, 60),
-    NUM("sink-only", sink_only_s, 1, 86400, SC_SINK_ONLY,             -1, -1, -1, -1, -1, -1, -1, -1, -1),
-    NUM("nodes", nodes, 1, MAX_NODES, -1,                             1, 1, 1, 1, -1, 1, 1, 1, 1),
-    NUM("rounds", rounds, 1, 100, -1,                                 -1, -1, -1, 3, -1, -1, -1, -1, -1),
-    NUM("entities", entities, 1, 1000000, -1,                         -1, -1, -1, -1, -1, -1, -1, 1000, 1000),
-    NUM("connections", connections, 1, 1024, -1,                      -1, -1, -1, -1, -1, 64, 64, 64, 16),
+    /*                                throughput latency memory isolation sink inbound inbound-latency machine machine-latency retention */
+    NUM("events", events, 1, 10000000, SC_THROUGHPUT,                 20000, -1, -1, 10000, -1, 100000, -1, 50000, -1, 20000),
+    NUM("endpoints", endpoints, 1, 64, -1,                            4, 1, 1, 1, 1, 1, 1, 1, 1, 4),
+    NUM("batch", batch, 1, 100000, -1,                                500, 1, 1000, 500, -1, -1, -1, -1, -1, 500),
+    NUM("rate", rate, 1, 100000, SC_LATENCY,                          -1, 1000, -1, 500, -1, -1, 5000, -1, 1000, -1),
+    NUM("seconds", seconds, 1, 3600, SC_LATENCY,                      -1, 10, -1, 5, -1, -1, 10, -1, 10, -1),
+    NUM("publishers", publishers, 1, 64, -1,                          -1, 3, -1, 3, -1, -1, -1, -1, -1, -1),
+    NUM("warmup", warmup, 0, 600, -1,                                 -1, 1, -1, 1, -1, -1, 1, -1, 1, -1),
+    NUM("pending", pending, 1, 10000000, SC_MEMORY,                   -1, -1, 100000, -1, -1, -1, -1, -1, -1, 1000000),
+    NUM("max-in-flight", max_in_flight, 1, 100000, -1,                64, 64, 64, 64, -1, -1, -1, -1, -1, 64),
+    NUM("payload-bytes", payload_bytes, 0, PAYLOAD_MAX, -1,           100, 100, 100, 100, -1, 200, 200, 0, 0, 100),
+    NUM("timeout", timeout_s, 1, 86400, -1,                           120, 60, 300, 120, -1, 120, 60, 300, 60, 600),
+    NUM("sink-only", sink_only_s, 1, 86400, SC_SINK_ONLY,             -1, -1, -1, -1, -1, -1, -1, -1, -1, -1),
+    NUM("nodes", nodes, 1, MAX_NODES, -1,                             1, 1, 1, 1, -1, 1, 1, 1, 1, 1),
+    NUM("rounds", rounds, 1, 100, -1,                                 -1, -1, -1, 3, -1, -1, -1, -1, -1, 3),
+    NUM("entities", entities, 1, 1000000, -1,                         -1, -1, -1, -1, -1, -1, -1, 1000, 1000, -1),
+    NUM("connections", connections, 1, 1024, -1,                      -1, -1, -1, -1, -1, 64, 64, 64, 16, -1),
     {"store", OPT_STORE, offsetof(struct opts, store), 0, 0, -1, {0}},
     {"pg-dsn", OPT_STR, offsetof(struct opts, pg_dsn), 0, 0, -1, {0}},
     {"pg-script", OPT_STR, offsetof(struct opts, pg_script), 0, 0, -1, {0}},
@@ -56,13 +56,17 @@ static const struct opt_def opt_defs[] = {
 #define N_OPT_DEFS (sizeof opt_defs / sizeof opt_defs[0])
 
 static const char usage_text[] =
-    "usage: loadgen [--scenario throughput|latency|memory|isolation|inbound|inbound-latency|machine|machine-latency]\n"
+    "usage: loadgen [--scenario throughput|latency|memory|isolation|inbound|inbound-latency|machine|machine-latency|retention]\n"
     "               [options]\n"
     "  machine:    --events N (50000) --entities E (1000): versioned events (created, paid, updated…)\n"
     "              shuffled over E entities through a contiguous machine; processed events/s from\n"
     "              the first accept to the last decision\n"
     "  machine-latency: --rate R (1000) --seconds S (10) --entities E: each entity's versions in\n"
     "              order, entities interleaved; accept→applied p50/p99 from the items' times\n"
+    "  retention:  --pending ROWS (1000000) delivered deliveries (with an attempt and an event each)\n"
+    "              30 days old, then --rounds (3) times: --events N (20000) x --endpoints K (4) with\n"
+    "              [retention] off, and again while the purge of those rows runs (deliveries/s of each);\n"
+    "              then the purge is timed to its end\n"
     "  inbound:    --events N (100000) --connections C (64) --payload-bytes (200): signed Standard\n"
     "              Webhooks requests to POST /in/bench as fast as C keep-alive connections go\n"
     "  inbound-latency: --rate R (5000) --seconds S (10) --warmup W (1) --connections C (64)\n"

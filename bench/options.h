@@ -15,7 +15,7 @@
 #define MAX_NODES 8      /* --nodes */
 
 enum scenario { SC_THROUGHPUT, SC_LATENCY, SC_MEMORY, SC_ISOLATION, SC_SINK_ONLY, SC_INBOUND, SC_INBOUND_LATENCY,
-                SC_MACHINE, SC_MACHINE_LATENCY, SC_COUNT };
+                SC_MACHINE, SC_MACHINE_LATENCY, SC_RETENTION, SC_COUNT };
 extern const char *const scenario_names[SC_COUNT];
 
 enum store_kind { ST_SQLITE, ST_PG, ST_COUNT };

@@ -100,6 +100,7 @@ field() {
     run inbound-latency --scenario inbound-latency ${BENCH_INBOUND_LATENCY_ARGS:-}
     run machine --scenario machine --events 10000 --env HOOKD_INBOX_WORKERS=256 ${BENCH_MACHINE_ARGS:-}
     run machine-latency --scenario machine-latency --env HOOKD_INBOX_WORKERS=64 ${BENCH_MACHINE_LATENCY_ARGS:-}
+    run retention --scenario retention ${BENCH_RETENTION_ARGS:-}
 }
 
 # PostgreSQL: one run of each kind first (so the budget never drops a kind), then the repeats while

@@ -40,6 +40,7 @@ static bool check_log_level(const char *v);
 static bool check_store(const char *v);
 static bool check_admin_token(const char *v);
 static bool check_secret_key(const char *v);
+static bool check_metrics_auth(const char *v);
 
 #define FIELD(f) offsetof(struct config, f)
 #define STR(sec, k, f, d, secr, chk, wh) {sec, k, CONF_STRING, FIELD(f), sizeof(((struct config *)0)->f), 0, 0, d, secr, chk, wh}
@@ -67,6 +68,8 @@ static const struct conf_key conf_keys[] = {
     NUM("server", "connection_memory", CONF_SIZE, connection_memory, 16384, INT64_C(16) << 20, "128KiB"),
     NUM("server", "write_timeout", CONF_DURATION, write_timeout_ms, 100, 3600000, "5s"),
     NUM("server", "drain_timeout", CONF_DURATION, drain_timeout_ms, 0, 3600000, "10s"),
+    NUM("server", "metrics_refresh", CONF_DURATION, metrics_refresh_ms, 0, 3600000, "5s"),
+    STR("server", "metrics_auth", metrics_auth, "token", false, check_metrics_auth, "metrics_auth (token or none)"),
     NUM("delivery", "timeout", CONF_DURATION, timeout_ms, 1, DAY_MS, "10s"),
     NUM("delivery", "connect_timeout", CONF_DURATION, connect_timeout_ms, 1, DAY_MS, "5s"),
     NUM("delivery", "retry_schedule", CONF_DURATION_LIST, retry, 0, YEAR_MS, NULL),
@@ -85,6 +88,7 @@ static const struct conf_key conf_keys[] = {
     NUM("delivery", "breaker_probe_max", CONF_DURATION, breaker_probe_max_ms, 1, 7 * DAY_MS, "10m"),
     NUM("delivery", "breaker_ramp", CONF_DURATION, breaker_ramp_ms, 0, DAY_MS, "30s"),
     NUM("delivery", "disable_after", CONF_DURATION, disable_after_ms, 0, 10 * YEAR_MS, "5d"),
+    NUM("delivery", "sync_warn_after", CONF_DURATION, sync_warn_after_ms, 1, YEAR_MS, "60s"),
     NUM("inbox", "retry_schedule", CONF_DURATION_LIST, inbox_retry, 0, YEAR_MS, "1m,5m,15m"),
     NUM("inbox", "max_defer", CONF_DURATION, max_defer_ms, 0, YEAR_MS, "1h"),
     NUM("inbox", "max_body", CONF_SIZE, max_body, 1, INT64_C(1) << 30, "1MiB"),
@@ -92,6 +96,23 @@ static const struct conf_key conf_keys[] = {
     NUM("inbox", "timeout", CONF_DURATION, inbox_timeout_ms, 1, DAY_MS, "10s"),
     NUM("inbox", "allow_private_networks", CONF_BOOL, inbox_allow_private_networks, 0, 1, "true"),
     NUM("inbox", "reconcile_after", CONF_DURATION, reconcile_after_ms, 0, DAY_MS, "5s"),
+    NUM("alerts", "enabled", CONF_BOOL, alerts_enabled, 0, 1, "true"),
+    NUM("alerts", "interval", CONF_DURATION, alerts_interval_ms, 10, DAY_MS, "30s"),
+    NUM("alerts", "window", CONF_DURATION, alerts_window_ms, 100, 7 * DAY_MS, "5m"),
+    NUM("alerts", "reopen_after", CONF_DURATION, alerts_reopen_after_ms, 0, 7 * DAY_MS, "10m"),
+    NUM("alerts", "backlog_growth", CONF_INT, alerts_backlog_growth, 0, 1000000000, "100"),
+    NUM("alerts", "error_rate", CONF_FRACTION, alerts_error_rate, 0, 1, "0.5"),
+    NUM("alerts", "error_min_attempts", CONF_INT, alerts_error_min_attempts, 1, 1000000000, "20"),
+    NUM("alerts", "no_success_accounts", CONF_INT, alerts_no_success_accounts, 0, 1000000000, "3"),
+    NUM("alerts", "dead_letters", CONF_INT, alerts_dead_letters, 0, 1000000000, "1"),
+    NUM("alerts", "quarantined", CONF_INT, alerts_quarantined, 0, 1000000000, "1"),
+    NUM("alerts", "signature_rejections", CONF_INT, alerts_signature_rejections, 0, 1000000000, "20"),
+    NUM("retention", "deliveries", CONF_DURATION, retention_deliveries_ms, 0, 100 * YEAR_MS, "30d"),
+    NUM("retention", "inbox", CONF_DURATION, retention_inbox_ms, 0, 100 * YEAR_MS, "30d"),
+    NUM("retention", "interval", CONF_DURATION, retention_interval_ms, 10, DAY_MS, "1m"),
+    NUM("retention", "batch", CONF_INT, retention_batch, 1, 100000, "200"),
+    NUM("retention", "pause", CONF_DURATION, retention_pause_ms, 0, 60000, "10ms"),
+    NUM("retention", "share", CONF_FRACTION, retention_share, 0, 1, "0.05"),
 };
 #define N_KEYS (sizeof conf_keys / sizeof conf_keys[0])
 
@@ -126,6 +147,8 @@ static bool check_store(const char *v)
     }
     return false;
 }
+
+static bool check_metrics_auth(const char *v) { return strcmp(v, "token") == 0 || strcmp(v, "none") == 0; }
 
 static bool check_admin_token(const char *v) { return v[0] == '\0' || strlen(v) >= ADMIN_TOKEN_MIN; }
 

@@ -30,6 +30,8 @@ struct config {
     int64_t connection_memory;    /* per-connection buffers; 128KiB */
     int64_t write_timeout_ms;     /* a write that cannot commit within it answers 503 store_busy; 5s */
     int64_t drain_timeout_ms;     /* at SIGTERM, in-flight attempts get this long to finish; 10s */
+    int64_t metrics_refresh_ms;   /* the store's gauges in /metrics are read at most this often; 5s */
+    char metrics_auth[16];         /* "token" (default): GET /metrics needs the admin token; "none": it does not */
     /* [delivery] */
     int64_t timeout_ms;          /* 10s */
     int64_t connect_timeout_ms;  /* 5s */
@@ -46,6 +48,7 @@ struct config {
     int64_t breaker_probe_max_ms; /* the longest (it doubles per failed probe); 10m */
     int64_t breaker_ramp_ms;     /* after recovery the cap grows from 1 to full over this; 30s */
     int64_t disable_after_ms;    /* failing continuously this long disables an endpoint; 5d (0: never) */
+    int64_t sync_warn_after_ms;  /* undelivered longer than this is "delayed" (sync status, alert); 60s */
     /* [inbox] (parsed now, used by the inbound receiver) */
     struct retry_policy inbox_retry;
     int64_t max_defer_ms;  /* 1h */
@@ -54,6 +57,25 @@ struct config {
     int64_t inbox_timeout_ms;          /* one forward request; 10s */
     bool inbox_allow_private_networks; /* forward to private addresses (the application's); true */
     int64_t reconcile_after_ms;        /* a contiguous gap waits this long before the provider is asked; 5s */
+    /* [alerts] (ops/alerts.c; a threshold of 0 turns its rule off) */
+    bool alerts_enabled;               /* true */
+    int64_t alerts_interval_ms;        /* evaluation period; 30s */
+    int64_t alerts_window_ms;          /* what "recent" means for rates, dead letters, rejections, growth; 5m */
+    int64_t alerts_reopen_after_ms;    /* a resolved (rule, subject) does not open again sooner; 10m */
+    int alerts_backlog_growth;         /* an endpoint's retrying deliveries grew by this many over window; 100 */
+    double alerts_error_rate;          /* failed / attempts of an endpoint over window; 0.5 */
+    int alerts_error_min_attempts;     /* ... with at least this many attempts; 20 */
+    int alerts_no_success_accounts;    /* accounts with attempts and no success over window; 3 */
+    int alerts_dead_letters;           /* an endpoint's deliveries dead over window; 1 */
+    int alerts_quarantined;            /* a source's quarantined inbox items; 1 */
+    int alerts_signature_rejections;   /* a source's requests refused for their signature over window; 20 */
+    /* [retention] (ops/retention.c; an age of 0 keeps forever) */
+    int64_t retention_deliveries_ms;   /* delivered and superseded deliveries and their attempts; 30d */
+    int64_t retention_inbox_ms;        /* payloads of processed inbox items (the row and its key stay); 30d */
+    int64_t retention_interval_ms;     /* how often the purge looks; 1m */
+    int retention_batch;               /* rows per batch (one short writer op each); 500 */
+    int64_t retention_pause_ms;        /* at least this between two batches; 10ms */
+    double retention_share;            /* the purge holds the writer at most this fraction of the time; 0.05 */
 };
 
 /* Fills defaults. */

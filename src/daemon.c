@@ -21,7 +21,10 @@
 #include "ops/token_cache.h"
 #include "log.h"
 #include "net/http.h"
+#include "ops/alerts.h"
 #include "ops/api.h"
+#include "ops/metrics.h"
+#include "ops/retention.h"
 #include "outbound/dispatcher.h"
 #include "outbound/relay.h"
 #include "secrets.h"
@@ -231,6 +234,44 @@ static int inbound_start(struct daemon *d)
     return r;
 }
 
+/* Upkeep: the alert evaluator and the retention purge, each a thread writing through the writer. */
+static int upkeep_start(struct daemon *d)
+{
+    const struct config *cfg = &d->cfg;
+    const struct alerts_deps ad = {
+        .store = cfg->store,
+        .writer = d->writer,
+        .hub = d->hub,
+        .interval_ms = cfg->alerts_interval_ms,
+        .settings = {.window_ms = cfg->alerts_window_ms, .reopen_after_ms = cfg->alerts_reopen_after_ms,
+                     .sync_warn_after_ms = cfg->sync_warn_after_ms, .backlog_growth = cfg->alerts_backlog_growth,
+                     .error_rate = cfg->alerts_error_rate, .error_min_attempts = cfg->alerts_error_min_attempts,
+                     .no_success_accounts = cfg->alerts_no_success_accounts, .dead_letters = cfg->alerts_dead_letters,
+                     .quarantined = cfg->alerts_quarantined, .signature_rejections = cfg->alerts_signature_rejections},
+    };
+    const struct retention_deps rd = {
+        .writer = d->writer,
+        .deliveries_ms = cfg->retention_deliveries_ms,
+        .inbox_ms = cfg->retention_inbox_ms,
+        .interval_ms = cfg->retention_interval_ms,
+        .batch = cfg->retention_batch,
+        .pause_ms = cfg->retention_pause_ms,
+        .share = cfg->retention_share,
+    };
+    int r = cfg->alerts_enabled ? alerts_start(&ad, &d->alerts) : 0;
+
+    metrics_set_store_ttl(cfg->metrics_refresh_ms);
+
+    if (r != 0) {
+        log_error("serve", "cannot start the alert evaluator: %s", hookd_strerror(r));
+        return r;
+    }
+    r = retention_start(&rd, &d->retention);
+    if (r != 0)
+        log_error("serve", "cannot start the retention purge: %s", hookd_strerror(r));
+    return r;
+}
+
 static void on_outbox_changed(void *arg) { relay_wake(arg); }
 static void on_endpoints_changed(void *arg) { dispatcher_endpoints_changed(arg); }
 static void on_deliveries_due(void *arg) { dispatcher_wake(arg); }
@@ -273,7 +314,7 @@ static int listeners_start(struct daemon *d)
         return HOOKD_ENOMEM;
     *api = (struct api_ctx){
         .cfg = &d->cfg, .writer = d->writer, .readers = d->readers, .hub = d->hub, .sources = d->sources,
-        .tokens = d->tokens, .node = d->node,
+        .tokens = d->tokens, .node = d->node, .admin_token = d->admin_token,
         .started_at = d->started_at,
     };
     d->api = api;
@@ -421,6 +462,9 @@ int daemon_run(const struct config *cfg)
     r = listeners_start(d);
     if (r != 0)
         goto out;
+    r = upkeep_start(d);
+    if (r != 0)
+        goto out;
     banner(d);
     log_info("serve", "started");
     if (sigwait(&stop, &sig) == 0)
@@ -433,6 +477,8 @@ out:
     if (d->public_http != NULL)
         http_server_stop(d->public_http);
     free(d->api); /* after both servers: suspended requests were answered before their stop returned */
+    alerts_stop(d->alerts);
+    retention_stop(d->retention);
     if (d->processor != NULL)
         processor_stop(d->processor);
     dispatcher_drain(d->dispatcher);

@@ -17,6 +17,8 @@ struct hub;
 struct api_ctx;
 struct source_cache;
 struct token_cache;
+struct alerts;
+struct retention;
 
 struct daemon {
     struct config cfg;
@@ -31,6 +33,8 @@ struct daemon {
     struct relay *relay;
     struct dispatcher *dispatcher;
     struct processor *processor; /* the inbox workers */
+    struct alerts *alerts;       /* the alert evaluator (ops/alerts.h); NULL when [alerts] enabled = false */
+    struct retention *retention; /* the retention purge (ops/retention.h) */
     struct http_server *public_http;
     struct http_server *admin_http;
     struct api_ctx *api;         /* the listeners' handlers' context (ops/api.h) */

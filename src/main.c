@@ -29,6 +29,7 @@ static const struct command commands[] = {
     {"audit", cmd_audit, "inbound checks: duplicates, late versions, versions applied twice, …"},
     {"replay", cmd_replay, "replay a delivery, an event or a bounded range; list and show replays"},
     {"tokens", cmd_tokens, "account-scoped API tokens: create, list, revoke"},
+    {"alerts", cmd_alerts, "alerts: list (the default), get"},
     {"rotate-key", cmd_rotate_key, "re-seal the stored secrets under a new server key (nodes stopped)"},
     {"version", cmd_version, "print the version"},
     {"help", cmd_help, "this list"},

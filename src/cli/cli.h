@@ -14,6 +14,7 @@ int cmd_events(int argc, char **argv);       /* events.c */
 int cmd_deliveries(int argc, char **argv);   /* deliveries.c */
 int cmd_sources(int argc, char **argv);      /* sources.c */
 int cmd_inbox(int argc, char **argv);        /* inbox.c */
+int cmd_alerts(int argc, char **argv);       /* alerts.c */
 int cmd_apply(int argc, char **argv);        /* apply.c */
 int cmd_send(int argc, char **argv);         /* send.c */
 int cmd_rotate_key(int argc, char **argv);   /* rotate_key.c */

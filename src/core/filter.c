@@ -25,11 +25,21 @@ bool event_type_matches(const char *pattern, const char *type)
     return strcmp(pattern, type) == 0;
 }
 
+/*
+ * hookd's own operational events (hookd.alert.opened, …) go only to endpoints
+ * that ask for them by a pattern that names them ("hookd.*",
+ * "hookd.alert.opened"): an endpoint that takes every type ("*", or no
+ * filter) takes every application event, not hookd's.
+ */
 bool event_type_matches_any(const char *const *patterns, size_t n, const char *type)
 {
+    bool operational = type != NULL && strncmp(type, "hookd.", 6) == 0;
+
     if (n == 0)
-        return true;
+        return !operational;
     for (size_t i = 0; i < n; i++) {
+        if (operational && strncmp(patterns[i], "hookd.", 6) != 0)
+            continue;
         if (event_type_matches(patterns[i], type))
             return true;
     }

@@ -22,6 +22,7 @@
 #include "inbound/source_cache.h"
 #include "inbound/source_def.h"
 #include "log.h"
+#include "ops/metrics.h"
 #include "net/http_client.h"
 #include "store/writer.h"
 
@@ -168,6 +169,8 @@ static void op_complete_done(void *arg, int result)
     else if (result != 0)
         log_warn(PART, "item %s: outcome not written (%s); it is taken again after its lease", j->it.id,
                  hookd_strerror(result));
+    else
+        metrics_inbox_outcome(j->r.status);
     pthread_mutex_lock(&p->mu);
     j->next = p->written;
     p->written = j;

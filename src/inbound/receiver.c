@@ -24,6 +24,7 @@
 #include "hub.h"
 #include "inbound/source_cache.h"
 #include "log.h"
+#include "ops/metrics.h"
 #include "ops/api_common.h"
 #include "store/writer.h"
 
@@ -104,6 +105,7 @@ static void refuse(const struct api_ctx *api, struct http_request *req, struct h
     vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
     http_reply_error(res, status, reason, "%s", message);
+    metrics_inbound_rejected(reason);
     reject_log(api, req, source, reason, size, sha256);
 }
 
@@ -312,6 +314,7 @@ static void receive_reply(void *arg, int rc, struct http_response *res)
     struct receive_op *o = arg;
 
     if (rc == 0) {
+        metrics_inbound_stored(o->out.duplicate);
         if (!o->out.duplicate && o->has_handler)
             hub_notify(o->api->hub, HUB_INBOX_CHANGED); /* the workers: only items they have work for */
         if (o->out.conflicting)

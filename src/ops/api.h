@@ -30,6 +30,7 @@ struct api_ctx {
     struct source_cache *sources; /* the receiver's definitions (inbound/source_cache.h) */
     struct token_cache *tokens;   /* live account tokens (ops/token_cache.h) */
     const char *node;           /* this process's lease owner name */
+    const char *admin_token;    /* the effective token, for routes that check it themselves (/metrics) */
     int64_t started_at;
 };
 

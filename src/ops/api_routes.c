@@ -58,6 +58,10 @@ const struct http_route admin_routes[] = {
     {"POST", "/v1/tokens", api_tokens_create, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL, 0},
     {"GET", "/v1/tokens", api_tokens_list, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL, 0},
     {"DELETE", "/v1/tokens/{id}", api_tokens_revoke, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL, 0},
+    {"GET", "/v1/alerts", api_alerts_list, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL, 0},
+    {"GET", "/v1/alerts/{id}", api_alerts_get, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL, 0},
+    /* The token is checked by the handler: [server] metrics_auth = none lets scrapers in without it. */
+    {"GET", "/metrics", api_metrics, HTTP_AUTH_NONE, API_BODY_NONE, NULL, 0},
     {"GET", "/healthz", api_healthz, HTTP_AUTH_NONE, API_BODY_NONE, NULL, 0},
 };
 const size_t admin_routes_n = sizeof admin_routes / sizeof admin_routes[0];

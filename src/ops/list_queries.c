@@ -11,6 +11,7 @@
 
 #include "core/filter.h"
 #include "core/ids.h"
+#include "ops/alerts.h"
 #include "ops/api_common.h"
 #include "store/store.h"
 
@@ -107,6 +108,7 @@ const struct query_param audit_query_params[] = {
     {.name = "until", .type = QUERY_TIME, .offset = offsetof(struct audit_query, until)},
 };
 const size_t audit_query_params_count = sizeof audit_query_params / sizeof audit_query_params[0];
+
 const struct query_param replay_list_query[] = {
     {.name = "account", .type = QUERY_TEXT, .max_len = API_ACCOUNT_MAX, .offset = offsetof(struct replay_filter, account)},
     {.name = "cursor", .type = QUERY_CURSOR_ID, .list = LIST_REPLAYS, .offset = offsetof(struct replay_filter, before_id)},
@@ -120,3 +122,14 @@ const struct query_param token_list_query[] = {
     {.name = "limit", .type = QUERY_LIMIT, .offset = offsetof(struct token_filter, limit)},
 };
 const size_t token_list_query_count = sizeof token_list_query / sizeof token_list_query[0];
+
+static const char *const alert_status_words[] = {"open", "resolved", NULL};
+
+const struct query_param alert_list_query[] = {
+    {.name = "status", .type = QUERY_ENUM, .values = alert_status_words, .offset = offsetof(struct alert_filter, status)},
+    {.name = "rule", .type = QUERY_TEXT, .max_len = ALERT_RULE_MAX - 1, .check = alert_rule_known,
+     .hint = "not an alert rule", .offset = offsetof(struct alert_filter, rule)},
+    {.name = "cursor", .type = QUERY_CURSOR_ID, .list = LIST_ALERTS, .offset = offsetof(struct alert_filter, before_id)},
+    {.name = "limit", .type = QUERY_LIMIT, .offset = offsetof(struct alert_filter, limit)},
+};
+const size_t alert_list_query_count = sizeof alert_list_query / sizeof alert_list_query[0];

@@ -18,6 +18,7 @@
 #define LIST_MACHINES "machines"
 #define LIST_REPLAYS "replays"
 #define LIST_TOKENS "tokens"
+#define LIST_ALERTS "alerts"
 
 /* GET /v1/endpoints into a struct endpoint_filter. */
 extern const struct query_param endpoint_list_query[];
@@ -56,4 +57,7 @@ extern const struct query_param token_list_query[];
 extern const size_t token_list_query_count;
 /* The words of the status filter, in enum delivery_status order. */
 extern const char *const delivery_status_words[];
+/* GET /v1/alerts into a struct alert_filter (set status to -1 first: absent means any). */
+extern const struct query_param alert_list_query[];
+extern const size_t alert_list_query_count;
 #endif

@@ -25,6 +25,7 @@
 #include "core/ids.h"
 #include "hub.h"
 #include "log.h"
+#include "ops/metrics.h"
 #include "outbound/dispatcher_internal.h"
 #include "outbound/outage.h"
 
@@ -434,6 +435,7 @@ static void transfer_done(void *arg, const struct http_client_result *res)
 
     q->in_flight--;
     j->ep->in_flight--;
+    metrics_in_flight(-1);
     if (j->slow) {
         q->in_flight_slow--;
         j->ep->in_flight_slow--;
@@ -474,6 +476,7 @@ static void job_start(struct dispatcher *q, struct job *j, struct request *r)
         if (rc == 0) {
             q->in_flight++;
             j->ep->in_flight++;
+            metrics_in_flight(1);
             j->sent_mono = clock_mono_ms();
             j->slow = false;
             board_note_sent(q, j->ep);
@@ -752,6 +755,7 @@ static void job_finished(struct dispatcher *q, struct job *j)
             q->rewrite_backoff_ms = 0;
             log_limiter_reset(&q->lim_writer, PART, "recording attempts");
             job_log_result(j);
+            metrics_delivery_recorded(&j->result, j->dj.ev.created_at);
             if (j->result.status == DELIVERY_RETRYING)
                 q->next_wake_at = min64(q->next_wake_at, j->result.next_attempt_at);
             /* Claims on a connection of their own see the freed lease only now. */

@@ -38,6 +38,7 @@
 #include "core/ids.h"
 #include "core/json_check.h"
 #include "log.h"
+#include "ops/metrics.h"
 #include "outbound/dispatcher.h"
 #include "outbound/outage.h"
 #include "store/store.h"
@@ -430,6 +431,8 @@ static int fanout_rows(struct relay *r, struct store *s, int limit, size_t *fetc
         rc = store_delivery_insert_many(s, ds, n_ds);
     if (rc == 0)
         rc = plan_supersede(s, ds, n_ds, now);
+    if (rc == 0)
+        metrics_fanout(evs.n, ds, n_ds);
     r->op_left_due = left > 0;
 out:
     fanout_slots_free(&fs);
@@ -544,6 +547,8 @@ static void op_record_handoff_done(void *arg, int result)
         if (r->rewind_to < 0 || from < r->rewind_to)
             r->rewind_to = from;
         pthread_mutex_unlock(&r->mu);
+    } else {
+        metrics_fanout(h->evs.n, h->ds, h->n_ds);
     }
     handoff_free(h);
 }

@@ -260,4 +260,6 @@ const struct store_ops store_postgres_ops = {
     .machines = &postgres_machine_ops,
     .replays = &postgres_replay_ops,
     .tokens = &postgres_token_ops,
+    .alerts = &postgres_alert_ops,
+    .upkeep = &postgres_upkeep_ops,
 };

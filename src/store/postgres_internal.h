@@ -35,7 +35,8 @@ enum {
     PG_MACHINES = PG_REJECTIONS + 16,  /* postgres_machines.c */
     PG_REPLAYS = PG_MACHINES + 32,     /* postgres_replays.c */
     PG_TOKENS = PG_REPLAYS + 16,       /* postgres_tokens.c */
-    PG_SPARE = PG_TOKENS + 16,         /* no statement of the backend uses these (tests) */
+    PG_OPS = PG_TOKENS + 16,           /* postgres_ops.c */
+    PG_SPARE = PG_OPS + 16,            /* no statement of the backend uses these (tests) */
     PG_SLOTS = PG_SPARE + 4,
 };
 _Static_assert((int)PG_CONN_END <= (int)PG_EVENTS, "the connection's statements overflow their slots");
@@ -198,4 +199,6 @@ extern const struct store_rejection_ops postgres_rejection_ops; /* postgres_reje
 extern const struct store_machine_ops postgres_machine_ops;     /* postgres_machines.c */
 extern const struct store_replay_ops postgres_replay_ops;       /* postgres_replays.c */
 extern const struct store_token_ops postgres_token_ops;         /* postgres_tokens.c */
+extern const struct store_alert_ops postgres_alert_ops;         /* postgres_ops.c */
+extern const struct store_upkeep_ops postgres_upkeep_ops;       /* postgres_ops.c */
 #endif

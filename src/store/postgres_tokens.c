@@ -18,7 +18,7 @@ enum {
     PG_TOKEN_VERSION,
     PG_TOKENS_END
 };
-_Static_assert((int)PG_TOKENS_END <= (int)PG_SPARE, "the tokens statements overflow their slots");
+_Static_assert((int)PG_TOKENS_END <= (int)PG_OPS, "the tokens statements overflow their slots");
 
 static int postgres_token_insert(struct store *s, const struct api_token *t)
 {

@@ -578,4 +578,6 @@ const struct store_ops store_sqlite_ops = {
     .machines = &sqlite_machine_ops,
     .replays = &sqlite_replay_ops,
     .tokens = &sqlite_token_ops,
+    .alerts = &sqlite_alert_ops,
+    .upkeep = &sqlite_upkeep_ops,
 };

@@ -44,7 +44,8 @@ enum {
     SQ_MACHINES = SQ_REJECTIONS + 16,  /* sqlite_machines.c */
     SQ_REPLAYS = SQ_MACHINES + 32,     /* sqlite_replays.c */
     SQ_TOKENS = SQ_REPLAYS + 16,       /* sqlite_tokens.c */
-    SQ_SLOTS = SQ_TOKENS + 16,
+    SQ_OPS = SQ_TOKENS + 16,           /* sqlite_ops.c */
+    SQ_SLOTS = SQ_OPS + 16,
 };
 _Static_assert((int)SQ_CONN_END <= (int)SQ_EVENTS, "the connection's statements overflow their slots");
 
@@ -120,4 +121,6 @@ extern const struct store_rejection_ops sqlite_rejection_ops; /* sqlite_rejectio
 extern const struct store_machine_ops sqlite_machine_ops;     /* sqlite_machines.c */
 extern const struct store_replay_ops sqlite_replay_ops;       /* sqlite_replays.c */
 extern const struct store_token_ops sqlite_token_ops;         /* sqlite_tokens.c */
+extern const struct store_alert_ops sqlite_alert_ops;         /* sqlite_ops.c */
+extern const struct store_upkeep_ops sqlite_upkeep_ops;       /* sqlite_ops.c */
 #endif

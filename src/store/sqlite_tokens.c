@@ -17,7 +17,7 @@ enum {
     SQ_TOKEN_VERSION,
     SQ_TOKENS_END
 };
-_Static_assert((int)SQ_TOKENS_END <= (int)SQ_SLOTS, "the tokens statements overflow their slots");
+_Static_assert((int)SQ_TOKENS_END <= (int)SQ_OPS, "the tokens statements overflow their slots");
 
 static int sqlite_token_insert(struct store *s, const struct api_token *t)
 {

@@ -766,6 +766,83 @@ int store_rejection_counts(struct store *s, const char *source, struct rejection
     FAMILY_CALL(s, rejections, counts, source, out);
 }
 
+/* ---- operations: alerts, figures, retention ---- */
+
+int store_alert_open(struct store *s, struct alert *a, int64_t quiet_since)
+{
+    assert(s && a && a->rule[0] && a->subject && a->message && a->details);
+    FAMILY_CALL(s, alerts, open, a, quiet_since);
+}
+
+int store_alert_resolve(struct store *s, const char *id, int64_t at, struct alert *out)
+{
+    assert(s && id && out);
+    FAMILY_CALL(s, alerts, resolve, id, at, out);
+}
+
+int store_alert_get(struct store *s, const char *id, struct alert *out)
+{
+    assert(s && id && out);
+    FAMILY_CALL(s, alerts, get, id, out);
+}
+
+int store_alert_list(struct store *s, const struct alert_filter *f, struct alert_list *out)
+{
+    assert(s && f && out);
+    FAMILY_CALL(s, alerts, list, f, out);
+}
+
+int store_alert_signals(struct store *s, int64_t since, struct alert_signal_list *out)
+{
+    assert(s && out);
+    FAMILY_CALL(s, alerts, signals, since, out);
+}
+
+int store_figures(struct store *s, int64_t now, struct store_figures *out)
+{
+    assert(s && out);
+    FAMILY_CALL(s, upkeep, figures, now, out);
+}
+
+int store_purge_deliveries(struct store *s, int64_t before, int limit, int64_t *purged)
+{
+    assert(s && limit > 0 && purged);
+    FAMILY_CALL(s, upkeep, purge_deliveries, before, limit, purged);
+}
+
+int store_purge_events(struct store *s, int64_t after_seq, int64_t before, int limit, int64_t *next_seq,
+                       int64_t *purged)
+{
+    assert(s && limit > 0 && next_seq && purged);
+    FAMILY_CALL(s, upkeep, purge_events, after_seq, before, limit, next_seq, purged);
+}
+
+int store_purge_inbox(struct store *s, int64_t before, int limit, int64_t *purged)
+{
+    assert(s && limit > 0 && purged);
+    FAMILY_CALL(s, upkeep, purge_inbox, before, limit, purged);
+}
+
+void alert_free(struct alert *a)
+{
+    if (!a)
+        return;
+    free(a->subject);
+    free(a->message);
+    free(a->details);
+    memset(a, 0, sizeof *a);
+}
+
+static void alert_signal_free(struct alert_signal *g)
+{
+    free(g->subject);
+    free(g->account);
+    memset(g, 0, sizeof *g);
+}
+
+void alert_list_free(struct alert_list *l) { LIST_FREE(l, alert_free); }
+void alert_signal_list_free(struct alert_signal_list *l) { LIST_FREE(l, alert_signal_free); }
+
 static const char *const inbox_status_names[] = {
     [INBOX_PENDING] = "pending",
     [INBOX_PROCESSED] = "processed",

@@ -4,7 +4,7 @@
  * below, which are also where argument asserts and fault injection for tests
  * live. The table holds the connection and transaction methods and one
  * sub-table per table family (meta, events, endpoints, deliveries, sources,
- * inbox, rejections); each
+ * inbox, rejections, alerts, upkeep); each
  * backend fills a family in its file for it (sqlite_events.c,
  * postgres_deliveries.c, …). What the backends share is written once in
  * store_common.c (record readers, column lists, rows to write, list filters).
@@ -91,6 +91,14 @@
  *     token_list_active     every token neither revoked nor expired, for the auth cache
  *     token_revoke          revoke one (ENOTFOUND; ECONFLICT when revoked already)
  *     token_version         a cache validator that changes with every token write
+ *   alerts (hookd_alerts; sqlite_ops.c, postgres_ops.c)
+ *     alert_open            insert unless the rule and subject have an open alert or a recent resolution
+ *     alert_resolve         an open alert resolved, once
+ *     alert_get/list        read alerts (list: status, rule, cursor)
+ *     alert_signals         what the alert rules read, one row per kind and subject
+ *   upkeep (sqlite_ops.c, postgres_ops.c)
+ *     figures               the cluster-wide gauges of the metrics
+ *     purge_deliveries/events/inbox   one retention batch each
  *
  * Adding a method: its pointer in the family's struct below, its wrapper here
  * and in store.c, and its function, table entry and statement slots in the
@@ -599,6 +607,65 @@ struct token_list { struct api_token *items; size_t n; };
 void replay_list_free(struct replay_list *l);
 void token_list_free(struct token_list *l);
 
+/* ---- operations records (hookd_alerts; figures; retention) -------------- */
+
+/*
+ * Cluster-wide figures for the metrics, from the store (every node reads the
+ * same). Counts that grow without bound (delivered, superseded deliveries;
+ * processed inbox items) are not counted: -1; the counters cover them.
+ */
+struct store_figures {
+    int64_t deliveries[6];      /* by enum delivery_status */
+    int64_t leased;             /* deliveries with a live lease (in flight or queued on some node) */
+    int64_t outbox_undispatched;
+    int64_t oldest_open_at;     /* ms: the oldest undispatched outbox row or open delivery; 0: none */
+    int64_t breakers[3];        /* endpoints per enum breaker_state (no state row: closed) */
+    int64_t endpoints_disabled;
+    int64_t inbox[4];           /* by enum inbox_status */
+};
+
+#define ALERT_RULE_MAX 32
+#define ALERT_TEXT_MAX 512
+
+struct alert {
+    char id[HOOKD_ID_MAX];      /* "alr_…"; open fills it when empty */
+    char rule[ALERT_RULE_MAX];  /* "error_rate", "dead_letters", … (ops/alerts.c) */
+    char *subject;              /* an endpoint id, a source name, or "*" for the whole store */
+    char *message;              /* one plain sentence */
+    char *details;              /* JSON object text: the figures that opened it */
+    int64_t opened_at, resolved_at; /* ms; resolved_at 0: open */
+};
+void alert_free(struct alert *a);
+
+struct alert_filter {
+    int status;                 /* -1 any, 0 open, 1 resolved */
+    const char *rule;           /* NULL: any */
+    const char *before_id;      /* cursor: id < before_id; NULL: start */
+    int limit;
+};
+
+/* What the alert rules read: one row per (kind, subject), see each kind. */
+enum alert_signal_kind {
+    SIGNAL_RETRYING,       /* subject endpoint: n deliveries retrying */
+    SIGNAL_ATTEMPTS,       /* subject endpoint, account: n attempts since, m of them 2xx */
+    SIGNAL_DEAD,           /* subject endpoint: n deliveries dead whose last attempt (or creation) is since */
+    SIGNAL_OLDEST_OPEN,    /* subject endpoint: n = created_at (ms) of its oldest open delivery */
+    SIGNAL_QUARANTINED,    /* subject source: n inbox items quarantined */
+    SIGNAL_SIG_REJECTIONS, /* subject source: n requests refused for their signature since */
+    SIGNAL_DISABLED,       /* subject endpoint: disabled; account holds its reason */
+};
+struct alert_signal {
+    enum alert_signal_kind kind;
+    char *subject;
+    char *account;          /* NULL: none */
+    int64_t n, m;
+};
+
+struct alert_list { struct alert *items; size_t n; };
+struct alert_signal_list { struct alert_signal *items; size_t n; };
+void alert_list_free(struct alert_list *l);
+void alert_signal_list_free(struct alert_signal_list *l);
+
 /* ---- the method tables ------------------------------------------------- */
 
 /*
@@ -832,6 +899,39 @@ struct store_token_ops {
     int (*version)(struct store *s, int64_t *version);
 };
 
+/* hookd_alerts, and the signals the alert rules read. */
+struct store_alert_ops {
+    /*
+     * Opens a (filled id when empty, opened_at): one statement that inserts only when (rule, subject) has no
+     * open alert and none resolved after quiet_since (so a flapping subject opens at most once per quiet
+     * period); EEXISTS otherwise. Concurrent opens on one database leave one open alert (a unique index).
+     */
+    int (*open)(struct store *s, struct alert *a, int64_t quiet_since);
+    /* Resolves an open alert at `at`; *out the row. ENOTFOUND when absent or resolved already. */
+    int (*resolve)(struct store *s, const char *id, int64_t at, struct alert *out);
+    int (*get)(struct store *s, const char *id, struct alert *out);
+    int (*list)(struct store *s, const struct alert_filter *f, struct alert_list *out); /* by id, descending */
+    /* Every signal of every kind; attempts, dead letters and rejections counted from since (ms). */
+    int (*signals)(struct store *s, int64_t since, struct alert_signal_list *out);
+};
+
+/* Figures for the metrics, and the retention purge (each call one small batch). */
+struct store_upkeep_ops {
+    int (*figures)(struct store *s, int64_t now, struct store_figures *out);
+    /* Up to limit delivered or superseded deliveries created before `before`, with their attempts. */
+    int (*purge_deliveries)(struct store *s, int64_t before, int limit, int64_t *purged);
+    /*
+     * Of the next limit outbox rows after after_seq (by seq): those fanned out, created before `before`
+     * and without any delivery left. *next_seq: where the next call goes on; 0 when this one reached
+     * the end of the table or a row created at or after `before` (start again from 0 later).
+     */
+    int (*purge_events)(struct store *s, int64_t after_seq, int64_t before, int limit, int64_t *next_seq,
+                        int64_t *purged);
+    /* Up to limit processed inbox items processed before `before` lose their payload (it becomes empty);
+     * the row stays, and with it the idempotency key (source, event_id). */
+    int (*purge_inbox)(struct store *s, int64_t before, int limit, int64_t *purged);
+};
+
 struct store_ops {
     int version; /* STORE_OPS_VERSION */
     const char *name;
@@ -882,6 +982,8 @@ struct store_ops {
     const struct store_machine_ops *machines;
     const struct store_replay_ops *replays;
     const struct store_token_ops *tokens;
+    const struct store_alert_ops *alerts;
+    const struct store_upkeep_ops *upkeep;
 };
 
 extern const struct store_ops store_sqlite_ops;
@@ -1011,4 +1113,14 @@ STORE_WRAPPER store_token_list(struct store *s, const struct token_filter *f, st
 STORE_WRAPPER store_token_list_active(struct store *s, int64_t now, struct token_list *out);
 STORE_WRAPPER store_token_revoke(struct store *s, const char *id, int64_t at);
 STORE_WRAPPER store_token_version(struct store *s, int64_t *version);
+STORE_WRAPPER store_alert_open(struct store *s, struct alert *a, int64_t quiet_since);
+STORE_WRAPPER store_alert_resolve(struct store *s, const char *id, int64_t at, struct alert *out);
+STORE_WRAPPER store_alert_get(struct store *s, const char *id, struct alert *out);
+STORE_WRAPPER store_alert_list(struct store *s, const struct alert_filter *f, struct alert_list *out);
+STORE_WRAPPER store_alert_signals(struct store *s, int64_t since, struct alert_signal_list *out);
+STORE_WRAPPER store_figures(struct store *s, int64_t now, struct store_figures *out);
+STORE_WRAPPER store_purge_deliveries(struct store *s, int64_t before, int limit, int64_t *purged);
+STORE_WRAPPER store_purge_events(struct store *s, int64_t after_seq, int64_t before, int limit, int64_t *next_seq,
+                                 int64_t *purged);
+STORE_WRAPPER store_purge_inbox(struct store *s, int64_t before, int limit, int64_t *purged);
 #endif

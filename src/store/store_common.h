@@ -146,6 +146,59 @@ void store_free_job(void *item);
 void store_free_attempt(void *item);
 void store_free_source(void *item);
 void store_free_inbox(void *item);
+/* ---- operations (store_ops_common.c): alerts, signals, figures, retention ---- */
+
+#define STORE_ALERT_COLUMNS "id, rule, subject, message, details, opened_at, resolved_at"
+int store_read_alert(const struct store_row *r, void *item);  /* struct alert */
+void store_free_alert(void *item);
+/* A signal or figure row: kind (integer), subject, account, n, m. */
+int store_read_signal(const struct store_row *r, void *item); /* struct alert_signal */
+void store_free_signal(void *item);
+/* Rows kept per signal or figure statement; more are cut (a bound, not a figure anyone reaches). */
+#define STORE_SIGNALS_MAX 20000
+
+/*
+ * The alert rules' signals in one statement (kinds: enum alert_signal_kind), the same SQL on both
+ * backends but for the parameter marker p (the "since" time, ms) and the test of a disabled endpoint.
+ */
+#define STORE_SIGNALS_SQL(p, disabled)                                                                           \
+    "SELECT 0, endpoint_id, NULL, count(*), 0 FROM hookd_deliveries WHERE status = 'retrying' GROUP BY endpoint_id" \
+    " UNION ALL SELECT 1, d.endpoint_id, d.account, count(*),"                                                     \
+    "  sum(CASE WHEN a.status_code BETWEEN 200 AND 299 THEN 1 ELSE 0 END)"                                       \
+    "  FROM hookd_attempts a JOIN hookd_deliveries d ON d.id = a.delivery_id WHERE a.started_at >= " p            \
+    "  GROUP BY d.endpoint_id, d.account"                                                                         \
+    " UNION ALL SELECT 2, endpoint_id, NULL, count(*), 0 FROM hookd_deliveries WHERE status = 'dead'"           \
+    "  AND COALESCE(last_attempt_at, created_at) >= " p " GROUP BY endpoint_id"                                   \
+    " UNION ALL SELECT 3, endpoint_id, NULL, min(created_at), 0 FROM hookd_deliveries"                          \
+    "  WHERE status IN ('pending', 'retrying') GROUP BY endpoint_id"                                              \
+    " UNION ALL SELECT 4, source, NULL, count(*), 0 FROM hookd_inbox WHERE status = 'quarantined' GROUP BY source" \
+    " UNION ALL SELECT 5, source, NULL, count(*), 0 FROM hookd_rejections WHERE at >= " p                          \
+    "  AND reason IN ('bad_signature', 'missing_signature') GROUP BY source"                                    \
+    " UNION ALL SELECT 6, id, disabled_reason, 0, 0 FROM hookd_endpoints WHERE " disabled
+
+/*
+ * The figures of the metrics in one statement, as signal rows (kind, key, -, n, m): 0 deliveries per
+ * status (open and kept ones), 1 live leases (the backend's expression: lease_sql), 2 undispatched
+ * outbox rows (n) and the oldest one's created_at (m), 3 the oldest open delivery's created_at,
+ * 4 endpoints per breaker state, 5 endpoints (n) and disabled ones (m), 6 inbox items per open status.
+ */
+#define STORE_FIGURES_SQL(lease_sql)                                                                              \
+    "SELECT 0, status, NULL, count(*), 0 FROM hookd_deliveries"                                                   \
+    "  WHERE status IN ('pending', 'retrying', 'dead', 'skipped') GROUP BY status"                             \
+    " UNION ALL SELECT 1, NULL, NULL, (" lease_sql "), 0"                                                         \
+    " UNION ALL SELECT 2, NULL, NULL, count(*), COALESCE(min(created_at), 0) FROM hookd_outbox"                 \
+    "  WHERE dispatched_at IS NULL"                                                                              \
+    " UNION ALL SELECT 3, NULL, NULL, COALESCE(min(created_at), 0), 0 FROM hookd_deliveries"                    \
+    "  WHERE status IN ('pending', 'retrying')"                                                                  \
+    " UNION ALL SELECT 4, st.breaker, NULL, count(*), 0 FROM hookd_endpoint_state st"                           \
+    "  JOIN hookd_endpoints e ON e.id = st.endpoint_id WHERE st.breaker <> 'closed' GROUP BY st.breaker"         \
+    " UNION ALL SELECT 5, NULL, NULL, count(*), COALESCE(sum(CASE WHEN enabled THEN 0 ELSE 1 END), 0)"          \
+    "  FROM hookd_endpoints"                                                                                      \
+    " UNION ALL SELECT 6, status, NULL, count(*), 0 FROM hookd_inbox"                                             \
+    "  WHERE status IN ('pending', 'deferred', 'quarantined') GROUP BY status"
+/* Folds the rows of STORE_FIGURES_SQL into *out. */
+void store_figures_fold(const struct alert_signal_list *rows, struct store_figures *out);
+
 void store_free_rejection(void *item);
 void store_free_rejection_count(void *item);
 void store_free_replay(void *item);

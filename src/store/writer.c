@@ -14,6 +14,7 @@
 
 #include "core/clock.h"
 #include "log.h"
+#include "ops/metrics.h"
 
 #define DEFAULT_MAX_BATCH 512
 #define DEFAULT_MAX_DEFER_US 5000
@@ -369,6 +370,7 @@ static int batch_begin(struct writer *w, struct write_op *batch)
 /* One transaction for the whole batch; on failure every op gets the error. */
 static void batch_commit(struct writer *w, struct write_op *batch, size_t n)
 {
+    int64_t started_us = metrics_now_us();
     int result = batch_begin(w, batch);
 
     if (result == 0) {
@@ -387,6 +389,7 @@ static void batch_commit(struct writer *w, struct write_op *batch, size_t n)
         bool busy = false;
         for (struct write_op *op = batch; op && !busy; op = op->next)
             busy = op->result == HOOKD_EBUSY; /* given up (answered) or its lock wait ran out */
+        metrics_store_commit(metrics_now_us() - started_us, n);
         if (!busy)
             episode_close(w);
         log_limiter_reset(&w->fail_log, LOG_PART, "commits");

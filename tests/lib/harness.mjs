@@ -201,6 +201,8 @@ export async function startDaemon(env = {}, opts = {}) {
     HOOKD_DELIVERY_JITTER: '0',
     HOOKD_DELIVERY_TIMEOUT: '2s',
     HOOKD_DELIVERY_CONNECT_TIMEOUT: '1s',
+    // hookd's own alert events would join other tests' outbox, events and deliveries: the alert tests turn them on
+    HOOKD_ALERTS_ENABLED: 'false',
     ...env,
   };
   if (env.HOOKD_SERVER_NODE_ID) d.node = env.HOOKD_SERVER_NODE_ID;

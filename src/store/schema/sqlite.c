@@ -367,6 +367,30 @@ static const char schema_replays_tokens[] =
     "CREATE TRIGGER hookd_tokens_bump_delete AFTER DELETE ON hookd_tokens BEGIN"
     " UPDATE hookd_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'tokens_version'; END;";
 
+/*
+ * Operations: alerts (one open alert per rule and subject: a partial unique
+ * index), and the indexes the alert rules and the retention purge read: attempts
+ * by start time (error rates over a window), final deliveries by creation
+ * (the purge takes the oldest), processed inbox items still holding their
+ * payload by processing time (a purged one leaves the index).
+ */
+static const char schema_alerts_retention[] =
+    "CREATE TABLE hookd_alerts ("
+    " id TEXT NOT NULL PRIMARY KEY,"
+    " rule TEXT NOT NULL,"
+    " subject TEXT NOT NULL,"
+    " message TEXT NOT NULL,"
+    " details TEXT NOT NULL DEFAULT '{}',"
+    " opened_at INTEGER NOT NULL,"
+    " resolved_at INTEGER);"
+    "CREATE UNIQUE INDEX hookd_alerts_open ON hookd_alerts(rule, subject) WHERE resolved_at IS NULL;"
+    "CREATE INDEX hookd_alerts_subject ON hookd_alerts(rule, subject, resolved_at);"
+    "CREATE INDEX hookd_attempts_started ON hookd_attempts(started_at);"
+    "CREATE INDEX hookd_deliveries_final ON hookd_deliveries(created_at)"
+    " WHERE status IN ('delivered', 'superseded');"
+    "CREATE INDEX hookd_inbox_retention ON hookd_inbox(processed_at)"
+    " WHERE status = 'processed' AND payload <> '';";
+
 const struct schema_migration sqlite_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -380,6 +404,7 @@ const struct schema_migration sqlite_migrations[] = {
     {10, schema_endpoint_state},
     {11, schema_machines},
     {12, schema_replays_tokens},
+    {13, schema_alerts_retention},
 };
 
 const size_t sqlite_migrations_count = sizeof sqlite_migrations / sizeof sqlite_migrations[0];

@@ -1,0 +1,206 @@
+/*
+ * Store conformance, alerts (both backends): one open alert per rule and
+ * subject (a second open is EEXISTS, also from connections racing on
+ * PostgreSQL), none again within the quiet period after a resolution, a
+ * resolution happens once, lists filter by status and rule newest first;
+ * the signals and figures count what the rules and the metrics read.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "store_fixture.h"
+
+static void alert_make(struct alert *a, const char *rule, const char *subject, int64_t at)
+{
+    memset(a, 0, sizeof *a);
+    snprintf(a->rule, sizeof a->rule, "%s", rule);
+    a->subject = (char *)subject;
+    a->message = (char *)"something happened";
+    a->details = (char *)"{\"n\":1}";
+    a->opened_at = at;
+}
+
+static void test_open_once_resolve_once(void **state)
+{
+    struct fixture *fx = *state;
+    struct alert a, b, out, got;
+    char subject[HOOKD_ID_MAX + 8];
+
+    snprintf(subject, sizeof subject, "ep_%s", fx->account); /* unique per run on a shared database */
+    alert_make(&a, "error_rate", subject, 1000);
+    assert_int_equal(store_alert_open(fx->s, &a, 0), 0);
+    assert_true(strncmp(a.id, "alr_", 4) == 0);
+    alert_make(&b, "error_rate", subject, 1001);
+    assert_int_equal(store_alert_open(fx->s, &b, 0), HOOKD_EEXISTS);
+    alert_make(&b, "dead_letters", subject, 1001); /* another rule, the same subject: its own alert */
+    assert_int_equal(store_alert_open(fx->s, &b, 0), 0);
+
+    assert_int_equal(store_alert_get(fx->s, a.id, &got), 0);
+    assert_string_equal(got.rule, "error_rate");
+    assert_string_equal(got.subject, subject);
+    assert_string_equal(got.details, "{\"n\":1}");
+    assert_int_equal(got.opened_at, 1000);
+    assert_int_equal(got.resolved_at, 0);
+    alert_free(&got);
+
+    assert_int_equal(store_alert_resolve(fx->s, a.id, 5000, &out), 0);
+    assert_int_equal(out.resolved_at, 5000);
+    assert_string_equal(out.id, a.id);
+    alert_free(&out);
+    assert_int_equal(store_alert_resolve(fx->s, a.id, 6000, &out), HOOKD_ENOTFOUND);
+    assert_int_equal(store_alert_resolve(fx->s, "alr_missing", 6000, &out), HOOKD_ENOTFOUND);
+
+    /* Within the quiet period (resolved at 5000, quiet since 4000) it does not open again; after it, it does. */
+    alert_make(&b, "error_rate", subject, 6000);
+    assert_int_equal(store_alert_open(fx->s, &b, 4000), HOOKD_EEXISTS);
+    alert_make(&b, "error_rate", subject, 9000);
+    assert_int_equal(store_alert_open(fx->s, &b, 5000), 0);
+    assert_string_not_equal(b.id, a.id);
+
+    struct alert_list l;
+    struct alert_filter f = {.status = 0, .rule = "error_rate", .limit = 1000};
+    assert_int_equal(store_alert_list(fx->s, &f, &l), 0);
+    size_t mine = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        assert_int_equal(l.items[i].resolved_at, 0);
+        assert_string_equal(l.items[i].rule, "error_rate");
+        mine += strcmp(l.items[i].subject, subject) == 0;
+        if (i > 0)
+            assert_true(strcmp(l.items[i - 1].id, l.items[i].id) > 0);
+    }
+    assert_int_equal(mine, 1);
+    alert_list_free(&l);
+    f = (struct alert_filter){.status = 1, .limit = 1000};
+    assert_int_equal(store_alert_list(fx->s, &f, &l), 0);
+    mine = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        assert_true(l.items[i].resolved_at > 0);
+        mine += strcmp(l.items[i].id, a.id) == 0;
+    }
+    assert_int_equal(mine, 1);
+    alert_list_free(&l);
+    /* the cursor: strictly older ids */
+    f = (struct alert_filter){.status = -1, .before_id = b.id, .limit = 1000};
+    assert_int_equal(store_alert_list(fx->s, &f, &l), 0);
+    for (size_t i = 0; i < l.n; i++)
+        assert_true(strcmp(l.items[i].id, b.id) < 0);
+    alert_list_free(&l);
+}
+
+/* Rows written by hand with odd contents read back safely. */
+static void test_hand_written_rows(void **state)
+{
+    struct fixture *fx = *state;
+    struct alert got;
+    char sql[512], id[HOOKD_ID_MAX];
+
+    id_new(id, "alr_");
+    snprintf(sql, sizeof sql,
+             "INSERT INTO hookd_alerts(id, rule, subject, message, details, opened_at) VALUES"
+             " ('%s', 'nonsense', 'x\ny', 'quote \" and \\ back', 'not json', 7)", id);
+    fixture_sql(fx, sql);
+    assert_int_equal(store_alert_get(fx->s, id, &got), 0);
+    assert_string_equal(got.subject, "x\ny");
+    assert_string_equal(got.details, "not json");
+    alert_free(&got);
+    struct alert out;
+    assert_int_equal(store_alert_resolve(fx->s, id, 8, &out), 0);
+    alert_free(&out);
+}
+
+struct racer {
+    const char *dsn;
+    const char *subject;
+    int result;
+};
+
+static void *race_open(void *arg)
+{
+    struct racer *r = arg;
+    struct store *s;
+    struct alert a;
+
+    assert_int_equal(store_open(r->dsn, &s), 0);
+    alert_make(&a, "quarantined", r->subject, 1000);
+    r->result = store_alert_open(s, &a, 0);
+    store_close(s);
+    return NULL;
+}
+
+static void test_concurrent_opens_leave_one(void **state)
+{
+    struct fixture *fx = *state;
+    char subject[HOOKD_ID_MAX + 8];
+    struct racer r[6];
+    pthread_t t[6];
+    int opened = 0;
+
+    postgres_only(fx);
+    snprintf(subject, sizeof subject, "src_%s", fx->account);
+    for (int i = 0; i < 6; i++) {
+        r[i] = (struct racer){.dsn = fx->dsn, .subject = subject};
+        assert_int_equal(pthread_create(&t[i], NULL, race_open, &r[i]), 0);
+    }
+    for (int i = 0; i < 6; i++) {
+        pthread_join(t[i], NULL);
+        assert_true(r[i].result == 0 || r[i].result == HOOKD_EEXISTS);
+        opened += r[i].result == 0;
+    }
+    assert_int_equal(opened, 1);
+}
+
+static void test_signals_and_figures(void **state)
+{
+    struct fixture *fx = *state;
+    struct scene sc;
+    struct alert_signal_list sig;
+    struct store_figures fig;
+    bool retrying = false, oldest = false, attempts = false;
+
+    struct job_list jobs;
+    drain_due(fx);
+    scene_make(fx, 0, &sc);
+    /* the scene's delivery retrying, after a failed attempt now */
+    int64_t now = clock_now_ms();
+    assert_true(claim(fx, "n1", now, now + 60000, &jobs) >= 1);
+    for (size_t i = 0; i < jobs.n; i++)
+        if (strcmp(jobs.items[i].d.id, sc.d.id) == 0)
+            complete(fx, &jobs.items[i], DELIVERY_RETRYING, 1, 503, now, now + 3600000, 0);
+    job_list_free(&jobs);
+    assert_int_equal(store_alert_signals(fx->s, now - 1000, &sig), 0);
+    for (size_t i = 0; i < sig.n; i++) {
+        const struct alert_signal *g = &sig.items[i];
+        if (!g->subject || strcmp(g->subject, sc.ep.id) != 0)
+            continue;
+        if (g->kind == SIGNAL_RETRYING)
+            retrying = g->n == 1;
+        if (g->kind == SIGNAL_OLDEST_OPEN)
+            oldest = g->n > 0;
+        if (g->kind == SIGNAL_ATTEMPTS)
+            attempts = g->n == 1 && g->m == 0 && g->account && strcmp(g->account, fx->account) == 0;
+    }
+    alert_signal_list_free(&sig);
+    assert_true(retrying);
+    assert_true(oldest);
+    assert_true(attempts);
+    assert_int_equal(store_figures(fx->s, now, &fig), 0);
+    assert_true(fig.deliveries[DELIVERY_RETRYING] >= 1);
+    assert_int_equal(fig.deliveries[DELIVERY_DELIVERED], -1);
+    assert_true(fig.oldest_open_at > 0 && fig.oldest_open_at <= now);
+    assert_true(fig.breakers[BREAKER_CLOSED] >= 1);
+    scene_free(&sc);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_open_once_resolve_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hand_written_rows, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_opens_leave_one, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_signals_and_figures, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
