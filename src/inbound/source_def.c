@@ -373,9 +373,17 @@ static int set_machine(void *target, const struct field_value *v)
     return not_supported(target, "handler.machine", "state machines come with the processing workers");
 }
 
+/* The application processes this source's items itself, with hookd_inbox_work() (include/hookd.h). */
 static int set_library(void *target, const struct field_value *v)
 {
-    return not_supported(target, "handler.library", "hookd_inbox_work() comes with the processing workers");
+    struct source_def *d = target;
+
+    if (v->null || !v->num) {
+        api_error_set(d->err, 400, "invalid_field", "handler.library: must be true (or give handler null)");
+        return HOOKD_EINVAL;
+    }
+    d->library = true;
+    return 0;
 }
 
 static const struct field handler_fields[] = {
@@ -389,6 +397,7 @@ static int set_handler(void *target, const struct field_value *v)
     struct source_def *d = target;
 
     free_str(&d->forward_url);
+    d->library = false;
     if (v->null) {
         secret_clear(&d->forward_secret);
         return 0;
@@ -618,6 +627,8 @@ static json_t *definition_json(const struct source_def *d, bool with_secrets)
         if (fwd && with_secrets)
             json_object_set_new(fwd, "secret", d->forward_secret.key ? secret_shown(&d->forward_secret) : json_null());
         handler = fwd ? json_pack("{s:o}", "forward", fwd) : NULL;
+    } else if (d->library) {
+        handler = json_pack("{s:b}", "library", 1);
     } else {
         handler = json_null();
     }

@@ -63,7 +63,8 @@ struct source_def {
     struct source_locator required[SOURCE_MAX_REQUIRED];
     size_t n_required;
     int64_t max_body; /* bytes; 0: [inbox] max_body */
-    /* handler: forward only, for now */
+    /* handler: forward (forward_url set), library (the application's hookd_inbox_work), or none */
+    bool library;
     char *forward_url;
     struct source_secret forward_secret;
     int64_t retry_schedule_ms[RETRY_MAX_SCHEDULE];
@@ -86,7 +87,7 @@ extern const size_t source_fields_count;
  * PATCH each top-level field given replaces the current one, and a `verify`
  * without `secrets` keeps the current secrets. Refused with 400 naming the
  * field (nested ones as "verify.scheme"); fields not built yet (handler
- * machine or library, reconcile) are 400 not_supported. Then
+ * machine, reconcile) are 400 not_supported. Then
  * source_def_check runs. Returns 0, HOOKD_EINVAL with err filled, or
  * HOOKD_ENOMEM; d stays freeable.
  */

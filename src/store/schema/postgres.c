@@ -344,6 +344,36 @@ static const char schema_endpoint_state[] =
     "CREATE TRIGGER hookd_endpoint_state_gone AFTER DELETE ON hookd_endpoints"
     " FOR EACH ROW EXECUTE FUNCTION hookd_endpoint_state_gone();";
 
+/*
+ * Library sources (handler {"library": true}, DESIGN §6): the application
+ * processes their items with hookd_inbox_work(), and the daemon's claims
+ * leave them out (store/inbox_sql.h). Whether a definition names that handler,
+ * false for one that is not JSON (plain SQL can write one): a bad row must not
+ * fail every claim. Self-contained, so it can be renumbered at a merge.
+ */
+static const char schema_inbox_library[] =
+    "CREATE OR REPLACE FUNCTION hookd_source_is_library(definition text) RETURNS boolean"
+    " LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$ BEGIN"
+    " RETURN coalesce((definition::jsonb #> '{handler,library}') = 'true'::jsonb, false);"
+    " EXCEPTION WHEN others THEN RETURN false; END $$;";
+
+/*
+ * Inbox wake-ups across nodes: workers LISTEN on hookd_inbox, so an item
+ * committed on any node (or made pending again by a replay) starts processing
+ * within milliseconds instead of at the next poll. One notification per
+ * inserting statement (a group commit is one), and the server folds repeats
+ * within a transaction. Claims and completions do not notify: that would wake
+ * every node on every step. Self-contained, so it can be renumbered at a merge.
+ */
+static const char schema_inbox_notify[] =
+    "CREATE OR REPLACE FUNCTION hookd_inbox_notify() RETURNS trigger LANGUAGE plpgsql"
+    " AS $$ BEGIN NOTIFY hookd_inbox; RETURN NULL; END $$;"
+    "CREATE TRIGGER hookd_inbox_notify_insert AFTER INSERT ON hookd_inbox"
+    " FOR EACH STATEMENT EXECUTE FUNCTION hookd_inbox_notify();"
+    "CREATE TRIGGER hookd_inbox_notify_replay AFTER UPDATE OF status ON hookd_inbox"
+    " FOR EACH ROW WHEN (new.status = 'pending' AND old.status <> 'pending')"
+    " EXECUTE FUNCTION hookd_inbox_notify();";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -356,6 +386,8 @@ const struct schema_migration postgres_migrations[] = {
     {9, schema_inbox_workers},
     {10, schema_delivery_order},
     {11, schema_endpoint_state},
+    {12, schema_inbox_library},
+    {13, schema_inbox_notify},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];
