@@ -106,7 +106,6 @@ test(`SIGKILL of the application while it processes ${EVENTS} items: a business 
   const d = await startDaemon({ HOOKD_INBOX_WORKERS: '2' });
   cleanups.push(() => d.cleanup());
   await librarySource(d, 'libkill');
-  const t0 = Date.now();
   await postAll(d, 'libkill',
     Array.from({ length: EVENTS }, (_, n) => JSON.stringify({ id: `lk-${n}`, type: 'order.paid', data: { n } })));
   let kills = 0;
