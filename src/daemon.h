@@ -29,6 +29,7 @@ struct daemon {
     struct relay *relay;
     struct dispatcher *dispatcher;
     struct processor *processor; /* the inbox workers */
+    struct inbox_watch *inbox_watch; /* PostgreSQL: other nodes' new items wake the workers */
     struct http_server *public_http;
     struct http_server *admin_http;
     struct api_ctx *api;         /* the listeners' handlers' context (ops/api.h) */

@@ -5,7 +5,8 @@
  * sources alone (a definition that is not JSON included), one entity at a
  * time, a foreign lease honoured until it expires, an item never taken by a
  * second connection while its transaction runs (even past its lease), a
- * callback that ends hookd's transaction, a hostile note.
+ * callback that ends hookd's transaction, a hostile note; and the inbox's
+ * NOTIFY channel the workers wake on (PostgreSQL).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -447,6 +448,56 @@ static void test_hostile_note(void **state)
     app_close(&a);
 }
 
+/* The workers' wake-up channel (inbound/inbox_watch.c): an item inserted on another connection, and a replay. */
+static void test_watch_inbox_channel(void **state)
+{
+    struct fixture *fx = *state;
+    char source[SOURCE_NAME_MAX], id[HOOKD_ID_MAX], sql[256];
+    struct store *w = NULL;
+    bool changed = false;
+    struct app a;
+
+    postgres_only(fx);
+    assert_int_equal(store_open(fx->dsn, &w), 0);
+    assert_int_equal(store_watch(w, "hookd_nonsense; DROP TABLE x"), HOOKD_EINVAL);
+    assert_int_equal(store_watch(w, STORE_CHANNEL_INBOX), 0);
+    assert_int_equal(store_changed(w, &changed), 0); /* LISTEN; reports a change once */
+    assert_true(changed);
+    assert_int_equal(store_watch(w, STORE_CHANNEL_OUTBOX), HOOKD_EINVAL); /* already listening */
+    assert_int_equal(store_changed(w, &changed), 0);
+    assert_false(changed);
+    /* An outbox row is not an inbox item. */
+    struct event ev;
+    event_make(fx, "order.paid", &ev);
+    event_free(&ev);
+    nap(50);
+    assert_int_equal(store_changed(w, &changed), 0);
+    assert_false(changed);
+    source_make(fx, source, LIBRARY_DEF);
+    item_put(fx, source, "w1", "ok", NULL, clock_now_ms() - 1000, id);
+    for (int i = 0; i < 100 && !changed; i++) {
+        nap(10);
+        assert_int_equal(store_changed(w, &changed), 0);
+    }
+    assert_true(changed);
+    /* Processing it does not notify (claims and completions would wake every node on every step)... */
+    app_open(fx, &a);
+    assert_int_equal(app_work(&a, source, by_type, NULL, NULL), 1);
+    nap(50);
+    assert_int_equal(store_changed(w, &changed), 0);
+    assert_false(changed);
+    /* ...putting it back to pending does. */
+    snprintf(sql, sizeof sql, "UPDATE hookd_inbox SET status = 'pending' WHERE id = '%s'", id);
+    app_sql(&a, sql);
+    for (int i = 0; i < 100 && !changed; i++) {
+        nap(10);
+        assert_int_equal(store_changed(w, &changed), 0);
+    }
+    assert_true(changed);
+    app_close(&a);
+    store_close(w);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -460,6 +511,7 @@ int main(void)
         T(test_never_two_at_once),
         T(test_callback_that_ends_the_transaction),
         T(test_hostile_note),
+        T(test_watch_inbox_channel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
