@@ -26,20 +26,19 @@
     " AND (i.entity_id IS NULL OR NOT " INBOX_ENTITY_BUSY(eq, now) ")"
 
 /*
- * The names of the sources whose items the daemon's workers leave alone: the
- * handler is {"library": true} (the application processes them,
- * hookd_inbox_work) or there is none (nothing to run: claiming them would
- * only rewrite each item, so they wait unclaimed until the source gets a
- * handler). A definition that is not JSON (plain SQL can write one) counts as
- * handled rather than failing every claim: SQLite's CASE looks at it only when
- * it is valid; PostgreSQL's hookd_source_unhandled() (schema/postgres.c)
- * catches a bad cast. Evaluated once per claim (an uncorrelated subquery).
+ * The names of the sources whose handler is {"library": true}: the
+ * application processes their items (hookd_inbox_work), the daemon's workers
+ * never claim them. A definition that is not JSON (plain SQL can write one)
+ * counts as not a library source rather than failing every claim: SQLite's
+ * CASE looks at it only when it is valid; PostgreSQL's
+ * hookd_source_is_library() (schema/postgres.c) catches a bad cast.
  */
-#define INBOX_SKIPPED_SOURCES_SQLITE                                                                         \
+#define INBOX_LIBRARY_SOURCES_SQLITE                                                                         \
     "SELECT name FROM hookd_sources WHERE CASE WHEN json_valid(definition)"                                 \
-    " THEN json_extract(definition, '$.handler.library') IS 1 OR json_extract(definition, '$.handler') IS NULL"\
-    " END"
-#define INBOX_SKIPPED_SOURCES_PG "SELECT name FROM hookd_sources WHERE hookd_source_unhandled(definition)"
+    " THEN json_extract(definition, '$.handler.library') END IS 1"
+#define INBOX_LIBRARY_SOURCES_PG                                                                             \
+    "SELECT name FROM hookd_sources WHERE CASE WHEN definition LIKE '%\"library\"%'"                        \
+    " THEN hookd_source_is_library(definition) ELSE false END"
 
 /* Key of the advisory lock that serializes inbox claims on one PostgreSQL database (a 64-bit constant of hookd's). */
 #define INBOX_CLAIM_LOCK_KEY "7226080340517711105"

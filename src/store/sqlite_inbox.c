@@ -128,7 +128,7 @@ static int sqlite_inbox_claim_due(struct store *s, const char *node, int64_t now
                      "UPDATE hookd_inbox SET lease_owner = ?1, lease_until = ?3, lease_token = lease_token + 1"
                      " WHERE id IN (SELECT i.id FROM hookd_inbox i"
                      "  WHERE " INBOX_CLAIMABLE("IS", "?2")
-                     "  AND i.source NOT IN (" INBOX_SKIPPED_SOURCES_SQLITE ")"
+                     "  AND i.source NOT IN (" INBOX_LIBRARY_SOURCES_SQLITE ")"
                      "  ORDER BY i.next_attempt_at, i.id LIMIT ?4)"
                      " RETURNING " STORE_INBOX_COLUMNS,
                      &st);

@@ -345,17 +345,16 @@ static const char schema_endpoint_state[] =
     " FOR EACH ROW EXECUTE FUNCTION hookd_endpoint_state_gone();";
 
 /*
- * Sources whose items the daemon's workers do not claim (store/inbox_sql.h):
- * the handler is {"library": true} (the application processes them with
- * hookd_inbox_work(), DESIGN §6) or there is none. False for a definition
- * that is not JSON (plain SQL can write one): a bad row must not fail every
- * claim. Self-contained, so it can be renumbered at a merge.
+ * Library sources (handler {"library": true}, DESIGN §6): the application
+ * processes their items with hookd_inbox_work(), and the daemon's claims
+ * leave them out (store/inbox_sql.h). Whether a definition names that handler,
+ * false for one that is not JSON (plain SQL can write one): a bad row must not
+ * fail every claim. Self-contained, so it can be renumbered at a merge.
  */
 static const char schema_inbox_library[] =
-    "CREATE OR REPLACE FUNCTION hookd_source_unhandled(definition text) RETURNS boolean"
-    " LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$ DECLARE h jsonb; BEGIN"
-    " h := definition::jsonb -> 'handler';"
-    " RETURN h IS NULL OR h = 'null'::jsonb OR coalesce(h -> 'library' = 'true'::jsonb, false);"
+    "CREATE OR REPLACE FUNCTION hookd_source_is_library(definition text) RETURNS boolean"
+    " LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$ BEGIN"
+    " RETURN coalesce((definition::jsonb #> '{handler,library}') = 'true'::jsonb, false);"
     " EXCEPTION WHEN others THEN RETURN false; END $$;";
 
 /*
