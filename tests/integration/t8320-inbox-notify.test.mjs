@@ -47,8 +47,10 @@ test('an item inserted by plain SQL is processed within milliseconds, not at the
     const id = insertBySql(d, 'sqlin', n);
     lat.push(await waitFor(() => latency(d, id), { timeoutMs: 5000, intervalMs: 5, what: `${id} processed` }));
   }
-  assert.ok(median(lat) < 250, `median accept→processed ${median(lat)} ms (${lat.join(', ')})`);
-  assert.ok(lat.filter((x) => x >= 700).length <= 2, `latencies ${lat.join(', ')}`);
+  // The poll alone gives a median near 500 ms plus the work (683 ms measured with the watch switched
+  // off, under load); the wake-up leaves only the work (30–300 ms on this shared machine).
+  assert.ok(median(lat) < 400, `median accept→processed ${median(lat)} ms (${lat.join(', ')})`);
+  assert.ok(lat.filter((x) => x >= 900).length <= 2, `latencies ${lat.join(', ')}`);
 
   // A replay done elsewhere (plain SQL: quarantined back to pending) wakes the workers too.
   const id = insertBySql(d, 'sqlin', 99);
@@ -82,5 +84,5 @@ test('two nodes: items posted to one node are processed quickly whichever node c
   await waitFor(() => Number(a.sql("SELECT count(*) FROM hookd_inbox WHERE source = 'twonode' AND status = 'processed'")) === 20,
     { timeoutMs: 10000, what: 'all processed' });
   const lat = ids.map((id) => latency(a, id));
-  assert.ok(median(lat) < 250, `median accept→processed ${median(lat)} ms (${lat.join(', ')})`);
+  assert.ok(median(lat) < 400, `median accept→processed ${median(lat)} ms (${lat.join(', ')})`);
 });
