@@ -21,6 +21,7 @@
 
 #define PART "inbox"
 #define WATCH_POLL_MS 1000 /* the longest wait on the socket, and the pause before a reconnect */
+#define WATCH_COALESCE_MS 10 /* after a wake-up, notifications within this are one: at most 100 claims/s */
 
 struct inbox_watch {
     char *url;
@@ -70,8 +71,10 @@ static void *watch_main(void *arg)
             w->s = NULL;
             continue;
         }
-        if (changed)
+        if (changed) {
             hub_notify(w->hub, HUB_INBOX_CHANGED);
+            (void)poll(fds, 1, WATCH_COALESCE_MS); /* the next ones wait on the socket meanwhile */
+        }
     }
     return NULL;
 }

@@ -473,13 +473,15 @@ static void test_watch_inbox_channel(void **state)
     nap(50);
     assert_int_equal(store_changed(w, &changed), 0);
     assert_false(changed);
-    /* A library source's new item wakes no daemon (its workers have nothing to do with it)... */
+    /* A new item notifies (whichever source: the trigger looks at no row)... */
     source_make(fx, source, LIBRARY_DEF);
     item_put(fx, source, "w1", "ok", NULL, clock_now_ms() - 1000, id);
-    nap(50);
-    assert_int_equal(store_changed(w, &changed), 0);
-    assert_false(changed);
-    /* ...nor does processing it (claims and completions would wake every node on every step)... */
+    for (int i = 0; i < 100 && !changed; i++) {
+        nap(10);
+        assert_int_equal(store_changed(w, &changed), 0);
+    }
+    assert_true(changed);
+    /* ...processing it does not (claims and completions would wake every node on every step)... */
     app_open(fx, &a);
     assert_int_equal(app_work(&a, source, by_type, NULL, NULL), 1);
     nap(50);
@@ -494,6 +496,7 @@ static void test_watch_inbox_channel(void **state)
     }
     assert_true(changed);
     /* and so does a new item of a source the workers process. */
+    changed = false;
     source_make(fx, fwd, "{\"handler\":{\"forward\":{\"url\":\"http://127.0.0.1:9/\"}},\"verify\":{\"scheme\":\"none\"}}");
     nap(50);
     assert_int_equal(store_changed(w, &changed), 0);

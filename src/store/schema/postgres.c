@@ -361,30 +361,18 @@ static const char schema_inbox_library[] =
  * Inbox wake-ups across nodes: workers LISTEN on hookd_inbox, so an item
  * committed on any node (or made pending again by a replay) starts processing
  * within milliseconds instead of at the next poll. One notification per
- * inserting statement (a group commit is one), and only when one of its rows
- * is for a source the workers process (a handler that is not library; a
- * definition that does not parse counts as one): items nobody in the daemon
- * processes must not wake every node on every commit. The server folds
- * repeats within a transaction. Claims and completions do not notify: that
- * would wake every node on every step. Self-contained, so it can be
- * renumbered at a merge.
+ * inserting statement, and the server folds repeats within a transaction (a
+ * group commit is one); the watcher on each node coalesces them further
+ * (inbound/inbox_watch.c). The trigger looks at no row: a filter per statement
+ * (which sources the workers process) cost more on every accept than the
+ * wake-ups it saved. Claims and completions do not notify: that would wake
+ * every node on every step. Self-contained, so it can be renumbered at a merge.
  */
 static const char schema_inbox_notify[] =
-    "CREATE OR REPLACE FUNCTION hookd_source_for_workers(definition text) RETURNS boolean"
-    " LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$ DECLARE h jsonb; BEGIN"
-    " h := definition::jsonb -> 'handler';"
-    " RETURN h IS NOT NULL AND h <> 'null'::jsonb AND NOT coalesce(h -> 'library' = 'true'::jsonb, false);"
-    " EXCEPTION WHEN others THEN RETURN true; END $$;"
-    "CREATE OR REPLACE FUNCTION hookd_inbox_notify_new() RETURNS trigger LANGUAGE plpgsql"
-    " AS $$ BEGIN"
-    " IF EXISTS (SELECT 1 FROM hookd_sources s WHERE s.name IN (SELECT source FROM hookd_inbox_new)"
-    "  AND hookd_source_for_workers(s.definition)) THEN NOTIFY hookd_inbox; END IF;"
-    " RETURN NULL; END $$;"
     "CREATE OR REPLACE FUNCTION hookd_inbox_notify() RETURNS trigger LANGUAGE plpgsql"
     " AS $$ BEGIN NOTIFY hookd_inbox; RETURN NULL; END $$;"
     "CREATE TRIGGER hookd_inbox_notify_insert AFTER INSERT ON hookd_inbox"
-    " REFERENCING NEW TABLE AS hookd_inbox_new"
-    " FOR EACH STATEMENT EXECUTE FUNCTION hookd_inbox_notify_new();"
+    " FOR EACH STATEMENT EXECUTE FUNCTION hookd_inbox_notify();"
     "CREATE TRIGGER hookd_inbox_notify_replay AFTER UPDATE OF status ON hookd_inbox"
     " FOR EACH ROW WHEN (new.status = 'pending' AND old.status <> 'pending')"
     " EXECUTE FUNCTION hookd_inbox_notify();";
