@@ -35,7 +35,7 @@ SRCS     := $(shell find src -name '*.c' | sort)
 LIB_SRCS := $(filter-out src/main.c,$(SRCS))
 OBJS     := $(SRCS:%.c=$(OUT)/obj/%.o)
 LIB_OBJS := $(LIB_SRCS:%.c=$(OUT)/obj/%.o)
-PUB_SRCS := $(wildcard src/core/*.c) src/publish.c src/publish_pg.c
+PUB_SRCS := $(wildcard src/core/*.c) $(wildcard src/lib/*.c) src/publish.c src/publish_pg.c
 PUB_OBJS := $(PUB_SRCS:%.c=$(OUT)/obj/%.o)
 
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)

@@ -1,7 +1,9 @@
 /*
  * hookd public C API: publish an event into the outbox inside the caller's own
- * database transaction (SQLite or PostgreSQL), and verify Standard Webhooks
- * signatures. Link with build/libhookd.a and -lsqlite3 -lpq -lcrypto.
+ * database transaction (SQLite or PostgreSQL), process a library source's
+ * inbox items inside the caller's own transaction, and verify Standard
+ * Webhooks signatures. Link with build/libhookd.a and
+ * -lsqlite3 -lpq -ljansson -lcrypto.
  */
 #ifndef HOOKD_H
 #define HOOKD_H
@@ -77,6 +79,108 @@ struct pg_conn;
  */
 __attribute__((warn_unused_result)) int hookd_publish_pg(struct pg_conn *conn, const struct hookd_event *ev,
                                                          char id_out[HOOKD_ID_MAX]);
+
+/* ---- the application's own handler: inbox items in the caller's transaction -------------------- */
+
+/*
+ * One inbox item as hookd_inbox_work() hands it to the callback. Everything is
+ * borrowed for the duration of the callback only. Fields are only ever added
+ * at the end: a field exists when it ends within struct_size, e.g.
+ * item->struct_size >= offsetof(struct hookd_inbox_item, entity_state) + sizeof(char *).
+ */
+struct hookd_inbox_item {
+    size_t struct_size;       /* sizeof(struct hookd_inbox_item) of the hookd that filled it */
+    const char *id;           /* the inbox item ("inb_…"): stable across retries and replays */
+    const char *source;       /* the source's name */
+    const char *event_id;     /* the provider's event id, unique within the source */
+    const char *event_type;   /* NULL: the source gives none */
+    const char *entity_kind;  /* NULL: none */
+    const char *entity_id;    /* NULL: none */
+    int64_t version;          /* the entity's version, when has_version */
+    int has_version;
+    int attempt;              /* this run: 1 the first time (a replay starts again at 1) */
+    const char *payload;      /* the request body as received, payload_len bytes, then a NUL */
+    size_t payload_len;
+    int64_t received_at_ms;   /* when hookd stored it, unix milliseconds */
+    /* Reserved for state machines (handler.machine): the entity's current state
+     * when the source also declares a machine. Always NULL in this version. */
+    const char *entity_state;
+};
+
+/* What the callback returns: one of these, or a negative number (an error). */
+enum hookd_inbox_outcome {
+    HOOKD_INBOX_PROCESSED = 0,   /* done: the business writes and the "processed" mark commit together */
+    HOOKD_INBOX_DEFERRED = 1,    /* not yet (e.g. it depends on an event still to come): the writes commit,
+                                    the item is looked at again on the source's retry_schedule, and is
+                                    quarantined once it has been deferred for max_defer */
+    HOOKD_INBOX_QUARANTINED = 2, /* never: the writes commit, the item waits for a person (hookd inbox replay) */
+};
+
+/*
+ * The application's handler. It runs inside a transaction hookd opened on the
+ * caller's connection: its writes through that connection commit if and only
+ * if the item's outcome does. It must not COMMIT or ROLLBACK (SAVEPOINTs are
+ * fine). A negative return is a failure: hookd rolls back everything the
+ * callback wrote together with the outcome, then records the failed attempt
+ * (retried on the source's retry_schedule, quarantined when it is exhausted).
+ * A value that is neither an outcome nor negative counts as a failure too.
+ * note (note_size bytes, starts empty) may receive a short reason: stored as
+ * the item's result when processed, its error otherwise (bytes that are not
+ * printable UTF-8 are replaced).
+ */
+typedef int (*hookd_inbox_fn)(void *arg, const struct hookd_inbox_item *item, char *note, size_t note_size);
+
+/* Limits of one hookd_inbox_work() call. NULL, or zero fields, take the defaults. */
+struct hookd_inbox_options {
+    size_t struct_size; /* sizeof(struct hookd_inbox_options) as the caller compiled it; later fields default */
+    int max_items;      /* most items this call takes through (0: 100) */
+    int batch;          /* items claimed at once (0: 16; never above max_items) */
+    int64_t lease_ms;   /* how long claimed items are held for this caller until their transaction starts
+                           (0: 30 s); an item whose lease ran out and was claimed by another caller is
+                           skipped ("lost"), never processed twice */
+    const char *owner;  /* the lease owner shown on the items (NULL: "app:HOST:PID"; at most 63 bytes) */
+};
+
+/* What one hookd_inbox_work() call did; each step counted once its transaction committed. */
+struct hookd_inbox_counts {
+    int processed, deferred, quarantined;
+    int failed; /* the callback failed: its writes rolled back, the attempt recorded */
+    int lost;   /* claimed, but another caller took the item over before its transaction began */
+    int reserved[3];
+};
+
+/*
+ * Processes due items of a library source (handler {"library": true}) on the
+ * caller's SQLite connection to hookd's database: claims up to opts->batch
+ * pending or deferred items with a lease (one item per entity at a time, the
+ * daemon's rule), then for each one BEGIN IMMEDIATE, the callback, the item's
+ * outcome, COMMIT, until max_items or nothing is due. Call it outside any
+ * transaction, with a busy timeout set on db (sqlite3_busy_timeout), from one
+ * thread per connection. Returns the number of items taken through (>= 0) or
+ * HOOKD_EINVAL (bad arguments, a transaction already open, a source whose
+ * handler is not library, or a callback that ended hookd's transaction),
+ * HOOKD_ENOTFOUND (no such source), HOOKD_EBUSY, HOOKD_EIO. Steps committed
+ * before an error stay committed; counts (may be NULL) tells what happened.
+ * Claimed items not reached are released at once (their leases dropped).
+ */
+__attribute__((warn_unused_result)) int hookd_inbox_work(struct sqlite3 *db, const char *source, hookd_inbox_fn fn,
+                                                         void *arg, const struct hookd_inbox_options *opts,
+                                                         struct hookd_inbox_counts *counts);
+
+/*
+ * The same on the caller's libpq connection (a database hookd has migrated),
+ * from any number of processes at once: claims are serialized with the
+ * daemon's, and each item's row stays locked for its transaction, so two
+ * callers never process one item at once. The connection must be idle (no
+ * transaction open). Errors as above, and HOOKD_EUNAVAIL when the connection
+ * is lost (then the outcome of the step in flight is unknown to the caller,
+ * but its writes and its mark are still one transaction). `LISTEN hookd_inbox`
+ * on another connection wakes an application when items arrive.
+ */
+__attribute__((warn_unused_result)) int hookd_inbox_work_pg(struct pg_conn *conn, const char *source,
+                                                            hookd_inbox_fn fn, void *arg,
+                                                            const struct hookd_inbox_options *opts,
+                                                            struct hookd_inbox_counts *counts);
 
 /*
  * Verifies a Standard Webhooks request: the webhook-id, webhook-timestamp and

@@ -16,6 +16,7 @@
 #include "core/ids.h"
 #include "core/secret_box.h"
 #include "hub.h"
+#include "inbound/inbox_watch.h"
 #include "inbound/processor.h"
 #include "inbound/source_cache.h"
 #include "ops/token_cache.h"
@@ -459,6 +460,11 @@ int daemon_run(const struct config *cfg)
     r = hub_wire(d);
     if (r != 0)
         goto out;
+    r = inbox_watch_start(cfg->store, d->hub, &d->inbox_watch);
+    if (r != 0) {
+        log_error("serve", "cannot start the inbox watch: %s", hookd_strerror(r));
+        goto out;
+    }
     r = listeners_start(d);
     if (r != 0)
         goto out;
@@ -479,6 +485,7 @@ out:
     free(d->api); /* after both servers: suspended requests were answered before their stop returned */
     alerts_stop(d->alerts);
     retention_stop(d->retention);
+    inbox_watch_stop(d->inbox_watch); /* it wakes the workers: before them */
     if (d->processor != NULL)
         processor_stop(d->processor);
     dispatcher_drain(d->dispatcher);

@@ -35,6 +35,7 @@ struct daemon {
     struct processor *processor; /* the inbox workers */
     struct alerts *alerts;       /* the alert evaluator (ops/alerts.h); NULL when [alerts] enabled = false */
     struct retention *retention; /* the retention purge (ops/retention.h) */
+    struct inbox_watch *inbox_watch; /* PostgreSQL: other nodes' new items wake the workers */
     struct http_server *public_http;
     struct http_server *admin_http;
     struct api_ctx *api;         /* the listeners' handlers' context (ops/api.h) */

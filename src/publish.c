@@ -15,8 +15,9 @@
 #include "core/filter.h"
 #include "core/ids.h"
 #include "core/json_check.h"
+#include "lib/inbox_lib.h"
 
-static int publish_error(sqlite3 *db, int rc)
+int lib_sqlite_error(sqlite3 *db, int rc)
 {
     int ext = sqlite3_extended_errcode(db);
 
@@ -65,7 +66,7 @@ int hookd_publish(struct sqlite3 *db, const struct hookd_event *ev, char id_out[
     }
     rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
     if (rc != SQLITE_OK) {
-        result = publish_error(db, rc);
+        result = lib_sqlite_error(db, rc);
         goto out;
     }
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
@@ -78,7 +79,7 @@ int hookd_publish(struct sqlite3 *db, const struct hookd_event *ev, char id_out[
     sqlite3_bind_text(st, 7, ev->data_json, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 8, clock_now_ms());
     rc = sqlite3_step(st);
-    result = rc == SQLITE_DONE ? 0 : publish_error(db, rc);
+    result = rc == SQLITE_DONE ? 0 : lib_sqlite_error(db, rc);
     if (result == 0 && id_out)
         snprintf(id_out, HOOKD_ID_MAX, "%s", id);
 out:

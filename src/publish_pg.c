@@ -17,6 +17,7 @@
 #include "core/filter.h"
 #include "core/ids.h"
 #include "core/json_check.h"
+#include "lib/inbox_lib.h"
 
 /* SQLSTATEs (exact codes, then classes) and what callers see; anything else is HOOKD_EIO. */
 static const struct {
@@ -27,7 +28,7 @@ static const struct {
     {"57P02", HOOKD_EUNAVAIL}, {"57P03", HOOKD_EUNAVAIL}, {"08", HOOKD_EUNAVAIL},
 };
 
-static int publish_error(PGconn *conn, const PGresult *res)
+int lib_pg_error(PGconn *conn, const PGresult *res)
 {
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 
@@ -97,7 +98,7 @@ int hookd_publish_pg(struct pg_conn *conn, const struct hookd_event *ev, char id
     values[7] = created;
     res = PQexecParams(conn, publish_sql, 8, types, values, NULL, NULL, 0);
     if (!res || PQresultStatus(res) != PGRES_COMMAND_OK)
-        result = publish_error(conn, res);
+        result = lib_pg_error(conn, res);
     else if (strcmp(PQcmdTuples(res), "1") != 0)
         result = HOOKD_EEXISTS;
     else

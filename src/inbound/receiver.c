@@ -148,6 +148,15 @@ static bool source_lookup(const struct api_ctx *api, struct http_request *req, s
     return true;
 }
 
+/* A chunked body the server cut off at the cap: into the source's rejection log like the Content-Length case. */
+static void receiver_too_large(struct http_request *req, size_t received, void *ctx)
+{
+    const char *name = http_param(req, "source");
+
+    if (name && id_is_valid(name))
+        reject_log(ctx, req, name, "too_large", received, NULL);
+}
+
 bool receiver_prepare(struct http_request *req, struct http_response *res, void *ctx)
 {
     struct api_ctx *api = ctx;
@@ -159,6 +168,7 @@ bool receiver_prepare(struct http_request *req, struct http_response *res, void 
         return false;
     cap = body_cap(api, ref.def);
     http_set_max_body(req, cap);
+    http_set_too_large(req, receiver_too_large);
     /* The server refuses it too; answering here puts it in the source's rejection log. */
     length = http_header(req, "Content-Length");
     if (length && strtoull(length, NULL, 10) > cap) {

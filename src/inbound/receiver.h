@@ -1,7 +1,8 @@
 /*
  * The inbound receiver, POST /in/{source} on the public listener (DESIGN §6):
  *
- *   receiver_prepare   on the header alone: unknown source 404, the source's body cap (413 before the body)
+ *   receiver_prepare   on the header alone: unknown source 404, the source's body cap (413 before the body;
+ *                      a chunked body past it is cut off by the server, 413, and logged too_large as well)
  *   receiver_handle    signature on the raw bytes (401), JSON (400), event id, type, entity and version by
  *                      JSON Pointer or header, required fields (400); then the insert-or-duplicate as a
  *                      writer op, answered 200 {"id", "status": "accepted"|"duplicate"} after its commit

@@ -168,13 +168,6 @@ static int str_set(char **slot, const struct field_value *v)
     return 0;
 }
 
-/* A refusal of a field not built yet: the API never accepts what it would ignore. */
-static int not_supported(struct source_def *d, const char *field, const char *why)
-{
-    api_error_set(d->err, 400, "not_supported", "%s: not supported yet (%s)", field, why);
-    return HOOKD_EINVAL;
-}
-
 /* Applies a nested object through its table; errors name the field as "outer.inner". */
 static int nested_apply(const struct field *table, size_t n, struct source_def *d, const json_t *obj,
                         const char *outer)
@@ -403,9 +396,17 @@ static int set_machine(void *target, const struct field_value *v)
     return str_set(&((struct source_def *)target)->machine, v);
 }
 
+/* The application processes this source's items itself, with hookd_inbox_work() (include/hookd.h). */
 static int set_library(void *target, const struct field_value *v)
 {
-    return not_supported(target, "handler.library", "hookd_inbox_work() comes with the processing workers");
+    struct source_def *d = target;
+
+    if (v->null || !v->num) {
+        api_error_set(d->err, 400, "invalid_field", "handler.library: must be true (or give handler null)");
+        return HOOKD_EINVAL;
+    }
+    d->library = true;
+    return 0;
 }
 
 static const struct field handler_fields[] = {
@@ -421,6 +422,7 @@ static int set_handler(void *target, const struct field_value *v)
 
     free_str(&d->forward_url);
     free_str(&d->machine);
+    d->library = false;
     if (v->null) {
         secret_clear(&d->forward_secret);
         return 0;
@@ -430,7 +432,7 @@ static int set_handler(void *target, const struct field_value *v)
         return HOOKD_EINVAL;
     }
     int rc = nested_apply(handler_fields, sizeof handler_fields / sizeof handler_fields[0], d, v->json, "handler");
-    if (rc == 0 && d->machine)
+    if (rc == 0 && (d->machine || d->library))
         secret_clear(&d->forward_secret); /* a forward's key goes with the forward */
     return rc;
 }
@@ -808,6 +810,8 @@ static json_t *definition_json(const struct source_def *d, bool with_secrets)
         handler = fwd ? json_pack("{s:o}", "forward", fwd) : NULL;
     } else if (d->machine) {
         handler = json_pack("{s:s}", "machine", d->machine);
+    } else if (d->library) {
+        handler = json_pack("{s:b}", "library", 1);
     } else {
         handler = json_null();
     }

@@ -73,7 +73,9 @@ struct source_def {
     struct source_locator required[SOURCE_MAX_REQUIRED];
     size_t n_required;
     int64_t max_body; /* bytes; 0: [inbox] max_body */
-    /* handler: forward (url and secret) or machine (its name); NULL both: none */
+    /* handler: forward (forward_url set), machine (its name), library (the application's
+     * hookd_inbox_work), or none */
+    bool library;
     char *forward_url;
     char *machine;
     struct source_secret forward_secret;
@@ -101,8 +103,8 @@ extern const size_t source_fields_count;
  * Applies a POST (create: name and verify required) or PATCH body to d. In a
  * PATCH each top-level field given replaces the current one, and a `verify`
  * without `secrets` keeps the current secrets. Refused with 400 naming the
- * field (nested ones as "verify.scheme"); fields not built yet (handler
- * library) are 400 not_supported. Then
+ * field (nested ones as "verify.scheme"); a scheme not in this build is 400
+ * not_supported. Then
  * source_def_check runs. Returns 0, HOOKD_EINVAL with err filled, or
  * HOOKD_ENOMEM; d stays freeable.
  */

@@ -142,6 +142,8 @@ const char *http_body(const struct http_request *r, size_t *len)
 
 void http_set_max_body(struct http_request *r, size_t max_body) { r->max_body = max_body; }
 
+void http_set_too_large(struct http_request *r, http_too_large_fn fn) { r->too_large = fn; }
+
 const char *http_peer(const struct http_request *r)
 {
     struct http_request *w = (struct http_request *)r; /* the text is filled on first use */

@@ -48,6 +48,11 @@ typedef void (*http_handler)(struct http_request *req, struct http_response *res
  * true to go on (it may change the body cap with http_set_max_body), false
  * after filling res: that answer is sent and the body never read. */
 typedef bool (*http_prepare_fn)(struct http_request *req, struct http_response *res, void *ctx);
+/* Told, on the loop thread, that the server answers this request 413 because
+ * its body (chunked, so no Content-Length to refuse early) outgrew the cap;
+ * received counts the body bytes that came. For records only: it must not
+ * block, and the answer is the server's. */
+typedef void (*http_too_large_fn)(struct http_request *req, size_t received, void *ctx);
 
 enum http_auth {
     HTTP_AUTH_NONE = 0,
@@ -143,6 +148,8 @@ const char *http_peer(const struct http_request *r);                     /* "127
 const struct http_caller *http_request_caller(const struct http_request *r);
 /* From a prepare hook: the body cap of this request (a larger Content-Length is then 413). */
 void http_set_max_body(struct http_request *r, size_t max_body);
+/* From a prepare hook: fn hears of it if this request's body outgrows the cap (see http_too_large_fn). */
+void http_set_too_large(struct http_request *r, http_too_large_fn fn);
 
 /*
  * From a handler: the request is answered later. The handler returns without

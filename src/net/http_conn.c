@@ -477,6 +477,16 @@ static bool request_begin(struct http_conn *c)
     return true;
 }
 
+/* A body past the cap: the route hears of it (its records), then the 413 goes out and the connection closes. */
+static void body_too_large(struct http_conn *c)
+{
+    struct http_request *r = c->req;
+
+    if (r->too_large)
+        r->too_large(r, r->discarded, r->server->ctx);
+    conn_error(c, 413, "payload_too_large", "request body exceeds the limit", NULL, NULL, true);
+}
+
 /* Keeps n body bytes; past the cap (a chunked body) the rest is dropped (or, past far too much, answered). */
 static void body_take(struct http_conn *c, const char *data, size_t n)
 {
@@ -487,7 +497,7 @@ static void body_take(struct http_conn *c, const char *data, size_t n)
         r->discarded += n;
         if (r->discarded - r->max_body > HTTP_DISCARD_MAX(r->max_body)) {
             /* A body that never ends is not read forever. */
-            conn_error(c, 413, "payload_too_large", "request body exceeds the limit", NULL, NULL, true);
+            body_too_large(c);
             return;
         }
         return;
@@ -634,7 +644,7 @@ static bool body_step(struct http_conn *c)
         conn_error(c, p->status, p->code, p->message, NULL, NULL, true);
     } else if (rc == HTTP_PARSE_DONE) {
         if (c->req->discarding)
-            conn_error(c, 413, "payload_too_large", "request body exceeds the limit", NULL, NULL, true);
+            body_too_large(c);
         else
             request_handle(c);
     } else if (used == 0) {

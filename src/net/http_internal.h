@@ -123,6 +123,7 @@ struct http_request {
     size_t body_len, body_cap;
     bool discarding;  /* a chunked body passed the cap: the rest is dropped, then 413 */
     size_t discarded;
+    http_too_large_fn too_large; /* set by the prepare hook: told before the 413 */
     char *query_buf;  /* decoded query strings, and the pairs pointing into them */
     struct query_pair {
         const char *name, *value;

@@ -152,7 +152,9 @@ static int postgres_changed(struct store *s, bool *changed)
     if (result)
         return result;
     if (!s->listening) {
-        result = pg_exec(s, "LISTEN hookd_outbox");
+        char sql[64];
+        snprintf(sql, sizeof sql, "LISTEN %s", s->channel[0] ? s->channel : STORE_CHANNEL_OUTBOX);
+        result = pg_exec(s, sql);
         s->listening = result == 0;
         *changed = result == 0;
         return result;
@@ -166,6 +168,15 @@ static int postgres_changed(struct store *s, bool *changed)
         *changed = true;
         PQfreemem(n);
     }
+    return 0;
+}
+
+/* One of the schema's channels only: the name goes into a statement. */
+static int postgres_watch(struct store *s, const char *channel)
+{
+    if (s->listening || (strcmp(channel, STORE_CHANNEL_OUTBOX) != 0 && strcmp(channel, STORE_CHANNEL_INBOX) != 0))
+        return HOOKD_EINVAL;
+    snprintf(s->channel, sizeof s->channel, "%s", channel);
     return 0;
 }
 
@@ -247,6 +258,7 @@ const struct store_ops store_postgres_ops = {
     .release = postgres_release,
     .rollback_to = postgres_rollback_to,
     .changed = postgres_changed,
+    .watch = postgres_watch,
     .changed_fd = postgres_changed_fd,
     .lock_wait = postgres_lock_wait,
     .meta = &postgres_meta_ops,

@@ -5,6 +5,8 @@
  */
 #include "store/postgres_internal.h"
 
+#include "store/inbox_sql.h"
+
 #include <string.h>
 
 /* Statement slots, in this family's range (postgres_internal.h). */
@@ -92,17 +94,6 @@ static int postgres_inbox_list(struct store *s, const struct inbox_filter *f, st
     return pg_list(s, PG_INBOX_LIST + mask, q.text, &p, store_read_inbox, STORE_ROWS(out, store_free_inbox));
 }
 
-/* The one-entity-at-a-time rule: another open item of i's entity holds a live lease, or was received earlier and is due. */
-#define ENTITY_BUSY                                                                                          \
-    "EXISTS (SELECT 1 FROM hookd_inbox j WHERE j.source = i.source"                                          \
-    " AND j.entity_kind IS NOT DISTINCT FROM i.entity_kind AND j.entity_id = i.entity_id"                   \
-    " AND j.status IN ('pending', 'deferred') AND j.id <> i.id"                                              \
-    " AND (j.lease_until > $2 OR (j.next_attempt_at <= $2 AND (j.received_at < i.received_at"                \
-    " OR (j.received_at = i.received_at AND j.id < i.id)))))"
-
-/* Key of the advisory lock that serializes inbox claims on one database (any 64-bit constant of hookd's). */
-#define INBOX_CLAIM_LOCK_KEY "7226080340517711105"
-
 /*
  * Two nodes that claimed at once could each take a different item of one
  * entity, each not yet seeing the other's lease. A transaction-scoped
@@ -131,9 +122,8 @@ static int postgres_inbox_claim_due(struct store *s, const char *node, int64_t n
         result = pg_list(s, PG_INBOX_CLAIM,
                          "UPDATE hookd_inbox SET lease_owner = $1, lease_until = $3, lease_token = lease_token + 1"
                          " WHERE id IN (SELECT i.id FROM hookd_inbox i"
-                         "  WHERE i.status IN ('pending', 'deferred') AND i.next_attempt_at <= $2"
-                         "  AND (i.lease_until IS NULL OR i.lease_until <= $2)"
-                         "  AND (i.entity_id IS NULL OR NOT " ENTITY_BUSY ")"
+                         "  WHERE " INBOX_CLAIMABLE("IS NOT DISTINCT FROM", "$2")
+                         "  AND i.source NOT IN (" INBOX_LIBRARY_SOURCES_PG ")"
                          "  ORDER BY i.next_attempt_at, i.id LIMIT $4 FOR UPDATE SKIP LOCKED)"
                          " RETURNING " STORE_INBOX_COLUMNS,
                          &p, store_read_inbox, STORE_ROWS(out, store_free_inbox));

@@ -53,7 +53,8 @@ struct store {
     bool begin_pending;          /* BEGIN not sent yet: it goes with the first statement */
     enum pg_savepoint sp;
     bool sp_release_pending;     /* a released savepoint still exists on the server */
-    bool listening;              /* LISTEN hookd_outbox issued on this connection */
+    bool listening;              /* LISTEN <channel> issued on this connection */
+    char channel[32];            /* what changed() listens on: "" is STORE_CHANNEL_OUTBOX */
     int64_t reset_at_ms;         /* monotonic time of the last reconnect attempt */
     struct log_limiter lim;
 };

@@ -5,6 +5,8 @@
  */
 #include "store/sqlite_internal.h"
 
+#include "store/inbox_sql.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -113,13 +115,6 @@ static int sqlite_inbox_list(struct store *s, const struct inbox_filter *f, stru
     return sq_rows_read(s, st, (size_t)limit, store_read_inbox, STORE_ROWS(out, store_free_inbox));
 }
 
-/* The one-entity-at-a-time rule: another open item of i's entity holds a live lease, or was received earlier and is due. */
-#define ENTITY_BUSY(now)                                                                                     \
-    "EXISTS (SELECT 1 FROM hookd_inbox j WHERE j.source = i.source AND j.entity_kind IS i.entity_kind"        \
-    " AND j.entity_id = i.entity_id AND j.status IN ('pending', 'deferred') AND j.id <> i.id"                 \
-    " AND (j.lease_until > " now " OR (j.next_attempt_at <= " now " AND (j.received_at < i.received_at"         \
-    " OR (j.received_at = i.received_at AND j.id < i.id)))))"
-
 /* One writer per database file: the statement is the whole claim, so no other claim interleaves. */
 static int sqlite_inbox_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
                                   struct inbox_list *out)
@@ -132,9 +127,8 @@ static int sqlite_inbox_claim_due(struct store *s, const char *node, int64_t now
     result = sq_stmt(s, SQ_INBOX_CLAIM,
                      "UPDATE hookd_inbox SET lease_owner = ?1, lease_until = ?3, lease_token = lease_token + 1"
                      " WHERE id IN (SELECT i.id FROM hookd_inbox i"
-                     "  WHERE i.status IN ('pending', 'deferred') AND i.next_attempt_at <= ?2"
-                     "  AND (i.lease_until IS NULL OR i.lease_until <= ?2)"
-                     "  AND (i.entity_id IS NULL OR NOT " ENTITY_BUSY("?2") ")"
+                     "  WHERE " INBOX_CLAIMABLE("IS", "?2")
+                     "  AND i.source NOT IN (" INBOX_LIBRARY_SOURCES_SQLITE ")"
                      "  ORDER BY i.next_attempt_at, i.id LIMIT ?4)"
                      " RETURNING " STORE_INBOX_COLUMNS,
                      &st);

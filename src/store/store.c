@@ -160,6 +160,12 @@ int store_changed(struct store *s, bool *changed)
     STORE_CALL(s, changed, changed);
 }
 
+int store_watch(struct store *s, const char *channel)
+{
+    assert(s && channel);
+    return store_backend(s)->watch ? store_backend(s)->watch(s, channel) : 0;
+}
+
 int store_changed_fd(struct store *s)
 {
     assert(s);

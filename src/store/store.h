@@ -25,6 +25,7 @@
  *     savepoint/release/rollback_to   per-op isolation inside a batch (rollback_to also ends the savepoint)
  *     changed               cheap "did anyone commit outbox rows since last call" check
  *     changed_fd            a descriptor that turns readable when changed may have news (-1: none, poll)
+ *     watch                 which channel changed watches (outbox rows, the default; or inbox items)
  *     lock_wait             bound how long one statement waits for a lock another connection holds
  *   meta (hookd_meta)
  *     meta_get/meta_set     small key/value settings
@@ -959,6 +960,10 @@ struct store_ops {
     int (*rollback_to)(struct store *s);
     /* Sets *changed when another connection committed since the last call. */
     int (*changed)(struct store *s, bool *changed);
+    /* What changed() watches, before its first call: PostgreSQL LISTENs on
+     * this notification channel (STORE_CHANNEL_OUTBOX by default); SQLite sees
+     * any commit whatever the channel. Optional (NULL: the default only). */
+    int (*watch)(struct store *s, const char *channel);
     /* A descriptor to poll for reading: readable when changed() may report a
      * change (a notification arrived, or the connection broke). -1 when the
      * backend has none (SQLite: call changed() every millisecond or so) or
@@ -1074,6 +1079,10 @@ STORE_WRAPPER store_source_list(struct store *s, const struct source_filter *f, 
 STORE_WRAPPER store_source_list_all(struct store *s, struct source_list *out);
 STORE_WRAPPER store_source_delete(struct store *s, const char *name);
 STORE_WRAPPER store_source_version(struct store *s, int64_t *version);
+/* The notification channels (PostgreSQL NOTIFY, from the schema's triggers). */
+#define STORE_CHANNEL_OUTBOX "hookd_outbox"
+#define STORE_CHANNEL_INBOX "hookd_inbox" /* inbox items inserted, or put back to pending */
+STORE_WRAPPER store_watch(struct store *s, const char *channel);
 STORE_WRAPPER store_inbox_insert(struct store *s, struct inbox_item *it, struct inbox_outcome *out);
 STORE_WRAPPER store_inbox_get(struct store *s, const char *id, struct inbox_item *out);
 STORE_WRAPPER store_inbox_list(struct store *s, const struct inbox_filter *f, struct inbox_list *out);

@@ -453,6 +453,39 @@ static const char schema_alerts_retention[] =
     "CREATE INDEX hookd_inbox_retention ON hookd_inbox(processed_at)"
     " WHERE status = 'processed' AND payload <> '';";
 
+/*
+ * Library sources (handler {"library": true}, DESIGN §6): the application
+ * processes their items with hookd_inbox_work(), and the daemon's claims
+ * leave them out (store/inbox_sql.h). Whether a definition names that handler,
+ * false for one that is not JSON (plain SQL can write one): a bad row must not
+ * fail every claim. Self-contained, so it can be renumbered at a merge.
+ */
+static const char schema_inbox_library[] =
+    "CREATE OR REPLACE FUNCTION hookd_source_is_library(definition text) RETURNS boolean"
+    " LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$ BEGIN"
+    " RETURN coalesce((definition::jsonb #> '{handler,library}') = 'true'::jsonb, false);"
+    " EXCEPTION WHEN others THEN RETURN false; END $$;";
+
+/*
+ * Inbox wake-ups across nodes: workers LISTEN on hookd_inbox, so an item
+ * committed on any node (or made pending again by a replay) starts processing
+ * within milliseconds instead of at the next poll. One notification per
+ * inserting statement, and the server folds repeats within a transaction (a
+ * group commit is one); the watcher on each node coalesces them further
+ * (inbound/inbox_watch.c). The trigger looks at no row: a filter per statement
+ * (which sources the workers process) cost more on every accept than the
+ * wake-ups it saved. Claims and completions do not notify: that would wake
+ * every node on every step. Self-contained, so it can be renumbered at a merge.
+ */
+static const char schema_inbox_notify[] =
+    "CREATE OR REPLACE FUNCTION hookd_inbox_notify() RETURNS trigger LANGUAGE plpgsql"
+    " AS $$ BEGIN NOTIFY hookd_inbox; RETURN NULL; END $$;"
+    "CREATE TRIGGER hookd_inbox_notify_insert AFTER INSERT ON hookd_inbox"
+    " FOR EACH STATEMENT EXECUTE FUNCTION hookd_inbox_notify();"
+    "CREATE TRIGGER hookd_inbox_notify_replay AFTER UPDATE OF status ON hookd_inbox"
+    " FOR EACH ROW WHEN (new.status = 'pending' AND old.status <> 'pending')"
+    " EXECUTE FUNCTION hookd_inbox_notify();";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -468,6 +501,8 @@ const struct schema_migration postgres_migrations[] = {
     {12, schema_machines},
     {13, schema_replays_tokens},
     {14, schema_alerts_retention},
+    {15, schema_inbox_library},
+    {16, schema_inbox_notify},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];
