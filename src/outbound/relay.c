@@ -898,7 +898,9 @@ static bool fan_out_pending(struct relay *r)
          * (with room, the window does).
          */
         room = dispatcher_room(r->deps.dispatcher);
-        if (room <= 0 && store_backend(r->rd)->single_node && handoffs_unrecorded(r) >= HANDOFFS_UNRECORDED_MAX)
+        /* A full window that moves frees room in moments: wait for it without reading the rows again. */
+        if (room <= 0 && store_backend(r->rd)->single_node &&
+            (dispatcher_window_moving(r->deps.dispatcher) || handoffs_unrecorded(r) >= HANDOFFS_UNRECORDED_MAX))
             return true;
         limit = room > 0 && room < FANOUT_BATCH_MAX ? room : FANOUT_BATCH_MAX;
         r->op_waiting = false;
