@@ -20,7 +20,7 @@
 #include "clock.h"
 #include "nodes.h"
 
-#define N_OWN_ENV 6 /* variables loadgen itself sets for hookd serve */
+#define N_OWN_ENV 7 /* variables loadgen itself sets for hookd serve */
 #define HEALTH_WAIT_MS 20000
 #define STOP_WAIT_MS 10000
 
@@ -241,6 +241,10 @@ static int hookd_start(struct hookd_proc *h, const struct opts *o, const char *s
     snprintf(own[3], sizeof own[3], "HOOKD_SERVER_PUBLIC_LISTEN=127.0.0.1:%d", h->public_port);
     snprintf(own[4], sizeof own[4], "HOOKD_DELIVERY_ALLOW_PRIVATE_NETWORKS=true");
     snprintf(own[5], sizeof own[5], "HOOKD_SERVER_LOG_LEVEL=warn");
+    /* The key that seals endpoint secrets, the same for every node (a PostgreSQL store needs one configured);
+     * a fixed throwaway key: the bench's stores are scratch. */
+    snprintf(own[6], sizeof own[6], "HOOKD_SERVER_SECRET_KEY=%s",
+             "62656e63682d6f6e6c792d7468726f77617761792d6b65792d30303030303030");
     for (char **e = environ; *e != NULL; e++)
         cap++;
     if ((envp = calloc(cap + N_OWN_ENV + o->n_env + 1, sizeof *envp)) == NULL)
