@@ -78,6 +78,10 @@ void store_hex_encode(const void *p, size_t n, char *out);
     " AND " d ".status IN ('pending', 'retrying') AND (" d ".lease_owner IS NULL OR " d ".lease_until < " now ")" \
     " AND COALESCE(" d ".first_attempt_at, " d ".created_at) < " now " - " window
 
+/* A rate limit's bucket stamped further ahead of the claiming clock than this is taken as full (claims). */
+#define STORE_TOKENS_AHEAD_MAX_MS 60000
+#define STORE_TOKENS_AHEAD_MAX_SQL "60000"
+
 #define STORE_SUPERSEDE_SET                                                                                     \
     " SET status = 'superseded', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL,"                \
     " last_error = 'superseded by a newer version of the resource'"
