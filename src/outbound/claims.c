@@ -18,6 +18,7 @@
 #define CLAIM_IDLE_MS 100   /* earliest re-claim when due rows were left that we could not take */
 #define REWRITE_MIN_MS 250  /* first retry of attempt records the store refused while down */
 #define REWRITE_MAX_MS 2000 /* the retries' longest interval */
+#define EXPIRE_EVERY_MAX_MS 30000 /* paused endpoints' deliveries die this late past their window, at most */
 
 /* ---- claims (op_claim on the writer thread; the rest on the loop) ----------- */
 
@@ -34,6 +35,12 @@ static int op_claim(struct store *s, void *arg)
     int64_t at = 0;
     int rc;
 
+    /* A paused endpoint's deliveries get no attempt that could find them past their window: they die here. */
+    if (c->expire_window_ms > 0) {
+        rc = store_endpoint_state_expire_paused(s, c->now, c->expire_window_ms, &c->expired);
+        if (rc != 0)
+            return rc;
+    }
     rc = store_delivery_claim_due(s, q->deps.node, c->now, c->lease_until, c->limit, &lim, &c->jobs);
     if (rc != 0)
         return rc;
@@ -115,6 +122,13 @@ void claims_maybe(struct dispatcher *q, int64_t now)
         endpoint_cache_each(&q->cache, capped_collect, &q->claim);
     q->claim.limit = room < CLAIM_BATCH_MAX ? room : CLAIM_BATCH_MAX;
     q->claim.now = now;
+    if (q->deps.retry.window_ms > 0 && now >= q->expire_at) {
+        /* A twentieth of the window late at most (a second at least, EXPIRE_EVERY_MAX_MS at most). */
+        int64_t every = q->deps.retry.window_ms / 20;
+        every = every < SAFETY_POLL_MS ? SAFETY_POLL_MS : every > EXPIRE_EVERY_MAX_MS ? EXPIRE_EVERY_MAX_MS : every;
+        q->claim.expire_window_ms = q->deps.retry.window_ms;
+        q->expire_at = now + every;
+    }
     q->claim.lease_until = now + q->deps.lease_ms;
     /* The claimed rows take window slots before they arrive; the unused rest is given back on return. */
     atomic_fetch_add(&q->held, q->claim.limit);
@@ -153,6 +167,9 @@ void claims_finished(struct dispatcher *q, int64_t now)
     }
     log_limiter_reset(&q->lim_store, PART, "claiming");
     outage_over(PART);
+    if (c->expired > 0)
+        log_warn(PART, "%lld deliveries of paused endpoints are dead: their retry window ended while the breaker was open",
+                 (long long)c->expired);
     if (got > 0)
         log_debug(PART, "claimed %d due deliveries", got);
     if (atomic_load(&q->stopping)) {

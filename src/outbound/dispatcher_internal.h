@@ -53,6 +53,8 @@ struct claim {
     int64_t now, lease_until;
     struct job_list jobs;
     int64_t next_due; /* NEVER when nothing is scheduled */
+    int64_t expire_window_ms; /* > 0: first, paused endpoints' deliveries past this window become dead */
+    int64_t expired;          /* how many did */
     int result;
 };
 
@@ -98,6 +100,7 @@ struct dispatcher {
     bool claim_in_flight;
     struct claim claim;
     int64_t next_wake_at;      /* wall ms of the next claim */
+    int64_t expire_at;         /* wall ms: the next claim also expires paused endpoints' deliveries (claims.c) */
     bool due_held_back;        /* the last claim left due rows behind (per-endpoint caps) */
     bool freed_since_claim;    /* an attempt result was queued after the last claim: its lease goes with it */
     int64_t endpoints_checked_mono;

@@ -65,6 +65,7 @@ struct relay {
     size_t op_jobs_cap;
     bool op_left_due; /* shared store: the fan-out left due deliveries unclaimed */
     bool op_waiting;  /* single-node: the hand-off stopped to wait for room (look again next turn) */
+    char wait_for[HOOKD_ID_MAX]; /* single-node: the answering endpoint it waits for ("": none) */
 
     /* Relay thread only: endpoints, reloaded when their version moves. */
     struct endpoint_list eps;
@@ -578,6 +579,43 @@ static int handoff_leased_of(struct relay *r, const char *endpoint_id)
     return n;
 }
 
+/* An answering endpoint's free slots in a hand-off: its share of the window (else its cap) less what it holds. */
+static int handoff_allowance(struct relay *r, const struct endpoint *ep, const struct dispatcher_view *v, int share)
+{
+    int cap = ep->max_in_flight > 0 ? ep->max_in_flight : r->deps.endpoint_max_in_flight;
+    int most = v->answered && share > cap ? share : cap;
+    int allowance = most - v->held - handoff_leased_of(r, ep->id);
+
+    return allowance > 0 ? allowance : 0;
+}
+
+/*
+ * Whether the endpoint the last hand-off waited for (r->wait_for) is still
+ * full and worth waiting for: then the rows are not read again (reading and
+ * checking a batch of rows only to put them back cost the relay more than
+ * the hand-offs themselves while one busy endpoint drained a backlog).
+ */
+static bool handoff_still_waiting(struct relay *r)
+{
+    struct dispatcher_view v;
+
+    if (r->wait_for[0] == '\0')
+        return false;
+    for (size_t k = 0; k < r->eps.n; k++) {
+        const struct endpoint *ep = &r->eps.items[k];
+        if (strcmp(ep->id, r->wait_for) != 0)
+            continue;
+        if (!ep->enabled || ep->rate_limit > 0)
+            break;
+        dispatcher_endpoint_view(r->deps.dispatcher, ep->id, &v);
+        if (!v.direct || !v.answering)
+            break;
+        return handoff_allowance(r, ep, &v, dispatcher_endpoint_window(r->deps.dispatcher)) == 0;
+    }
+    r->wait_for[0] = '\0';
+    return false;
+}
+
 static int handoff_slots_get(struct relay *r, const struct event_list *evs, const bool *valid, int64_t now,
                              struct fanout_slots *fs)
 {
@@ -607,7 +645,6 @@ static int handoff_slots_get(struct relay *r, const struct event_list *evs, cons
                 continue;
             struct dispatcher_view v;
             size_t x = fs->n++;
-            int cap = ep->max_in_flight > 0 ? ep->max_in_flight : r->deps.endpoint_max_in_flight;
             fs->of_endpoint[k] = (int)x;
             fs->ids[x] = ep->id;
             dispatcher_endpoint_view(r->deps.dispatcher, ep->id, &v);
@@ -617,9 +654,7 @@ static int handoff_slots_get(struct relay *r, const struct event_list *evs, cons
                 strict_ids[n_strict++] = ep->id;
             } else {
                 /* Answering: its share of the window (else its cap), and the relay waits for it when full. */
-                int most = v.answered && share > cap ? share : cap;
-                int allowance = most - v.held - handoff_leased_of(r, ep->id);
-                fs->slots[x] = allowance > 0 ? allowance : 0;
+                fs->slots[x] = handoff_allowance(r, ep, &v, share);
                 fs->wait_full[x] = v.answering;
             }
             break;
@@ -658,8 +693,10 @@ static bool handoff_must_wait(struct relay *r, const struct event *ev, bool vali
             continue;
         if (fs->slots[x] > 0 && room <= 0 && moving)
             return true;
-        if (fs->slots[x] == 0 && fs->wait_full[x])
+        if (fs->slots[x] == 0 && fs->wait_full[x]) {
+            snprintf(r->wait_for, sizeof r->wait_for, "%s", ep->id);
             return true;
+        }
     }
     return false;
 }
@@ -743,11 +780,15 @@ static int hand_off_batch(struct relay *r, int limit, size_t *fetched)
         r->handed_seq = r->rewind_to;
     r->rewind_to = -1;
     pthread_mutex_unlock(&r->mu);
-    rc = store_outbox_fetch(r->rd, r->handed_seq, limit, &h->evs);
-    if (rc != 0 || h->evs.n == 0)
-        goto fail;
     rc = endpoints_current(r, r->rd);
     if (rc != 0)
+        goto fail;
+    if (handoff_still_waiting(r)) {
+        r->op_waiting = true;
+        goto fail; /* rc is 0 */
+    }
+    rc = store_outbox_fetch(r->rd, r->handed_seq, limit, &h->evs);
+    if (rc != 0 || h->evs.n == 0)
         goto fail;
     h->seqs = malloc(h->evs.n * sizeof *h->seqs);
     valid = malloc(h->evs.n * sizeof *valid);
@@ -903,7 +944,9 @@ static bool fan_out_pending(struct relay *r)
          * (with room, the window does).
          */
         room = dispatcher_room(r->deps.dispatcher);
-        if (room <= 0 && store_backend(r->rd)->single_node && handoffs_unrecorded(r) >= HANDOFFS_UNRECORDED_MAX)
+        /* A full window that moves frees room in moments: wait for it without reading the rows again. */
+        if (room <= 0 && store_backend(r->rd)->single_node &&
+            (dispatcher_window_moving(r->deps.dispatcher) || handoffs_unrecorded(r) >= HANDOFFS_UNRECORDED_MAX))
             return true;
         limit = room > 0 && room < FANOUT_BATCH_MAX ? room : FANOUT_BATCH_MAX;
         r->op_waiting = false;

@@ -20,6 +20,7 @@ enum {
     PG_STATE_WRITE,
     PG_STATE_DISABLE,
     PG_STATE_RESET,
+    PG_STATE_EXPIRE_PAUSED,
     PG_ENDPOINT_STATE_END
 };
 _Static_assert((int)PG_ENDPOINT_STATE_END <= (int)PG_SOURCES, "the endpoint state statements overflow their slots");
@@ -153,8 +154,32 @@ static int postgres_state_reset(struct store *s, const char *endpoint_id)
     return pg_run_command(s, PG_STATE_RESET, "DELETE FROM hookd_endpoint_state WHERE endpoint_id = $1", &p, NULL);
 }
 
+/* The rows and their hookd_inflight leases (ended ones) in one statement. */
+static int postgres_state_expire_paused(struct store *s, int64_t now, int64_t window_ms, int64_t *n)
+{
+    struct pg_params p = {.n = 0};
+    PGresult *res = NULL;
+    int result;
+
+    if (n != NULL)
+        *n = 0;
+    pg_param_i64(&p, 1, now);
+    pg_param_i64(&p, 2, window_ms);
+    result = pg_run(s, PG_STATE_EXPIRE_PAUSED,
+                    "WITH u AS (UPDATE hookd_deliveries d" STORE_EXPIRE_PAUSED_SET
+                    "  WHERE" STORE_EXPIRE_PAUSED_WHERE("d", "$1::bigint", "$2::bigint") " RETURNING d.id),"
+                    " f AS (DELETE FROM hookd_inflight WHERE delivery_id = ANY (ARRAY(SELECT id FROM u)))"
+                    " SELECT count(*) FROM u",
+                    &p, &res);
+    if (result == 0 && n != NULL && PQntuples(res) == 1)
+        *n = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    return result;
+}
+
 const struct store_endpoint_state_ops postgres_endpoint_state_ops = {
     .record = postgres_state_record,
     .get = postgres_state_get,
     .reset = postgres_state_reset,
+    .expire_paused = postgres_state_expire_paused,
 };

@@ -41,6 +41,7 @@ _Static_assert((int)SQ_DELIVERIES_END <= (int)SQ_ENDPOINT_STATE, "the deliveries
 
 #define ATTEMPT_LIST_MAX 10000 /* bound of one delivery's attempt list */
 #define CLAIM_ENDPOINTS_MAX 1000000 /* bound of the claim's endpoint loop */
+#define TOKENS_AHEAD_MAX_MS STORE_TOKENS_AHEAD_MAX_MS
 
 static int sqlite_delivery_insert(struct store *s, const struct delivery *d)
 {
@@ -201,12 +202,23 @@ static void claim_endpoint_limit(struct claim_endpoint *ep, const struct lease_l
         ep->probe = ep->probe_at <= now;
         ep->free = ep->probe ? min_int(ep->free, 1) : 0;
     } else if (ep->cap > 0 && lim->ramp_ms > 0 && ep->closed_at > now - lim->ramp_ms) {
-        int64_t ramp = (ep->cap * (now - ep->closed_at) + lim->ramp_ms - 1) / lim->ramp_ms;
+        /* A closed_at ahead of this clock (another node's, or SQL's) ramps from 1, never overflows. */
+        int64_t since = ep->closed_at < now ? now - ep->closed_at : 0;
+        int64_t ramp = (ep->cap * since + lim->ramp_ms - 1) / lim->ramp_ms;
         ep->free = min_int(ep->free, (ramp < 1 ? 1 : ramp) - ep->leases);
     }
     if (ep->rate > 0) {
         int64_t burst = (int64_t)ep->rate * 1000;
-        ep->tokens = ep->tokens_at > 0 ? ep->tokens_milli + (now - ep->tokens_at) * ep->rate : burst;
+        /*
+         * The bucket as stored is held within [0, burst] and the time since its update within
+         * [0, 1000 s], so a row written by SQL or by a clock ahead of ours (another node's)
+         * neither overflows nor leases beyond the burst; one from more than TOKENS_AHEAD_MAX_MS
+         * ahead is not believed (full, as new), or the endpoint would wait for that time.
+         */
+        int64_t milli = ep->tokens_milli < 0 ? 0 : ep->tokens_milli > burst ? burst : ep->tokens_milli;
+        int64_t since = ep->tokens_at >= now ? 0 : ep->tokens_at < now - 1000000 ? 1000000 : now - ep->tokens_at;
+        bool believed = ep->tokens_at > 0 && ep->tokens_at <= now + TOKENS_AHEAD_MAX_MS;
+        ep->tokens = believed ? milli + since * ep->rate : burst;
         if (ep->tokens > burst)
             ep->tokens = burst;
         ep->free = min_int(ep->free, ep->tokens / 1000);

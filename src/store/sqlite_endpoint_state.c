@@ -17,6 +17,7 @@ enum {
     SQ_STATE_PUT,
     SQ_STATE_DISABLE,
     SQ_STATE_RESET,
+    SQ_STATE_EXPIRE_PAUSED,
     SQ_ENDPOINT_STATE_END
 };
 _Static_assert((int)SQ_ENDPOINT_STATE_END <= (int)SQ_SOURCES, "the endpoint state statements overflow their slots");
@@ -155,8 +156,30 @@ static int sqlite_state_reset(struct store *s, const char *endpoint_id)
     return sq_run(s, st, NULL);
 }
 
+static int sqlite_state_expire_paused(struct store *s, int64_t now, int64_t window_ms, int64_t *n)
+{
+    sqlite3_stmt *st;
+    int changes = 0;
+    int result = sq_stmt(s, SQ_STATE_EXPIRE_PAUSED,
+                         "UPDATE hookd_deliveries AS d" STORE_EXPIRE_PAUSED_SET
+                         " WHERE" STORE_EXPIRE_PAUSED_WHERE("d", "?1", "?2"),
+                         &st);
+
+    if (n != NULL)
+        *n = 0;
+    if (result)
+        return result;
+    sqlite3_bind_int64(st, 1, now);
+    sqlite3_bind_int64(st, 2, window_ms);
+    result = sq_run(s, st, &changes);
+    if (result == 0 && n != NULL)
+        *n = changes;
+    return result;
+}
+
 const struct store_endpoint_state_ops sqlite_endpoint_state_ops = {
     .record = sqlite_state_record,
     .get = sqlite_state_get,
     .reset = sqlite_state_reset,
+    .expire_paused = sqlite_state_expire_paused,
 };

@@ -609,6 +609,12 @@ int store_endpoint_state_reset(struct store *s, const char *endpoint_id)
     FAMILY_CALL(s, endpoint_state, reset, endpoint_id);
 }
 
+int store_endpoint_state_expire_paused(struct store *s, int64_t now, int64_t window_ms, int64_t *n)
+{
+    assert(s && window_ms > 0);
+    FAMILY_CALL(s, endpoint_state, expire_paused, now, window_ms, n);
+}
+
 static const char *const breaker_names[] = {[BREAKER_CLOSED] = "closed", [BREAKER_OPEN] = "open",
                                             [BREAKER_HALF_OPEN] = "half_open"};
 

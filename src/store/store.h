@@ -802,6 +802,13 @@ struct store_endpoint_state_ops {
                   int64_t now);
     int (*get)(struct store *s, const char *endpoint_id, struct endpoint_state *out); /* ENOTFOUND: default */
     int (*reset)(struct store *s, const char *endpoint_id); /* back to closed and never failed (enabled again) */
+    /*
+     * Deliveries of endpoints whose breaker is not closed wait without attempts; one that is open
+     * (pending or retrying, not leased or its lease ended) and whose first attempt (else its creation)
+     * lies more than window_ms before now becomes dead ("retry window exceeded while the endpoint was
+     * paused"). *n gets how many (may be NULL). Runs in the caller's transaction, or in one of its own.
+     */
+    int (*expire_paused)(struct store *s, int64_t now, int64_t window_ms, int64_t *n);
 };
 
 /* hookd_sources: inbound sources by name. */
@@ -1072,6 +1079,7 @@ STORE_WRAPPER store_endpoint_state_record(struct store *s, struct endpoint_outco
                                           const struct breaker_policy *p, int64_t now);
 STORE_WRAPPER store_endpoint_state_get(struct store *s, const char *endpoint_id, struct endpoint_state *out);
 STORE_WRAPPER store_endpoint_state_reset(struct store *s, const char *endpoint_id);
+STORE_WRAPPER store_endpoint_state_expire_paused(struct store *s, int64_t now, int64_t window_ms, int64_t *n);
 STORE_WRAPPER store_source_insert(struct store *s, const struct source *src);
 STORE_WRAPPER store_source_update(struct store *s, const struct source *src);
 STORE_WRAPPER store_source_get(struct store *s, const char *name, struct source *out);

@@ -75,6 +75,24 @@ void store_hex_encode(const void *p, size_t n, char *out);
 #define STORE_ORDER_RANK(d) "(COALESCE(" d ".order_version, -9223372036854775807 - 1), " d ".order_seq)"
 #define STORE_ORDER_NEWER(n, d) STORE_ORDER_RANK(n) " > " STORE_ORDER_RANK(d)
 /* The latest-mode superseding of one (endpoint, key), its three placeholders given as text ("$1"…/"?1"…). */
+/*
+ * Paused endpoints' deliveries past their retry window (expire_paused): the
+ * SET and the WHERE over hookd_deliveries d, given the SQL expressions now and
+ * window. The endpoints come from hookd_endpoint_state (few rows); their open
+ * rows from the endpoint's due index.
+ */
+#define STORE_EXPIRE_PAUSED_SET                                                                                 \
+    " SET status = 'dead', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL,"                      \
+    " last_error = 'retry window exceeded while the endpoint was paused (breaker open)'"
+#define STORE_EXPIRE_PAUSED_WHERE(d, now, window)                                                                \
+    " " d ".endpoint_id IN (SELECT p.endpoint_id FROM hookd_endpoint_state p WHERE p.breaker <> 'closed')"        \
+    " AND " d ".status IN ('pending', 'retrying') AND (" d ".lease_owner IS NULL OR " d ".lease_until < " now ")" \
+    " AND COALESCE(" d ".first_attempt_at, " d ".created_at) < " now " - " window
+
+/* A rate limit's bucket stamped further ahead of the claiming clock than this is taken as full (claims). */
+#define STORE_TOKENS_AHEAD_MAX_MS 60000
+#define STORE_TOKENS_AHEAD_MAX_SQL "60000"
+
 #define STORE_SUPERSEDE_SET                                                                                     \
     " SET status = 'superseded', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL,"                \
     " last_error = 'superseded by a newer version of the resource'"

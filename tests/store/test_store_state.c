@@ -47,6 +47,16 @@ static int claim_at(struct fixture *fx, int64_t now, int64_t ramp_ms, struct job
     return (int)jobs->n;
 }
 
+/* How many of jobs are endpoint_id's (on a shared database, earlier tests' endpoints may be due too). */
+static int jobs_of(const struct job_list *jobs, const char *endpoint_id)
+{
+    int n = 0;
+
+    for (size_t i = 0; i < jobs->n; i++)
+        n += strcmp(jobs->items[i].d.endpoint_id, endpoint_id) == 0;
+    return n;
+}
+
 static void finish(struct fixture *fx, struct job_list *jobs, enum delivery_status st, int64_t at)
 {
     for (size_t i = 0; i < jobs->n; i++)
@@ -137,6 +147,40 @@ static void test_rate_limit_tokens(void **state)
     endpoint_free(&ep);
 }
 
+/*
+ * A bucket updated by a clock far ahead (another node's, or a claim at a time
+ * far away): claims at this clock neither fail (PostgreSQL's integer range
+ * was overrun, failing every claim of every endpoint) nor wait for that time
+ * nor lease beyond the burst: the bucket is taken as full and kept from now.
+ */
+static void test_rate_limit_clock_ahead(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms(), far = INT64_MAX / 4;
+    struct endpoint ep;
+    struct job_list jobs;
+
+    drain_due(fx);
+    endpoint_with_backlog(fx, 2, 0, 10, now - 10, &ep);
+    claim_at(fx, far, 0, &jobs);
+    assert_int_equal(jobs_of(&jobs, ep.id), 2);
+    finish(fx, &jobs, DELIVERY_DELIVERED, far);
+    /* Stamped far ahead: not believed, full. Then kept at this clock: 2/s. */
+    claim_at(fx, now, 0, &jobs);
+    assert_int_equal(jobs_of(&jobs, ep.id), 2);
+    finish(fx, &jobs, DELIVERY_DELIVERED, now);
+    claim_at(fx, now + 100, 0, &jobs);
+    assert_int_equal(jobs_of(&jobs, ep.id), 0);
+    job_list_free(&jobs);
+    claim_at(fx, now + 600, 0, &jobs);
+    assert_int_equal(jobs_of(&jobs, ep.id), 1);
+    finish(fx, &jobs, DELIVERY_DELIVERED, now + 600);
+    claim_at(fx, now + 60000, 0, &jobs);
+    assert_int_equal(jobs_of(&jobs, ep.id), 2); /* never past the burst */
+    finish(fx, &jobs, DELIVERY_DELIVERED, now + 60000);
+    endpoint_free(&ep);
+}
+
 static void test_disable_after_continuous_failure(void **state)
 {
     struct fixture *fx = *state;
@@ -167,6 +211,56 @@ static void test_disable_after_continuous_failure(void **state)
     endpoint_free(&ep);
 }
 
+/* A paused endpoint's deliveries past their window die without an attempt; a live lease (the probe) and closed endpoints are left alone. */
+static void test_expire_paused(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms(), n = -1;
+    struct endpoint paused, fine;
+    struct job_list jobs;
+
+    drain_due(fx);
+    endpoint_with_backlog(fx, 0, 4, 3, now - 10, &paused);
+    struct endpoint_outcome o = {.endpoint_id = paused.id, .failures = 3, .first_failure_at = now};
+    assert_int_equal(store_endpoint_state_record(fx->s, &o, 1, &policy, now), 0);
+    assert_true(o.opened);
+    /* The probe, once due, is leased (and in flight past the window). */
+    claim_at(fx, now + 1500, 0, &jobs);
+    assert_int_equal(jobs_of(&jobs, paused.id), 1);
+    size_t probe = 0;
+    while (strcmp(jobs.items[probe].d.endpoint_id, paused.id) != 0)
+        probe++;
+    endpoint_with_backlog(fx, 0, 4, 2, now - 10, &fine);
+    /* Inside the window: nothing. */
+    assert_int_equal(store_endpoint_state_expire_paused(fx->s, now + 2000, 3600000, &n), 0);
+    assert_int_equal(n, 0);
+    /* Past it: the two waiting ones, not the probe, not the closed endpoint's. */
+    assert_int_equal(store_endpoint_state_expire_paused(fx->s, now + 2000, 1000, &n), 0);
+    assert_int_equal(n, 2);
+    delivery_expect(fx, jobs.items[probe].d.id, DELIVERY_PENDING, 0);
+    struct delivery_filter f = {.endpoint_id = paused.id, .status = DELIVERY_DEAD, .limit = 10};
+    struct delivery_list dead = {0};
+    assert_int_equal(store_delivery_list(fx->s, &f, &dead), 0);
+    assert_int_equal(dead.n, 2);
+    for (size_t i = 0; i < dead.n; i++) {
+        assert_int_equal(dead.items[i].attempt_count, 0);
+        assert_non_null(strstr(dead.items[i].last_error, "retry window exceeded while the endpoint was paused"));
+        assert_int_equal(dead.items[i].next_attempt_at, 0);
+    }
+    delivery_list_free(&dead);
+    f.endpoint_id = fine.id;
+    f.status = DELIVERY_PENDING;
+    assert_int_equal(store_delivery_list(fx->s, &f, &dead), 0);
+    assert_int_equal(dead.n, 2);
+    delivery_list_free(&dead);
+    /* Again: nothing more (idempotent, every node may run it). */
+    assert_int_equal(store_endpoint_state_expire_paused(fx->s, now + 2000, 1000, &n), 0);
+    assert_int_equal(n, 0);
+    job_list_free(&jobs);
+    endpoint_free(&paused);
+    endpoint_free(&fine);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -175,6 +269,8 @@ int main(void)
         T(test_breaker_opens_probes_and_ramps),
         T(test_rate_limit_tokens),
         T(test_disable_after_continuous_failure),
+        T(test_expire_paused),
+        T(test_rate_limit_clock_ahead),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
