@@ -44,6 +44,7 @@ struct config {
     int breaker_failures;        /* consecutive failed attempts that open an endpoint's breaker; 5 (0: never) */
     int64_t breaker_probe_ms;    /* first interval between probes of an open breaker; 10s */
     int64_t breaker_probe_max_ms; /* the longest (it doubles per failed probe); 10m */
+    int64_t sync_warn_after_ms;  /* sync status says delayed once the oldest undelivered event is older; 60s */
     int64_t breaker_ramp_ms;     /* after recovery the cap grows from 1 to full over this; 30s */
     int64_t disable_after_ms;    /* failing continuously this long disables an endpoint; 5d (0: never) */
     /* [inbox] (parsed now, used by the inbound receiver) */

@@ -133,5 +133,9 @@ void api_inbox_get(struct http_request *req, struct http_response *res, void *ct
 void api_deliveries_replay(struct http_request *req, struct http_response *res, void *ctx);
 void api_inbox_replay(struct http_request *req, struct http_response *res, void *ctx);
 void api_inbox_replay_range(struct http_request *req, struct http_response *res, void *ctx);
+void api_endpoints_health(struct http_request *req, struct http_response *res, void *ctx);
+void api_summary(struct http_request *req, struct http_response *res, void *ctx);
+void api_accounts_sync(struct http_request *req, struct http_response *res, void *ctx);
+void api_resources_sync(struct http_request *req, struct http_response *res, void *ctx);
 void api_healthz(struct http_request *req, struct http_response *res, void *ctx);
 #endif

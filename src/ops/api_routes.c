@@ -21,6 +21,11 @@ const struct http_route admin_routes[] = {
     {"POST", "/v1/endpoints/{id}/enable", api_endpoints_enable, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
     {"POST", "/v1/endpoints/{id}/secret/rotate", api_endpoints_rotate, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
     {"POST", "/v1/endpoints/{id}/test", api_endpoints_test, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
+    {"GET", "/v1/endpoints/{id}/health", api_endpoints_health, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
+    {"GET", "/v1/summary", api_summary, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
+    /* The account is the path's: a token scoped to an account is held to it here. */
+    {"GET", "/v1/accounts/{account}/sync", api_accounts_sync, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
+    {"GET", "/v1/resources/{type}/{id}/sync", api_resources_sync, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
     {"POST", "/v1/events", api_events_publish, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL},
     {"GET", "/v1/events", api_events_list, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},
     {"GET", "/v1/events/{id}", api_events_get, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL},

@@ -398,7 +398,7 @@ static void param_names(const struct query_param *table, size_t n, char *out, si
 {
     size_t used = 0;
 
-    out[0] = '\0';
+    snprintf(out, len, "%s", n == 0 ? "no parameters" : "");
     for (size_t i = 0; i < n && used < len; i++)
         used += (size_t)snprintf(out + used, len - used, "%s%s", i ? ", " : "", table[i].name);
 }

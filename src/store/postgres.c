@@ -257,4 +257,5 @@ const struct store_ops store_postgres_ops = {
     .sources = &postgres_source_ops,
     .inbox = &postgres_inbox_ops,
     .rejections = &postgres_rejection_ops,
+    .health = &postgres_health_ops,
 };

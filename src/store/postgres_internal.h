@@ -32,7 +32,8 @@ enum {
     PG_SOURCES = PG_ENDPOINT_STATE + 16, /* postgres_sources.c */
     PG_INBOX = PG_SOURCES + 16,        /* postgres_inbox.c */
     PG_REJECTIONS = PG_INBOX + 144,    /* postgres_rejections.c */
-    PG_SPARE = PG_REJECTIONS + 16,     /* no statement of the backend uses these (tests) */
+    PG_HEALTH = PG_REJECTIONS + 16,    /* postgres_health.c */
+    PG_SPARE = PG_HEALTH + 32,         /* no statement of the backend uses these (tests) */
     PG_SLOTS = PG_SPARE + 4,
 };
 _Static_assert((int)PG_CONN_END <= (int)PG_EVENTS, "the connection's statements overflow their slots");
@@ -192,4 +193,5 @@ extern const struct store_endpoint_state_ops postgres_endpoint_state_ops;
 extern const struct store_source_ops postgres_source_ops;       /* postgres_sources.c */
 extern const struct store_inbox_ops postgres_inbox_ops;         /* postgres_inbox.c */
 extern const struct store_rejection_ops postgres_rejection_ops; /* postgres_rejections.c */
+extern const struct store_health_ops postgres_health_ops;       /* postgres_health.c */
 #endif

@@ -14,7 +14,7 @@ enum {
     PG_REJECTION_COUNTS,
     PG_REJECTIONS_END
 };
-_Static_assert((int)PG_REJECTIONS_END <= (int)PG_SPARE, "the rejections statements overflow their slots");
+_Static_assert((int)PG_REJECTIONS_END <= (int)PG_HEALTH, "the rejections statements overflow their slots");
 
 /*
  * Insert, counter and trim in one statement. Its parts share one snapshot:

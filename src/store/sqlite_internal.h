@@ -41,7 +41,8 @@ enum {
     SQ_SOURCES = SQ_ENDPOINT_STATE + 16, /* sqlite_sources.c */
     SQ_INBOX = SQ_SOURCES + 16,        /* sqlite_inbox.c */
     SQ_REJECTIONS = SQ_INBOX + 144,    /* sqlite_rejections.c */
-    SQ_SLOTS = SQ_REJECTIONS + 16,
+    SQ_HEALTH = SQ_REJECTIONS + 16,    /* sqlite_health.c */
+    SQ_SLOTS = SQ_HEALTH + 32,
 };
 _Static_assert((int)SQ_CONN_END <= (int)SQ_EVENTS, "the connection's statements overflow their slots");
 
@@ -114,4 +115,5 @@ extern const struct store_endpoint_state_ops sqlite_endpoint_state_ops;
 extern const struct store_source_ops sqlite_source_ops;       /* sqlite_sources.c */
 extern const struct store_inbox_ops sqlite_inbox_ops;         /* sqlite_inbox.c */
 extern const struct store_rejection_ops sqlite_rejection_ops; /* sqlite_rejections.c */
+extern const struct store_health_ops sqlite_health_ops;       /* sqlite_health.c */
 #endif

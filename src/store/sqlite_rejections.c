@@ -15,7 +15,7 @@ enum {
     SQ_REJECTION_COUNTS,
     SQ_REJECTIONS_END
 };
-_Static_assert((int)SQ_REJECTIONS_END <= (int)SQ_SLOTS, "the rejections statements overflow their slots");
+_Static_assert((int)SQ_REJECTIONS_END <= (int)SQ_HEALTH, "the rejections statements overflow their slots");
 
 static int sqlite_rejection_insert(struct store *s, struct rejection *r, int keep)
 {
