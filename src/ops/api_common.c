@@ -201,6 +201,8 @@ static json_t *outbox_str(const char *s)
     return j;
 }
 
+json_t *api_json_text(const char *s) { return outbox_str(s); }
+
 json_t *api_json_duration(int64_t ms)
 {
     char text[24];

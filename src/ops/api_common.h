@@ -91,6 +91,8 @@ json_t *api_body_object(struct http_request *req, struct http_response *res, boo
 
 json_t *api_json_time(int64_t ms);      /* RFC 3339 text, or null for 0 */
 json_t *api_json_str(const char *s);    /* string, or null for NULL */
+/* The same for text a store row holds (SQL may have written anything): invalid UTF-8 shows as U+FFFD. */
+json_t *api_json_text(const char *s);
 json_t *api_json_duration(int64_t ms);  /* "10s", or null for 0 (the global default) */
 /* {"data": data, "next_cursor": cursor|null}; steals data. */
 json_t *api_list_json(json_t *data, const char *next_cursor);

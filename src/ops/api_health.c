@@ -33,7 +33,7 @@ static json_t *error_json(const struct health_activity *a)
         return json_null();
     return json_pack("{s:o,s:o,s:o,s:o}", "at", api_json_time(a->last_error_at), "status_code",
                      a->last_error_status_code > 0 ? json_integer(a->last_error_status_code) : json_null(),
-                     "error_class", api_json_str(a->last_error_class), "error", api_json_str(a->last_error));
+                     "error_class", api_json_text(a->last_error_class), "error", api_json_text(a->last_error));
 }
 
 /* When the endpoint's next attempt happens: its earliest due delivery, but not before an open breaker's probe. */
@@ -114,12 +114,12 @@ static json_t *oldest_json(const char *event_id, const char *endpoint_id, const 
 
     if (at == 0)
         return json_null();
-    j = json_pack("{s:s,s:o,s:I}", "event_id", event_id, "created_at", api_json_time(at), "age_ms",
+    j = json_pack("{s:o,s:o,s:I}", "event_id", api_json_text(event_id), "created_at", api_json_time(at), "age_ms",
                   (json_int_t)(now > at ? now - at : 0));
     if (j && endpoint_id)
-        json_object_set_new(j, "endpoint_id", json_string(endpoint_id));
+        json_object_set_new(j, "endpoint_id", api_json_text(endpoint_id));
     if (j && delivery_id)
-        json_object_set_new(j, "delivery_id", json_string(delivery_id));
+        json_object_set_new(j, "delivery_id", api_json_text(delivery_id));
     return j;
 }
 
@@ -149,9 +149,9 @@ void api_endpoints_health(struct http_request *req, struct http_response *res, v
         api_reply_store_error(res, rc, what);
         goto out;
     }
-    j = json_pack("{s:s,s:o,s:o,s:b,s:o,s:o,s:o,s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I},s:o,s:{s:o,s:o}}", "endpoint_id",
-                  h.ep.id, "url", api_json_str(h.ep.url), "account", api_json_str(h.ep.account), "enabled",
-                  h.ep.enabled, "disabled_reason", api_json_str(h.ep.disabled_reason), "last_attempt_at",
+    j = json_pack("{s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I},s:o,s:{s:o,s:o}}", "endpoint_id",
+                  api_json_text(h.ep.id), "url", api_json_text(h.ep.url), "account", api_json_text(h.ep.account), "enabled",
+                  h.ep.enabled, "disabled_reason", api_json_text(h.ep.disabled_reason), "last_attempt_at",
                   api_json_time(h.act.last_attempt_at), "last_success_at", api_json_time(h.act.last_success_at),
                   "last_error", error_json(&h.act), "next_attempt_at",
                   api_json_time(next_attempt(&h.ep, &h.st, &h.q)), "deliveries", "pending",
@@ -210,7 +210,7 @@ static void cluster_add(struct failure_group *g, const struct health_failure *f)
     json_array_append_new(g->clusters,
                           json_pack("{s:o,s:o,s:I}", "status_code",
                                     f->status_code > 0 ? json_integer(f->status_code) : json_null(), "error_class",
-                                    api_json_str(f->error_class), "count", (json_int_t)f->count));
+                                    api_json_text(f->error_class), "count", (json_int_t)f->count));
 }
 
 static int cluster_cmp(const void *x, const void *y)
@@ -257,7 +257,7 @@ static const struct health_window *window_of(const struct health_window_list *w,
 static json_t *endpoint_url(struct store *s, const char *id)
 {
     struct endpoint ep = {0};
-    json_t *url = store_endpoint_get(s, id, &ep) == 0 ? api_json_str(ep.url) : json_null();
+    json_t *url = store_endpoint_get(s, id, &ep) == 0 ? api_json_text(ep.url) : json_null();
 
     endpoint_free(&ep);
     return url;
@@ -285,11 +285,11 @@ static json_t *failures_json(struct summary_build *b, bool by_account)
             continue;
         shown++;
         if (by_account) {
-            item = json_pack("{s:o,s:I,s:o}", "account", api_json_str(g->key), "failures", (json_int_t)g->failures,
+            item = json_pack("{s:o,s:I,s:o}", "account", api_json_text(g->key), "failures", (json_int_t)g->failures,
                              "clusters", clusters_sorted(g));
         } else {
             const struct health_window *w = window_of(&b->windows, g->key);
-            item = json_pack("{s:s,s:o,s:I,s:I,s:I,s:o}", "endpoint_id", g->key, "url", endpoint_url(b->s, g->key),
+            item = json_pack("{s:o,s:o,s:I,s:I,s:I,s:o}", "endpoint_id", api_json_text(g->key), "url", endpoint_url(b->s, g->key),
                              "attempts", (json_int_t)(w ? w->attempts : g->failures), "successes",
                              (json_int_t)(w ? w->successes : 0), "failures", (json_int_t)g->failures, "clusters",
                              clusters_sorted(g));
@@ -326,7 +326,7 @@ static int growing_json(struct summary_build *b, json_t *arr)
         if (q.retrying <= before)
             continue;
         shown++;
-        json_array_append_new(arr, json_pack("{s:s,s:o,s:I,s:I,s:I,s:I,s:I}", "endpoint_id", w->endpoint_id, "url",
+        json_array_append_new(arr, json_pack("{s:o,s:o,s:I,s:I,s:I,s:I,s:I}", "endpoint_id", api_json_text(w->endpoint_id), "url",
                                              endpoint_url(b->s, w->endpoint_id), "retrying", (json_int_t)q.retrying,
                                              "retrying_window_ago", (json_int_t)before, "growth",
                                              (json_int_t)(q.retrying - before), "retries_started",
@@ -351,7 +351,7 @@ static int no_success_json(struct summary_build *b, json_t *arr)
         if (rc != 0)
             return rc;
         shown++;
-        json_array_append_new(arr, json_pack("{s:s,s:o,s:I,s:o,s:o}", "endpoint_id", w->endpoint_id, "url",
+        json_array_append_new(arr, json_pack("{s:o,s:o,s:I,s:o,s:o}", "endpoint_id", api_json_text(w->endpoint_id), "url",
                                              endpoint_url(b->s, w->endpoint_id), "attempts", (json_int_t)w->attempts,
                                              "last_success_at", api_json_time(a.last_success_at), "last_error",
                                              error_json(&a)));
@@ -465,8 +465,8 @@ static const char *sync_worse(const char *a, const char *b)
 /* One endpoint's sync line: the words, the times, no internals (no leases, nodes or tokens). */
 static json_t *sync_endpoint_json(const struct endpoint *ep, json_t *fields)
 {
-    json_t *j = json_pack("{s:s,s:o,s:o}", "endpoint_id", ep->id, "url", api_json_str(ep->url), "description",
-                          api_json_str(ep->description));
+    json_t *j = json_pack("{s:o,s:o,s:o}", "endpoint_id", api_json_text(ep->id), "url", api_json_text(ep->url), "description",
+                          api_json_text(ep->description));
 
     if (j && fields && json_object_update(j, fields) != 0) {
         json_decref(j);
@@ -542,7 +542,7 @@ void api_accounts_sync(struct http_request *req, struct http_response *res, void
         api_reply_store_error(res, rc, "account");
         json_decref(arr);
     } else if ((j = sync_reply(overall, any_delayed, warn, arr)) &&
-               json_object_set_new(j, "account", json_string(account)) == 0) {
+               json_object_set_new(j, "account", api_json_text(account)) == 0) {
         http_reply_json(res, 200, j);
     } else {
         json_decref(j);
@@ -602,15 +602,15 @@ void api_resources_sync(struct http_request *req, struct http_response *res, voi
         any_delayed |= delayed;
         json_array_append_new(
             arr, sync_endpoint_json(
-                     &ep, json_pack("{s:s,s:b,s:{s:s,s:o,s:o,s:o},s:i,s:o,s:o,s:o,s:o,s:o}", "status", word,
-                                    "delayed", delayed, "event", "id", r->event_id, "type", api_json_str(r->event_type),
+                     &ep, json_pack("{s:s,s:b,s:{s:o,s:o,s:o,s:o},s:i,s:o,s:o,s:o,s:o,s:o}", "status", word,
+                                    "delayed", delayed, "event", "id", api_json_text(r->event_id), "type", api_json_text(r->event_type),
                                     "version", r->has_version ? json_integer(r->version) : json_null(), "created_at",
                                     api_json_time(r->event_created_at), "attempts", r->attempt_count,
                                     "last_attempt_at", api_json_time(r->last_attempt_at), "next_attempt_at",
                                     api_json_time(next), "delivered_at", api_json_time(r->delivered_at),
                                     "last_status_code",
                                     r->last_status_code > 0 ? json_integer(r->last_status_code) : json_null(),
-                                    "last_error", api_json_str(r->last_error))));
+                                    "last_error", api_json_text(r->last_error))));
         endpoint_free(&ep);
     }
     api_reader_put(d, s, rc);
@@ -618,8 +618,8 @@ void api_resources_sync(struct http_request *req, struct http_response *res, voi
         api_reply_store_error(res, rc, "resource");
         json_decref(arr);
     } else if ((j = sync_reply(overall, any_delayed, warn, arr)) &&
-               json_object_set_new(j, "resource", json_pack("{s:s,s:s}", "type", type, "id", id)) == 0 &&
-               json_object_set_new(j, "account", api_json_str(query.account)) == 0) {
+               json_object_set_new(j, "resource", json_pack("{s:o,s:o}", "type", api_json_text(type), "id", api_json_text(id))) == 0 &&
+               json_object_set_new(j, "account", api_json_text(query.account)) == 0) {
         http_reply_json(res, 200, j);
     } else {
         json_decref(j);
