@@ -17,4 +17,7 @@ int cmd_inbox(int argc, char **argv);        /* inbox.c */
 int cmd_apply(int argc, char **argv);        /* apply.c */
 int cmd_send(int argc, char **argv);         /* send.c */
 int cmd_rotate_key(int argc, char **argv);   /* rotate_key.c */
+int cmd_health(int argc, char **argv);       /* health.c */
+int cmd_summary(int argc, char **argv);      /* health.c */
+int cmd_sync(int argc, char **argv);         /* health.c */
 #endif
