@@ -37,10 +37,14 @@ static const char *text_of(const json_t *o, const char *key, char buf[64])
 
 static void cell(char out[CELL_MAX + 4], const char *text)
 {
-    if (strlen(text) <= CELL_MAX)
-        snprintf(out, CELL_MAX + 4, "%s", text);
-    else
-        snprintf(out, CELL_MAX + 4, "%.*s...", CELL_MAX - 3, text);
+    size_t n = strlen(text);
+
+    if (n <= CELL_MAX) {
+        memcpy(out, text, n + 1);
+    } else {
+        memcpy(out, text, CELL_MAX - 3);
+        memcpy(out + CELL_MAX - 3, "...", 4);
+    }
 }
 
 /* A cell computed from a row (clusters, an error) instead of read at a key. */

@@ -19,6 +19,7 @@
 #include "core/duration.h"
 #include "core/ids.h"
 #include "core/latency.h"
+#include "core/utf8.h"
 #include "ops/api_common.h"
 #include "ops/list_queries.h"
 
@@ -70,6 +71,9 @@ static int state_get(struct store *s, const char *id, struct endpoint_state *st)
     }
     return rc;
 }
+
+/* A label from the path or the query: what an outbox label may be (core/event_check.h), and UTF-8. */
+static bool label_ok(const char *s) { return s && field_text_ok(s, API_ACCOUNT_MAX) && utf8_valid(s, strlen(s)); }
 
 /* A route without query parameters still refuses any given (400 unknown_field). */
 static bool no_query(struct http_request *req, struct http_response *res)
@@ -500,8 +504,8 @@ void api_accounts_sync(struct http_request *req, struct http_response *res, void
 
     if (!d || !no_query(req, res))
         return;
-    if (!account || !field_text_ok(account, API_ACCOUNT_MAX) || account[0] == '\0') {
-        http_reply_error(res, 400, "invalid_field", "account: at most %d bytes, no control characters",
+    if (!label_ok(account) || account[0] == '\0') {
+        http_reply_error(res, 400, "invalid_field", "account: 1 to %d bytes of UTF-8 text without control characters",
                          API_ACCOUNT_MAX);
         return;
     }
@@ -567,8 +571,14 @@ void api_resources_sync(struct http_request *req, struct http_response *res, voi
 
     if (!d || !api_query_parse(req, res, sync_query, sync_query_count, &query, &scratch))
         return;
-    if (!type || !id || !field_text_ok(type, API_ACCOUNT_MAX) || !field_text_ok(id, API_ACCOUNT_MAX)) {
-        http_reply_error(res, 400, "invalid_field", "resource: type and id are at most %d bytes, no control characters",
+    if (!label_ok(type) || !label_ok(id)) {
+        http_reply_error(res, 400, "invalid_field",
+                         "resource: type and id are at most %d bytes of UTF-8 text without control characters",
+                         API_ACCOUNT_MAX);
+        return;
+    }
+    if (query.account && !label_ok(query.account)) {
+        http_reply_error(res, 400, "invalid_field", "account: at most %d bytes of UTF-8 text without control characters",
                          API_ACCOUNT_MAX);
         return;
     }

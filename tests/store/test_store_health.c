@@ -349,13 +349,39 @@ static void test_hostile_rows(void **state)
     endpoint_free(&ep);
 }
 
+/* The histogram's buckets (core/latency.h): each duration in the bucket whose bounds hold it, quantiles
+ * inside the bucket of their rank. No store needed. */
+static void test_latency_buckets(void **state)
+{
+    int64_t counts[HEALTH_LATENCY_BUCKETS] = {0};
+
+    (void)state;
+    assert_int_equal(latency_bucket(0, HEALTH_LATENCY_BUCKETS), 0);
+    assert_int_equal(latency_bucket(-5, HEALTH_LATENCY_BUCKETS), 0);
+    assert_int_equal(latency_bucket(1, HEALTH_LATENCY_BUCKETS), 1);
+    assert_int_equal(latency_bucket(2, HEALTH_LATENCY_BUCKETS), 5);
+    assert_int_equal(latency_bucket(INT64_MAX / 2, HEALTH_LATENCY_BUCKETS), HEALTH_LATENCY_BUCKETS - 1);
+    for (int64_t ms = 1; ms < 200000; ms = ms * 5 / 4 + 1) {
+        int b = latency_bucket(ms, HEALTH_LATENCY_BUCKETS);
+        assert_true(latency_bucket_low(b) <= (double)ms && (double)ms < latency_bucket_high(b));
+    }
+    assert_int_equal(latency_quantile(counts, HEALTH_LATENCY_BUCKETS, 0.5), -1);
+    counts[latency_bucket(100, HEALTH_LATENCY_BUCKETS)] = 99;
+    counts[latency_bucket(5000, HEALTH_LATENCY_BUCKETS)] = 1;
+    int64_t p50 = latency_quantile(counts, HEALTH_LATENCY_BUCKETS, 0.5), p99 = latency_quantile(counts, HEALTH_LATENCY_BUCKETS, 0.99);
+    int64_t p100 = latency_quantile(counts, HEALTH_LATENCY_BUCKETS, 1.0);
+    assert_true(p50 >= 84 && p50 <= 119);   /* within the bucket of 100 ms (about 19 % wide) */
+    assert_true(p99 >= 84 && p99 <= 119);   /* the 99th of 100 is still a 100 ms one */
+    assert_true(p100 >= 4096 && p100 <= 6000);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_record_window_summary), T(test_purge_and_delete), T(test_queue_and_oldest),
-        T(test_resource_latest),       T(test_hostile_rows),
+        T(test_resource_latest),       T(test_hostile_rows),         cmocka_unit_test(test_latency_buckets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
