@@ -136,6 +136,11 @@ test('refused requests: unknown endpoint 404, bad window 400 naming window, unkn
     assert.equal(r.body.error.code, 'invalid_field');
     assert.match(r.body.error.message, /^window: /);
   }
+  for (const q of ['window=1h%00', 'win%00dow=1h', 'account=x%00']) {
+    r = await api(`/v1/summary?${q}`);
+    assert.equal(r.status, 400, `${q}: a NUL is refused, never dropped`);
+    assert.equal(r.body.error.code, 'invalid_request');
+  }
   r = await api('/v1/summary?window=1h&window=2h');
   assert.equal(r.status, 400);
   assert.match(r.body.error.message, /window/);
