@@ -169,6 +169,9 @@ test('refused requests: unknown endpoint 404, bad window 400 naming window, unkn
   r = await api('/v1/resources/sub/x/sync?account=%07');
   assert.equal(r.status, 400);
   assert.match(r.body.error.message, /^account/);
+  r = await api('/v1/deliveries?account=%FF');
+  assert.equal(r.status, 400, 'a list filter that is not UTF-8 is refused, on PostgreSQL too');
+  assert.match(r.body.error.message, /^account: /);
   r = await api('/v1/resources/sub/x/sync?user=1');
   assert.equal(r.body.error.code, 'unknown_field');
 });
