@@ -88,7 +88,7 @@ static const struct conf_key conf_keys[] = {
     NUM("delivery", "breaker_probe_max", CONF_DURATION, breaker_probe_max_ms, 1, 7 * DAY_MS, "10m"),
     NUM("delivery", "breaker_ramp", CONF_DURATION, breaker_ramp_ms, 0, DAY_MS, "30s"),
     NUM("delivery", "disable_after", CONF_DURATION, disable_after_ms, 0, 10 * YEAR_MS, "5d"),
-    NUM("delivery", "sync_warn_after", CONF_DURATION, sync_warn_after_ms, 1, YEAR_MS, "60s"),
+    NUM("delivery", "sync_warn_after", CONF_DURATION, sync_warn_after_ms, 1, 10 * YEAR_MS, "60s"),
     NUM("inbox", "retry_schedule", CONF_DURATION_LIST, inbox_retry, 0, YEAR_MS, "1m,5m,15m"),
     NUM("inbox", "max_defer", CONF_DURATION, max_defer_ms, 0, YEAR_MS, "1h"),
     NUM("inbox", "max_body", CONF_SIZE, max_body, 1, INT64_C(1) << 30, "1MiB"),

@@ -22,4 +22,7 @@ int cmd_trace(int argc, char **argv);        /* trace.c */
 int cmd_audit(int argc, char **argv);        /* trace.c */
 int cmd_replay(int argc, char **argv);       /* replays.c */
 int cmd_tokens(int argc, char **argv);       /* tokens.c */
+int cmd_health(int argc, char **argv);       /* health.c */
+int cmd_summary(int argc, char **argv);      /* health.c */
+int cmd_sync(int argc, char **argv);         /* health.c */
 #endif

@@ -206,6 +206,42 @@ out:
     return rc;
 }
 
+int client_call_json(const struct client *c, const char *method, const char *path, const json_t *body,
+                     json_t **out)
+{
+    char err[CURL_ERROR_SIZE + 64], *text = NULL, *response = NULL;
+    long status = 0;
+    int rc;
+
+    *out = NULL;
+    if (body && !(text = json_dumps(body, JSON_COMPACT))) {
+        fprintf(stderr, "hookd: out of memory\n");
+        return CLI_EXIT_USAGE;
+    }
+    rc = client_request(c, method, path, text, NULL, &status, &response, err, sizeof err);
+    free(text);
+    if (rc != 0) {
+        fprintf(stderr, "hookd: %s\n", err);
+        return CLI_EXIT_UNREACHABLE;
+    }
+    if (status < 200 || status >= 300) {
+        json_t *e = json_loads(response, 0, NULL);
+        json_t *er = json_object_get(e, "error");
+        fprintf(stderr, "hookd: %ld %s: %s\n", status, json_string_value(json_object_get(er, "code")) ?: "error",
+                json_string_value(json_object_get(er, "message")) ?: response);
+        json_decref(e);
+        free(response);
+        return CLI_EXIT_API;
+    }
+    *out = json_loads(response, 0, NULL);
+    free(response);
+    if (!*out) {
+        fprintf(stderr, "hookd: the answer is not JSON\n");
+        return CLI_EXIT_API;
+    }
+    return CLI_EXIT_OK;
+}
+
 int client_call(const struct client *c, const char *method, const char *path, const json_t *body,
                 const char *extra_header)
 {

@@ -55,6 +55,11 @@ __attribute__((warn_unused_result)) int client_request(const struct client *c, c
 int client_call(const struct client *c, const char *method, const char *path, const json_t *body,
                 const char *extra_header);
 
+/* One request whose 2xx answer is parsed into *out (caller decrefs); otherwise the error is printed (as
+ * "hookd: STATUS CODE: message") and *out is NULL. Returns the exit status. */
+int client_call_json(const struct client *c, const char *method, const char *path, const json_t *body,
+                     json_t **out);
+
 /* ---- command-line plumbing ------------------------------------------------------ */
 
 #define CLI_MAX_OPTIONS 48 /* option codes are 1..CLI_MAX_OPTIONS-1 */

@@ -37,43 +37,6 @@ static const struct option inbox_options[] = {
     {NULL, 0, NULL, 0},
 };
 
-/* Calls the API; on a 2xx *out is the parsed answer (caller decrefs), else the error is printed. */
-static int call_json(const struct client *c, const char *method, const char *path, const json_t *body,
-                     json_t **out)
-{
-    char err[512], *text = NULL, *response = NULL;
-    long status = 0;
-    int rc;
-
-    *out = NULL;
-    if (body && !(text = json_dumps(body, JSON_COMPACT))) {
-        fprintf(stderr, "hookd: out of memory\n");
-        return CLI_EXIT_USAGE;
-    }
-    rc = client_request(c, method, path, text, NULL, &status, &response, err, sizeof err);
-    free(text);
-    if (rc != 0) {
-        fprintf(stderr, "hookd: %s\n", err);
-        return CLI_EXIT_UNREACHABLE;
-    }
-    if (status < 200 || status >= 300) {
-        json_t *e = json_loads(response, 0, NULL);
-        json_t *er = json_object_get(e, "error");
-        fprintf(stderr, "hookd: %ld %s: %s\n", status, json_string_value(json_object_get(er, "code")) ?: "error",
-                json_string_value(json_object_get(er, "message")) ?: response);
-        json_decref(e);
-        free(response);
-        return CLI_EXIT_API;
-    }
-    *out = json_loads(response, 0, NULL);
-    free(response);
-    if (!*out) {
-        fprintf(stderr, "hookd: the answer is not JSON\n");
-        return CLI_EXIT_API;
-    }
-    return CLI_EXIT_OK;
-}
-
 static const char *text_of(const json_t *o, const char *key)
 {
     const json_t *v = json_object_get(o, key);
@@ -155,7 +118,7 @@ static int inbox_list(const struct client *c, const struct cli_args *a)
     }
     if (a->opt[O_JSON])
         return client_call(c, "GET", path, NULL, NULL);
-    rc = call_json(c, "GET", path, NULL, &answer);
+    rc = client_call_json(c, "GET", path, NULL, &answer);
     if (rc != CLI_EXIT_OK)
         return rc;
     print_table(json_object_get(answer, "data"));
@@ -200,7 +163,7 @@ static int inbox_get(const struct client *c, const struct cli_args *a)
         return rc;
     if (a->opt[O_JSON])
         return client_call(c, "GET", path, NULL, NULL);
-    rc = call_json(c, "GET", path, NULL, &answer);
+    rc = client_call_json(c, "GET", path, NULL, &answer);
     if (rc == CLI_EXIT_OK) {
         print_item(answer);
         json_decref(answer);
@@ -218,7 +181,7 @@ static int inbox_replay(const struct client *c, const struct cli_args *a)
         return rc;
     if (a->opt[O_JSON])
         return client_call(c, "POST", path, NULL, NULL);
-    rc = call_json(c, "POST", path, NULL, &answer);
+    rc = client_call_json(c, "POST", path, NULL, &answer);
     if (rc == CLI_EXIT_OK) {
         printf("replayed %s: %s\n", text_of(answer, "id"), text_of(answer, "status"));
         json_decref(answer);
@@ -251,7 +214,7 @@ static int inbox_replay_range(const struct client *c, const struct cli_args *a)
         rc = client_call(c, "POST", "/v1/inbox/replay", body, NULL);
         goto out;
     }
-    rc = call_json(c, "POST", "/v1/inbox/replay", body, &answer);
+    rc = client_call_json(c, "POST", "/v1/inbox/replay", body, &answer);
     if (rc == CLI_EXIT_OK)
         printf("%s items %s\n", text_of(answer, "count"),
                json_is_true(json_object_get(answer, "dry_run")) ? "would be replayed (dry run)" : "replayed");

@@ -298,7 +298,8 @@ static void refuse_error(struct http_conn *c, int status, const char *code, cons
     conn_error(c, status, code, message, header, value, c->req->parser.phase != HTTP_PHASE_DONE);
 }
 
-/* Decodes the query into pairs, in order, duplicates kept (value NULL without '='). */
+/* Decodes the query into pairs, in order, duplicates kept (value NULL without '='); -1 when out of
+ * memory, -2 when a name or value holds an encoded NUL byte. */
 static int query_parse(struct http_request *r, const char *q)
 {
     size_t n = strlen(q), pairs = 1;
@@ -321,12 +322,13 @@ static int query_parse(struct http_request *r, const char *q)
             char *eq = strchr(item, '=');
             if (eq)
                 *eq++ = '\0';
-            if (http_percent_decode(item, strlen(item), true) >= 0 &&
-                (!eq || http_percent_decode(eq, strlen(eq), true) >= 0)) {
-                r->query[r->n_query].name = item;
-                r->query[r->n_query].value = eq;
-                r->n_query++;
-            }
+            /* A name or value that decodes to a NUL is refused, never dropped: the handler would
+             * otherwise answer as if the parameter had not been given. */
+            if (http_percent_decode(item, strlen(item), true) < 0 || (eq && http_percent_decode(eq, strlen(eq), true) < 0))
+                return -2;
+            r->query[r->n_query].name = item;
+            r->query[r->n_query].value = eq;
+            r->n_query++;
         }
         item = amp ? amp + 1 : NULL;
     }
@@ -411,7 +413,12 @@ static bool request_begin(struct http_conn *c)
     char *q = strchr(target, '?');
     if (q)
         *q++ = '\0';
-    if (q && query_parse(r, q) != 0) {
+    int qrc = q ? query_parse(r, q) : 0;
+    if (qrc == -2) {
+        refuse_error(c, 400, "invalid_request", "the query holds an encoded NUL byte", NULL, NULL);
+        return false;
+    }
+    if (qrc != 0) {
         conn_error(c, 500, "internal", "out of memory", NULL, NULL, true);
         return false;
     }

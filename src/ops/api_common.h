@@ -153,6 +153,10 @@ void api_machines_delete(struct http_request *req, struct http_response *res, vo
 void api_entities_get(struct http_request *req, struct http_response *res, void *ctx);
 void api_entities_trace(struct http_request *req, struct http_response *res, void *ctx);
 void api_audit(struct http_request *req, struct http_response *res, void *ctx);
+void api_endpoints_health(struct http_request *req, struct http_response *res, void *ctx);
+void api_summary(struct http_request *req, struct http_response *res, void *ctx);
+void api_accounts_sync(struct http_request *req, struct http_response *res, void *ctx);
+void api_resources_sync(struct http_request *req, struct http_response *res, void *ctx);
 void api_healthz(struct http_request *req, struct http_response *res, void *ctx);
 void api_events_replay(struct http_request *req, struct http_response *res, void *ctx);
 void api_replays_create(struct http_request *req, struct http_response *res, void *ctx);

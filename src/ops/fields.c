@@ -18,6 +18,7 @@
 #include "core/duration.h"
 #include "core/ids.h"
 #include "core/timefmt.h"
+#include "core/utf8.h"
 #include "ops/api_common.h"
 
 /* ---- shared shapes -------------------------------------------------------------------- */
@@ -398,7 +399,7 @@ static void param_names(const struct query_param *table, size_t n, char *out, si
 {
     size_t used = 0;
 
-    out[0] = '\0';
+    snprintf(out, len, "%s", n == 0 ? "no parameters" : "");
     for (size_t i = 0; i < n && used < len; i++)
         used += (size_t)snprintf(out + used, len - used, "%s%s", i ? ", " : "", table[i].name);
 }
@@ -446,8 +447,9 @@ static int param_apply(const struct query_param *p, const char *s, void *target,
         *(const char **)(void *)at = s;
         return 0;
     case QUERY_TEXT:
-        if (!field_text_ok(s, p->max_len) || (p->check && !p->check(s))) {
-            snprintf(why, sizeof why, "at most %zu characters, no control characters", p->max_len);
+        /* UTF-8 only: no stored label is anything else (PostgreSQL refuses it as a parameter). */
+        if (!field_text_ok(s, p->max_len) || !utf8_valid(s, strlen(s)) || (p->check && !p->check(s))) {
+            snprintf(why, sizeof why, "at most %zu bytes of UTF-8 text, no control characters", p->max_len);
             return param_refuse(err, p, why);
         }
         *(const char **)(void *)at = s;

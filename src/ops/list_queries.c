@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 
+#include "core/duration.h"
 #include "core/filter.h"
 #include "core/ids.h"
 #include "ops/alerts.h"
@@ -133,3 +134,26 @@ const struct query_param alert_list_query[] = {
     {.name = "limit", .type = QUERY_LIMIT, .offset = offsetof(struct alert_filter, limit)},
 };
 const size_t alert_list_query_count = sizeof alert_list_query / sizeof alert_list_query[0];
+int64_t summary_window_ms(const char *s)
+{
+    int64_t ms;
+
+    if (s == NULL || duration_parse(s, &ms) != 0 || ms < SUMMARY_WINDOW_MIN_MS || ms > SUMMARY_WINDOW_MAX_MS ||
+        ms % SUMMARY_WINDOW_MIN_MS != 0)
+        return -1;
+    return ms;
+}
+
+static bool summary_window_ok(const char *s) { return summary_window_ms(s) > 0; }
+
+const struct query_param summary_query[] = {
+    {.name = "window", .type = QUERY_TEXT, .max_len = 16, .check = summary_window_ok,
+     .hint = "must be a duration in whole minutes from 1m to 24h, such as 15m or 1h",
+     .offset = offsetof(struct summary_query, window)},
+};
+const size_t summary_query_count = sizeof summary_query / sizeof summary_query[0];
+
+const struct query_param sync_query[] = {
+    {.name = "account", .type = QUERY_TEXT, .max_len = API_ACCOUNT_MAX, .offset = offsetof(struct sync_query, account)},
+};
+const size_t sync_query_count = sizeof sync_query / sizeof sync_query[0];

@@ -55,6 +55,23 @@ extern const struct query_param replay_list_query[];
 extern const size_t replay_list_query_count;
 extern const struct query_param token_list_query[];
 extern const size_t token_list_query_count;
+/* GET /v1/summary into a struct summary_query; GET /v1/resources/{type}/{id}/sync into a struct
+ * sync_query. GET /v1/endpoints/{id}/health and /v1/accounts/{account}/sync take no parameters. */
+struct summary_query {
+    const char *window; /* a duration from 1m to 24h (summary_window_ms); NULL: 1h */
+};
+struct sync_query {
+    const char *account; /* only this account's events; NULL: any */
+};
+extern const struct query_param summary_query[];
+extern const size_t summary_query_count;
+extern const struct query_param sync_query[];
+extern const size_t sync_query_count;
+#define SUMMARY_WINDOW_MIN_MS 60000
+#define SUMMARY_WINDOW_MAX_MS (24 * 3600 * 1000LL)
+/* The window's ms, or -1 when it is not a duration from SUMMARY_WINDOW_MIN_MS to _MAX_MS in whole minutes. */
+int64_t summary_window_ms(const char *s);
+
 /* The words of the status filter, in enum delivery_status order. */
 extern const char *const delivery_status_words[];
 /* GET /v1/alerts into a struct alert_filter (set status to -1 first: absent means any). */

@@ -300,6 +300,50 @@ static int endpoints_after(struct dispatcher *q, struct store *s, void *const *a
     return rc;
 }
 
+/*
+ * The attempts' health figures (store health_record), in the same
+ * transaction: every attempt counts, fenced-out ones too (they were real
+ * requests), but only recorded results move the retry flow: a delivery that
+ * became retrying, or stopped being it. Once a minute the buckets older than
+ * HEALTH_KEEP_MS go in the same write.
+ */
+static int health_after(struct dispatcher *q, struct store *s, void *const *args, size_t n, const int *results)
+{
+    struct health_attempt *h = calloc(n > 0 ? n : 1, sizeof *h);
+    int64_t now = clock_now_ms(), minute = now - now % HEALTH_MINUTE_MS, purge_before = 0;
+    size_t k = 0;
+    int rc;
+
+    if (h == NULL)
+        return HOOKD_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        const struct job *j = args[i];
+        const struct delivery_result *r = &j->result;
+        bool was = j->dj.d.status == DELIVERY_RETRYING, is = r->status == DELIVERY_RETRYING;
+        if (results[i] == HOOKD_EINVAL)
+            continue;
+        h[k++] = (struct health_attempt){
+            .endpoint_id = j->dj.d.endpoint_id,
+            .account = j->dj.d.account,
+            .node = r->attempt.node ? r->attempt.node : q->deps.node,
+            .started_at = r->attempt.started_at,
+            .duration_ms = r->attempt.duration_ms,
+            .status_code = r->attempt.status_code,
+            .error_class = r->attempt.error_class,
+            .error = r->attempt.error,
+            .succeeded = r->status == DELIVERY_DELIVERED,
+            .retry_delta = results[i] != 0 || was == is ? 0 : is ? 1 : -1,
+        };
+    }
+    if (q->health_purged_minute != minute) {
+        purge_before = minute - HEALTH_KEEP_MS;
+        q->health_purged_minute = minute;
+    }
+    rc = store_health_record(s, h, k, purge_before > 0 ? purge_before : 0);
+    free(h);
+    return rc;
+}
+
 static int op_record(struct store *s, void *arg)
 {
     struct job *j = arg;
@@ -307,6 +351,11 @@ static int op_record(struct store *s, void *arg)
 
     if (rc == 0)
         rc = supersede_after(s, (void *const *)&arg, 1, &rc);
+    if (rc == 0 || rc == HOOKD_ESTALE) {
+        int result = rc;
+        rc = health_after(j->q, s, (void *const *)&arg, 1, &result);
+        rc = rc != 0 ? rc : result;
+    }
     if (rc == 0)
         rc = endpoints_after(j->q, s, (void *const *)&arg, 1, &rc);
     return rc;
@@ -330,6 +379,8 @@ static int group_record(struct store *s, void *const *args, size_t n, int *resul
     free(rs);
     if (rc == 0)
         rc = supersede_after(s, args, n, results);
+    if (rc == 0 && n > 0)
+        rc = health_after(((const struct job *)args[0])->q, s, args, n, results);
     if (rc == 0 && n > 0)
         rc = endpoints_after(((const struct job *)args[0])->q, s, args, n, results);
     return rc;

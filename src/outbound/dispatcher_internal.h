@@ -60,6 +60,7 @@ struct claim {
 
 struct dispatcher {
     struct dispatcher_deps deps; /* the parts and settings it was started with */
+    int64_t health_purged_minute; /* writer thread: the minute whose old health buckets were last purged */
     pthread_t thread;
     struct http_engine *engine; /* the loop runs it: transfers, their sockets, the inbox wake-up */
     atomic_int held;

@@ -274,4 +274,5 @@ const struct store_ops store_postgres_ops = {
     .tokens = &postgres_token_ops,
     .alerts = &postgres_alert_ops,
     .upkeep = &postgres_upkeep_ops,
+    .health = &postgres_health_ops,
 };

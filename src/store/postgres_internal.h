@@ -36,7 +36,8 @@ enum {
     PG_REPLAYS = PG_MACHINES + 32,     /* postgres_replays.c */
     PG_TOKENS = PG_REPLAYS + 16,       /* postgres_tokens.c */
     PG_OPS = PG_TOKENS + 16,           /* postgres_ops.c */
-    PG_SPARE = PG_OPS + 16,            /* no statement of the backend uses these (tests) */
+    PG_HEALTH = PG_OPS + 16,           /* postgres_health.c */
+    PG_SPARE = PG_HEALTH + 32,         /* no statement of the backend uses these (tests) */
     PG_SLOTS = PG_SPARE + 4,
 };
 _Static_assert((int)PG_CONN_END <= (int)PG_EVENTS, "the connection's statements overflow their slots");
@@ -202,4 +203,5 @@ extern const struct store_replay_ops postgres_replay_ops;       /* postgres_repl
 extern const struct store_token_ops postgres_token_ops;         /* postgres_tokens.c */
 extern const struct store_alert_ops postgres_alert_ops;         /* postgres_ops.c */
 extern const struct store_upkeep_ops postgres_upkeep_ops;       /* postgres_ops.c */
+extern const struct store_health_ops postgres_health_ops;       /* postgres_health.c */
 #endif

@@ -25,7 +25,7 @@ enum {
     PG_PURGE_INBOX,
     PG_OPS_END
 };
-_Static_assert((int)PG_OPS_END <= (int)PG_SPARE, "the operations statements overflow their slots");
+_Static_assert((int)PG_OPS_END <= (int)PG_HEALTH, "the operations statements overflow their slots");
 
 static int postgres_alert_open(struct store *s, struct alert *a, int64_t quiet_since)
 {

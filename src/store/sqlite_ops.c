@@ -24,7 +24,7 @@ enum {
     SQ_PURGE_INBOX,
     SQ_OPS_END
 };
-_Static_assert((int)SQ_OPS_END <= (int)SQ_SLOTS, "the operations statements overflow their slots");
+_Static_assert((int)SQ_OPS_END <= (int)SQ_HEALTH, "the operations statements overflow their slots");
 
 static int sqlite_alert_open(struct store *s, struct alert *a, int64_t quiet_since)
 {

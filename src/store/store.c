@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/secret_box.h"
+#include "store/store_common.h"
 
 /* ---- backends ----------------------------------------------------------- */
 
@@ -1206,3 +1207,63 @@ void api_token_free(struct api_token *t)
 
 void replay_list_free(struct replay_list *l) { LIST_FREE(l, replay_free); }
 void token_list_free(struct token_list *l) { LIST_FREE(l, api_token_free); }
+/* ---- health ---- */
+
+int store_health_record(struct store *s, const struct health_attempt *a, size_t n, int64_t purge_before)
+{
+    assert(s && (n == 0 || a) && purge_before >= 0);
+    FAMILY_CALL(s, health, record, a, n, purge_before);
+}
+
+int store_health_queue(struct store *s, const char *endpoint_id, int64_t now, struct health_queue *out)
+{
+    assert(s && endpoint_id && out);
+    FAMILY_CALL(s, health, queue, endpoint_id, now, out);
+}
+
+int store_health_activity(struct store *s, const char *endpoint_id, struct health_activity *out)
+{
+    assert(s && endpoint_id && out);
+    FAMILY_CALL(s, health, activity, endpoint_id, out);
+}
+
+int store_health_window(struct store *s, const char *endpoint_id, int64_t since, struct health_window *out)
+{
+    assert(s && endpoint_id && out);
+    FAMILY_CALL(s, health, window, endpoint_id, since, out);
+}
+
+int store_health_summary(struct store *s, int64_t since, struct health_window_list *windows,
+                         struct health_failure_list *failures)
+{
+    assert(s && windows && failures);
+    FAMILY_CALL(s, health, summary, since, windows, failures);
+}
+
+int store_health_oldest(struct store *s, struct health_oldest *out)
+{
+    assert(s && out);
+    FAMILY_CALL(s, health, oldest, out);
+}
+
+int store_health_resource(struct store *s, const char *resource_type, const char *resource_id, const char *account,
+                          struct resource_sync_list *out)
+{
+    assert(s && resource_type && resource_id && out);
+    FAMILY_CALL(s, health, resource, resource_type, resource_id, account, out);
+}
+
+void health_activity_free(struct health_activity *a)
+{
+    if (!a)
+        return;
+    free(a->last_error_class);
+    free(a->last_error);
+    memset(a, 0, sizeof *a);
+}
+
+static void health_window_free(struct health_window *w) { (void)w; }
+
+void health_failure_list_free(struct health_failure_list *l) { LIST_FREE(l, store_free_health_failure); }
+void health_window_list_free(struct health_window_list *l) { LIST_FREE(l, health_window_free); }
+void resource_sync_list_free(struct resource_sync_list *l) { LIST_FREE(l, store_free_resource_sync); }

@@ -100,6 +100,14 @@
  *   upkeep (sqlite_ops.c, postgres_ops.c)
  *     figures               the cluster-wide gauges of the metrics
  *     purge_deliveries/events/inbox   one retention batch each
+ *   health (hookd_endpoint_minutes, hookd_latency_minutes, hookd_failure_minutes, hookd_endpoint_last)
+ *     health_record         add attempts to their endpoint's per-minute buckets and latest attempt (with the results)
+ *     health_queue          one endpoint's deliveries now: by status, in flight, oldest open, next due
+ *     health_activity       one endpoint's last attempt, success and error
+ *     health_window         one endpoint's attempts, successes, retry flow and latencies over a window
+ *     health_summary        every endpoint's attempts and grouped failures over a window
+ *     health_oldest         the oldest undelivered delivery
+ *     health_resource       per endpoint, the latest event of a resource and its delivery
  *
  * Adding a method: its pointer in the family's struct below, its wrapper here
  * and in store.c, and its function, table entry and statement slots in the
@@ -326,6 +334,99 @@ struct endpoint_outcome {
     bool opened;              /* out: the breaker opened (or reopened after a failed probe) */
     bool disabled;            /* out: the endpoint was disabled for failing continuously */
 };
+
+/* ---- health records (hookd_endpoint_minutes, _latency_minutes, _failure_minutes, _endpoint_last) ---- */
+
+/*
+ * Attempt figures are kept per endpoint, per minute and per node (each node
+ * writes rows of its own, so nodes never wait for each other's counters),
+ * written with the attempt results in the same transaction. Latencies go into
+ * log-scale buckets: bucket 0 holds 0 ms, bucket b >= 1 durations in
+ * [2^((b-1)/4), 2^(b/4)) ms (each about 19 % wide), the last one everything above.
+ */
+#define HEALTH_LATENCY_BUCKETS 72 /* 2^(71/4) ms is about 3.4 days */
+#define HEALTH_MINUTE_MS 60000
+#define HEALTH_KEEP_MS (25 * 3600 * 1000LL) /* buckets older than this are purged (the longest window is 24 h) */
+#define HEALTH_ERROR_MAX 256                /* bytes of the last error's text kept per endpoint and node */
+
+/* One attempt as the health figures see it (the dispatcher fills it from a result; strings borrowed). */
+struct health_attempt {
+    const char *endpoint_id;
+    const char *account;     /* the delivery's; NULL: none */
+    const char *node;
+    int64_t started_at;      /* ms */
+    int duration_ms;
+    int status_code;         /* 0: none */
+    const char *error_class; /* NULL on a received status */
+    const char *error;       /* NULL: none */
+    bool succeeded;          /* 2xx */
+    int retry_delta;         /* +1: its delivery became retrying; -1: it was retrying and is no longer; 0 */
+};
+
+/* What an endpoint's deliveries look like now. */
+struct health_queue {
+    int64_t pending, retrying, dead, skipped; /* deliveries by status */
+    int64_t in_flight;        /* leased now (being attempted, or held by a node): some of pending + retrying */
+    int64_t oldest_open_at;   /* created_at of the oldest pending or retrying delivery; 0: none */
+    char oldest_event_id[HOOKD_ID_MAX]; /* its event ("" when none) */
+    int64_t next_attempt_at;  /* the earliest next_attempt_at of the open, unleased ones; 0: none */
+};
+
+/* An endpoint's latest attempts, over every node. */
+struct health_activity {
+    int64_t last_attempt_at, last_success_at, last_error_at; /* ms; 0: never */
+    int last_error_status_code;                              /* 0: none */
+    char *last_error_class;                                  /* NULL: a received status, or none */
+    char *last_error;                                        /* NULL: none */
+};
+void health_activity_free(struct health_activity *a);
+
+/* An endpoint's attempts in a window (whole minutes), over every node. */
+struct health_window {
+    char endpoint_id[HOOKD_ID_MAX];
+    int64_t attempts, successes;
+    int64_t retries_started, retries_ended; /* deliveries that became retrying, and that stopped being it */
+    int64_t latency[HEALTH_LATENCY_BUCKETS]; /* attempts per duration bucket (health_window only) */
+};
+
+/* Failed attempts in a window with one (endpoint, account, status code or error class). */
+struct health_failure {
+    char endpoint_id[HOOKD_ID_MAX];
+    char *account;         /* the delivery's; NULL: none */
+    int status_code;       /* 0: none (then error_class says what happened) */
+    char *error_class;     /* NULL: a received status */
+    int64_t count;
+};
+struct health_failure_list { struct health_failure *items; size_t n; };
+struct health_window_list { struct health_window *items; size_t n; };
+void health_failure_list_free(struct health_failure_list *l);
+void health_window_list_free(struct health_window_list *l);
+
+/* The oldest undelivered (pending or retrying) delivery of the whole store. */
+struct health_oldest {
+    char delivery_id[HOOKD_ID_MAX];
+    char event_id[HOOKD_ID_MAX];
+    char endpoint_id[HOOKD_ID_MAX];
+    int64_t created_at; /* ms; 0: nothing is undelivered */
+};
+
+/* The latest event of a resource that has a delivery to one endpoint, and that delivery. */
+struct resource_sync {
+    char endpoint_id[HOOKD_ID_MAX];
+    char event_id[HOOKD_ID_MAX];
+    char *event_type;
+    bool has_version;
+    int64_t version;
+    int64_t event_created_at;
+    enum delivery_status status;
+    int attempt_count;
+    int64_t last_attempt_at, next_attempt_at, delivered_at;
+    int last_status_code;
+    char *last_error;
+};
+struct resource_sync_list { struct resource_sync *items; size_t n; };
+void resource_sync_list_free(struct resource_sync_list *l);
+#define RESOURCE_SYNC_EVENTS 1000 /* the newest events of a resource a sync view looks through */
 
 /* ---- inbound records (hookd_sources, hookd_inbox, hookd_rejections) ---- */
 
@@ -940,6 +1041,32 @@ struct store_upkeep_ops {
     int (*purge_inbox)(struct store *s, int64_t before, int limit, int64_t *purged);
 };
 
+/* The health figures: attempt buckets written with the results, and reads over them and the deliveries. */
+struct store_health_ops {
+    /*
+     * Adds the attempts to their endpoint's minute, latency and failure buckets and its latest
+     * attempt, success and error (per node); with purge_before > 0 also drops buckets older than it.
+     * Runs in the caller's transaction, or in one of its own.
+     */
+    int (*record)(struct store *s, const struct health_attempt *a, size_t n, int64_t purge_before);
+    /* One endpoint's deliveries now: counts by status, leases live at now, the oldest open, the next due. */
+    int (*queue)(struct store *s, const char *endpoint_id, int64_t now, struct health_queue *out);
+    int (*activity)(struct store *s, const char *endpoint_id, struct health_activity *out);
+    /* One endpoint's attempts in the minutes from since (floored to its minute) on, with latencies. */
+    int (*window)(struct store *s, const char *endpoint_id, int64_t since, struct health_window *out);
+    /* Every endpoint's attempts from since on (no latencies), and the failures grouped as struct
+     * health_failure, both by endpoint id. */
+    int (*summary)(struct store *s, int64_t since, struct health_window_list *windows,
+                   struct health_failure_list *failures);
+    int (*oldest)(struct store *s, struct health_oldest *out); /* created_at 0 when nothing is undelivered */
+    /*
+     * Per endpoint (by id), the newest of the resource's newest RESOURCE_SYNC_EVENTS events (account:
+     * only that account's; NULL: any) that has a delivery to it other than a superseded one.
+     */
+    int (*resource)(struct store *s, const char *resource_type, const char *resource_id, const char *account,
+                    struct resource_sync_list *out);
+};
+
 struct store_ops {
     int version; /* STORE_OPS_VERSION */
     const char *name;
@@ -996,6 +1123,7 @@ struct store_ops {
     const struct store_token_ops *tokens;
     const struct store_alert_ops *alerts;
     const struct store_upkeep_ops *upkeep;
+    const struct store_health_ops *health;
 };
 
 extern const struct store_ops store_sqlite_ops;
@@ -1140,4 +1268,13 @@ STORE_WRAPPER store_purge_deliveries(struct store *s, int64_t before, int limit,
 STORE_WRAPPER store_purge_events(struct store *s, int64_t after_seq, int64_t before, int limit, int64_t *next_seq,
                                  int64_t *purged);
 STORE_WRAPPER store_purge_inbox(struct store *s, int64_t before, int limit, int64_t *purged);
+STORE_WRAPPER store_health_record(struct store *s, const struct health_attempt *a, size_t n, int64_t purge_before);
+STORE_WRAPPER store_health_queue(struct store *s, const char *endpoint_id, int64_t now, struct health_queue *out);
+STORE_WRAPPER store_health_activity(struct store *s, const char *endpoint_id, struct health_activity *out);
+STORE_WRAPPER store_health_window(struct store *s, const char *endpoint_id, int64_t since, struct health_window *out);
+STORE_WRAPPER store_health_summary(struct store *s, int64_t since, struct health_window_list *windows,
+                                   struct health_failure_list *failures);
+STORE_WRAPPER store_health_oldest(struct store *s, struct health_oldest *out);
+STORE_WRAPPER store_health_resource(struct store *s, const char *resource_type, const char *resource_id,
+                                    const char *account, struct resource_sync_list *out);
 #endif

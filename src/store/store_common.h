@@ -367,4 +367,57 @@ int store_read_entity(const struct store_row *r, void *item);     /* struct enti
 int store_read_transition(const struct store_row *r, void *item); /* struct transition_record */
 void store_free_machine(void *item);
 void store_free_transition(void *item);
+/* ---- health: the rows one health_record writes (store/health_rows.c) ----- */
+
+struct health_minute_row {
+    const char *endpoint_id, *node;
+    int64_t minute, attempts, successes, retries_started, retries_ended;
+};
+struct health_latency_row {
+    const char *endpoint_id, *node;
+    int64_t minute;
+    int bucket;
+    int64_t count;
+};
+struct health_failure_row {
+    const char *endpoint_id, *node, *account; /* account NULL: none */
+    int64_t minute;
+    int status_code;
+    const char *error_class; /* "" for a received status: the key has no NULLs */
+    int64_t count;
+};
+struct health_last_row {
+    const char *endpoint_id, *node;
+    int64_t last_attempt_at, last_success_at, last_error_at; /* 0: none in this batch */
+    int last_error_status_code;
+    const char *last_error_class;    /* NULL: a received status */
+    char last_error[HEALTH_ERROR_MAX]; /* "" with last_error_at 0 or an error without text */
+    bool has_error_text;
+};
+/* The attempts summed per key, each array sorted by its key (so concurrent writers lock rows in one order). */
+struct health_rows {
+    struct health_minute_row *minutes;
+    struct health_latency_row *latencies;
+    struct health_failure_row *failures;
+    struct health_last_row *lasts;
+    size_t n_minutes, n_latencies, n_failures, n_lasts;
+};
+/* Strings stay borrowed from a. HOOKD_ENOMEM on failure (rows then empty). */
+__attribute__((warn_unused_result)) int health_rows_build(const struct health_attempt *a, size_t n,
+                                                          struct health_rows *out);
+void health_rows_free(struct health_rows *r);
+/* The minute an instant falls in (ms, floored). */
+int64_t health_minute(int64_t ms);
+
+/* Readers: endpoint_id, attempts, successes, retries_started, retries_ended (struct health_window);
+ * endpoint_id, account_null, account, status_code, error_class, count (struct health_failure);
+ * STORE_RESOURCE_SYNC_COLUMNS (struct resource_sync). */
+int store_read_health_window(const struct store_row *r, void *item);
+int store_read_health_failure(const struct store_row *r, void *item);
+#define STORE_RESOURCE_SYNC_COLUMNS                                                                     \
+    "d.endpoint_id, o.id, o.event_type, o.resource_version, o.created_at, d.status, d.attempt_count, " \
+    "d.last_attempt_at, d.next_attempt_at, d.delivered_at, d.last_status_code, d.last_error"
+int store_read_resource_sync(const struct store_row *r, void *item);
+void store_free_health_failure(void *item);
+void store_free_resource_sync(void *item);
 #endif

@@ -486,6 +486,69 @@ static const char schema_inbox_notify[] =
     " FOR EACH ROW WHEN (new.status = 'pending' AND old.status <> 'pending')"
     " EXECUTE FUNCTION hookd_inbox_notify();";
 
+/*
+ * Endpoint health: the SQLite schema's migration of the same name (attempt
+ * buckets per endpoint, minute and node; each endpoint's latest attempt; the
+ * queue and resource indexes). Rows are keyed by node so that two nodes'
+ * result batches never wait for each other on a shared counter row; a
+ * deleted endpoint's buckets go with it (its failure rows age out).
+ */
+static const char schema_endpoint_health[] =
+    "CREATE TABLE hookd_endpoint_minutes ("
+    " endpoint_id TEXT COLLATE \"C\" NOT NULL,"
+    " minute BIGINT NOT NULL,"
+    " node TEXT COLLATE \"C\" NOT NULL,"
+    " attempts BIGINT NOT NULL DEFAULT 0,"
+    " successes BIGINT NOT NULL DEFAULT 0,"
+    " retries_started BIGINT NOT NULL DEFAULT 0,"
+    " retries_ended BIGINT NOT NULL DEFAULT 0,"
+    " PRIMARY KEY (endpoint_id, minute, node)"
+    ") WITH (fillfactor = 70);"
+    "CREATE INDEX hookd_endpoint_minutes_minute ON hookd_endpoint_minutes(minute);"
+    "CREATE TABLE hookd_latency_minutes ("
+    " endpoint_id TEXT COLLATE \"C\" NOT NULL,"
+    " minute BIGINT NOT NULL,"
+    " node TEXT COLLATE \"C\" NOT NULL,"
+    " bucket INTEGER NOT NULL,"
+    " count BIGINT NOT NULL DEFAULT 0,"
+    " PRIMARY KEY (endpoint_id, minute, node, bucket)"
+    ") WITH (fillfactor = 70);"
+    "CREATE INDEX hookd_latency_minutes_minute ON hookd_latency_minutes(minute);"
+    "CREATE TABLE hookd_failure_minutes ("
+    " minute BIGINT NOT NULL,"
+    " endpoint_id TEXT COLLATE \"C\" NOT NULL,"
+    " account_null BOOLEAN NOT NULL,"
+    " account TEXT COLLATE \"C\" NOT NULL,"
+    " status_code INTEGER NOT NULL,"
+    " error_class TEXT COLLATE \"C\" NOT NULL,"
+    " node TEXT COLLATE \"C\" NOT NULL,"
+    " count BIGINT NOT NULL DEFAULT 0,"
+    " PRIMARY KEY (minute, endpoint_id, account_null, account, status_code, error_class, node)"
+    ") WITH (fillfactor = 70);"
+    "CREATE TABLE hookd_endpoint_last ("
+    " endpoint_id TEXT COLLATE \"C\" NOT NULL,"
+    " node TEXT COLLATE \"C\" NOT NULL,"
+    " last_attempt_at BIGINT,"
+    " last_success_at BIGINT,"
+    " last_error_at BIGINT,"
+    " last_error_status_code INTEGER,"
+    " last_error_class TEXT,"
+    " last_error TEXT,"
+    " PRIMARY KEY (endpoint_id, node)"
+    ") WITH (fillfactor = 50);"
+    "CREATE OR REPLACE FUNCTION hookd_endpoint_health_gone() RETURNS trigger LANGUAGE plpgsql"
+    " SET search_path FROM CURRENT AS $$ BEGIN"
+    " DELETE FROM hookd_endpoint_minutes WHERE endpoint_id = old.id;"
+    " DELETE FROM hookd_latency_minutes WHERE endpoint_id = old.id;"
+    " DELETE FROM hookd_endpoint_last WHERE endpoint_id = old.id;"
+    " RETURN NULL; END $$;"
+    "CREATE TRIGGER hookd_endpoint_health_gone AFTER DELETE ON hookd_endpoints"
+    " FOR EACH ROW EXECUTE FUNCTION hookd_endpoint_health_gone();"
+    "CREATE INDEX hookd_deliveries_endpoint_status ON hookd_deliveries(endpoint_id, status, created_at)"
+    " WHERE status IN ('pending', 'retrying', 'dead', 'skipped');"
+    "CREATE INDEX hookd_outbox_resource ON hookd_outbox(resource_type, resource_id, seq)"
+    " WHERE resource_id IS NOT NULL;";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -503,6 +566,7 @@ const struct schema_migration postgres_migrations[] = {
     {14, schema_alerts_retention},
     {15, schema_inbox_library},
     {16, schema_inbox_notify},
+    {17, schema_endpoint_health},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];

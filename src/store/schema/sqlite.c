@@ -391,6 +391,71 @@ static const char schema_alerts_retention[] =
     "CREATE INDEX hookd_inbox_retention ON hookd_inbox(processed_at)"
     " WHERE status = 'processed' AND payload <> '';";
 
+/*
+ * Endpoint health (DESIGN §8 /v1/endpoints/{id}/health, /v1/summary, sync
+ * status): attempt figures per endpoint, minute and node, written with the
+ * attempt results (each node its own rows, so nodes never wait for one
+ * another's counters): attempts, successes and the retry flow; latencies in
+ * log-scale buckets (core/latency.h); failed attempts by account and status
+ * code or error class (error_class '' for a received status, account_null 1
+ * for a delivery without account: the key holds no NULLs); and each
+ * endpoint's latest attempt, success and error. Buckets older than 25 h are
+ * purged by the writes. Two partial indexes answer "what does this endpoint's
+ * queue look like" from the index alone (open and failed deliveries by
+ * status, oldest first) and one finds a resource's events, newest first.
+ */
+static const char schema_endpoint_health[] =
+    "CREATE TABLE hookd_endpoint_minutes ("
+    " endpoint_id TEXT NOT NULL,"
+    " minute INTEGER NOT NULL,"
+    " node TEXT NOT NULL,"
+    " attempts INTEGER NOT NULL DEFAULT 0,"
+    " successes INTEGER NOT NULL DEFAULT 0,"
+    " retries_started INTEGER NOT NULL DEFAULT 0,"
+    " retries_ended INTEGER NOT NULL DEFAULT 0,"
+    " PRIMARY KEY (endpoint_id, minute, node)"
+    ") WITHOUT ROWID;"
+    "CREATE INDEX hookd_endpoint_minutes_minute ON hookd_endpoint_minutes(minute);"
+    "CREATE TABLE hookd_latency_minutes ("
+    " endpoint_id TEXT NOT NULL,"
+    " minute INTEGER NOT NULL,"
+    " node TEXT NOT NULL,"
+    " bucket INTEGER NOT NULL,"
+    " count INTEGER NOT NULL DEFAULT 0,"
+    " PRIMARY KEY (endpoint_id, minute, node, bucket)"
+    ") WITHOUT ROWID;"
+    "CREATE INDEX hookd_latency_minutes_minute ON hookd_latency_minutes(minute);"
+    "CREATE TABLE hookd_failure_minutes ("
+    " minute INTEGER NOT NULL,"
+    " endpoint_id TEXT NOT NULL,"
+    " account_null INTEGER NOT NULL,"
+    " account TEXT NOT NULL,"
+    " status_code INTEGER NOT NULL,"
+    " error_class TEXT NOT NULL,"
+    " node TEXT NOT NULL,"
+    " count INTEGER NOT NULL DEFAULT 0,"
+    " PRIMARY KEY (minute, endpoint_id, account_null, account, status_code, error_class, node)"
+    ") WITHOUT ROWID;"
+    "CREATE TABLE hookd_endpoint_last ("
+    " endpoint_id TEXT NOT NULL,"
+    " node TEXT NOT NULL,"
+    " last_attempt_at INTEGER,"
+    " last_success_at INTEGER,"
+    " last_error_at INTEGER,"
+    " last_error_status_code INTEGER,"
+    " last_error_class TEXT,"
+    " last_error TEXT,"
+    " PRIMARY KEY (endpoint_id, node)"
+    ") WITHOUT ROWID;"
+    "CREATE TRIGGER hookd_endpoint_health_gone AFTER DELETE ON hookd_endpoints BEGIN"
+    " DELETE FROM hookd_endpoint_minutes WHERE endpoint_id = old.id;"
+    " DELETE FROM hookd_latency_minutes WHERE endpoint_id = old.id;"
+    " DELETE FROM hookd_endpoint_last WHERE endpoint_id = old.id; END;"
+    "CREATE INDEX hookd_deliveries_endpoint_status ON hookd_deliveries(endpoint_id, status, created_at)"
+    " WHERE status IN ('pending', 'retrying', 'dead', 'skipped');"
+    "CREATE INDEX hookd_outbox_resource ON hookd_outbox(resource_type, resource_id, seq)"
+    " WHERE resource_id IS NOT NULL;";
+
 const struct schema_migration sqlite_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -405,6 +470,7 @@ const struct schema_migration sqlite_migrations[] = {
     {11, schema_machines},
     {12, schema_replays_tokens},
     {13, schema_alerts_retention},
+    {14, schema_endpoint_health},
 };
 
 const size_t sqlite_migrations_count = sizeof sqlite_migrations / sizeof sqlite_migrations[0];
