@@ -5,12 +5,14 @@
  * what the source becomes); the server writes nothing when nothing differs,
  * which the unchanged updated_at shows. Each endpoint is found by its id when
  * given, else by url and account; a found one gets a PATCH of the fields that
- * differ (and a rotation when its secret differs). Prints one line per item
- * and a summary; exits 1 when any item failed.
+ * differ (and a rotation when its secret differs). Prints a table of the
+ * items and one of the counts per kind (--json: both as one JSON object);
+ * exits 1 when any item failed.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/client.h"
@@ -26,32 +28,36 @@ static const char *const outcome_words[N_OUTCOMES] = {"created", "updated", "unc
  * status, or 0 when the API cannot be reached (after printing why). */
 static long call(const struct client *c, const char *method, const char *path, const json_t *body, json_t **out)
 {
-    char err[512], *text = body ? json_dumps(body, JSON_COMPACT) : NULL, *response = NULL;
+    char *raw = NULL;
     long status = 0;
-    int rc;
 
-    *out = NULL;
-    if (body && !text)
-        return 0;
-    rc = client_request(c, method, path, text, NULL, &status, &response, err, sizeof err);
-    if (text) {
-        explicit_bzero(text, strlen(text)); /* carries secrets */
-        free(text);
-    }
-    if (rc != 0) {
-        fprintf(stderr, "hookd apply: cannot reach the admin API at %s: %s\n", c->base_url, err);
-        return 0;
-    }
-    *out = response[0] ? json_loads(response, JSON_DECODE_ANY, NULL) : NULL;
-    free(response);
+    if (client_exchange(c, method, path, body, NULL, &status, &raw, out) != CLI_EXIT_OK)
+        status = 0;
+    free(raw);
     return status;
+}
+
+/* Text from the file or the server, safe for the terminal. */
+static const char *safe(const char *text, char out[OUT_CELL_BYTES])
+{
+    out_cell_text(text ? text : "?", strlen(text ? text : "?"), 200, out, OUT_CELL_BYTES);
+    return out;
 }
 
 static void print_failure(const char *kind, const char *what, long status, const json_t *answer)
 {
     const char *message = json_string_value(json_object_get(json_object_get(answer, "error"), "message"));
+    char w[OUT_CELL_BYTES], m[OUT_CELL_BYTES];
 
-    fprintf(stderr, "%s %s: failed: %s (HTTP %ld)\n", kind, what, message ? message : "no answer", status);
+    fprintf(stderr, "%s %s: failed: %s (HTTP %ld)\n", kind, safe(what, w), safe(message ? message : "no answer", m),
+            status);
+}
+
+/* One row of the items table: {"kind", "name", "result", "id"}. */
+static void record(json_t *items, const char *kind, const char *name, enum outcome result, const char *id)
+{
+    json_array_append_new(items, json_pack("{s:s,s:s?,s:s,s:s?}", "kind", kind, "name", name, "result",
+                                           outcome_words[result], "id", id));
 }
 
 /* ---- sources ------------------------------------------------------------------------------- */
@@ -60,20 +66,23 @@ static void print_failure(const char *kind, const char *what, long status, const
 static const char *const source_optional[] = {"event_id", "event_type", "entity", "required", "max_body",
                                               "handler", "retry_schedule", "max_defer"};
 
-static enum outcome apply_source(const struct client *c, const json_t *src)
+static enum outcome apply_source(const struct client *c, const json_t *src, json_t *items)
 {
     const char *name = json_string_value(json_object_get(src, "name"));
     char path[512] = "/v1/sources";
     json_t *got = NULL, *answer = NULL, *patch;
     enum outcome result = FAILED;
+    char w[OUT_CELL_BYTES];
     long status;
 
     if (!json_is_object(src) || !name) {
         fprintf(stderr, "source: each entry of \"sources\" must be an object with a \"name\"\n");
+        record(items, "source", NULL, FAILED, NULL);
         return FAILED;
     }
     if (!cli_path_segment(path, sizeof path, name)) {
-        fprintf(stderr, "source %s: name too long\n", name);
+        fprintf(stderr, "source %s: name too long\n", safe(name, w));
+        record(items, "source", name, FAILED, NULL);
         return FAILED;
     }
     status = call(c, "GET", path, NULL, &got);
@@ -97,8 +106,7 @@ static enum outcome apply_source(const struct client *c, const json_t *src)
     }
     if (result == FAILED && status != 0)
         print_failure("source", name, status, answer ? answer : got);
-    else if (result != FAILED)
-        printf("source %s: %s\n", name, outcome_words[result]);
+    record(items, "source", name, result, NULL);
     json_decref(got);
     json_decref(answer);
     return result;
@@ -219,49 +227,53 @@ static long endpoint_find(const struct client *c, const json_t *ep, json_t **fou
     return 200;
 }
 
-static enum outcome apply_endpoint(const struct client *c, const json_t *ep)
+static enum outcome apply_endpoint(const struct client *c, const json_t *ep, json_t *items)
 {
     const char *url = text_of(json_object_get(ep, "url")), *id = text_of(json_object_get(ep, "id"));
     const char *key, *label = id ? id : url ? url : "?";
     json_t *found = NULL, *answer = NULL, *patch = NULL, *v;
     enum outcome result = FAILED;
-    char path[512];
+    char path[512], w[OUT_CELL_BYTES], k[OUT_CELL_BYTES];
     long status;
 
     if (!json_is_object(ep) || (!url && !id)) {
         fprintf(stderr, "endpoint: each entry of \"endpoints\" must be an object with a \"url\" (or an \"id\")\n");
+        record(items, "endpoint", NULL, FAILED, NULL);
         return FAILED;
     }
     json_object_foreach((json_t *)ep, key, v) {
         if (!known_endpoint_field(key)) {
-            fprintf(stderr, "endpoint %s: unknown field %.64s\n", label, key);
+            fprintf(stderr, "endpoint %s: unknown field %s\n", safe(label, w), safe(key, k));
+            record(items, "endpoint", label, FAILED, NULL);
             return FAILED;
         }
     }
     status = endpoint_find(c, ep, &found);
     if (status != 200) {
         if (status != 0)
-            fprintf(stderr, "endpoint %s: cannot look it up (HTTP %ld)\n", label, status);
+            fprintf(stderr, "endpoint %s: cannot look it up (HTTP %ld)\n", safe(label, w), status);
         json_decref(found);
+        record(items, "endpoint", label, FAILED, NULL);
         return FAILED;
     }
     if (!found && id) {
-        fprintf(stderr, "endpoint %s: no endpoint has this id (leave \"id\" out to create one)\n", id);
+        fprintf(stderr, "endpoint %s: no endpoint has this id (leave \"id\" out to create one)\n", safe(id, w));
+        record(items, "endpoint", label, FAILED, NULL);
         return FAILED;
     }
     if (!found) {
         status = call(c, "POST", "/v1/endpoints", ep, &answer);
         result = status == 201 ? CREATED : FAILED;
-        if (status == 201)
-            printf("endpoint %s: created (%s)\n", label, text_of(json_object_get(answer, "id")));
-        else if (status)
+        if (status != 201 && status)
             print_failure("endpoint", label, status, answer);
+        record(items, "endpoint", label, result, text_of(json_object_get(answer, "id")));
         json_decref(answer);
         return result;
     }
     snprintf(path, sizeof path, "/v1/endpoints");
     if (!cli_path_segment(path, sizeof path, text_of(json_object_get(found, "id")))) {
         json_decref(found);
+        record(items, "endpoint", label, FAILED, NULL);
         return FAILED;
     }
     result = UNCHANGED;
@@ -291,8 +303,7 @@ static enum outcome apply_endpoint(const struct client *c, const json_t *ep)
             print_failure("endpoint", label, status, answer);
         json_decref(answer);
     }
-    if (result != FAILED)
-        printf("endpoint %s: %s\n", label, outcome_words[result]);
+    record(items, "endpoint", label, result, text_of(json_object_get(found, "id")));
     json_decref(patch);
     json_decref(found);
     return result;
@@ -302,17 +313,54 @@ static enum outcome apply_endpoint(const struct client *c, const json_t *ep)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: hookd apply [-c hookd.conf] FILE.json   (FILE: {\"sources\": [...], \"endpoints\": [...]})\n");
+    fprintf(stderr, "usage: hookd apply [-c hookd.conf] [--json] FILE.json   (FILE: {\"sources\": [...], "
+                    "\"endpoints\": [...]})\n");
     return CLI_EXIT_USAGE;
+}
+
+static const struct out_column item_columns[] = {
+    {"KIND", "kind", NULL}, {"NAME", "name", NULL}, {"RESULT", "result", out_fmt_status}, {"ID", "id", NULL},
+    OUT_COLUMNS_END,
+};
+static const struct out_column summary_columns[] = {
+    {"KIND", "kind", NULL},           {"CREATED", "created", NULL}, {"UPDATED", "updated", NULL},
+    {"UNCHANGED", "unchanged", NULL}, {"FAILED", "failed", NULL},   OUT_COLUMNS_END,
+};
+
+/* The items table and the counts per kind; with --json {"items": [...], "summary": [...]} (one line). */
+static void print_report(const struct out *o, json_t *items, int counts[2][N_OUTCOMES])
+{
+    static const char *const kinds[2] = {"sources", "endpoints"};
+    json_t *summary = json_array(), *report;
+
+    for (size_t k = 0; k < 2; k++)
+        json_array_append_new(summary, json_pack("{s:s,s:i,s:i,s:i,s:i}", "kind", kinds[k], "created",
+                                                 counts[k][CREATED], "updated", counts[k][UPDATED], "unchanged",
+                                                 counts[k][UNCHANGED], "failed", counts[k][FAILED]));
+    if (o->json) {
+        report = json_pack("{s:O,s:O}", "items", items, "summary", summary);
+        if (report)
+            json_dumpf(report, stdout, JSON_COMPACT);
+        fputc('\n', stdout);
+        json_decref(report);
+    } else {
+        if (json_array_size(items) > 0) {
+            out_table(o, stdout, item_columns, items, 0);
+            fputc('\n', stdout);
+        }
+        out_table(o, stdout, summary_columns, summary, 0);
+    }
+    json_decref(summary);
 }
 
 int cmd_apply(int argc, char **argv)
 {
     const char *config = NULL, *file = NULL, *key;
     int counts[2][N_OUTCOMES] = {{0}};
+    struct out o = {0};
     struct client client;
     json_error_t jerr;
-    json_t *doc, *v, *item;
+    json_t *doc, *v, *item, *items;
     char err[512];
     size_t i;
 
@@ -321,6 +369,8 @@ int cmd_apply(int argc, char **argv)
             config = argv[++k];
         else if (strcmp(argv[k], "-h") == 0 || strcmp(argv[k], "--help") == 0)
             return usage(), CLI_EXIT_OK;
+        else if (strcmp(argv[k], "--json") == 0)
+            o.json = true;
         else if (argv[k][0] == '-' && argv[k][1] != '\0')
             return usage();
         else if (!file)
@@ -330,6 +380,7 @@ int cmd_apply(int argc, char **argv)
     }
     if (!file)
         return usage();
+    o.colour = out_colour_wanted(STDOUT_FILENO, getenv("NO_COLOR"));
     doc = strcmp(file, "-") == 0 ? json_loadf(stdin, JSON_REJECT_DUPLICATES, &jerr)
                                  : json_load_file(file, JSON_REJECT_DUPLICATES, &jerr);
     if (!json_is_object(doc)) {
@@ -341,8 +392,9 @@ int cmd_apply(int argc, char **argv)
     json_object_foreach(doc, key, v) {
         if ((strcmp(key, "sources") != 0 && strcmp(key, "endpoints") != 0) || !json_is_array(v) ||
             json_array_size(v) > APPLY_ITEMS_MAX) {
-            fprintf(stderr, "hookd apply: %s: \"%.64s\": the file holds only \"sources\" and \"endpoints\" arrays\n",
-                    file, key);
+            char k[OUT_CELL_BYTES];
+            fprintf(stderr, "hookd apply: %s: \"%s\": the file holds only \"sources\" and \"endpoints\" arrays\n",
+                    file, safe(key, k));
             json_decref(doc);
             return CLI_EXIT_USAGE;
         }
@@ -352,15 +404,19 @@ int cmd_apply(int argc, char **argv)
         json_decref(doc);
         return CLI_EXIT_USAGE;
     }
+    if (!(items = json_array())) {
+        fprintf(stderr, "hookd: out of memory\n");
+        client_close(&client);
+        json_decref(doc);
+        return CLI_EXIT_USAGE;
+    }
     json_array_foreach(json_object_get(doc, "sources"), i, item)
-        counts[0][apply_source(&client, item)]++;
+        counts[0][apply_source(&client, item, items)]++;
     json_array_foreach(json_object_get(doc, "endpoints"), i, item)
-        counts[1][apply_endpoint(&client, item)]++;
+        counts[1][apply_endpoint(&client, item, items)]++;
     client_close(&client);
     json_decref(doc);
-    printf("sources: %d created, %d updated, %d unchanged, %d failed\n", counts[0][CREATED], counts[0][UPDATED],
-           counts[0][UNCHANGED], counts[0][FAILED]);
-    printf("endpoints: %d created, %d updated, %d unchanged, %d failed\n", counts[1][CREATED], counts[1][UPDATED],
-           counts[1][UNCHANGED], counts[1][FAILED]);
+    print_report(&o, items, counts);
+    json_decref(items);
     return counts[0][FAILED] + counts[1][FAILED] > 0 ? CLI_EXIT_API : CLI_EXIT_OK;
 }

@@ -6,6 +6,11 @@
  */
 #ifndef HOOKD_CLI_H
 #define HOOKD_CLI_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cli/output.h"
+
 int cmd_serve(int argc, char **argv);        /* serve.c */
 int cmd_check_config(int argc, char **argv); /* serve.c */
 int cmd_listen(int argc, char **argv);       /* listen.c */
@@ -17,4 +22,8 @@ int cmd_inbox(int argc, char **argv);        /* inbox.c */
 int cmd_apply(int argc, char **argv);        /* apply.c */
 int cmd_send(int argc, char **argv);         /* send.c */
 int cmd_rotate_key(int argc, char **argv);   /* rotate_key.c */
+
+/* Views more than one family shows (deliveries.c): a delivery list's columns; a delivery's state in words. */
+extern const struct out_column cli_delivery_columns[];
+void cli_delivery_words(const json_t *delivery, int64_t now_ms, char *out, size_t cap);
 #endif
