@@ -1,5 +1,4 @@
 /* Unit tests of the CLI output layer (src/cli/output*.c, design §12 "CLI output"). */
-#define _GNU_SOURCE
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
