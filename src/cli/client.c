@@ -232,7 +232,7 @@ int client_exchange(const struct client *c, const char *method, const char *path
         return CLI_EXIT_UNREACHABLE;
     }
     if ((*raw)[0])
-        *json = json_loads(*raw, JSON_DECODE_ANY, NULL);
+        *json = json_loads(*raw, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL); /* snippets may hold NUL */
     return CLI_EXIT_OK;
 }
 
