@@ -444,8 +444,11 @@ int out_show(struct out *o, FILE *f, out_fetch_fn *fetch, void *ctx, out_view_fn
         if (n > 1 && !pause_ms(o->watch_ms))
             break;
         rfc3339_format(out_now_ms(), when);
-        if (o->tty && !o->json)
-            fprintf(f, "\033[H\033[2J%s every %lld ms (Ctrl-C stops)\n\n", when, (long long)o->watch_ms);
+        if (o->tty && !o->json) {
+            char every[48];
+            out_duration_words(o->watch_ms, every, sizeof every);
+            fprintf(f, "\033[H\033[2J%s, every %s (Ctrl-C stops)\n\n", when, every);
+        }
         else if (!o->json)
             fprintf(f, "%s--- snapshot %lld at %s ---\n", n > 1 ? "\n" : "", n, when);
         rc = show_once(o, f, fetch, ctx, view, arg);
