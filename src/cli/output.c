@@ -301,7 +301,7 @@ static size_t label_width(const json_t *obj, const char *prefix, const struct ou
 
     json_object_foreach((json_t *)obj, key, v) {
         char label[256];
-        if (!prefix && listed(spec ? spec->skip : NULL, key))
+        if (!prefix && (listed(spec ? spec->skip : NULL, key) || subtable_of(spec, key)))
             continue;
         snprintf(label, sizeof label, "%s%s%s", prefix ? prefix : "", prefix ? "." : "", key);
         size_t w = json_is_object(v) && json_object_size(v) > 0 && !listed(spec ? spec->compact : NULL, key)
