@@ -112,7 +112,7 @@ void out_record_line(const struct out *o, FILE *f, int key_width, const char *la
 
 /* ---- running a view --------------------------------------------------------------------------- */
 
-/* Prints a parsed 2xx answer; raw is its body as the API sent it. */
+/* Prints a parsed 2xx answer (NULL when the body was empty); arg is the view's spec. */
 typedef void out_view_fn(const struct out *o, FILE *f, const json_t *answer, const void *arg);
 
 /* Fetches one answer: 0 with *raw (heap, caller frees) and *answer (caller decrefs), or an exit status after
