@@ -49,7 +49,10 @@ static int cmd_help(int argc, char **argv)
     printf("usage: hookd <command> [options]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         printf("  %-14s %s\n", commands[i].name, commands[i].summary);
-    printf("\n`hookd <command> --help` describes each command.\n");
+    printf("\nThe admin API commands print tables and key/value blocks (relative times, colours on a\n"
+           "terminal unless NO_COLOR); --json prints the API's JSON, --utc absolute times, and lists\n"
+           "and gets take --watch [INTERVAL] [--count N].\n"
+           "`hookd <command> --help` describes each command.\n");
     return 0;
 }
 

@@ -6,12 +6,14 @@
  * what the source becomes); the server writes nothing when nothing differs,
  * which the unchanged updated_at shows. Each endpoint is found by its id when
  * given, else by url and account; a found one gets a PATCH of the fields that
- * differ (and a rotation when its secret differs). Prints one line per item
- * and a summary; exits 1 when any item failed.
+ * differ (and a rotation when its secret differs). Prints a table of the
+ * items and one of the counts per kind (--json: both as one JSON object);
+ * exits 1 when any item failed.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/client.h"
@@ -27,32 +29,36 @@ static const char *const outcome_words[N_OUTCOMES] = {"created", "updated", "unc
  * status, or 0 when the API cannot be reached (after printing why). */
 static long call(const struct client *c, const char *method, const char *path, const json_t *body, json_t **out)
 {
-    char err[512], *text = body ? json_dumps(body, JSON_COMPACT) : NULL, *response = NULL;
+    char *raw = NULL;
     long status = 0;
-    int rc;
 
-    *out = NULL;
-    if (body && !text)
-        return 0;
-    rc = client_request(c, method, path, text, NULL, &status, &response, err, sizeof err);
-    if (text) {
-        explicit_bzero(text, strlen(text)); /* carries secrets */
-        free(text);
-    }
-    if (rc != 0) {
-        fprintf(stderr, "hookd apply: cannot reach the admin API at %s: %s\n", c->base_url, err);
-        return 0;
-    }
-    *out = response[0] ? json_loads(response, JSON_DECODE_ANY, NULL) : NULL;
-    free(response);
+    if (client_exchange(c, method, path, body, NULL, &status, &raw, out) != CLI_EXIT_OK)
+        status = 0;
+    free(raw);
     return status;
+}
+
+/* Text from the file or the server, safe for the terminal. */
+static const char *safe(const char *text, char out[OUT_CELL_BYTES])
+{
+    out_cell_text(text ? text : "?", strlen(text ? text : "?"), 200, out, OUT_CELL_BYTES);
+    return out;
 }
 
 static void print_failure(const char *kind, const char *what, long status, const json_t *answer)
 {
     const char *message = json_string_value(json_object_get(json_object_get(answer, "error"), "message"));
+    char w[OUT_CELL_BYTES], m[OUT_CELL_BYTES];
 
-    fprintf(stderr, "%s %s: failed: %s (HTTP %ld)\n", kind, what, message ? message : "no answer", status);
+    fprintf(stderr, "%s %s: failed: %s (HTTP %ld)\n", kind, safe(what, w), safe(message ? message : "no answer", m),
+            status);
+}
+
+/* One row of the items table: {"kind", "name", "result", "id"}. */
+static void record(json_t *items, const char *kind, const char *name, enum outcome result, const char *id)
+{
+    json_array_append_new(items, json_pack("{s:s,s:s?,s:s,s:s?}", "kind", kind, "name", name, "result",
+                                           outcome_words[result], "id", id));
 }
 
 /* ---- sources ------------------------------------------------------------------------------- */
@@ -66,21 +72,24 @@ static const char *const machine_optional[] = {"states", "emit"};
 
 /* One named resource (a source or a machine): created, or PATCHed whole (absent optional fields as null). */
 static enum outcome apply_named(const struct client *c, const char *kind, const char *collection,
-                                const char *const *optional, size_t n_optional, const json_t *src)
+                                const char *const *optional, size_t n_optional, const json_t *src, json_t *items)
 {
     const char *name = json_string_value(json_object_get(src, "name"));
     char path[512];
     json_t *got = NULL, *answer = NULL, *patch;
     enum outcome result = FAILED;
+    char w[OUT_CELL_BYTES];
     long status;
 
     snprintf(path, sizeof path, "%s", collection);
     if (!json_is_object(src) || !name) {
         fprintf(stderr, "%s: each entry of \"%ss\" must be an object with a \"name\"\n", kind, kind);
+        record(items, kind, NULL, FAILED, NULL);
         return FAILED;
     }
     if (!cli_path_segment(path, sizeof path, name)) {
-        fprintf(stderr, "%s %s: name too long\n", kind, name);
+        fprintf(stderr, "%s %s: name too long\n", kind, safe(name, w));
+        record(items, kind, name, FAILED, NULL);
         return FAILED;
     }
     status = call(c, "GET", path, NULL, &got);
@@ -104,8 +113,7 @@ static enum outcome apply_named(const struct client *c, const char *kind, const 
     }
     if (result == FAILED && status != 0)
         print_failure(kind, name, status, answer ? answer : got);
-    else if (result != FAILED)
-        printf("%s %s: %s\n", kind, name, outcome_words[result]);
+    record(items, kind, name, result, NULL);
     json_decref(got);
     json_decref(answer);
     return result;
@@ -226,49 +234,53 @@ static long endpoint_find(const struct client *c, const json_t *ep, json_t **fou
     return 200;
 }
 
-static enum outcome apply_endpoint(const struct client *c, const json_t *ep)
+static enum outcome apply_endpoint(const struct client *c, const json_t *ep, json_t *items)
 {
     const char *url = text_of(json_object_get(ep, "url")), *id = text_of(json_object_get(ep, "id"));
     const char *key, *label = id ? id : url ? url : "?";
     json_t *found = NULL, *answer = NULL, *patch = NULL, *v;
     enum outcome result = FAILED;
-    char path[512];
+    char path[512], w[OUT_CELL_BYTES], k[OUT_CELL_BYTES];
     long status;
 
     if (!json_is_object(ep) || (!url && !id)) {
         fprintf(stderr, "endpoint: each entry of \"endpoints\" must be an object with a \"url\" (or an \"id\")\n");
+        record(items, "endpoint", NULL, FAILED, NULL);
         return FAILED;
     }
     json_object_foreach((json_t *)ep, key, v) {
         if (!known_endpoint_field(key)) {
-            fprintf(stderr, "endpoint %s: unknown field %.64s\n", label, key);
+            fprintf(stderr, "endpoint %s: unknown field %s\n", safe(label, w), safe(key, k));
+            record(items, "endpoint", label, FAILED, NULL);
             return FAILED;
         }
     }
     status = endpoint_find(c, ep, &found);
     if (status != 200) {
         if (status != 0)
-            fprintf(stderr, "endpoint %s: cannot look it up (HTTP %ld)\n", label, status);
+            fprintf(stderr, "endpoint %s: cannot look it up (HTTP %ld)\n", safe(label, w), status);
         json_decref(found);
+        record(items, "endpoint", label, FAILED, NULL);
         return FAILED;
     }
     if (!found && id) {
-        fprintf(stderr, "endpoint %s: no endpoint has this id (leave \"id\" out to create one)\n", id);
+        fprintf(stderr, "endpoint %s: no endpoint has this id (leave \"id\" out to create one)\n", safe(id, w));
+        record(items, "endpoint", label, FAILED, NULL);
         return FAILED;
     }
     if (!found) {
         status = call(c, "POST", "/v1/endpoints", ep, &answer);
         result = status == 201 ? CREATED : FAILED;
-        if (status == 201)
-            printf("endpoint %s: created (%s)\n", label, text_of(json_object_get(answer, "id")));
-        else if (status)
+        if (status != 201 && status)
             print_failure("endpoint", label, status, answer);
+        record(items, "endpoint", label, result, text_of(json_object_get(answer, "id")));
         json_decref(answer);
         return result;
     }
     snprintf(path, sizeof path, "/v1/endpoints");
     if (!cli_path_segment(path, sizeof path, text_of(json_object_get(found, "id")))) {
         json_decref(found);
+        record(items, "endpoint", label, FAILED, NULL);
         return FAILED;
     }
     result = UNCHANGED;
@@ -298,8 +310,7 @@ static enum outcome apply_endpoint(const struct client *c, const json_t *ep)
             print_failure("endpoint", label, status, answer);
         json_decref(answer);
     }
-    if (result != FAILED)
-        printf("endpoint %s: %s\n", label, outcome_words[result]);
+    record(items, "endpoint", label, result, text_of(json_object_get(found, "id")));
     json_decref(patch);
     json_decref(found);
     return result;
@@ -309,17 +320,55 @@ static enum outcome apply_endpoint(const struct client *c, const json_t *ep)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: hookd apply [-c hookd.conf] FILE.json   (FILE: {\"machines\": [...], \"sources\": [...], \"endpoints\": [...]})\n");
+    fprintf(stderr, "usage: hookd apply [-c hookd.conf] [--json] FILE.json   (FILE: {\"machines\": [...], "
+                    "\"sources\": [...], \"endpoints\": [...]})\n");
     return CLI_EXIT_USAGE;
+}
+
+static const struct out_column item_columns[] = {
+    {"KIND", "kind", NULL}, {"NAME", "name", NULL}, {"RESULT", "result", out_fmt_status}, {"ID", "id", NULL},
+    OUT_COLUMNS_END,
+};
+static const struct out_column summary_columns[] = {
+    {"KIND", "kind", NULL},           {"CREATED", "created", NULL}, {"UPDATED", "updated", NULL},
+    {"UNCHANGED", "unchanged", NULL}, {"FAILED", "failed", NULL},   OUT_COLUMNS_END,
+};
+
+/* The items table and the counts per kind (machines only when the file has them); with --json {"items": [...], "summary": [...]} (one line). */
+static void print_report(const struct out *o, json_t *items, int counts[3][N_OUTCOMES], bool machines)
+{
+    static const char *const kinds[3] = {"sources", "endpoints", "machines"};
+    json_t *summary = json_array(), *report;
+
+    for (size_t k = 0; k < 3; k++)
+        if (k < 2 || machines) /* the machines row only for a file that has machines */
+            json_array_append_new(summary, json_pack("{s:s,s:i,s:i,s:i,s:i}", "kind", kinds[k], "created",
+                                                 counts[k][CREATED], "updated", counts[k][UPDATED], "unchanged",
+                                                 counts[k][UNCHANGED], "failed", counts[k][FAILED]));
+    if (o->json) {
+        report = json_pack("{s:O,s:O}", "items", items, "summary", summary);
+        if (report)
+            json_dumpf(report, stdout, JSON_COMPACT);
+        fputc('\n', stdout);
+        json_decref(report);
+    } else {
+        if (json_array_size(items) > 0) {
+            out_table(o, stdout, item_columns, items, 0);
+            fputc('\n', stdout);
+        }
+        out_table(o, stdout, summary_columns, summary, 0);
+    }
+    json_decref(summary);
 }
 
 int cmd_apply(int argc, char **argv)
 {
     const char *config = NULL, *file = NULL, *key;
     int counts[3][N_OUTCOMES] = {{0}};
+    struct out o = {0};
     struct client client;
     json_error_t jerr;
-    json_t *doc, *v, *item;
+    json_t *doc, *v, *item, *items;
     char err[512];
     size_t i;
 
@@ -328,6 +377,8 @@ int cmd_apply(int argc, char **argv)
             config = argv[++k];
         else if (strcmp(argv[k], "-h") == 0 || strcmp(argv[k], "--help") == 0)
             return usage(), CLI_EXIT_OK;
+        else if (strcmp(argv[k], "--json") == 0)
+            o.json = true;
         else if (argv[k][0] == '-' && argv[k][1] != '\0')
             return usage();
         else if (!file)
@@ -337,6 +388,7 @@ int cmd_apply(int argc, char **argv)
     }
     if (!file)
         return usage();
+    o.colour = out_colour_wanted(STDOUT_FILENO, getenv("NO_COLOR"));
     doc = strcmp(file, "-") == 0 ? json_loadf(stdin, JSON_REJECT_DUPLICATES, &jerr)
                                  : json_load_file(file, JSON_REJECT_DUPLICATES, &jerr);
     if (!json_is_object(doc)) {
@@ -349,8 +401,10 @@ int cmd_apply(int argc, char **argv)
         if ((strcmp(key, "sources") != 0 && strcmp(key, "endpoints") != 0 && strcmp(key, "machines") != 0) ||
             !json_is_array(v) ||
             json_array_size(v) > APPLY_ITEMS_MAX) {
-            fprintf(stderr, "hookd apply: %s: \"%.64s\": the file holds only \"machines\", \"sources\" and \"endpoints\" arrays\n",
-                    file, key);
+            char k[OUT_CELL_BYTES];
+            fprintf(stderr,
+                    "hookd apply: %s: \"%s\": the file holds only \"machines\", \"sources\" and \"endpoints\" arrays\n",
+                    file, safe(key, k));
             json_decref(doc);
             return CLI_EXIT_USAGE;
         }
@@ -360,24 +414,25 @@ int cmd_apply(int argc, char **argv)
         json_decref(doc);
         return CLI_EXIT_USAGE;
     }
+    if (!(items = json_array())) {
+        fprintf(stderr, "hookd: out of memory\n");
+        client_close(&client);
+        json_decref(doc);
+        return CLI_EXIT_USAGE;
+    }
     /* Machines first: a source's handler.machine must name one that exists. */
     json_array_foreach(json_object_get(doc, "machines"), i, item)
         counts[2][apply_named(&client, "machine", "/v1/machines", machine_optional,
-                              sizeof machine_optional / sizeof machine_optional[0], item)]++;
+                              sizeof machine_optional / sizeof machine_optional[0], item, items)]++;
     json_array_foreach(json_object_get(doc, "sources"), i, item)
         counts[0][apply_named(&client, "source", "/v1/sources", source_optional,
-                              sizeof source_optional / sizeof source_optional[0], item)]++;
+                              sizeof source_optional / sizeof source_optional[0], item, items)]++;
     json_array_foreach(json_object_get(doc, "endpoints"), i, item)
-        counts[1][apply_endpoint(&client, item)]++;
+        counts[1][apply_endpoint(&client, item, items)]++;
     client_close(&client);
     bool machines = json_object_get(doc, "machines") != NULL;
     json_decref(doc);
-    if (machines)
-        printf("machines: %d created, %d updated, %d unchanged, %d failed\n", counts[2][CREATED], counts[2][UPDATED],
-               counts[2][UNCHANGED], counts[2][FAILED]);
-    printf("sources: %d created, %d updated, %d unchanged, %d failed\n", counts[0][CREATED], counts[0][UPDATED],
-           counts[0][UNCHANGED], counts[0][FAILED]);
-    printf("endpoints: %d created, %d updated, %d unchanged, %d failed\n", counts[1][CREATED], counts[1][UPDATED],
-           counts[1][UNCHANGED], counts[1][FAILED]);
+    print_report(&o, items, counts, machines);
+    json_decref(items);
     return counts[0][FAILED] + counts[1][FAILED] + counts[2][FAILED] > 0 ? CLI_EXIT_API : CLI_EXIT_OK;
 }

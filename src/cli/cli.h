@@ -6,6 +6,11 @@
  */
 #ifndef HOOKD_CLI_H
 #define HOOKD_CLI_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cli/output.h"
+
 int cmd_serve(int argc, char **argv);        /* serve.c */
 int cmd_check_config(int argc, char **argv); /* serve.c */
 int cmd_listen(int argc, char **argv);       /* listen.c */
@@ -25,4 +30,8 @@ int cmd_tokens(int argc, char **argv);       /* tokens.c */
 int cmd_health(int argc, char **argv);       /* health.c */
 int cmd_summary(int argc, char **argv);      /* health.c */
 int cmd_sync(int argc, char **argv);         /* health.c */
+
+/* Views more than one family shows (deliveries.c): a delivery list's columns; a delivery's state in words. */
+extern const struct out_column cli_delivery_columns[];
+void cli_delivery_words(const json_t *delivery, int64_t now_ms, char *out, size_t cap);
 #endif

@@ -10,10 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
 #include "config.h"
+#include "core/duration.h"
 #include "core/buf.h"
 #include "hookd.h"
 
@@ -209,54 +211,32 @@ out:
 int client_call_json(const struct client *c, const char *method, const char *path, const json_t *body,
                      json_t **out)
 {
-    char err[CURL_ERROR_SIZE + 64], *text = NULL, *response = NULL;
-    long status = 0;
-    int rc;
+    char *raw = NULL;
+    int rc = client_fetch(c, method, path, body, NULL, &raw, out);
 
-    *out = NULL;
-    if (body && !(text = json_dumps(body, JSON_COMPACT))) {
-        fprintf(stderr, "hookd: out of memory\n");
-        return CLI_EXIT_USAGE;
-    }
-    rc = client_request(c, method, path, text, NULL, &status, &response, err, sizeof err);
-    free(text);
-    if (rc != 0) {
-        fprintf(stderr, "hookd: %s\n", err);
-        return CLI_EXIT_UNREACHABLE;
-    }
-    if (status < 200 || status >= 300) {
-        json_t *e = json_loads(response, 0, NULL);
-        json_t *er = json_object_get(e, "error");
-        fprintf(stderr, "hookd: %ld %s: %s\n", status, json_string_value(json_object_get(er, "code")) ?: "error",
-                json_string_value(json_object_get(er, "message")) ?: response);
-        json_decref(e);
-        free(response);
-        return CLI_EXIT_API;
-    }
-    *out = json_loads(response, 0, NULL);
-    free(response);
-    if (!*out) {
+    free(raw);
+    if (rc == CLI_EXIT_OK && !*out) {
         fprintf(stderr, "hookd: the answer is not JSON\n");
         return CLI_EXIT_API;
     }
-    return CLI_EXIT_OK;
+    return rc;
 }
 
-int client_call(const struct client *c, const char *method, const char *path, const json_t *body,
-                const char *extra_header)
+int client_exchange(const struct client *c, const char *method, const char *path, const json_t *body,
+                    const char *extra_header, long *status, char **raw, json_t **json)
 {
     char err[CURL_ERROR_SIZE + 64];
     char *text = body ? json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-    char *response = NULL;
-    long status = 0;
-    json_t *j = NULL;
-    int exit_status;
+    int rc;
 
+    *raw = NULL;
+    *json = NULL;
+    *status = 0;
     if (body && !text) {
         fprintf(stderr, "hookd: out of memory\n");
         return CLI_EXIT_USAGE;
     }
-    int rc = client_request(c, method, path, text, extra_header, &status, &response, err, sizeof err);
+    rc = client_request(c, method, path, text, extra_header, status, raw, err, sizeof err);
     if (text) {
         explicit_bzero(text, strlen(text)); /* may carry an endpoint secret */
         free(text);
@@ -265,29 +245,105 @@ int client_call(const struct client *c, const char *method, const char *path, co
         fprintf(stderr, "hookd: cannot reach hookd admin API at %s: %s\n", c->base_url, err);
         return CLI_EXIT_UNREACHABLE;
     }
-    if (response[0])
-        j = json_loads(response, JSON_DECODE_ANY, NULL);
-    if (status >= 200 && status < 300) {
-        if (j) {
-            json_dumpf(j, stdout, JSON_INDENT(2) | JSON_ENCODE_ANY);
-            fputc('\n', stdout);
-        } else if (response[0]) {
-            fputs(response, stdout);
-        }
-        exit_status = CLI_EXIT_OK;
+    if ((*raw)[0])
+        *json = json_loads(*raw, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL); /* snippets may hold NUL */
+    return CLI_EXIT_OK;
+}
+
+int client_fetch(const struct client *c, const char *method, const char *path, const json_t *body,
+                 const char *extra_header, char **raw, json_t **json)
+{
+    long status;
+    int rc = client_exchange(c, method, path, body, extra_header, &status, raw, json);
+
+    if (rc != CLI_EXIT_OK || (status >= 200 && status < 300))
+        return rc;
+    const json_t *e = json_object_get(*json, "error");
+    const char *message = json_string_value(json_object_get(e, "message"));
+    const char *code = json_string_value(json_object_get(e, "code"));
+    char safe[OUT_CELL_BYTES], safe_code[128];
+
+    /* The message comes from the server: shown escaped like any other value. */
+    if (message) {
+        out_cell_text(message, strlen(message), 500, safe, sizeof safe);
+        out_cell_text(code ? code : "error", strlen(code ? code : "error"), 64, safe_code, sizeof safe_code);
+        fprintf(stderr, "hookd: %s (HTTP %ld %s)\n", safe, status, safe_code);
     } else {
-        json_t *e = json_object_get(j, "error");
-        const char *message = json_string_value(json_object_get(e, "message"));
-        const char *code = json_string_value(json_object_get(e, "code"));
-        if (message)
-            fprintf(stderr, "hookd: %s (HTTP %ld %s)\n", message, status, code ? code : "error");
-        else
-            fprintf(stderr, "hookd: HTTP %ld from %s%s: %.500s\n", status, c->base_url, path, response);
-        exit_status = CLI_EXIT_API;
+        out_cell_text(*raw, strlen(*raw), 500, safe, sizeof safe);
+        fprintf(stderr, "hookd: HTTP %ld from %s%s: %s\n", status, c->base_url, path, safe);
+    }
+    free(*raw);
+    json_decref(*json);
+    *raw = NULL;
+    *json = NULL;
+    return CLI_EXIT_API;
+}
+
+int client_call(const struct client *c, const char *method, const char *path, const json_t *body,
+                const char *extra_header)
+{
+    char *raw;
+    json_t *j;
+    int rc = client_fetch(c, method, path, body, extra_header, &raw, &j);
+
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (j) {
+        json_dumpf(j, stdout, JSON_INDENT(2) | JSON_ENCODE_ANY);
+        fputc('\n', stdout);
+    } else if (raw[0]) {
+        fputs(raw, stdout);
     }
     json_decref(j);
-    free(response);
-    return exit_status;
+    free(raw);
+    return CLI_EXIT_OK;
+}
+
+struct show_request {
+    const struct client *c;
+    const char *method, *path, *extra_header;
+    const json_t *body;
+};
+
+static int show_fetch(void *ctx, char **raw, json_t **answer)
+{
+    const struct show_request *r = ctx;
+    int rc = client_fetch(r->c, r->method, r->path, r->body, r->extra_header, raw, answer);
+
+    if (rc == CLI_EXIT_OK && (*raw)[0] && !*answer) {
+        fprintf(stderr, "hookd: the answer is not JSON\n");
+        free(*raw);
+        *raw = NULL;
+        return CLI_EXIT_API;
+    }
+    return rc;
+}
+
+int cli_show(const struct client *c, const struct cli_args *a, const char *method, const char *path,
+             const json_t *body, const char *extra_header, out_view_fn *view, const void *arg)
+{
+    struct show_request r = {c, method, path, extra_header, body};
+    struct out o = a->out;
+
+    return out_show(&o, stdout, show_fetch, &r, view, arg);
+}
+
+int cli_delete(const struct client *c, const struct cli_args *a, const char *path)
+{
+    char *raw;
+    json_t *j;
+    int rc = client_fetch(c, "DELETE", path, NULL, NULL, &raw, &j);
+
+    if (rc == CLI_EXIT_OK) {
+        char safe[OUT_CELL_BYTES];
+        if (a->out.json && raw[0])
+            printf("%s\n", raw);
+        out_cell_text(a->pos[0], strlen(a->pos[0]), 200, safe, sizeof safe);
+        fprintf(stderr, "deleted %s\n", safe);
+    }
+    free(raw);
+    json_decref(j);
+    return rc;
 }
 
 /* ---- command-line plumbing --------------------------------------------------------------- */
@@ -301,8 +357,14 @@ static void print_usage(FILE *f, const char *family, const struct cli_subcommand
         fprintf(f, "  hookd %s %s\n", family, subs[i].synopsis);
     fprintf(f, "\nevery subcommand also takes:\n"
                "  -c, --config FILE   hookd.conf to read admin_listen and admin_token from\n"
+               "  --json              print the API's JSON answer unchanged instead of a table\n"
+               "  --utc               absolute UTC times in tables instead of \"2 m ago\"\n"
                "  -h, --help          this text\n"
-               "environment: HOOKD_ADMIN_URL (e.g. http://127.0.0.1:8081), HOOKD_ADMIN_TOKEN\n");
+               "list and get also take:\n"
+               "  --watch [INTERVAL]  refresh every INTERVAL (2s; 100ms to 1h) until Ctrl-C\n"
+               "  --count N           stop a watch after N snapshots\n"
+               "environment: HOOKD_ADMIN_URL (e.g. http://127.0.0.1:8081), HOOKD_ADMIN_TOKEN;\n"
+               "NO_COLOR set: no colours (there are none when stdout is not a terminal)\n");
 }
 
 static const char *option_name(const struct option *longopts, int code)
@@ -329,16 +391,196 @@ bool cli_int(const char *name, const char *value, long long min, long long max, 
     return true;
 }
 
-int cli_dispatch(const char *family, const struct cli_subcommand *subs, size_t n_subs,
-                 const struct option *longopts, int argc, char **argv)
+static bool has_option(const struct option *longopts, const char *name)
+{
+    for (size_t i = 0; longopts[i].name; i++) {
+        if (strcmp(longopts[i].name, name) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* The family's options, then -c, -h and the output options it does not define itself. */
+static void all_options(struct option *all, const struct option *longopts, const struct cli_subcommand *sub)
+{
+    const struct option common[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
+        {"json", (sub->options & CLI_JSON_INPUT) ? required_argument : no_argument, NULL, CLI_O_JSON},
+        {"utc", no_argument, NULL, CLI_O_UTC},
+        {"watch", optional_argument, NULL, CLI_O_WATCH},
+        {"count", required_argument, NULL, CLI_O_COUNT},
+    };
+    size_t n = 0;
+
+    while (longopts[n].name && n < CLI_LONGOPTS_MAX - 8) {
+        all[n] = longopts[n];
+        n++;
+    }
+    for (size_t i = 0; i < sizeof common / sizeof common[0]; i++) {
+        if (!has_option(longopts, common[i].name))
+            all[n++] = common[i];
+    }
+    all[n] = (struct option){NULL, 0, NULL, 0};
+}
+
+/*
+ * "--watch 5s" → "--watch=5s" when the next word is a duration, so that the
+ * interval may be given either way without taking an id for one. Returns a
+ * copy of argv[0..argc) (NULL-terminated; the joined words are heap, listed in
+ * joined[] for freeing), or NULL when out of memory.
+ */
+static char **join_watch_interval(int argc, char **argv, int *argc_out, char **joined, size_t max_joined)
+{
+    char **out = calloc((size_t)argc + 1, sizeof *out);
+    size_t n_joined = 0;
+    int n = 0;
+    int64_t ms;
+
+    if (!out)
+        return NULL;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            while (i < argc)
+                out[n++] = argv[i++];
+            break;
+        }
+        if (strcmp(argv[i], "--watch") == 0 && i + 1 < argc && argv[i + 1][0] != '-' && n_joined < max_joined &&
+            duration_parse(argv[i + 1], &ms) == 0) {
+            size_t len = strlen(argv[i + 1]) + sizeof "--watch=";
+            char *word = malloc(len);
+            if (!word)
+                break;
+            snprintf(word, len, "--watch=%s", argv[i + 1]);
+            joined[n_joined++] = word;
+            out[n++] = word;
+            i++;
+            continue;
+        }
+        out[n++] = argv[i];
+    }
+    *argc_out = n;
+    return out;
+}
+
+/* Sets a->out from the output options and the terminal; false after printing a usage error. */
+static bool output_options(struct cli_args *a, const struct cli_subcommand *sub)
+{
+    struct out *o = &a->out;
+
+    memset(o, 0, sizeof *o);
+    o->json = a->opt[CLI_O_JSON] && !(sub->options & CLI_JSON_INPUT);
+    o->utc = a->opt[CLI_O_UTC] != NULL;
+    o->tty = isatty(STDOUT_FILENO);
+    o->colour = out_colour_wanted(STDOUT_FILENO, getenv("NO_COLOR"));
+    if (a->opt[CLI_O_WATCH]) {
+        o->watch_ms = 2000;
+        if (a->opt[CLI_O_WATCH][0] &&
+            (duration_parse(a->opt[CLI_O_WATCH], &o->watch_ms) != 0 || o->watch_ms < 100 || o->watch_ms > 3600000)) {
+            fprintf(stderr, "hookd: --watch takes an interval from 100ms to 1h (e.g. 2s)\n");
+            return false;
+        }
+    }
+    if (a->opt[CLI_O_COUNT]) {
+        if (!a->opt[CLI_O_WATCH]) {
+            fprintf(stderr, "hookd: --count applies to --watch\n");
+            return false;
+        }
+        if (!cli_int("count", a->opt[CLI_O_COUNT], 1, 1000000, &o->count))
+            return false;
+    }
+    return true;
+}
+
+/* Whether the subcommand takes option code c: its own, and the output options that apply to it. */
+static bool takes_option(const struct cli_subcommand *sub, int c)
+{
+    if (c == CLI_O_JSON || c == CLI_O_UTC)
+        return true;
+    if (c == CLI_O_JSON_INPUT)
+        return false;
+    return (sub->options & CLI_OPT(c)) != 0;
+}
+
+static const char *common_option_name(int code)
+{
+    switch (code) {
+    case CLI_O_JSON:
+        return "json";
+    case CLI_O_UTC:
+        return "utc";
+    case CLI_O_WATCH:
+        return "watch";
+    case CLI_O_COUNT:
+        return "count";
+    default:
+        return "?";
+    }
+}
+
+static int parse_and_run(const char *family, const struct cli_subcommand *sub, const struct option *longopts,
+                         int argc, char **argv)
 {
     struct option all[CLI_LONGOPTS_MAX];
-    const struct cli_subcommand *sub = NULL;
     struct cli_args a = {0};
     struct client client;
     char err[512];
-    size_t n = 0;
     int c, rc;
+
+    all_options(all, longopts, sub);
+    optind = 0; /* glibc: restart scanning from scratch */
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":c:h", all, NULL)) != -1) {
+        if (c == 'c') {
+            a.config = optarg;
+        } else if (c == 'h') {
+            printf("usage: hookd %s %s\n", family, sub->synopsis);
+            return CLI_EXIT_OK;
+        } else if (c > 0 && c < CLI_MAX_OPTIONS && takes_option(sub, c)) {
+            a.opt[c] = optarg ? optarg : "";
+        } else if (c > 0 && c < CLI_MAX_OPTIONS) {
+            fprintf(stderr, "hookd %s %s: --%s does not apply here\nusage: hookd %s %s\n", family, sub->name,
+                    c >= CLI_O_COUNT && !has_option(longopts, common_option_name(c)) ? common_option_name(c)
+                                                                                      : option_name(longopts, c),
+                    family, sub->synopsis);
+            return CLI_EXIT_USAGE;
+        } else {
+            fprintf(stderr, "hookd %s %s: %s option '%s'\nusage: hookd %s %s\n", family, sub->name,
+                    c == ':' ? "missing value for" : "unknown", argv[optind - 1], family, sub->synopsis);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    for (int i = optind; i < argc; i++) {
+        if (a.n_pos == CLI_MAX_POSITIONAL || a.n_pos == sub->n_pos) {
+            fprintf(stderr, "hookd %s %s: unexpected argument '%s'\nusage: hookd %s %s\n", family, sub->name,
+                    argv[i], family, sub->synopsis);
+            return CLI_EXIT_USAGE;
+        }
+        a.pos[a.n_pos++] = argv[i];
+    }
+    if (a.n_pos < sub->n_pos) {
+        fprintf(stderr, "hookd %s %s: an id is required\nusage: hookd %s %s\n", family, sub->name, family,
+                sub->synopsis);
+        return CLI_EXIT_USAGE;
+    }
+    if (!output_options(&a, sub))
+        return CLI_EXIT_USAGE;
+    if (client_init(&client, a.config, err, sizeof err) != 0) {
+        fprintf(stderr, "hookd: %s\n", err);
+        return CLI_EXIT_USAGE;
+    }
+    rc = sub->run(&client, &a);
+    client_close(&client);
+    return rc;
+}
+
+int cli_dispatch(const char *family, const struct cli_subcommand *subs, size_t n_subs,
+                 const struct option *longopts, int argc, char **argv)
+{
+    const struct cli_subcommand *sub = NULL;
+    char *joined[8] = {0};
+    char **args;
+    int n_args, rc;
 
     if (argc < 2) {
         print_usage(stderr, family, subs, n_subs);
@@ -357,53 +599,14 @@ int cli_dispatch(const char *family, const struct cli_subcommand *subs, size_t n
         print_usage(stderr, family, subs, n_subs);
         return CLI_EXIT_USAGE;
     }
-    while (longopts[n].name && n < CLI_LONGOPTS_MAX - 3) {
-        all[n] = longopts[n];
-        n++;
-    }
-    all[n++] = (struct option){"config", required_argument, NULL, 'c'};
-    all[n++] = (struct option){"help", no_argument, NULL, 'h'};
-    all[n] = (struct option){NULL, 0, NULL, 0};
-
-    optind = 0; /* glibc: restart scanning from scratch */
-    opterr = 0;
-    while ((c = getopt_long(argc - 1, argv + 1, ":c:h", all, NULL)) != -1) {
-        if (c == 'c') {
-            a.config = optarg;
-        } else if (c == 'h') {
-            printf("usage: hookd %s %s\n", family, sub->synopsis);
-            return CLI_EXIT_OK;
-        } else if (c > 0 && c < CLI_MAX_OPTIONS && (sub->options & CLI_OPT(c))) {
-            a.opt[c] = optarg ? optarg : "";
-        } else if (c > 0 && c < CLI_MAX_OPTIONS) {
-            fprintf(stderr, "hookd %s %s: --%s does not apply here\nusage: hookd %s %s\n", family, sub->name,
-                    option_name(longopts, c), family, sub->synopsis);
-            return CLI_EXIT_USAGE;
-        } else {
-            fprintf(stderr, "hookd %s %s: %s option '%s'\nusage: hookd %s %s\n", family, sub->name,
-                    c == ':' ? "missing value for" : "unknown", argv[optind], family, sub->synopsis);
-            return CLI_EXIT_USAGE;
-        }
-    }
-    for (int i = optind + 1; i < argc; i++) {
-        if (a.n_pos == CLI_MAX_POSITIONAL || a.n_pos == sub->n_pos) {
-            fprintf(stderr, "hookd %s %s: unexpected argument '%s'\nusage: hookd %s %s\n", family, sub->name,
-                    argv[i], family, sub->synopsis);
-            return CLI_EXIT_USAGE;
-        }
-        a.pos[a.n_pos++] = argv[i];
-    }
-    if (a.n_pos < sub->n_pos) {
-        fprintf(stderr, "hookd %s %s: an id is required\nusage: hookd %s %s\n", family, sub->name, family,
-                sub->synopsis);
+    if (!(args = join_watch_interval(argc - 1, argv + 1, &n_args, joined, sizeof joined / sizeof joined[0]))) {
+        fprintf(stderr, "hookd: out of memory\n");
         return CLI_EXIT_USAGE;
     }
-    if (client_init(&client, a.config, err, sizeof err) != 0) {
-        fprintf(stderr, "hookd: %s\n", err);
-        return CLI_EXIT_USAGE;
-    }
-    rc = sub->run(&client, &a);
-    client_close(&client);
+    rc = parse_and_run(family, sub, longopts, n_args, args);
+    for (size_t i = 0; i < sizeof joined / sizeof joined[0]; i++)
+        free(joined[i]);
+    free(args);
     return rc;
 }
 
@@ -451,4 +654,33 @@ bool cli_path_query(char *path, size_t cap, const char *name, const char *value)
         return true;
     return append_raw(path, cap, strchr(path, '?') ? "&" : "?") && append_escaped(path, cap, name) &&
            append_raw(path, cap, "=") && append_escaped(path, cap, value);
+}
+
+bool cli_item_path(char *path, size_t cap, const char *base, const char *id, const char *suffix)
+{
+    if ((size_t)snprintf(path, cap, "%s", base) >= cap || !cli_path_segment(path, cap, id) ||
+        (suffix && !append_raw(path, cap, suffix))) {
+        fprintf(stderr, "hookd: id too long\n");
+        return false;
+    }
+    return true;
+}
+
+bool cli_list_path(char *path, size_t cap, const char *base, const struct cli_query_param *params, size_t n,
+                   int limit_code, const struct cli_args *a)
+{
+    long long limit;
+
+    if (limit_code && a->opt[limit_code] && !cli_int("limit", a->opt[limit_code], 1, 1000, &limit))
+        return false;
+    if ((size_t)snprintf(path, cap, "%s", base) >= cap)
+        goto too_long;
+    for (size_t i = 0; i < n; i++) {
+        if (!cli_path_query(path, cap, params[i].param, a->opt[params[i].code]))
+            goto too_long;
+    }
+    return true;
+too_long:
+    fprintf(stderr, "hookd: query too long\n");
+    return false;
 }

@@ -1,4 +1,7 @@
-/* `hookd endpoints …`: create, list, get, update, delete, disable, enable and rotate-secret through the admin API. */
+/*
+ * `hookd endpoints …`: create, list, get, update, delete, disable, enable and
+ * rotate-secret through the admin API; writes show the endpoint the API answers.
+ */
 #include <stdio.h>
 #include <string.h>
 
@@ -113,26 +116,53 @@ static json_t *fields_body(const struct cli_args *a)
     return body;
 }
 
+/* "enabled" or "disabled" (red). */
+static void fmt_enabled(const struct out *o, const json_t *value, const json_t *row, size_t max,
+                        struct out_cell *cell)
+{
+    const char *word = json_is_true(value) ? "enabled" : json_is_false(value) ? "disabled" : "-";
+
+    (void)row;
+    out_cell_text(word, strlen(word), max, cell->text, sizeof cell->text);
+    cell->colour = o->colour ? out_status_colour(word) : NULL;
+}
+
+static const struct out_column endpoint_columns[] = {
+    {"ID", "id", NULL},
+    {"URL", "url", NULL},
+    {"ACCOUNT", "account", NULL},
+    {"TYPES", "event_types", out_fmt_list},
+    {"STATE", "enabled", fmt_enabled},
+    {"BREAKER", "breaker.state", out_fmt_status},
+    {"ORDERING", "ordering", NULL},
+    {"CREATED", "created_at", out_fmt_time},
+    OUT_COLUMNS_END,
+};
+
+static const struct out_column secret_columns[] = {
+    {"CREATED", "created_at", out_fmt_time},
+    {"EXPIRES", "expires_at", out_fmt_time},
+    {"PUBLIC_KEY", "public_key", NULL},
+    OUT_COLUMNS_END,
+};
+static const struct out_subtable endpoint_subtables[] = {{"secrets", secret_columns}, {NULL, NULL}};
+static const struct out_record_spec endpoint_spec = {NULL, NULL, endpoint_subtables};
+
 /* "/v1/endpoints/ID" + suffix; false after printing an error. */
 static bool endpoint_path(char *path, size_t cap, const char *id, const char *suffix)
 {
-    snprintf(path, cap, "/v1/endpoints");
-    if (!cli_path_segment(path, cap, id) || (suffix && strlen(path) + strlen(suffix) >= cap)) {
-        fprintf(stderr, "hookd: id too long\n");
-        return false;
-    }
-    if (suffix)
-        memcpy(path + strlen(path), suffix, strlen(suffix) + 1);
-    return true;
+    return cli_item_path(path, cap, "/v1/endpoints", id, suffix);
 }
 
-static int run_with_body(const struct client *c, const char *method, const char *path, json_t *body)
+/* Sends body (consumed) and shows the endpoint the API answers. */
+static int run_with_body(const struct client *c, const struct cli_args *a, const char *method, const char *path,
+                         json_t *body)
 {
     int rc;
 
     if (!body)
         return CLI_EXIT_USAGE;
-    rc = client_call(c, method, path, body, NULL);
+    rc = cli_show(c, a, method, path, body, NULL, out_view_record, &endpoint_spec);
     json_decref(body);
     return rc;
 }
@@ -143,30 +173,26 @@ static int endpoints_create(const struct client *c, const struct cli_args *a)
         fprintf(stderr, "hookd endpoints create: --url is required\n");
         return CLI_EXIT_USAGE;
     }
-    return run_with_body(c, "POST", "/v1/endpoints", fields_body(a));
+    return run_with_body(c, a, "POST", "/v1/endpoints", fields_body(a));
 }
 
 static int endpoints_list(const struct client *c, const struct cli_args *a)
 {
-    char path[2048] = "/v1/endpoints";
-    long long limit;
+    static const struct cli_query_param params[] = {
+        {O_ACCOUNT, "account"}, {O_LIMIT, "limit"}, {O_CURSOR, "cursor"}};
+    char path[2048];
 
-    if (a->opt[O_LIMIT] && !cli_int("limit", a->opt[O_LIMIT], 1, 1000, &limit))
+    if (!cli_list_path(path, sizeof path, "/v1/endpoints", params, sizeof params / sizeof params[0], O_LIMIT, a))
         return CLI_EXIT_USAGE;
-    if (!cli_path_query(path, sizeof path, "account", a->opt[O_ACCOUNT]) ||
-        !cli_path_query(path, sizeof path, "limit", a->opt[O_LIMIT]) ||
-        !cli_path_query(path, sizeof path, "cursor", a->opt[O_CURSOR])) {
-        fprintf(stderr, "hookd: query too long\n");
-        return CLI_EXIT_USAGE;
-    }
-    return client_call(c, "GET", path, NULL, NULL);
+    return cli_show(c, a, "GET", path, NULL, NULL, out_view_list, endpoint_columns);
 }
 
 static int endpoints_get(const struct client *c, const struct cli_args *a)
 {
     char path[512];
-    return endpoint_path(path, sizeof path, a->pos[0], NULL) ? client_call(c, "GET", path, NULL, NULL)
-                                                             : CLI_EXIT_USAGE;
+    return endpoint_path(path, sizeof path, a->pos[0], NULL)
+               ? cli_show(c, a, "GET", path, NULL, NULL, out_view_record, &endpoint_spec)
+               : CLI_EXIT_USAGE;
 }
 
 static int endpoints_update(const struct client *c, const struct cli_args *a)
@@ -181,20 +207,13 @@ static int endpoints_update(const struct client *c, const struct cli_args *a)
         fprintf(stderr, "hookd endpoints update: nothing to change (give at least one field option)\n");
         return CLI_EXIT_USAGE;
     }
-    return run_with_body(c, "PATCH", path, body);
+    return run_with_body(c, a, "PATCH", path, body);
 }
 
 static int endpoints_delete(const struct client *c, const struct cli_args *a)
 {
     char path[512];
-    int rc;
-
-    if (!endpoint_path(path, sizeof path, a->pos[0], NULL))
-        return CLI_EXIT_USAGE;
-    rc = client_call(c, "DELETE", path, NULL, NULL);
-    if (rc == CLI_EXIT_OK)
-        fprintf(stderr, "deleted %s\n", a->pos[0]);
-    return rc;
+    return endpoint_path(path, sizeof path, a->pos[0], NULL) ? cli_delete(c, a, path) : CLI_EXIT_USAGE;
 }
 
 static int endpoints_disable(const struct client *c, const struct cli_args *a)
@@ -208,14 +227,15 @@ static int endpoints_disable(const struct client *c, const struct cli_args *a)
     }
     if (body && a->opt[O_REASON])
         json_object_set_new(body, "reason", json_string(a->opt[O_REASON]));
-    return run_with_body(c, "POST", path, body);
+    return run_with_body(c, a, "POST", path, body);
 }
 
 static int endpoints_enable(const struct client *c, const struct cli_args *a)
 {
     char path[512];
-    return endpoint_path(path, sizeof path, a->pos[0], "/enable") ? client_call(c, "POST", path, NULL, NULL)
-                                                                  : CLI_EXIT_USAGE;
+    return endpoint_path(path, sizeof path, a->pos[0], "/enable")
+               ? cli_show(c, a, "POST", path, NULL, NULL, out_view_record, &endpoint_spec)
+               : CLI_EXIT_USAGE;
 }
 
 static int endpoints_rotate(const struct client *c, const struct cli_args *a)
@@ -231,15 +251,15 @@ static int endpoints_rotate(const struct client *c, const struct cli_args *a)
         json_object_set_new(body, "secret", json_string(a->opt[O_SECRET]));
     if (body && a->opt[O_GRACE])
         json_object_set_new(body, "grace", json_string(a->opt[O_GRACE]));
-    return run_with_body(c, "POST", path, body);
+    return run_with_body(c, a, "POST", path, body);
 }
 
 static const struct cli_subcommand endpoint_commands[] = {
     {"create", endpoints_create, FIELD_OPTIONS | CLI_OPT(O_SECRET), 0,
      "create --url URL [--secret whsec_…] " FIELD_SYNOPSIS},
-    {"list", endpoints_list, CLI_OPT(O_ACCOUNT) | CLI_OPT(O_LIMIT) | CLI_OPT(O_CURSOR), 0,
+    {"list", endpoints_list, CLI_OPT(O_ACCOUNT) | CLI_OPT(O_LIMIT) | CLI_OPT(O_CURSOR) | CLI_WATCH, 0,
      "list [--account A] [--limit N] [--cursor C]"},
-    {"get", endpoints_get, 0, 1, "get ID"},
+    {"get", endpoints_get, CLI_WATCH, 1, "get ID"},
     {"update", endpoints_update, FIELD_OPTIONS, 1, "update ID [--url URL] " FIELD_SYNOPSIS},
     {"delete", endpoints_delete, 0, 1, "delete ID"},
     {"disable", endpoints_disable, CLI_OPT(O_REASON), 1, "disable ID [--reason R]"},

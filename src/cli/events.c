@@ -1,4 +1,4 @@
-/* `hookd events …`: publish, list and get events through the admin API. */
+/* `hookd events …`: publish, list and get events (with their deliveries) through the admin API. */
 #include <stdio.h>
 #include <string.h>
 
@@ -37,6 +37,37 @@ static const struct option event_options[] = {
     {"until", required_argument, NULL, O_UNTIL},
     {NULL, 0, NULL, 0},
 };
+
+/* "order/42" from {"type": "order", "id": "42"}; "-" without a resource. */
+static void fmt_resource(const struct out *o, const json_t *value, const json_t *row, size_t max,
+                         struct out_cell *cell)
+{
+    const char *type = json_string_value(json_object_get(value, "type"));
+    const char *id = json_string_value(json_object_get(value, "id"));
+    char text[600];
+
+    if (!json_is_object(value)) {
+        out_fmt_text(o, value, row, max, cell);
+        return;
+    }
+    snprintf(text, sizeof text, "%s/%s", type ? type : "-", id ? id : "-");
+    out_cell_text(text, strlen(text), max, cell->text, sizeof cell->text);
+}
+
+static const struct out_column event_columns[] = {
+    {"ID", "id", NULL},
+    {"TYPE", "type", NULL},
+    {"ACCOUNT", "account", NULL},
+    {"RESOURCE", "resource", fmt_resource},
+    {"CREATED", "created_at", out_fmt_time},
+    {"DISPATCHED", "dispatched_at", out_fmt_time},
+    {"ERROR", "error", NULL},
+    OUT_COLUMNS_END,
+};
+
+static const char *const event_compact[] = {"data", NULL};
+static const struct out_subtable event_subtables[] = {{"deliveries", cli_delivery_columns}, {NULL, NULL}};
+static const struct out_record_spec event_spec = {NULL, event_compact, event_subtables};
 
 /* The "data" value from --data, --data-file (- for stdin), or {} when neither; NULL after an error. */
 static json_t *event_data(const struct cli_args *a)
@@ -99,43 +130,32 @@ static int events_publish(const struct client *c, const struct cli_args *a)
             json_object_set_new(resource, "version", json_integer(version));
         json_object_set_new(body, "resource", resource);
     }
-    rc = client_call(c, "POST", "/v1/events", body, a->opt[O_IDEMPOTENCY_KEY] ? header : NULL);
+    rc = cli_show(c, a, "POST", "/v1/events", body, a->opt[O_IDEMPOTENCY_KEY] ? header : NULL, out_view_record,
+                  &event_spec);
     json_decref(body);
     return rc;
 }
 
 static int events_list(const struct client *c, const struct cli_args *a)
 {
-    static const struct {
-        int code;
-        const char *param;
-    } params[] = {
+    static const struct cli_query_param params[] = {
         {O_TYPE, "type"}, {O_ACCOUNT, "account"}, {O_SINCE, "since"},
         {O_UNTIL, "until"}, {O_LIMIT, "limit"},   {O_CURSOR, "cursor"},
     };
-    char path[2048] = "/v1/events";
-    long long limit;
+    char path[2048];
 
-    if (a->opt[O_LIMIT] && !cli_int("limit", a->opt[O_LIMIT], 1, 1000, &limit))
+    if (!cli_list_path(path, sizeof path, "/v1/events", params, sizeof params / sizeof params[0], O_LIMIT, a))
         return CLI_EXIT_USAGE;
-    for (size_t i = 0; i < sizeof params / sizeof params[0]; i++) {
-        if (!cli_path_query(path, sizeof path, params[i].param, a->opt[params[i].code])) {
-            fprintf(stderr, "hookd: query too long\n");
-            return CLI_EXIT_USAGE;
-        }
-    }
-    return client_call(c, "GET", path, NULL, NULL);
+    return cli_show(c, a, "GET", path, NULL, NULL, out_view_list, event_columns);
 }
 
 static int events_get(const struct client *c, const struct cli_args *a)
 {
-    char path[512] = "/v1/events";
+    char path[512];
 
-    if (!cli_path_segment(path, sizeof path, a->pos[0])) {
-        fprintf(stderr, "hookd: id too long\n");
+    if (!cli_item_path(path, sizeof path, "/v1/events", a->pos[0], NULL))
         return CLI_EXIT_USAGE;
-    }
-    return client_call(c, "GET", path, NULL, NULL);
+    return cli_show(c, a, "GET", path, NULL, NULL, out_view_record, &event_spec);
 }
 
 static const struct cli_subcommand event_commands[] = {
@@ -147,9 +167,9 @@ static const struct cli_subcommand event_commands[] = {
      "--resource-version N] [--id ID] [--idempotency-key K]"},
     {"list", events_list,
      CLI_OPT(O_TYPE) | CLI_OPT(O_ACCOUNT) | CLI_OPT(O_SINCE) | CLI_OPT(O_UNTIL) | CLI_OPT(O_LIMIT) |
-         CLI_OPT(O_CURSOR),
+         CLI_OPT(O_CURSOR) | CLI_WATCH,
      0, "list [--type T] [--account A] [--since TIME] [--until TIME] [--limit N] [--cursor C]"},
-    {"get", events_get, 0, 1, "get ID"},
+    {"get", events_get, CLI_WATCH, 1, "get ID"},
 };
 
 int cmd_events(int argc, char **argv)

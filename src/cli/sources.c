@@ -7,79 +7,102 @@
 
 enum {
     O_FILE = 1,
-    O_JSON,
     O_LIMIT,
     O_CURSOR,
 };
 
+/* --json is the output option, except in create, where it gives the definition (CLI_JSON_INPUT). */
 static const struct option source_options[] = {
     {"file", required_argument, NULL, O_FILE},
-    {"json", required_argument, NULL, O_JSON},
     {"limit", required_argument, NULL, O_LIMIT},
     {"cursor", required_argument, NULL, O_CURSOR},
     {NULL, 0, NULL, 0},
 };
 
+static const struct out_column source_columns[] = {
+    {"NAME", "name", NULL},
+    {"SCHEME", "verify.scheme", NULL},
+    {"EVENT_ID", "event_id", NULL},
+    {"ENTITY", "entity.kind", NULL},
+    {"FORWARD_TO", "handler.forward.url", NULL},
+    {"CREATED", "created_at", out_fmt_time},
+    {"UPDATED", "updated_at", out_fmt_time},
+    OUT_COLUMNS_END,
+};
+static const struct out_record_spec source_spec = {NULL, NULL, NULL};
+
+static const struct out_column rejection_columns[] = {
+    {"AT", "at", out_fmt_time}, {"REASON", "reason", NULL}, {"PEER", "peer", NULL},
+    {"SIZE", "size", NULL},     {"SHA256", "sha256", NULL}, OUT_COLUMNS_END,
+};
+
+/* The rejections table, then the counts by reason. */
+static void rejections_view(const struct out *o, FILE *f, const json_t *answer, const void *arg)
+{
+    const json_t *counts = json_object_get(answer, "counts");
+    const char *reason;
+    const json_t *n;
+
+    (void)arg;
+    out_list(o, f, rejection_columns, answer);
+    if (json_object_size(counts) == 0)
+        return;
+    fprintf(f, "\ncounts by reason:\n");
+    json_object_foreach((json_t *)counts, reason, n) {
+        struct out_cell cell;
+        out_fmt_text(o, n, counts, OUT_CELL_COLUMNS, &cell);
+        fputs("  ", f);
+        out_record_line(o, f, 0, reason, cell.text, NULL);
+    }
+}
+
 /* "/v1/sources/NAME" + suffix; false after printing an error. */
 static bool source_path(char *path, size_t cap, const char *name, const char *suffix)
 {
-    snprintf(path, cap, "/v1/sources");
-    if (!cli_path_segment(path, cap, name) || (suffix && strlen(path) + strlen(suffix) >= cap)) {
-        fprintf(stderr, "hookd: name too long\n");
-        return false;
-    }
-    if (suffix)
-        memcpy(path + strlen(path), suffix, strlen(suffix) + 1);
-    return true;
+    return cli_item_path(path, cap, "/v1/sources", name, suffix);
 }
 
-/* A list path with --limit and --cursor; false after printing an error. */
-static bool list_path(char *path, size_t cap, const struct cli_args *a)
-{
-    long long limit;
-
-    if (a->opt[O_LIMIT] && !cli_int("limit", a->opt[O_LIMIT], 1, 1000, &limit))
-        return false;
-    if (!cli_path_query(path, cap, "limit", a->opt[O_LIMIT]) || !cli_path_query(path, cap, "cursor", a->opt[O_CURSOR])) {
-        fprintf(stderr, "hookd: query too long\n");
-        return false;
-    }
-    return true;
-}
+static const struct cli_query_param page_params[] = {{O_LIMIT, "limit"}, {O_CURSOR, "cursor"}};
 
 static int sources_list(const struct client *c, const struct cli_args *a)
 {
-    char path[1024] = "/v1/sources";
-    return list_path(path, sizeof path, a) ? client_call(c, "GET", path, NULL, NULL) : CLI_EXIT_USAGE;
+    char path[1024];
+    return cli_list_path(path, sizeof path, "/v1/sources", page_params, 2, O_LIMIT, a)
+               ? cli_show(c, a, "GET", path, NULL, NULL, out_view_list, source_columns)
+               : CLI_EXIT_USAGE;
 }
 
 static int sources_get(const struct client *c, const struct cli_args *a)
 {
     char path[512];
-    return source_path(path, sizeof path, a->pos[0], NULL) ? client_call(c, "GET", path, NULL, NULL) : CLI_EXIT_USAGE;
+    return source_path(path, sizeof path, a->pos[0], NULL)
+               ? cli_show(c, a, "GET", path, NULL, NULL, out_view_record, &source_spec)
+               : CLI_EXIT_USAGE;
 }
 
 static int sources_rejections(const struct client *c, const struct cli_args *a)
 {
-    char path[1024];
-    if (!source_path(path, sizeof path, a->pos[0], "/rejections") || !list_path(path, sizeof path, a))
+    char base[512], path[1024];
+    if (!source_path(base, sizeof base, a->pos[0], "/rejections") ||
+        !cli_list_path(path, sizeof path, base, page_params, 2, O_LIMIT, a))
         return CLI_EXIT_USAGE;
-    return client_call(c, "GET", path, NULL, NULL);
+    return cli_show(c, a, "GET", path, NULL, NULL, rejections_view, NULL);
 }
 
 /* The definition from --file (- for stdin) or --json. */
 static int sources_create(const struct client *c, const struct cli_args *a)
 {
+    const char *inline_json = a->opt[CLI_O_JSON];
     json_error_t jerr;
     json_t *body;
     int rc;
 
-    if (!a->opt[O_FILE] == !a->opt[O_JSON]) {
+    if (!a->opt[O_FILE] == !inline_json) {
         fprintf(stderr, "hookd sources create: give the definition with --file F.json or --json '{…}'\n");
         return CLI_EXIT_USAGE;
     }
-    if (a->opt[O_JSON])
-        body = json_loads(a->opt[O_JSON], 0, &jerr);
+    if (inline_json)
+        body = json_loads(inline_json, 0, &jerr);
     else if (strcmp(a->opt[O_FILE], "-") == 0)
         body = json_loadf(stdin, 0, &jerr);
     else
@@ -90,7 +113,7 @@ static int sources_create(const struct client *c, const struct cli_args *a)
         json_decref(body);
         return CLI_EXIT_USAGE;
     }
-    rc = client_call(c, "POST", "/v1/sources", body, NULL);
+    rc = cli_show(c, a, "POST", "/v1/sources", body, NULL, out_view_record, &source_spec);
     json_decref(body);
     return rc;
 }
@@ -98,22 +121,16 @@ static int sources_create(const struct client *c, const struct cli_args *a)
 static int sources_delete(const struct client *c, const struct cli_args *a)
 {
     char path[512];
-    int rc;
-
-    if (!source_path(path, sizeof path, a->pos[0], NULL))
-        return CLI_EXIT_USAGE;
-    rc = client_call(c, "DELETE", path, NULL, NULL);
-    if (rc == CLI_EXIT_OK)
-        fprintf(stderr, "deleted %s\n", a->pos[0]);
-    return rc;
+    return source_path(path, sizeof path, a->pos[0], NULL) ? cli_delete(c, a, path) : CLI_EXIT_USAGE;
 }
 
 static const struct cli_subcommand source_commands[] = {
-    {"list", sources_list, CLI_OPT(O_LIMIT) | CLI_OPT(O_CURSOR), 0, "list [--limit N] [--cursor C]"},
-    {"get", sources_get, 0, 1, "get NAME"},
-    {"create", sources_create, CLI_OPT(O_FILE) | CLI_OPT(O_JSON), 0, "create (--file SOURCE.json | --json '{…}')"},
+    {"list", sources_list, CLI_OPT(O_LIMIT) | CLI_OPT(O_CURSOR) | CLI_WATCH, 0, "list [--limit N] [--cursor C]"},
+    {"get", sources_get, CLI_WATCH, 1, "get NAME"},
+    {"create", sources_create, CLI_OPT(O_FILE) | CLI_JSON_INPUT, 0,
+     "create (--file SOURCE.json | --json '{…}')   (prints the source; here --json is the definition)"},
     {"delete", sources_delete, 0, 1, "delete NAME"},
-    {"rejections", sources_rejections, CLI_OPT(O_LIMIT) | CLI_OPT(O_CURSOR), 1,
+    {"rejections", sources_rejections, CLI_OPT(O_LIMIT) | CLI_OPT(O_CURSOR) | CLI_WATCH, 1,
      "rejections NAME [--limit N] [--cursor C]"},
 };
 

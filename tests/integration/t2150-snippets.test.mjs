@@ -51,7 +51,7 @@ async function deliver(path, type, status) {
   const [dl] = await d.waitDelivery(ev.id, status);
   const api = await d.api('GET', `/v1/deliveries/${dl.id}`);
   assert.equal(api.status, 200);
-  const cli = JSON.parse(d.cli(['deliveries', 'get', dl.id]));
+  const cli = JSON.parse(d.cli(['deliveries', 'get', dl.id, '--json']));
   return { api: api.body, cli };
 }
 

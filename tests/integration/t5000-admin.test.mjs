@@ -99,20 +99,20 @@ test('deliveries list filters by status and endpoint; get shows attempts', async
 });
 
 test('the CLI covers endpoints, events and deliveries', async () => {
-  const ep = JSON.parse(d.cli(['endpoints', 'create', '--url', sink.url('/cli'), '--types', 'cli.*']));
+  const ep = JSON.parse(d.cli(['endpoints', 'create', '--url', sink.url('/cli'), '--types', 'cli.*', '--json']));
   assert.match(ep.id, /^ep_/);
-  const ev = JSON.parse(d.cli(['events', 'publish', '--type', 'cli.done', '--data', '{"k":1}']));
+  const ev = JSON.parse(d.cli(['events', 'publish', '--type', 'cli.done', '--data', '{"k":1}', '--json']));
   await d.waitDelivery(ev.id, 'delivered');
-  const got = JSON.parse(d.cli(['events', 'get', ev.id]));
+  const got = JSON.parse(d.cli(['events', 'get', ev.id, '--json']));
   assert.equal(got.deliveries[0].status, 'delivered');
-  const dls = JSON.parse(d.cli(['deliveries', 'list', '--endpoint', ep.id]));
+  const dls = JSON.parse(d.cli(['deliveries', 'list', '--endpoint', ep.id, '--json']));
   assert.equal(dls.data.length, 1);
-  const one = JSON.parse(d.cli(['deliveries', 'get', dls.data[0].id]));
+  const one = JSON.parse(d.cli(['deliveries', 'get', dls.data[0].id, '--json']));
   assert.equal(one.attempts.length, 1);
-  const eps = JSON.parse(d.cli(['endpoints', 'list']));
+  const eps = JSON.parse(d.cli(['endpoints', 'list', '--json']));
   assert.ok(eps.data.some((e) => e.id === ep.id));
   d.cli(['endpoints', 'disable', ep.id]);
-  assert.equal(JSON.parse(d.cli(['endpoints', 'get', ep.id])).enabled, false);
+  assert.equal(JSON.parse(d.cli(['endpoints', 'get', ep.id, '--json'])).enabled, false);
   d.cli(['endpoints', 'delete', ep.id]);
   assert.throws(() => d.cli(['endpoints', 'get', ep.id]), 'a missing endpoint exits non-zero');
   assert.throws(() => d.cli(['endpoints', 'list'], { HOOKD_ADMIN_TOKEN: 'wrong' + TOKEN }));

@@ -354,12 +354,17 @@ test('hookd apply twice: the second run changes nothing', () => {
     ],
   }));
   const first = d.cli(['apply', file]);
-  assert.match(first, /sources: 2 created, 0 updated, 0 unchanged, 0 failed/);
-  assert.match(first, /endpoints: 2 created, 0 updated, 0 unchanged, 0 failed/);
+  assert.match(first, /^KIND\s+CREATED\s+UPDATED\s+UNCHANGED\s+FAILED$/m);
+  assert.match(first, /^sources\s+2\s+0\s+0\s+0$/m);
+  assert.match(first, /^endpoints\s+2\s+0\s+0\s+0$/m);
+  assert.match(first, /^source\s+applied2\s+created\s+-$/m);
   const second = d.cli(['apply', file]);
-  assert.match(second, /sources: 0 created, 0 updated, 2 unchanged, 0 failed/);
-  assert.match(second, /endpoints: 0 created, 0 updated, 2 unchanged, 0 failed/);
+  assert.match(second, /^sources\s+0\s+0\s+2\s+0$/m);
+  assert.match(second, /^endpoints\s+0\s+0\s+2\s+0$/m);
+  const report = JSON.parse(d.cli(['apply', '--json', file]));
+  assert.deepEqual(report.summary[1], { kind: 'endpoints', created: 0, updated: 0, unchanged: 2, failed: 0 });
+  assert.equal(report.items.filter((i) => i.result === 'unchanged').length, 4);
   const listed = d.cli(['sources', 'list']);
-  assert.match(listed, /"applied2"/);
+  assert.match(listed, /^applied2\s+none\s/m);
   assert.ok(!listed.includes(SECRET_A.slice(6)));
 });
