@@ -247,11 +247,14 @@ test('machines API: validation names the field; delete refused while a source us
     sources: [{ name: 'applied', verify: { scheme: 'none' }, entity: { kind: 'sub', id: '/id' }, handler: { machine: 'sub' } }],
     machines: [{ name: 'sub', versioning: 'none', transitions: [{ on: 'sub.start', from: [null], to: 'on' }] }],
   }));
-  const first = d.cli(['apply', file]);
-  assert.match(first, /machine sub: created/);
-  assert.match(first, /source applied: created/);
+  const first = JSON.parse(d.cli(['apply', '--json', file]));
+  assert.deepEqual(first.items.map((i) => [i.kind, i.name, i.result]),
+    [['machine', 'sub', 'created'], ['source', 'applied', 'created']], 'machines are applied before sources');
+  assert.deepEqual(first.summary.find((k) => k.kind === 'machines'),
+    { kind: 'machines', created: 1, updated: 0, unchanged: 0, failed: 0 });
   const again = d.cli(['apply', file]);
-  assert.match(again, /machine sub: unchanged/);
+  assert.match(again, /^machine\s+sub\s+unchanged/m);
+  assert.match(again, /^machines\s+0\s+0\s+1\s+0/m);
 });
 
 test('rows written by SQL: an unreadable machine quarantines its events, a strange entity state is only a state', { timeout: 60000 }, async () => {
