@@ -561,10 +561,31 @@ static void slow_sweep(struct dispatcher *q, int64_t mono)
     }
 }
 
+/*
+ * Whether the job's lease still covers an attempt: its timeout and a quarter
+ * of the lease more (for the record), or half the lease when that is less,
+ * so that a freshly leased job always goes. Nothing renews a lease the
+ * dispatcher holds: one that waited here past that point (a queue longer than
+ * the lease, a stalled loop) may run out during the attempt, or has already,
+ * and on a shared store another node then claims and sends the delivery too.
+ * Such a job is given back (fenced: if another node holds it now, the release
+ * changes nothing) and claimed again, by any node, with a fresh lease. On a
+ * single-node store no other node can take it, and this node's own claims
+ * renew the copy it holds (lease_renewed): the job goes.
+ */
+static bool lease_covers_attempt(const struct dispatcher *q, const struct job *j, int64_t now)
+{
+    int64_t timeout = j->ep->ep.timeout_ms > 0 ? j->ep->ep.timeout_ms : q->deps.timeout_ms;
+    int64_t need = min64(timeout + q->deps.lease_ms / 4, q->deps.lease_ms / 2);
+
+    return q->deps.claimer == NULL || j->dj.d.lease_until - now >= need;
+}
+
 /* Starts queued jobs round-robin over endpoints while global and per-endpoint caps allow. */
 static void schedule(struct dispatcher *q)
 {
     struct ep_state *st, *held_back = NULL;
+    int64_t now = clock_now_ms();
 
     slow_sweep(q, clock_mono_ms());
     while (fast_in_flight(q) < q->max_in_flight && q->in_flight < (1 + SLOW_POOL_FACTOR) * q->max_in_flight &&
@@ -585,7 +606,14 @@ static void schedule(struct dispatcher *q)
             break;
         }
         struct job *j = fifo_pop(q, st);
-        job_start(q, j, r);
+        if (!lease_covers_attempt(q, j, now)) {
+            log_debug(PART, "%s: its lease ends in %lld ms, too soon for an attempt: given back", j->dj.d.id,
+                      (long long)(j->dj.d.lease_until - now));
+            request_put(q, r);
+            dispatcher_job_submit(q, j, JOB_RELEASING);
+        } else {
+            job_start(q, j, r);
+        }
         endpoint_cache_mark_ready(&q->cache, st);
     }
     while (held_back != NULL) {
