@@ -628,16 +628,18 @@ static void schedule(struct dispatcher *q)
 /*
  * A delivery claimed again while we still hold it (its lease ran out while it
  * waited here): the held copy takes the new lease and the new copy goes.
- * Once the held copy's result is on its way to the writer it is too late; the
- * new copy then stays, and the old result will meet a newer token (ESTALE).
+ * When the held copy's result is on its way to the writer already, that write
+ * carries the old token and meets the new one (ESTALE): job_finished then
+ * writes it again with the token taken here, instead of the new copy sending
+ * the delivery a second time. (A held copy being released keeps its old
+ * token: its release then fails, and the new copy stays and is sent.)
  */
 static bool lease_renewed(struct dispatcher *q, struct job *fresh)
 {
     struct job *held = job_table_find(&q->jobs, fresh->dj.d.id);
     struct delivery *d;
 
-    if (held == NULL || (held->phase != JOB_QUEUED && held->phase != JOB_SENDING) ||
-        fresh->dj.d.lease_token <= held->dj.d.lease_token)
+    if (held == NULL || held->phase == JOB_RELEASING || fresh->dj.d.lease_token <= held->dj.d.lease_token)
         return false;
     d = &held->dj.d;
     d->lease_token = fresh->dj.d.lease_token;
@@ -806,6 +808,18 @@ static void job_finished(struct dispatcher *q, struct job *j)
                 atomic_store(&q->endpoints_dirty, true);
                 hub_notify(q->deps.hub, HUB_ENDPOINTS_CHANGED);
             }
+            if (j->dj.d.lease_token > j->result.lease_token) {
+                /* Our claim took it again after this retry committed (lease_renewed): that lease goes back for the next claim. */
+                dispatcher_job_submit(q, j, JOB_RELEASING);
+                return;
+            }
+        } else if (j->op_result == HOOKD_ESTALE && j->result.lease_token < j->dj.d.lease_token) {
+            /* Our own claim took it again meanwhile (lease_renewed): the result goes with that lease. */
+            log_debug(PART, "%s: recording the attempt again with its renewed lease (token %lld)", j->dj.d.id,
+                      (long long)j->dj.d.lease_token);
+            j->result.lease_token = j->dj.d.lease_token;
+            dispatcher_job_submit(q, j, JOB_RECORDING);
+            return;
         } else if (j->op_result == HOOKD_ESTALE) {
             log_debug(PART, "%s: lease taken over meanwhile, attempt not recorded", j->dj.d.id);
         } else if (store_down(j->op_result) && !atomic_load(&q->stopping)) {
