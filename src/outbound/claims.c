@@ -73,30 +73,39 @@ static void op_claim_done(void *arg, int result)
  * The endpoints a claim holds to their cap: those not direct (their transfers
  * are slow, they are paused or ramping) and those that have not answered
  * within ANSWERING_MS (a stuck one must not fill the window with its backlog).
+ * Judged at one instant (mono) for both passes below: judged twice, at two
+ * clock readings, the second pass could find more of them than the first
+ * counted room for (a heap overflow on a loaded machine).
  */
-static bool claim_capped(const struct ep_state *st)
+static bool claim_capped(const struct ep_state *st, int64_t mono)
 {
-    return st->present && (!st->direct || st->answered_mono == 0 || clock_mono_ms() - st->answered_mono >= 100);
+    return st->present && (!st->direct || st->answered_mono == 0 || mono - st->answered_mono >= 100);
 }
+
+struct capped_pass {
+    struct claim *c;
+    int64_t mono;
+    size_t n, room; /* counted (or collected) so far; room in c->capped */
+};
 
 static void capped_collect(struct ep_state *st, void *arg)
 {
-    struct claim *c = arg;
+    struct capped_pass *p = arg;
 
-    if (claim_capped(st))
-        snprintf(c->capped[c->n_capped++], HOOKD_ID_MAX, "%s", st->id);
+    if (p->n < p->room && claim_capped(st, p->mono))
+        snprintf(p->c->capped[p->n++], HOOKD_ID_MAX, "%s", st->id);
 }
 
 static void capped_count(struct ep_state *st, void *arg)
 {
-    size_t *n = arg;
+    struct capped_pass *p = arg;
 
-    *n += claim_capped(st);
+    p->n += claim_capped(st, p->mono);
 }
 
 void claims_maybe(struct dispatcher *q, int64_t now)
 {
-    size_t n_capped = 0;
+    struct capped_pass pass = {.c = &q->claim, .mono = clock_mono_ms()};
     int room, rc;
 
     if (q->claim_in_flight || atomic_load(&q->stopping))
@@ -117,9 +126,13 @@ void claims_maybe(struct dispatcher *q, int64_t now)
         return;
     free(q->claim.capped);
     memset(&q->claim, 0, sizeof q->claim);
-    endpoint_cache_each(&q->cache, capped_count, &n_capped);
-    if (n_capped > 0 && (q->claim.capped = calloc(n_capped, sizeof *q->claim.capped)) != NULL)
-        endpoint_cache_each(&q->cache, capped_collect, &q->claim);
+    endpoint_cache_each(&q->cache, capped_count, &pass);
+    if (pass.n > 0 && (q->claim.capped = calloc(pass.n, sizeof *q->claim.capped)) != NULL) {
+        pass.room = pass.n;
+        pass.n = 0;
+        endpoint_cache_each(&q->cache, capped_collect, &pass);
+        q->claim.n_capped = pass.n;
+    }
     q->claim.limit = room < CLAIM_BATCH_MAX ? room : CLAIM_BATCH_MAX;
     q->claim.now = now;
     if (q->deps.retry.window_ms > 0 && now >= q->expire_at) {

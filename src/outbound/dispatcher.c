@@ -612,10 +612,31 @@ static void slow_sweep(struct dispatcher *q, int64_t mono)
     }
 }
 
+/*
+ * Whether the job's lease still covers an attempt: its timeout and a quarter
+ * of the lease more (for the record), or half the lease when that is less,
+ * so that a freshly leased job always goes. Nothing renews a lease the
+ * dispatcher holds: one that waited here past that point (a queue longer than
+ * the lease, a stalled loop) may run out during the attempt, or has already,
+ * and on a shared store another node then claims and sends the delivery too.
+ * Such a job is given back (fenced: if another node holds it now, the release
+ * changes nothing) and claimed again, by any node, with a fresh lease. On a
+ * single-node store no other node can take it, and this node's own claims
+ * renew the copy it holds (lease_renewed): the job goes.
+ */
+static bool lease_covers_attempt(const struct dispatcher *q, const struct job *j, int64_t now)
+{
+    int64_t timeout = j->ep->ep.timeout_ms > 0 ? j->ep->ep.timeout_ms : q->deps.timeout_ms;
+    int64_t need = min64(timeout + q->deps.lease_ms / 4, q->deps.lease_ms / 2);
+
+    return q->deps.claimer == NULL || j->dj.d.lease_until - now >= need;
+}
+
 /* Starts queued jobs round-robin over endpoints while global and per-endpoint caps allow. */
 static void schedule(struct dispatcher *q)
 {
     struct ep_state *st, *held_back = NULL;
+    int64_t now = clock_now_ms();
 
     slow_sweep(q, clock_mono_ms());
     while (fast_in_flight(q) < q->max_in_flight && q->in_flight < (1 + SLOW_POOL_FACTOR) * q->max_in_flight &&
@@ -636,7 +657,14 @@ static void schedule(struct dispatcher *q)
             break;
         }
         struct job *j = fifo_pop(q, st);
-        job_start(q, j, r);
+        if (!lease_covers_attempt(q, j, now)) {
+            log_debug(PART, "%s: its lease ends in %lld ms, too soon for an attempt: given back", j->dj.d.id,
+                      (long long)(j->dj.d.lease_until - now));
+            request_put(q, r);
+            dispatcher_job_submit(q, j, JOB_RELEASING);
+        } else {
+            job_start(q, j, r);
+        }
         endpoint_cache_mark_ready(&q->cache, st);
     }
     while (held_back != NULL) {
@@ -651,16 +679,18 @@ static void schedule(struct dispatcher *q)
 /*
  * A delivery claimed again while we still hold it (its lease ran out while it
  * waited here): the held copy takes the new lease and the new copy goes.
- * Once the held copy's result is on its way to the writer it is too late; the
- * new copy then stays, and the old result will meet a newer token (ESTALE).
+ * When the held copy's result is on its way to the writer already, that write
+ * carries the old token and meets the new one (ESTALE): job_finished then
+ * writes it again with the token taken here, instead of the new copy sending
+ * the delivery a second time. (A held copy being released keeps its old
+ * token: its release then fails, and the new copy stays and is sent.)
  */
 static bool lease_renewed(struct dispatcher *q, struct job *fresh)
 {
     struct job *held = job_table_find(&q->jobs, fresh->dj.d.id);
     struct delivery *d;
 
-    if (held == NULL || (held->phase != JOB_QUEUED && held->phase != JOB_SENDING) ||
-        fresh->dj.d.lease_token <= held->dj.d.lease_token)
+    if (held == NULL || held->phase == JOB_RELEASING || fresh->dj.d.lease_token <= held->dj.d.lease_token)
         return false;
     d = &held->dj.d;
     d->lease_token = fresh->dj.d.lease_token;
@@ -829,6 +859,18 @@ static void job_finished(struct dispatcher *q, struct job *j)
                 atomic_store(&q->endpoints_dirty, true);
                 hub_notify(q->deps.hub, HUB_ENDPOINTS_CHANGED);
             }
+            if (j->dj.d.lease_token > j->result.lease_token) {
+                /* Our claim took it again after this retry committed (lease_renewed): that lease goes back for the next claim. */
+                dispatcher_job_submit(q, j, JOB_RELEASING);
+                return;
+            }
+        } else if (j->op_result == HOOKD_ESTALE && j->result.lease_token < j->dj.d.lease_token) {
+            /* Our own claim took it again meanwhile (lease_renewed): the result goes with that lease. */
+            log_debug(PART, "%s: recording the attempt again with its renewed lease (token %lld)", j->dj.d.id,
+                      (long long)j->dj.d.lease_token);
+            j->result.lease_token = j->dj.d.lease_token;
+            dispatcher_job_submit(q, j, JOB_RECORDING);
+            return;
         } else if (j->op_result == HOOKD_ESTALE) {
             log_debug(PART, "%s: lease taken over meanwhile, attempt not recorded", j->dj.d.id);
         } else if (store_down(j->op_result) && !atomic_load(&q->stopping)) {

@@ -65,6 +65,14 @@ function track(child, name) {
   return child;
 }
 
+/** Prints the tail of a node's stderr (to the test's output) when it did not exit 0. */
+function keepStderr(d, code) {
+  const text = d.child.stderrText;
+  const tail = text.length > 20000 ? `…${text.slice(-20000)}` : text;
+  const how = code === null ? `killed (${d.child.signalCode})` : `exit code ${code}`;
+  process.stderr.write(`\n[hookd ${d.node}: ${how}; its stderr follows]\n${tail}\n[end of hookd ${d.node} stderr]\n`);
+}
+
 function waitExit(child, timeoutMs = 10000) {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
   return new Promise((res) => {
@@ -208,6 +216,7 @@ export async function startDaemon(env = {}, opts = {}) {
   if (env.HOOKD_SERVER_NODE_ID) d.node = env.HOOKD_SERVER_NODE_ID;
   const bin = opts.bin || HOOKD;
   d.start = async () => {
+    d.stderrKept = false;
     d.child = track(spawn(bin, ['serve'], { env: d.env, stdio: ['ignore', 'pipe', 'pipe'] }), 'hookd');
     d.child.stdout.on('data', () => {});
     await waitFor(async () => {
@@ -215,15 +224,26 @@ export async function startDaemon(env = {}, opts = {}) {
       try { return (await fetch(`http://127.0.0.1:${d.publicPort}/healthz`)).status === 200; } catch { return false; }
     }, { timeoutMs: 15000, what: 'hookd to be healthy' });
   };
-  /** Graceful stop; returns the exit code (sanitizer reports make it non-zero). */
+  /**
+   * Graceful stop; returns the exit code (sanitizer reports make it non-zero).
+   * A node that exits non-zero (now, or earlier on its own) or must be killed
+   * has its stderr's tail printed, once, so a failing exit code comes with its reason.
+   */
   d.stop = async () => {
-    if (!d.child || d.child.exitCode !== null) return d.child?.exitCode;
-    d.child.kill('SIGTERM');
-    const code = await waitExit(d.child, 15000);
-    d.logs += d.child.stderrText;
+    if (!d.child) return undefined;
+    let code = d.child.exitCode;
+    if (code === null && d.child.signalCode === null) {
+      d.child.kill('SIGTERM');
+      code = await waitExit(d.child, 15000);
+    }
+    if (!d.stderrKept) {
+      d.stderrKept = true;
+      d.logs += d.child.stderrText;
+      if (code !== 0) keepStderr(d, code);
+    }
     return code;
   };
-  d.kill9 = async () => { d.child.kill('SIGKILL'); await waitExit(d.child); d.logs += d.child.stderrText; };
+  d.kill9 = async () => { d.child.kill('SIGKILL'); await waitExit(d.child); d.logs += d.child.stderrText; d.stderrKept = true; };
   d.cleanup = async () => { await d.stop(); if (!opts.store) store.drop(); };
   d.api = async (method, path, body, headers = {}) => {
     const init = { method, headers: { authorization: `Bearer ${TOKEN}`, ...headers } };
