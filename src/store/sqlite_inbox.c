@@ -120,7 +120,13 @@ static int sqlite_inbox_list(struct store *s, const struct inbox_filter *f, stru
     " AND (j.lease_until > " now " OR (j.next_attempt_at <= " now " AND (j.received_at < i.received_at"         \
     " OR (j.received_at = i.received_at AND j.id < i.id)))))"
 
-/* One writer per database file: the statement is the whole claim, so no other claim interleaves. */
+/*
+ * One writer per database file: the statement is the whole claim, so no other
+ * claim interleaves. The walk is the due index in claim order, stopping after
+ * `limit` rows taken; without the INDEXED BY, SQLite (no statistics) prefers
+ * hookd_inbox_status and sorts every open item in a temporary B-tree, a cost
+ * that follows the backlog (0.2 s for 10,000 open items).
+ */
 static int sqlite_inbox_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
                                   struct inbox_list *out)
 {
@@ -131,7 +137,7 @@ static int sqlite_inbox_claim_due(struct store *s, const char *node, int64_t now
     out->n = 0;
     result = sq_stmt(s, SQ_INBOX_CLAIM,
                      "UPDATE hookd_inbox SET lease_owner = ?1, lease_until = ?3, lease_token = lease_token + 1"
-                     " WHERE id IN (SELECT i.id FROM hookd_inbox i"
+                     " WHERE id IN (SELECT i.id FROM hookd_inbox i INDEXED BY hookd_inbox_due"
                      "  WHERE i.status IN ('pending', 'deferred') AND i.next_attempt_at <= ?2"
                      "  AND (i.lease_until IS NULL OR i.lease_until <= ?2)"
                      "  AND (i.entity_id IS NULL OR NOT " ENTITY_BUSY("?2") ")"

@@ -385,6 +385,15 @@ static const char schema_machines[] =
     "CREATE INDEX hookd_transitions_inbox ON hookd_transitions(inbox_id);"
     "CREATE INDEX hookd_transitions_at ON hookd_transitions(at);";
 
+/*
+ * The workers' claim walks the open items in (next_attempt_at, id) order and
+ * stops after the ones it takes: the index gives that order, so a claim no
+ * longer sorts every due item (its cost followed the backlog).
+ */
+static const char schema_inbox_claim_order[] =
+    "DROP INDEX hookd_inbox_due;"
+    "CREATE INDEX hookd_inbox_due ON hookd_inbox(next_attempt_at, id) WHERE status IN ('pending', 'deferred');";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -398,6 +407,7 @@ const struct schema_migration postgres_migrations[] = {
     {10, schema_delivery_order},
     {11, schema_endpoint_state},
     {12, schema_machines},
+    {13, schema_inbox_claim_order},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];
