@@ -134,12 +134,21 @@ static void op_claim_done(void *arg, int result)
     atomic_fetch_sub(&p->outstanding, 1);
 }
 
+/*
+ * A claim walks past the due items whose entity is busy (taken here, in
+ * flight): while many are in flight, claims for one or two freed slots would
+ * repeat that walk for each; so, while work is in flight, a claim waits until
+ * a quarter of the slots (up to a full batch) are free.
+ */
 static void claim_maybe(struct processor *p)
 {
     int room = p->deps.workers - p->in_flight;
+    int batch = p->deps.workers > STORE_LIST_MAX ? STORE_LIST_MAX : p->deps.workers;
 
     if (!p->want_claim || room <= 0 || p->claim_running)
         return;
+    if (p->in_flight > 0 && room < (batch + 3) / 4)
+        return; /* want_claim stays set: the next completions ask again */
     p->want_claim = false;
     p->claim_running = true;
     p->claim_limit = room > STORE_LIST_MAX ? STORE_LIST_MAX : room;
