@@ -450,10 +450,25 @@ static void op_machine_done(void *arg, int result)
 
 /* ---- reconciliation: the provider's view of an entity, fetched on the loop's engine --------------------- */
 
+/* The connection that decides j: by its entity, so one entity's decisions queue on one connection. */
+static struct writer *machine_writer(const struct processor *p, const struct job *j)
+{
+    uint32_t h = 2166136261u; /* FNV-1a over kind and id */
+
+    if (p->deps.n_deciders <= 0 || !j->it.entity_kind || !j->it.entity_id)
+        return p->deps.writer;
+    for (const char *c = j->it.entity_kind; *c; c++)
+        h = (h ^ (unsigned char)*c) * 16777619u;
+    h = (h ^ 0xffu) * 16777619u;
+    for (const char *c = j->it.entity_id; *c; c++)
+        h = (h ^ (unsigned char)*c) * 16777619u;
+    return p->deps.deciders[h % (uint32_t)p->deps.n_deciders];
+}
+
 static void machine_submit(struct processor *p, struct job *j)
 {
     atomic_fetch_add(&p->outstanding, 1);
-    if (writer_submit(p->deps.writer, op_machine, op_machine_done, j) != 0) {
+    if (writer_submit(machine_writer(p, j), op_machine, op_machine_done, j) != 0) {
         atomic_fetch_sub(&p->outstanding, 1);
         p->in_flight--;
         job_free(j);
