@@ -92,7 +92,7 @@ static const struct conf_key conf_keys[] = {
     NUM("inbox", "retry_schedule", CONF_DURATION_LIST, inbox_retry, 0, YEAR_MS, "1m,5m,15m"),
     NUM("inbox", "max_defer", CONF_DURATION, max_defer_ms, 0, YEAR_MS, "1h"),
     NUM("inbox", "max_body", CONF_SIZE, max_body, 1, INT64_C(1) << 30, "1MiB"),
-    NUM("inbox", "workers", CONF_INT, workers, 1, 1024, "2"),
+    NUM("inbox", "workers", CONF_INT, workers, 1, 1024, "32"),
     NUM("inbox", "timeout", CONF_DURATION, inbox_timeout_ms, 1, DAY_MS, "10s"),
     NUM("inbox", "allow_private_networks", CONF_BOOL, inbox_allow_private_networks, 0, 1, "true"),
     NUM("inbox", "reconcile_after", CONF_DURATION, reconcile_after_ms, 0, DAY_MS, "5s"),

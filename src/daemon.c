@@ -218,6 +218,8 @@ static int inbound_start(struct daemon *d)
         .node = d->node,
         .claimer = d->claimer ? d->claimer : d->writer,
         .writer = d->writer,
+        .deciders = d->deciders,
+        .n_deciders = d->deciders[0] ? PROCESSOR_DECIDERS_MAX : 0,
         .sources = d->sources,
         .workers = cfg->workers,
         .lease_ms = cfg->lease_ms,
@@ -441,6 +443,13 @@ int daemon_run(const struct config *cfg)
             log_error("serve", "cannot start the claim writer: %s", hookd_strerror(r));
             goto out;
         }
+        for (int i = 0; i < PROCESSOR_DECIDERS_MAX; i++) {
+            r = writer_start(cfg->store, &wopt, &d->deciders[i]);
+            if (r != 0) {
+                log_error("serve", "cannot start the machine decisions' writers: %s", hookd_strerror(r));
+                goto out;
+            }
+        }
     }
     r = store_pool_create(cfg->store, 8, &d->readers);
     if (r != 0)
@@ -497,6 +506,9 @@ out:
         leases_release(d);
     if (d->claimer != NULL)
         writer_stop(d->claimer);
+    for (int i = 0; i < PROCESSOR_DECIDERS_MAX; i++)
+        if (d->deciders[i] != NULL)
+            writer_stop(d->deciders[i]);
     if (d->writer != NULL)
         writer_stop(d->writer);
     source_cache_destroy(d->sources); /* after the listeners: no request holds a definition */

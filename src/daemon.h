@@ -12,6 +12,8 @@ struct writer;
 struct store_pool;
 struct relay;
 struct dispatcher;
+#include "inbound/processor.h"
+
 struct http_server;
 struct hub;
 struct api_ctx;
@@ -26,6 +28,7 @@ struct daemon {
     char admin_token[256];       /* effective token (configured or generated) */
     struct writer *writer;
     struct writer *claimer;      /* shared stores: the dispatcher's claims, beside the writer; NULL: on the writer */
+    struct writer *deciders[PROCESSOR_DECIDERS_MAX]; /* shared stores: machine decisions, by entity; NULL: on the writer */
     struct store_pool *readers;
     struct source_cache *sources; /* the receiver's source definitions */
     struct token_cache *tokens;   /* live account tokens, for the admin listener */

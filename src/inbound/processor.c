@@ -135,12 +135,21 @@ static void op_claim_done(void *arg, int result)
     atomic_fetch_sub(&p->outstanding, 1);
 }
 
+/*
+ * A claim walks past the due items whose entity is busy (taken here, in
+ * flight): while many are in flight, claims for one or two freed slots would
+ * repeat that walk for each; so, while work is in flight, a claim waits until
+ * a quarter of the slots (up to a full batch) are free.
+ */
 static void claim_maybe(struct processor *p)
 {
     int room = p->deps.workers - p->in_flight;
+    int batch = p->deps.workers > STORE_LIST_MAX ? STORE_LIST_MAX : p->deps.workers;
 
     if (!p->want_claim || room <= 0 || p->claim_running)
         return;
+    if (p->in_flight > 0 && room < (batch + 3) / 4)
+        return; /* want_claim stays set: the next completions ask again */
     p->want_claim = false;
     p->claim_running = true;
     p->claim_limit = room > STORE_LIST_MAX ? STORE_LIST_MAX : room;
@@ -444,10 +453,25 @@ static void op_machine_done(void *arg, int result)
 
 /* ---- reconciliation: the provider's view of an entity, fetched on the loop's engine --------------------- */
 
+/* The connection that decides j: by its entity, so one entity's decisions queue on one connection. */
+static struct writer *machine_writer(const struct processor *p, const struct job *j)
+{
+    uint32_t h = 2166136261u; /* FNV-1a over kind and id */
+
+    if (p->deps.n_deciders <= 0 || !j->it.entity_kind || !j->it.entity_id)
+        return p->deps.writer;
+    for (const char *c = j->it.entity_kind; *c; c++)
+        h = (h ^ (unsigned char)*c) * 16777619u;
+    h = (h ^ 0xffu) * 16777619u;
+    for (const char *c = j->it.entity_id; *c; c++)
+        h = (h ^ (unsigned char)*c) * 16777619u;
+    return p->deps.deciders[h % (uint32_t)p->deps.n_deciders];
+}
+
 static void machine_submit(struct processor *p, struct job *j)
 {
     atomic_fetch_add(&p->outstanding, 1);
-    if (writer_submit(p->deps.writer, op_machine, op_machine_done, j) != 0) {
+    if (writer_submit(machine_writer(p, j), op_machine, op_machine_done, j) != 0) {
         atomic_fetch_sub(&p->outstanding, 1);
         p->in_flight--;
         job_free(j);

@@ -24,10 +24,19 @@ struct processor;
 #define PROCESSOR_LEASE_MARGIN_MS 10000 /* an item's lease outlasts its forward's timeouts by at least this */
 
 /* Everything is borrowed and must outlive the processor. */
+/*
+ * Machine decisions on a shared store run on this many connections of their
+ * own, beside the writer: each is a few statements in series that wait on
+ * the server (the entity's advisory lock keeps one entity on one at a time).
+ */
+#define PROCESSOR_DECIDERS_MAX 4
+
 struct processor_deps {
     const char *node;               /* lease owner */
     struct writer *claimer;         /* claims (the claim writer on a shared store, else the writer) */
     struct writer *writer;          /* outcomes */
+    struct writer *const *deciders; /* machine decisions, an entity always on the same one; n_deciders 0: on writer */
+    int n_deciders;
     struct source_cache *sources;   /* handlers, schedules */
     int workers;                    /* items in flight at once */
     int64_t lease_ms;

@@ -94,7 +94,7 @@ static int pg_claim(void *conn, const char *source, const char *owner, int64_t n
         result = run(conn,
                      "UPDATE hookd_inbox SET lease_owner = $1, lease_until = $3::bigint, lease_token = lease_token + 1"
                      " WHERE id IN (SELECT i.id FROM hookd_inbox i WHERE i.source = $5"
-                     "  AND " INBOX_CLAIMABLE("IS NOT DISTINCT FROM", "$2::bigint")
+                     "  AND " INBOX_CLAIMABLE("$2::bigint")
                      "  ORDER BY i.next_attempt_at, i.id LIMIT $4::int FOR UPDATE SKIP LOCKED)"
                      " RETURNING " ITEM_COLUMNS,
                      5, values, PGRES_TUPLES_OK, &r);

@@ -78,7 +78,7 @@ static int sqlite_claim(void *conn, const char *source, const char *owner, int64
     sqlite3_stmt *st = prepare(db,
                                "UPDATE hookd_inbox SET lease_owner = ?1, lease_until = ?3, lease_token = lease_token + 1"
                                " WHERE id IN (SELECT i.id FROM hookd_inbox i WHERE i.source = ?5"
-                               "  AND " INBOX_CLAIMABLE("IS", "?2") " ORDER BY i.next_attempt_at, i.id LIMIT ?4)"
+                               "  AND " INBOX_CLAIMABLE("?2") " ORDER BY i.next_attempt_at, i.id LIMIT ?4)"
                                " RETURNING " ITEM_COLUMNS,
                                &result);
 

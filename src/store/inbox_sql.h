@@ -9,21 +9,28 @@
 
 /*
  * The one-entity-at-a-time rule for the candidate row i: another open item of
- * its entity holds a live lease, or was received earlier and is due. eq is
- * the backend's null-safe equality ("IS", "IS NOT DISTINCT FROM"), now the
- * parameter holding the current time.
+ * its entity holds a live lease, or was received earlier and is due; now is
+ * the parameter holding the current time. The kind is compared with = (or
+ * both IS NULL), never a null-safe operator like IS NOT DISTINCT FROM, which
+ * no PostgreSQL index serves: the subquery then walked all of
+ * hookd_inbox_entity for each item passed (0.3 ms each, a claim of 256 over
+ * 10,000 open items 0.86 s); this way it is a search of
+ * hookd_inbox_open_entity on (source, kind, id) on both backends.
  */
-#define INBOX_ENTITY_BUSY(eq, now)                                                                           \
-    "EXISTS (SELECT 1 FROM hookd_inbox j WHERE j.source = i.source AND j.entity_kind " eq " i.entity_kind"   \
+#define INBOX_ENTITY_BUSY_KIND(kind_test, now)                                                               \
+    "EXISTS (SELECT 1 FROM hookd_inbox j WHERE j.source = i.source AND " kind_test                           \
     " AND j.entity_id = i.entity_id AND j.status IN ('pending', 'deferred') AND j.id <> i.id"                 \
     " AND (j.lease_until > " now " OR (j.next_attempt_at <= " now " AND (j.received_at < i.received_at"         \
     " OR (j.received_at = i.received_at AND j.id < i.id)))))"
+#define INBOX_ENTITY_BUSY(now)                                                                               \
+    "(CASE WHEN i.entity_kind IS NULL THEN " INBOX_ENTITY_BUSY_KIND("j.entity_kind IS NULL", now)            \
+    " ELSE " INBOX_ENTITY_BUSY_KIND("j.entity_kind = i.entity_kind", now) " END)"
 
 /* What a claim may take at time now: open, due, unleased, its entity free. */
-#define INBOX_CLAIMABLE(eq, now)                                                                             \
+#define INBOX_CLAIMABLE(now)                                                                                 \
     "i.status IN ('pending', 'deferred') AND i.next_attempt_at <= " now                                      \
     " AND (i.lease_until IS NULL OR i.lease_until <= " now ")"                                                \
-    " AND (i.entity_id IS NULL OR NOT " INBOX_ENTITY_BUSY(eq, now) ")"
+    " AND (i.entity_id IS NULL OR NOT " INBOX_ENTITY_BUSY(now) ")"
 
 /*
  * The names of the sources whose handler is {"library": true}: the

@@ -122,7 +122,7 @@ static int postgres_inbox_claim_due(struct store *s, const char *node, int64_t n
         result = pg_list(s, PG_INBOX_CLAIM,
                          "UPDATE hookd_inbox SET lease_owner = $1, lease_until = $3, lease_token = lease_token + 1"
                          " WHERE id IN (SELECT i.id FROM hookd_inbox i"
-                         "  WHERE " INBOX_CLAIMABLE("IS NOT DISTINCT FROM", "$2")
+                         "  WHERE " INBOX_CLAIMABLE("$2")
                          "  AND i.source NOT IN (" INBOX_LIBRARY_SOURCES_PG ")"
                          "  ORDER BY i.next_attempt_at, i.id LIMIT $4 FOR UPDATE SKIP LOCKED)"
                          " RETURNING " STORE_INBOX_COLUMNS,

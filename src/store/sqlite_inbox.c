@@ -115,7 +115,13 @@ static int sqlite_inbox_list(struct store *s, const struct inbox_filter *f, stru
     return sq_rows_read(s, st, (size_t)limit, store_read_inbox, STORE_ROWS(out, store_free_inbox));
 }
 
-/* One writer per database file: the statement is the whole claim, so no other claim interleaves. */
+/*
+ * One writer per database file: the statement is the whole claim, so no other
+ * claim interleaves. The walk is the due index in claim order, stopping after
+ * `limit` rows taken; without the INDEXED BY, SQLite (no statistics) prefers
+ * hookd_inbox_status and sorts every open item in a temporary B-tree, a cost
+ * that follows the backlog (0.2 s for 10,000 open items).
+ */
 static int sqlite_inbox_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
                                   struct inbox_list *out)
 {
@@ -126,8 +132,8 @@ static int sqlite_inbox_claim_due(struct store *s, const char *node, int64_t now
     out->n = 0;
     result = sq_stmt(s, SQ_INBOX_CLAIM,
                      "UPDATE hookd_inbox SET lease_owner = ?1, lease_until = ?3, lease_token = lease_token + 1"
-                     " WHERE id IN (SELECT i.id FROM hookd_inbox i"
-                     "  WHERE " INBOX_CLAIMABLE("IS", "?2")
+                     " WHERE id IN (SELECT i.id FROM hookd_inbox i INDEXED BY hookd_inbox_due"
+                     "  WHERE " INBOX_CLAIMABLE("?2")
                      "  AND i.source NOT IN (" INBOX_LIBRARY_SOURCES_SQLITE ")"
                      "  ORDER BY i.next_attempt_at, i.id LIMIT ?4)"
                      " RETURNING " STORE_INBOX_COLUMNS,

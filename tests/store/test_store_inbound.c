@@ -488,23 +488,28 @@ static const struct inbox_item *claimed_find(const struct claimed *c, const char
     return NULL;
 }
 
-static void insert_at(struct fixture *fx, const char *source, const char *event_id, const char *entity, int64_t at,
-                      char id_out[HOOKD_ID_MAX])
+/* An item of entity (kind, entity) received at `at`; kind NULL: an entity id without a kind. */
+static void insert_kind_at(struct fixture *fx, const char *source, const char *event_id, const char *kind,
+                           const char *entity, int64_t at, char id_out[HOOKD_ID_MAX])
 {
     struct inbox_item it;
     struct inbox_outcome o;
 
     item_init(&it, source, event_id, SHA_A);
     free(it.entity_id);
+    free(it.entity_kind);
     it.entity_id = entity ? strdup(entity) : NULL;
-    if (!entity) {
-        free(it.entity_kind);
-        it.entity_kind = NULL;
-    }
+    it.entity_kind = kind ? strdup(kind) : NULL;
     it.received_at = at;
     assert_int_equal(store_inbox_insert(fx->s, &it, &o), 0);
     snprintf(id_out, HOOKD_ID_MAX, "%s", o.id);
     inbox_item_free(&it);
+}
+
+static void insert_at(struct fixture *fx, const char *source, const char *event_id, const char *entity, int64_t at,
+                      char id_out[HOOKD_ID_MAX])
+{
+    insert_kind_at(fx, source, event_id, entity ? "order" : NULL, entity, at, id_out);
 }
 
 static int complete_as(struct fixture *fx, const struct inbox_item *it, const char *node, int64_t token,
@@ -660,6 +665,50 @@ static void test_inbox_claims_one_entity_at_a_time(void **state)
     claimed_free(&c);
 }
 
+/*
+ * The one-entity rule when the entity has an id and no kind (a source without
+ * entity.kind, or rows written by SQL): items without a kind and the same id
+ * are one entity, and not the entity of that id with a kind.
+ */
+static void test_inbox_claims_entity_without_kind(void **state)
+{
+    struct fixture *fx = *state;
+    char source[SOURCE_NAME_MAX], id[HOOKD_ID_MAX];
+    /* Twenty days back: no other test's items are due at these times. */
+    const int64_t base = clock_now_ms() - 20LL * 86400000;
+    struct claimed c = {0}, c2 = {0};
+
+    unique_name(source, "src_");
+    insert_kind_at(fx, source, "n1", NULL, "K", base + 1, id);
+    insert_kind_at(fx, source, "n2", NULL, "K", base + 2, id);
+    insert_kind_at(fx, source, "o1", "order", "K", base + 3, id);
+    insert_kind_at(fx, source, "o2", "order", "K", base + 4, id);
+    claim_mine(fx, "n1", source, base + 100, base + 1000, &c);
+    assert_int_equal(c.n, 2);
+    assert_non_null(claimed_find(&c, "n1"));
+    assert_non_null(claimed_find(&c, "o1"));
+    /* Both entities are held: nothing more, on any node. */
+    claim_mine(fx, "n2", source, base + 100, base + 1000, &c2);
+    assert_int_equal(c2.n, 0);
+    /* n1 done: n2 is next for the kindless K; (order, K) stays held by o1. */
+    const struct inbox_item *it = claimed_find(&c, "n1");
+    assert_int_equal(complete_as(fx, it, "n1", it->lease_token, INBOX_PROCESSED, 0, base + 110), 0);
+    claim_mine(fx, "n2", source, base + 120, base + 1000, &c2);
+    assert_int_equal(c2.n, 1);
+    assert_string_equal(c2.items[0].event_id, "n2");
+    /* Leave nothing open for later tests. */
+    it = claimed_find(&c, "o1");
+    assert_int_equal(complete_as(fx, it, "n1", it->lease_token, INBOX_PROCESSED, 0, base + 130), 0);
+    assert_int_equal(complete_as(fx, &c2.items[0], "n2", c2.items[0].lease_token, INBOX_PROCESSED, 0, base + 130), 0);
+    claimed_free(&c2);
+    claim_mine(fx, "n3", source, base + 140, base + 1000, &c2);
+    assert_int_equal(c2.n, 1);
+    assert_string_equal(c2.items[0].event_id, "o2");
+    assert_int_equal(complete_as(fx, &c2.items[0], "n3", c2.items[0].lease_token, INBOX_PROCESSED, 0, base + 150), 0);
+    claimed_free(&c2);
+    claimed_free(&c);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 int main(void)
 {
@@ -673,6 +722,7 @@ int main(void)
         T(test_rejections_bounded_and_counted),
         T(test_inbox_insert_fault),
         T(test_inbox_claims_one_entity_at_a_time),
+        T(test_inbox_claims_entity_without_kind),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -76,7 +76,7 @@ static void test_defaults(void **state)
                 c.inbox_retry.schedule_ms[2] == 900000);
     assert_true(c.max_defer_ms == 3600000);
     assert_true(c.max_body == 1048576);
-    assert_int_equal(c.workers, 2);
+    assert_int_equal(c.workers, 32);
     assert_int_equal(c.http_threads, 2);
     assert_int_equal(c.max_connections, 10240);
     assert_int_equal(c.max_connections_per_ip, 1024);

@@ -549,6 +549,15 @@ static const char schema_endpoint_health[] =
     "CREATE INDEX hookd_outbox_resource ON hookd_outbox(resource_type, resource_id, seq)"
     " WHERE resource_id IS NOT NULL;";
 
+/*
+ * The workers' claim walks the open items in (next_attempt_at, id) order and
+ * stops after the ones it takes: the index gives that order, so a claim no
+ * longer sorts every due item (its cost followed the backlog).
+ */
+static const char schema_inbox_claim_order[] =
+    "DROP INDEX hookd_inbox_due;"
+    "CREATE INDEX hookd_inbox_due ON hookd_inbox(next_attempt_at, id) WHERE status IN ('pending', 'deferred');";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -567,6 +576,7 @@ const struct schema_migration postgres_migrations[] = {
     {15, schema_inbox_library},
     {16, schema_inbox_notify},
     {17, schema_endpoint_health},
+    {18, schema_inbox_claim_order},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];
