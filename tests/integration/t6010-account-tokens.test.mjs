@@ -104,6 +104,9 @@ test('everything else is 403 forbidden for an account token', async () => {
     ['GET', '/v1/sources'], ['POST', '/v1/sources', {}], ['GET', '/v1/sources/x'], ['GET', '/v1/sources/x/rejections'],
     ['GET', '/v1/inbox'], ['GET', '/v1/inbox/x'], ['POST', '/v1/inbox/replay', {}], ['POST', '/v1/inbox/x/replay', {}],
     ['GET', '/v1/tokens'], ['POST', '/v1/tokens', { account: 'acct-a', ttl: '1h' }], ['DELETE', `/v1/tokens/${tokA.id}`],
+    ['GET', `/v1/endpoints/${A.ep.id}/health`], ['GET', '/v1/summary'], ['GET', '/v1/alerts'], ['GET', '/v1/alerts/x'],
+    ['GET', '/v1/machines'], ['POST', '/v1/machines', {}], ['GET', '/v1/entities/order/1'],
+    ['GET', '/v1/entities/order/1/trace'], ['GET', '/v1/audit'],
   ];
   for (const [m, p, body] of forbidden) {
     const r = await get(m, p, body);
@@ -211,4 +214,33 @@ test('CLI: tokens create, list, revoke; replay', async () => {
   assert.match(one, /replay_id\s+rpl_/);
   const rs = d.cli(['replay', 'list']);
   assert.match(rs, /ID\s+KIND\s+ACTOR/);
+});
+
+// Last: its dead deliveries would change the counts the tests above check.
+test('sync status: an account token reads its own account\'s, never another\'s', async () => {
+  const resource = { type: 'sub', id: `r-${Date.now()}` };
+  const evA = await d.publish({ type: 't.sync', account: 'acct-a', resource, data: {} });
+  const evB = await d.publish({ type: 't.sync', account: 'acct-b', resource, data: {} });
+  await d.waitDelivery(evA.id, 'dead');
+  await d.waitDelivery(evB.id, 'dead');
+  for (const tok of [tokA, tokAr]) {
+    const get = as(tok);
+    const own = await get('GET', '/v1/accounts/acct-a/sync');
+    assert.equal(own.status, 200, JSON.stringify(own.body));
+    const ids = own.body.endpoints.map((e) => e.endpoint_id);
+    assert.ok(ids.includes(A.ep.id) && !ids.includes(B.ep.id), JSON.stringify(ids));
+    for (const id of ids) assert.equal((await d.api('GET', `/v1/endpoints/${id}`)).body.account, 'acct-a');
+    const other = await get('GET', '/v1/accounts/acct-b/sync');
+    assert.equal(other.status, 403);
+    assert.equal(other.body.error.code, 'forbidden');
+    assert.ok(!JSON.stringify(other.body).includes(B.ep.id), 'nothing of B in the refusal');
+    const res = await get('GET', `/v1/resources/${resource.type}/${resource.id}/sync`);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.deepEqual(res.body.endpoints.map((e) => e.event.id), [evA.id], 'only the account\'s own event');
+    assert.ok(!JSON.stringify(res.body).includes(evB.id) && !JSON.stringify(res.body).includes(B.ep.id));
+    assert.equal((await get('GET', `/v1/resources/${resource.type}/${resource.id}/sync?account=acct-b`)).status, 403);
+  }
+  const admin = await d.api('GET', `/v1/resources/${resource.type}/${resource.id}/sync`);
+  assert.equal(admin.status, 200);
+  assert.deepEqual(admin.body.endpoints.map((e) => e.event.id).sort(), [evA.id, evB.id].sort(), 'the admin sees both');
 });
