@@ -524,8 +524,10 @@ static int parse_and_run(const char *family, const struct cli_subcommand *sub, c
     struct option all[CLI_LONGOPTS_MAX];
     struct cli_args a = {0};
     struct client client;
-    char err[512];
+    char err[512], who[128];
     int c, rc;
+
+    snprintf(who, sizeof who, "%s%s%s", family, sub->name[0] ? " " : "", sub->name);
 
     all_options(all, longopts, sub);
     optind = 0; /* glibc: restart scanning from scratch */
@@ -539,27 +541,28 @@ static int parse_and_run(const char *family, const struct cli_subcommand *sub, c
         } else if (c > 0 && c < CLI_MAX_OPTIONS && takes_option(sub, c)) {
             a.opt[c] = optarg ? optarg : "";
         } else if (c > 0 && c < CLI_MAX_OPTIONS) {
-            fprintf(stderr, "hookd %s %s: --%s does not apply here\nusage: hookd %s %s\n", family, sub->name,
+            fprintf(stderr, "hookd %s: --%s does not apply here\nusage: hookd %s %s\n", who,
                     c >= CLI_O_COUNT && !has_option(longopts, common_option_name(c)) ? common_option_name(c)
                                                                                       : option_name(longopts, c),
                     family, sub->synopsis);
             return CLI_EXIT_USAGE;
         } else {
-            fprintf(stderr, "hookd %s %s: %s option '%s'\nusage: hookd %s %s\n", family, sub->name,
+            fprintf(stderr, "hookd %s: %s option '%s'\nusage: hookd %s %s\n", who,
                     c == ':' ? "missing value for" : "unknown", argv[optind - 1], family, sub->synopsis);
             return CLI_EXIT_USAGE;
         }
     }
     for (int i = optind; i < argc; i++) {
         if (a.n_pos == CLI_MAX_POSITIONAL || a.n_pos == sub->n_pos) {
-            fprintf(stderr, "hookd %s %s: unexpected argument '%s'\nusage: hookd %s %s\n", family, sub->name,
+            fprintf(stderr, "hookd %s: unexpected argument '%s'\nusage: hookd %s %s\n", who,
                     argv[i], family, sub->synopsis);
             return CLI_EXIT_USAGE;
         }
         a.pos[a.n_pos++] = argv[i];
     }
     if (a.n_pos < sub->n_pos) {
-        fprintf(stderr, "hookd %s %s: an id is required\nusage: hookd %s %s\n", family, sub->name, family,
+        fprintf(stderr, "hookd %s: %s\nusage: hookd %s %s\n", who,
+                sub->name[0] ? "an id is required" : "an argument is missing", family,
                 sub->synopsis);
         return CLI_EXIT_USAGE;
     }
@@ -572,6 +575,12 @@ static int parse_and_run(const char *family, const struct cli_subcommand *sub, c
     rc = sub->run(&client, &a);
     client_close(&client);
     return rc;
+}
+
+static void free_joined(char **joined, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(joined[i]);
 }
 
 int cli_dispatch(const char *family, const struct cli_subcommand *subs, size_t n_subs,
@@ -604,8 +613,24 @@ int cli_dispatch(const char *family, const struct cli_subcommand *subs, size_t n
         return CLI_EXIT_USAGE;
     }
     rc = parse_and_run(family, sub, longopts, n_args, args);
-    for (size_t i = 0; i < sizeof joined / sizeof joined[0]; i++)
-        free(joined[i]);
+    free_joined(joined, sizeof joined / sizeof joined[0]);
+    free(args);
+    return rc;
+}
+
+int cli_dispatch_one(const char *family, const struct cli_subcommand *sub, const struct option *longopts, int argc,
+                     char **argv)
+{
+    char *joined[8] = {0};
+    char **args;
+    int n_args, rc;
+
+    if (!(args = join_watch_interval(argc, argv, &n_args, joined, sizeof joined / sizeof joined[0]))) {
+        fprintf(stderr, "hookd: out of memory\n");
+        return CLI_EXIT_USAGE;
+    }
+    rc = parse_and_run(family, sub, longopts, n_args, args);
+    free_joined(joined, sizeof joined / sizeof joined[0]);
     free(args);
     return rc;
 }

@@ -126,6 +126,14 @@ int cli_dispatch(const char *family, const struct cli_subcommand *subs, size_t n
                  const struct option *longopts, int argc, char **argv);
 
 /*
+ * Runs `hookd FAMILY [options] ARGS…` of a family that is one command (hookd
+ * health, summary, sync, trace, audit): sub->name is "" and argv[0] the
+ * family; otherwise as cli_dispatch.
+ */
+int cli_dispatch_one(const char *family, const struct cli_subcommand *sub, const struct option *longopts, int argc,
+                     char **argv);
+
+/*
  * Runs method path (body and extra_header may be NULL) and shows the answer:
  * view(o, answer, arg) by default, the body unchanged with --json, repeated
  * with --watch. Returns the exit status.

@@ -134,6 +134,15 @@ void out_fmt_list(const struct out *o, const json_t *value, const json_t *row, s
         cell_put(cell, "-", 1, max);
 }
 
+const char *out_word(const json_t *obj, const char *key, struct out_cell *cell)
+{
+    static const struct out plain = {0};
+
+    cell->colour = NULL;
+    out_fmt_text(&plain, json_object_get(obj, key), obj, OUT_CELL_COLUMNS, cell);
+    return cell->text;
+}
+
 /* ---- tables ----------------------------------------------------------------------------------- */
 
 const json_t *out_member(const json_t *obj, const char *path)
