@@ -86,7 +86,7 @@ function recordMatches(rec, obj, prefix = '') {
       recordMatches(rec, v, `${key}.`);
     } else if (Array.isArray(v)) {
       continue;
-    } else if (typeof v === 'string' && k.endsWith('_at')) {
+    } else if (typeof v === 'string' && (k.endsWith('_at') || ['at', 'since', 'until'].includes(k))) {
       timeLine(rec[key], v);
     } else {
       assert.equal(rec[key], txt(v), key);
@@ -245,6 +245,7 @@ test('hookd health ENDPOINT: every figure of the API in a line; --watch refreshe
   recordMatches(rec, still(api));
   assert.equal(rec['deliveries.dead'], String(api.deliveries.dead));
   assert.equal(rec['last_error.status_code'], '401');
+  timeLine(rec['last_error.at'], api.last_error.at);
   assert.match(rec['windows.1h.attempts'], /^[1-9]\d*$/);
   assert.deepEqual(still(JSON.parse(cli(['health', failEp.id, '--json']))), still(api));
   const snaps = snapshots(['health', failEp.id], 2);
@@ -259,6 +260,8 @@ test('hookd summary: the figures in lines, each list a sub-table whose rows matc
   const out = cli(['summary']);
   const rec = parseRecord(out);
   for (const k of ['window', 'attempts', 'failures']) assert.equal(rec[k], txt(api[k]), k);
+  timeLine(rec.since, api.since);
+  timeLine(rec.until, api.until);
   const byEp = subTable(out, 'failures_by_endpoint', api.failures_by_endpoint.length);
   assert.deepEqual(byEp.titles, ['ENDPOINT', 'URL', 'ATTEMPTS', 'FAILURES', 'CLUSTERS']);
   api.failures_by_endpoint.forEach((row, i) => {
