@@ -7,7 +7,6 @@
  *   client_request  one request; the raw status and body
  *   client_exchange one request; the status, the body and its JSON (bodies with secrets wiped)
  *   client_fetch    client_exchange that takes only a 2xx; the API's error printed otherwise
- *   client_call     one request, its answer printed: pretty JSON on stdout, errors on stderr
  *   cli_show        one request shown through the output layer (output.h): a table or
  *                   key/value view, the API's JSON with --json, refreshed with --watch
  *   cli_dispatch    a family's subcommand table: options (and the output options every
@@ -73,15 +72,6 @@ __attribute__((warn_unused_result)) int client_exchange(const struct client *c, 
 __attribute__((warn_unused_result)) int client_fetch(const struct client *c, const char *method, const char *path,
                                                      const json_t *body, const char *extra_header, char **raw,
                                                      json_t **json);
-
-/* client_request with body serialised (may be NULL; not consumed), the answer printed; returns the exit status. */
-int client_call(const struct client *c, const char *method, const char *path, const json_t *body,
-                const char *extra_header);
-
-/* One request whose 2xx answer is parsed into *out (caller decrefs); otherwise the error is printed (as
- * client_fetch's way, escaped) and *out is NULL. Returns the exit status. */
-int client_call_json(const struct client *c, const char *method, const char *path, const json_t *body,
-                     json_t **out);
 
 /* ---- command-line plumbing ------------------------------------------------------ */
 

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import { startDaemon, waitFor, HOOKD, TOKEN } from '../lib/harness.mjs';
+import { parseTable, parseRecord, utc, txt, cut, timeCell } from '../lib/cli_output.mjs';
 
 let d, sink;
 const ESC = '\x1b';
@@ -41,22 +42,6 @@ async function rawApi(path, method = 'GET', body) {
   return res.text();
 }
 
-/** Splits an aligned table (ASCII cells) into rows of {TITLE: cell} by the header's column starts. */
-function parseTable(text) {
-  const lines = text.replace(/\n$/, '').split('\n');
-  const starts = [...lines[0].matchAll(/\S+/g)].map((m) => [m[0], m.index]);
-  const rows = lines.slice(1).map((line) => Object.fromEntries(starts.map(([title, at], i) =>
-    [title, line.slice(at, i + 1 < starts.length ? starts[i + 1][1] : undefined).trimEnd()])));
-  for (const line of lines.slice(1)) {
-    for (const [, at] of starts.slice(1)) assert.equal(line[at - 1], ' ', `aligned at ${at}: ${line}`);
-  }
-  return { titles: starts.map(([t]) => t), rows };
-}
-/** "key  value" lines of a record block, up to its first blank line. */
-function parseRecord(text) {
-  const block = text.split('\n\n')[0];
-  return Object.fromEntries(block.split('\n').filter(Boolean).map((l) => /^(\S+)\s*(.*)$/.exec(l).slice(1, 3)));
-}
 /** A record's sub-table "\nTITLE (N):\n  table" as rows. */
 function subTable(text, title, n) {
   const [, rest] = text.split(`\n${title} (${n}):\n`);
@@ -64,15 +49,6 @@ function subTable(text, title, n) {
   return parseTable(rest.split('\n\n')[0].replace(/^ {2}/gm, ''));
 }
 
-const REL = /^(just now|\d+ [smhd] ago|in \d+ [smhd])$/;
-const utc = (iso) => `${iso.slice(0, 10)} ${iso.slice(11, 19)}Z`;
-const txt = (v) => v === null || v === undefined ? '-' : typeof v === 'object' ? JSON.stringify(v) : String(v);
-const cut = (s) => (s.length <= 48 ? s : `${s.slice(0, 47)}…`);
-function timeCell(cell, iso, absolute) {
-  if (iso === null) return assert.equal(cell, '-');
-  if (absolute) return assert.equal(cell, utc(iso));
-  assert.match(cell, REL);
-}
 /** A record's time line: absolute and relative. */
 function timeLine(line, iso) {
   if (iso === null) return assert.equal(line, '-');
