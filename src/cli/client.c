@@ -208,20 +208,6 @@ out:
     return rc;
 }
 
-int client_call_json(const struct client *c, const char *method, const char *path, const json_t *body,
-                     json_t **out)
-{
-    char *raw = NULL;
-    int rc = client_fetch(c, method, path, body, NULL, &raw, out);
-
-    free(raw);
-    if (rc == CLI_EXIT_OK && !*out) {
-        fprintf(stderr, "hookd: the answer is not JSON\n");
-        return CLI_EXIT_API;
-    }
-    return rc;
-}
-
 int client_exchange(const struct client *c, const char *method, const char *path, const json_t *body,
                     const char *extra_header, long *status, char **raw, json_t **json)
 {
@@ -277,26 +263,6 @@ int client_fetch(const struct client *c, const char *method, const char *path, c
     *raw = NULL;
     *json = NULL;
     return CLI_EXIT_API;
-}
-
-int client_call(const struct client *c, const char *method, const char *path, const json_t *body,
-                const char *extra_header)
-{
-    char *raw;
-    json_t *j;
-    int rc = client_fetch(c, method, path, body, extra_header, &raw, &j);
-
-    if (rc != CLI_EXIT_OK)
-        return rc;
-    if (j) {
-        json_dumpf(j, stdout, JSON_INDENT(2) | JSON_ENCODE_ANY);
-        fputc('\n', stdout);
-    } else if (raw[0]) {
-        fputs(raw, stdout);
-    }
-    json_decref(j);
-    free(raw);
-    return CLI_EXIT_OK;
 }
 
 struct show_request {
@@ -524,8 +490,10 @@ static int parse_and_run(const char *family, const struct cli_subcommand *sub, c
     struct option all[CLI_LONGOPTS_MAX];
     struct cli_args a = {0};
     struct client client;
-    char err[512];
+    char err[512], who[128];
     int c, rc;
+
+    snprintf(who, sizeof who, "%s%s%s", family, sub->name[0] ? " " : "", sub->name);
 
     all_options(all, longopts, sub);
     optind = 0; /* glibc: restart scanning from scratch */
@@ -539,27 +507,28 @@ static int parse_and_run(const char *family, const struct cli_subcommand *sub, c
         } else if (c > 0 && c < CLI_MAX_OPTIONS && takes_option(sub, c)) {
             a.opt[c] = optarg ? optarg : "";
         } else if (c > 0 && c < CLI_MAX_OPTIONS) {
-            fprintf(stderr, "hookd %s %s: --%s does not apply here\nusage: hookd %s %s\n", family, sub->name,
+            fprintf(stderr, "hookd %s: --%s does not apply here\nusage: hookd %s %s\n", who,
                     c >= CLI_O_COUNT && !has_option(longopts, common_option_name(c)) ? common_option_name(c)
                                                                                       : option_name(longopts, c),
                     family, sub->synopsis);
             return CLI_EXIT_USAGE;
         } else {
-            fprintf(stderr, "hookd %s %s: %s option '%s'\nusage: hookd %s %s\n", family, sub->name,
+            fprintf(stderr, "hookd %s: %s option '%s'\nusage: hookd %s %s\n", who,
                     c == ':' ? "missing value for" : "unknown", argv[optind - 1], family, sub->synopsis);
             return CLI_EXIT_USAGE;
         }
     }
     for (int i = optind; i < argc; i++) {
         if (a.n_pos == CLI_MAX_POSITIONAL || a.n_pos == sub->n_pos) {
-            fprintf(stderr, "hookd %s %s: unexpected argument '%s'\nusage: hookd %s %s\n", family, sub->name,
+            fprintf(stderr, "hookd %s: unexpected argument '%s'\nusage: hookd %s %s\n", who,
                     argv[i], family, sub->synopsis);
             return CLI_EXIT_USAGE;
         }
         a.pos[a.n_pos++] = argv[i];
     }
     if (a.n_pos < sub->n_pos) {
-        fprintf(stderr, "hookd %s %s: an id is required\nusage: hookd %s %s\n", family, sub->name, family,
+        fprintf(stderr, "hookd %s: %s\nusage: hookd %s %s\n", who,
+                sub->name[0] ? "an id is required" : "an argument is missing", family,
                 sub->synopsis);
         return CLI_EXIT_USAGE;
     }
@@ -574,13 +543,29 @@ static int parse_and_run(const char *family, const struct cli_subcommand *sub, c
     return rc;
 }
 
+/* argv[0] is the subcommand's name (or the family's, for a family of one command). */
+static int run_subcommand(const char *family, const struct cli_subcommand *sub, const struct option *longopts,
+                          int argc, char **argv)
+{
+    char *joined[8] = {0};
+    char **args;
+    int n_args, rc;
+
+    if (!(args = join_watch_interval(argc, argv, &n_args, joined, sizeof joined / sizeof joined[0]))) {
+        fprintf(stderr, "hookd: out of memory\n");
+        return CLI_EXIT_USAGE;
+    }
+    rc = parse_and_run(family, sub, longopts, n_args, args);
+    for (size_t i = 0; i < sizeof joined / sizeof joined[0]; i++)
+        free(joined[i]);
+    free(args);
+    return rc;
+}
+
 int cli_dispatch(const char *family, const struct cli_subcommand *subs, size_t n_subs,
                  const struct option *longopts, int argc, char **argv)
 {
     const struct cli_subcommand *sub = NULL;
-    char *joined[8] = {0};
-    char **args;
-    int n_args, rc;
 
     if (argc < 2) {
         print_usage(stderr, family, subs, n_subs);
@@ -599,15 +584,13 @@ int cli_dispatch(const char *family, const struct cli_subcommand *subs, size_t n
         print_usage(stderr, family, subs, n_subs);
         return CLI_EXIT_USAGE;
     }
-    if (!(args = join_watch_interval(argc - 1, argv + 1, &n_args, joined, sizeof joined / sizeof joined[0]))) {
-        fprintf(stderr, "hookd: out of memory\n");
-        return CLI_EXIT_USAGE;
-    }
-    rc = parse_and_run(family, sub, longopts, n_args, args);
-    for (size_t i = 0; i < sizeof joined / sizeof joined[0]; i++)
-        free(joined[i]);
-    free(args);
-    return rc;
+    return run_subcommand(family, sub, longopts, argc - 1, argv + 1);
+}
+
+int cli_dispatch_one(const char *family, const struct cli_subcommand *sub, const struct option *longopts, int argc,
+                     char **argv)
+{
+    return run_subcommand(family, sub, longopts, argc, argv);
 }
 
 /* ---- paths -------------------------------------------------------------------------------- */

@@ -7,7 +7,6 @@
  *   client_request  one request; the raw status and body
  *   client_exchange one request; the status, the body and its JSON (bodies with secrets wiped)
  *   client_fetch    client_exchange that takes only a 2xx; the API's error printed otherwise
- *   client_call     one request, its answer printed: pretty JSON on stdout, errors on stderr
  *   cli_show        one request shown through the output layer (output.h): a table or
  *                   key/value view, the API's JSON with --json, refreshed with --watch
  *   cli_dispatch    a family's subcommand table: options (and the output options every
@@ -74,15 +73,6 @@ __attribute__((warn_unused_result)) int client_fetch(const struct client *c, con
                                                      const json_t *body, const char *extra_header, char **raw,
                                                      json_t **json);
 
-/* client_request with body serialised (may be NULL; not consumed), the answer printed; returns the exit status. */
-int client_call(const struct client *c, const char *method, const char *path, const json_t *body,
-                const char *extra_header);
-
-/* One request whose 2xx answer is parsed into *out (caller decrefs); otherwise the error is printed (as
- * client_fetch's way, escaped) and *out is NULL. Returns the exit status. */
-int client_call_json(const struct client *c, const char *method, const char *path, const json_t *body,
-                     json_t **out);
-
 /* ---- command-line plumbing ------------------------------------------------------ */
 
 #define CLI_MAX_OPTIONS 48 /* option codes are 1..CLI_MAX_OPTIONS-1 */
@@ -124,6 +114,14 @@ struct cli_subcommand {
  */
 int cli_dispatch(const char *family, const struct cli_subcommand *subs, size_t n_subs,
                  const struct option *longopts, int argc, char **argv);
+
+/*
+ * Runs `hookd FAMILY [options] ARGS…` of a family that is one command (hookd
+ * health, summary, sync, trace, audit): sub->name is "" and argv[0] the
+ * family; otherwise as cli_dispatch.
+ */
+int cli_dispatch_one(const char *family, const struct cli_subcommand *sub, const struct option *longopts, int argc,
+                     char **argv);
 
 /*
  * Runs method path (body and extra_header may be NULL) and shows the answer:

@@ -48,13 +48,6 @@ static const struct out_column inbox_columns[] = {
 static const char *const item_compact[] = {"payload", NULL};
 static const struct out_record_spec item_spec = {NULL, item_compact, NULL};
 
-/* The answer's member key, escaped, for a sentence. */
-static const char *word(const json_t *answer, const char *key, struct out_cell *cell)
-{
-    out_fmt_text(NULL, json_object_get(answer, key), answer, OUT_CELL_COLUMNS, cell);
-    return cell->text;
-}
-
 /* "replayed ID: pending" */
 static void replayed_view(const struct out *o, FILE *f, const json_t *answer, const void *arg)
 {
@@ -62,7 +55,7 @@ static void replayed_view(const struct out *o, FILE *f, const json_t *answer, co
 
     (void)o;
     (void)arg;
-    fprintf(f, "replayed %s: %s\n", word(answer, "id", &id), word(answer, "status", &status));
+    fprintf(f, "replayed %s: %s\n", out_word(answer, "id", &id), out_word(answer, "status", &status));
 }
 
 /* "N items would be replayed (dry run)" / "N items replayed" */
@@ -72,7 +65,7 @@ static void replayed_range_view(const struct out *o, FILE *f, const json_t *answ
 
     (void)o;
     (void)arg;
-    fprintf(f, "%s items %s\n", word(answer, "count", &count),
+    fprintf(f, "%s items %s\n", out_word(answer, "count", &count),
             json_is_true(json_object_get(answer, "dry_run")) ? "would be replayed (dry run)" : "replayed");
 }
 

@@ -134,6 +134,15 @@ void out_fmt_list(const struct out *o, const json_t *value, const json_t *row, s
         cell_put(cell, "-", 1, max);
 }
 
+const char *out_word(const json_t *obj, const char *key, struct out_cell *cell)
+{
+    static const struct out plain = {0};
+
+    cell->colour = NULL;
+    out_fmt_text(&plain, json_object_get(obj, key), obj, OUT_CELL_COLUMNS, cell);
+    return cell->text;
+}
+
 /* ---- tables ----------------------------------------------------------------------------------- */
 
 const json_t *out_member(const json_t *obj, const char *path)
@@ -258,6 +267,16 @@ static bool is_status_key(const char *key)
            ends_with(key, ".status");
 }
 
+/* A time's label: its last part ends with "_at" or is "at", "since" or "until" (last_error.at, a window's since). */
+static bool is_time_key(const char *key)
+{
+    const char *dot = strrchr(key, '.');
+    const char *last = dot ? dot + 1 : key;
+
+    return ends_with(last, "_at") || strcmp(last, "at") == 0 || strcmp(last, "since") == 0 ||
+           strcmp(last, "until") == 0;
+}
+
 /* A record's value: times absolute and relative, status words coloured, arrays of scalars joined. */
 static void record_value(const struct out *o, const char *key, const json_t *v, struct out_cell *cell)
 {
@@ -265,7 +284,7 @@ static void record_value(const struct out *o, const char *key, const json_t *v, 
     int64_t ms;
 
     cell->colour = NULL;
-    if (json_is_string(v) && ends_with(key, "_at") && rfc3339_parse(json_string_value(v), &ms) == 0) {
+    if (json_is_string(v) && is_time_key(key) && rfc3339_parse(json_string_value(v), &ms) == 0) {
         absolute_time(ms, text, sizeof text);
         out_relative_time(ms, o->now_ms, rel, sizeof rel);
         size_t used = strlen(text);

@@ -96,6 +96,9 @@ bool out_colour_wanted(int fd, const char *no_color);
 /* The SGR colour of a status word ("32" green, "33" yellow, "31" red), or NULL. */
 const char *out_status_colour(const char *word);
 
+/* A member of obj (NULL obj or key: "-") as escaped text cut at a cell's width, for a sentence; returns cell->text. */
+const char *out_word(const json_t *obj, const char *key, struct out_cell *cell);
+
 /* ---- views ------------------------------------------------------------------------------------ */
 
 /* Reaches "a.b" in obj; NULL when a step is missing. */

@@ -207,11 +207,11 @@ test('CLI: tokens create, list, revoke; replay', async () => {
   assert.ok(!table.includes(made.token));
   const listed = JSON.parse(d.cli(['tokens', 'list', '--account', 'acct-c', '--json']));
   assert.deepEqual(listed.data.map((x) => x.id), [made.id]);
-  assert.match(d.cli(['tokens', 'revoke', made.id]), /revoked/);
+  assert.equal(d.cli(['tokens', 'revoke', made.id]), `revoked ${made.id}: revoked\n`);
   const dry = JSON.parse(d.cli(['replay', 'range', '--endpoint', A.ep.id, '--dry-run', '--json']));
   assert.equal(dry.count, 1);
   const one = d.cli(['replay', 'delivery', A.dl.id]);
-  assert.match(one, /replay_id\s+rpl_/);
+  assert.match(one, new RegExp(`^replayed ${A.dl.id}: pending \\(replay rpl_\\S+\\)$`, 'm'));
   const rs = d.cli(['replay', 'list']);
   assert.match(rs, /ID\s+KIND\s+ACTOR/);
 });

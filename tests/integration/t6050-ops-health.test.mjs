@@ -275,27 +275,29 @@ test('CLI: hookd health, summary and sync print tables and the API JSON with --j
   const d = nodes[nodes.length - 1];
   const h = d.cli(['health', epU.id]);
   assert.match(h, new RegExp(`^endpoint_id +${epU.id}$`, 'm'));
-  assert.match(h, /^dead +30$/m);
-  assert.match(h, /^last_error +\S+ 401 /m);
-  assert.match(h, /^success_rate +0 +0$/m);
+  assert.match(h, /^deliveries\.dead +30$/m);
+  assert.match(h, /^last_error\.status_code +401$/m);
+  assert.match(h, /^windows\.1h\.success_rate +0$/m);
+  assert.match(h, /^windows\.24h\.success_rate +0$/m);
   assert.deepEqual(JSON.parse(d.cli(['health', epU.id, '--json'])), (await d.api('GET', `/v1/endpoints/${epU.id}/health`)).body);
 
   const s = d.cli(['summary']);
-  assert.match(s, /^FAILURES BY ENDPOINT$/m);
-  assert.match(s, new RegExp(`^${epU.id} .* 30 +30 +30 x 401$`, 'm'));
-  assert.match(s, new RegExp(`^${epT.id} .* 12 x timeout$`, 'm'));
-  assert.match(s, /^acme +30 +30 x 401$/m);
+  assert.match(s, /^failures_by_endpoint \(\d+\):$/m);
+  assert.match(s, new RegExp(`^  ${epU.id} .* 30 +30 +30 x 401$`, 'm'));
+  assert.match(s, new RegExp(`^  ${epT.id} .* 12 x timeout$`, 'm'));
+  assert.match(s, /^  acme +30 +30 x 401$/m);
   const drop = (x) => { delete x.since; delete x.until; if (x.oldest_undelivered) delete x.oldest_undelivered.age_ms; return x; };
   assert.deepEqual(drop(JSON.parse(d.cli(['summary', '--window', '2h', '--json']))), drop((await d.api('GET', '/v1/summary?window=2h')).body));
 
   const a = d.cli(['sync', 'sync-co']);
   assert.match(a, /^status +synced$/m);
-  assert.match(a, /^ENDPOINT +URL +STATUS/m);
-  assert.match(a, / synced +no +0 +0 +0 /);
+  assert.match(a, /^  ENDPOINT +URL +STATUS/m);
+  assert.match(a, / synced +false +0 +0 +0 /);
   assert.deepEqual(JSON.parse(d.cli(['sync', 'sync-co', '--json'])), (await d.api('GET', '/v1/accounts/sync-co/sync')).body);
   const r = d.cli(['sync', '--resource', 'subscription', 'sub_42', '--account', 'sync-co']);
-  assert.match(r, /^resource +subscription\/sub_42$/m);
-  assert.match(r, / synced +no +evt_\S+ +2 /);
+  assert.match(r, /^resource\.type +subscription$/m);
+  assert.match(r, /^resource\.id +sub_42$/m);
+  assert.match(r, / synced +false +evt_\S+ +2 /);
   assert.deepEqual(JSON.parse(d.cli(['sync', '--resource', 'subscription', 'sub_42', '--json'])),
     (await d.api('GET', '/v1/resources/subscription/sub_42/sync')).body);
 

@@ -256,6 +256,46 @@ static void test_record_block(void **state)
     free(text);
 }
 
+static void draw_time_keys(FILE *f, const void *arg)
+{
+    json_t *obj = json_loads("{\"since\":\"2025-12-01T12:00:00Z\",\"last_error\":{\"at\":\"2025-12-01T12:59:00Z\"},"
+                             "\"atlas\":\"2025-12-01T12:59:00Z\",\"created_at\":\"not a time\"}",
+                             0, NULL);
+    assert_non_null(obj);
+    out_record(arg, f, obj, NULL);
+    json_decref(obj);
+}
+
+/* Times in a record: members ending with _at, and at, since, until (also flattened); other names stay text. */
+static void test_record_time_keys(void **state)
+{
+    struct out o = {.now_ms = NOW};
+    char *text = render(draw_time_keys, &o);
+
+    (void)state;
+    assert_string_equal(text, "since          2025-12-01 12:00:00Z (1 h ago)\n"
+                              "last_error.at  2025-12-01 12:59:00Z (1 m ago)\n"
+                              "atlas          2025-12-01T12:59:00Z\n"
+                              "created_at     not a time\n");
+    free(text);
+}
+
+/* out_word: a member for a sentence, escaped and cut; missing or null "-". */
+static void test_word(void **state)
+{
+    json_t *obj = json_loads("{\"id\":\"x\\u001b[2Jy\",\"n\":3,\"none\":null}", 0, NULL);
+    struct out_cell cell;
+
+    (void)state;
+    assert_non_null(obj);
+    assert_string_equal(out_word(obj, "id", &cell), "x\\e[2Jy");
+    assert_string_equal(out_word(obj, "n", &cell), "3");
+    assert_string_equal(out_word(obj, "none", &cell), "-");
+    assert_string_equal(out_word(obj, "missing", &cell), "-");
+    assert_string_equal(out_word(NULL, "id", &cell), "-");
+    json_decref(obj);
+}
+
 static void test_delivery_words(void **state)
 {
     static const struct {
@@ -338,7 +378,8 @@ int main(void)
         cmocka_unit_test(test_cut_is_utf8_aware),        cmocka_unit_test(test_control_bytes_are_escaped),
         cmocka_unit_test(test_colour_rules),             cmocka_unit_test(test_table_alignment),
         cmocka_unit_test(test_record_block),             cmocka_unit_test(test_delivery_words),
-        cmocka_unit_test(test_watch_snapshots),
+        cmocka_unit_test(test_watch_snapshots),          cmocka_unit_test(test_record_time_keys),
+        cmocka_unit_test(test_word),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
