@@ -70,10 +70,12 @@ void *alert_json(const struct alert *a)
         json_decref(details);
         details = json_object(); /* a row written by hand with something else: shown empty, never passed on raw */
     }
-    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:o}", "id", a->id, "rule", a->rule, "subject",
-                     a->subject ? a->subject : "", "status", a->resolved_at ? "resolved" : "open", "message",
-                     a->message ? a->message : "", "details", details, "opened_at", api_json_time(a->opened_at),
-                     "resolved_at", api_json_time(a->resolved_at));
+    /* Text from the row as text that is always valid JSON: a row written by hand may hold any bytes. */
+    return json_pack("{s:o,s:o,s:o,s:s,s:o,s:o,s:o,s:o}", "id", api_json_text(a->id), "rule", api_json_text(a->rule),
+                     "subject", api_json_text(a->subject ? a->subject : ""), "status",
+                     a->resolved_at ? "resolved" : "open", "message", api_json_text(a->message ? a->message : ""),
+                     "details", details, "opened_at", api_json_time(a->opened_at), "resolved_at",
+                     api_json_time(a->resolved_at));
 }
 
 void alert_findings_free(struct alert_findings *f)

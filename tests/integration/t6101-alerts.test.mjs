@@ -6,7 +6,7 @@
 // filters and cursor, GET /v1/alerts/{id}, and `hookd alerts`.
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { startDaemon, startRecordingSink, startCountingSink, newSecret, waitFor, sleep } from '../lib/harness.mjs';
+import { BACKEND, startDaemon, startRecordingSink, startCountingSink, newSecret, waitFor, sleep } from '../lib/harness.mjs';
 import { ALERT_ENV, alertsOf, waitAlert, opsEvents, waitOpsEvent, sendInbound } from '../lib/alerts.mjs';
 
 let d, ops, sink;
@@ -165,3 +165,20 @@ test('hookd alerts prints a table, --json the API\'s JSON', async () => {
   assert.match(one, /^rule\s+\S+$/m);
   assert.throws(() => d.cli(['alerts', '--status', 'closed']), /status/);
 });
+
+// PostgreSQL refuses bytes that are not UTF-8 in a text column; SQLite stores whatever the SQL writes.
+test('an alert row written by SQL with bytes that are not UTF-8 is shown, not a 500',
+  { skip: BACKEND === 'postgres' && 'PostgreSQL text holds only valid UTF-8' }, async () => {
+    d.sql(`INSERT INTO hookd_alerts(id, rule, subject, message, details, opened_at, resolved_at)
+      VALUES ('alr_bytes', 'dead_letters', 'ep_' || CAST(X'FF' AS TEXT), 'bad ' || CAST(X'C328' AS TEXT) || ' text',
+              CAST(X'7B2278223A22FF227D' AS TEXT), 1700000000000, 1700000001000)`);
+    const one = await d.api('GET', '/v1/alerts/alr_bytes');
+    assert.equal(one.status, 200, JSON.stringify(one.body));
+    assert.equal(one.body.subject, 'ep_\uFFFD');
+    assert.match(one.body.message, /^bad \uFFFD/);
+    assert.deepEqual(one.body.details, {}, 'details that are not JSON text are shown empty');
+    const list = await d.api('GET', '/v1/alerts?status=resolved&limit=1000');
+    assert.equal(list.status, 200);
+    assert.ok(list.body.data.some((a) => a.id === 'alr_bytes'));
+    d.sql("DELETE FROM hookd_alerts WHERE id = 'alr_bytes'");
+  });
