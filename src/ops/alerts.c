@@ -430,9 +430,14 @@ struct change_op {
     int64_t at, quiet_since;
 };
 
-/* The operational event: its id is the alert's and the change's, so a repeat could never send it twice. */
+/*
+ * The operational event: its id is the alert's and the change's, so a repeat could never send it twice.
+ * An endpoint_disabled alert resolved because its endpoint was deleted is not a recovery: it resolves as
+ * hookd.alert.resolved, hookd.endpoint.recovered only for an endpoint enabled again.
+ */
 static int event_write(struct store *s, const struct alert *a, bool opened)
 {
+    const char *type = alert_event_type(a->rule, opened);
     json_t *j = alert_json(a);
     char *payload = j ? json_dumps(j, JSON_COMPACT) : NULL;
     struct event ev = {0}, existing = {0};
@@ -441,8 +446,19 @@ static int event_write(struct store *s, const struct alert *a, bool opened)
     json_decref(j);
     if (payload == NULL)
         return HOOKD_ENOMEM;
+    if (!opened && a->subject && strcmp(a->rule, "endpoint_disabled") == 0) {
+        struct endpoint ep = {0};
+        r = store_endpoint_get(s, a->subject, &ep);
+        endpoint_free(&ep);
+        if (r == HOOKD_ENOTFOUND)
+            type = "hookd.alert.resolved";
+        else if (r != 0) {
+            free(payload);
+            return r;
+        }
+    }
     snprintf(ev.id, sizeof ev.id, "%.48s.%s", a->id, opened ? "opened" : "resolved");
-    ev.type = (char *)alert_event_type(a->rule, opened); /* borrowed: the insert only reads it */
+    ev.type = (char *)type; /* borrowed: the insert only reads it */
     ev.payload = payload;
     r = store_event_insert(s, &ev, &existing);
     event_free(&existing);

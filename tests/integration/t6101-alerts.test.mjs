@@ -108,6 +108,21 @@ test('a disabled endpoint publishes hookd.endpoint.disabled, enabling it hookd.e
   assert.equal(open.details.reason, 'bad "quote"\nline', 'the reason is data, carried escaped');
 });
 
+test('a disabled endpoint that is deleted resolves its alert as hookd.alert.resolved, never as recovered', async () => {
+  const ep = await d.createEndpoint({ url: sink.url('/gone'), event_types: ['x.*'] });
+  assert.equal((await d.api('POST', `/v1/endpoints/${ep.id}/disable`, {})).status, 200);
+  const open = await waitAlert(d, 'endpoint_disabled', ep.id, 'open');
+  await waitOpsEvent(ops, 'hookd.endpoint.disabled', open.id);
+  assert.equal((await d.api('DELETE', `/v1/endpoints/${ep.id}`)).status, 204);
+  const done = await waitAlert(d, 'endpoint_disabled', ep.id, 'resolved');
+  assert.equal(done.id, open.id);
+  const ev = await waitOpsEvent(ops, 'hookd.alert.resolved', open.id);
+  assert.equal(ev.data.status, 'resolved');
+  await sleep(300);
+  assert.ok(!opsEvents(ops).some((e) => e.type === 'hookd.endpoint.recovered' && e.data.id === open.id),
+    'a deleted endpoint did not recover');
+});
+
 test('operational events reach only endpoints that ask for hookd.*, each exactly once', async () => {
   const got = opsEvents(ops);
   assert.ok(got.length >= 12, `${got.length} operational events`);
