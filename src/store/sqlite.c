@@ -356,7 +356,15 @@ static int sqlite_open(const char *dsn, struct store **out)
     sqlite3_extended_result_codes(s->db, 1);
     sqlite3_busy_handler(s->db, sqlite_busy_wait, s);
     for (size_t i = 0; i < sizeof connection_pragmas / sizeof connection_pragmas[0]; i++) {
-        rc = sqlite3_exec(s->db, connection_pragmas[i], NULL, NULL, NULL);
+        /*
+         * Turning a new file to WAL takes it alone; when two connections try at once, each holding a shared
+         * lock, SQLite answers BUSY at once instead of calling the busy handler (waiting could deadlock):
+         * retried for as long as a lock wait may last.
+         */
+        int64_t start = clock_mono_ms();
+        while ((rc = sqlite3_exec(s->db, connection_pragmas[i], NULL, NULL, NULL)) != SQLITE_OK &&
+               (rc & 0xff) == SQLITE_BUSY && clock_mono_ms() - start < BUSY_TIMEOUT_MS)
+            usleep(1000);
         if (rc != SQLITE_OK) {
             result = sq_error(s, rc);
             goto fail;
