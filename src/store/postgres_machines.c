@@ -228,7 +228,7 @@ static int postgres_audit(struct store *s, const char *source, int64_t since, in
         " (SELECT count(*) FROM hookd_inbox i WHERE i.version IS NOT NULL AND i.entity_id IS NOT NULL AND"
         AUDIT_SCOPE("i") " AND EXISTS (SELECT 1 FROM hookd_inbox h WHERE h.entity_kind = i.entity_kind"
         " AND h.entity_id = i.entity_id AND h.source = i.source AND h.version > i.version"
-        " AND h.received_at < i.received_at)),"
+        " AND (h.received_at < i.received_at OR (h.received_at = i.received_at AND h.id < i.id)))),"
         " (SELECT count(*) FROM (SELECT 1 FROM hookd_transitions t JOIN hookd_inbox i ON i.id = t.inbox_id"
         "  WHERE t.result = 'applied' AND t.version IS NOT NULL AND" AUDIT_SCOPE("i")
         "  GROUP BY t.kind, t.entity_id, t.version HAVING count(*) > 1) a)"

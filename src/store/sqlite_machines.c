@@ -264,7 +264,8 @@ static int sqlite_audit(struct store *s, const char *source, int64_t since, int6
                              "SELECT count(*) FROM hookd_inbox i WHERE i.version IS NOT NULL AND i.entity_id IS NOT NULL"
                              " AND" AUDIT_SCOPE("i") " AND EXISTS (SELECT 1 FROM hookd_inbox h"
                              " WHERE h.entity_kind = i.entity_kind AND h.entity_id = i.entity_id"
-                             " AND h.source = i.source AND h.version > i.version AND h.received_at < i.received_at)",
+                             " AND h.source = i.source AND h.version > i.version AND (h.received_at < i.received_at"
+                             " OR (h.received_at = i.received_at AND h.id < i.id)))",
                              source, since, until, &out->lower_after_higher, NULL);
     if (result == 0)
         result = audit_count(s, SQ_AUDIT_APPLIED_TWICE,
