@@ -65,7 +65,7 @@ static void record(json_t *items, const char *kind, const char *name, enum outco
 
 /* Top-level fields a PATCH sets to null when the file leaves them out. */
 static const char *const source_optional[] = {"event_id", "event_type", "entity", "required", "max_body",
-                                              "handler", "retry_schedule", "max_defer"};
+                                              "handler", "retry_schedule", "max_defer", "reconcile"};
 
 /* Machines: the same upsert by name (a machine's states and emit may be left out). */
 static const char *const machine_optional[] = {"states", "emit"};

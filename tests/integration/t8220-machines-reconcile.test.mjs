@@ -168,3 +168,18 @@ test('reconcile: validated, literal header values sealed and never shown', { tim
   assert.equal(res.status, 400);
   assert.match(res.body.error.message, /reconcile/);
 });
+
+test('hookd apply of the source without reconcile clears it (fields the file leaves out become null)', async () => {
+  const { d } = await setup({});
+  assert.notEqual((await d.api('GET', '/v1/sources/shop')).body.reconcile, null);
+  const { writeFileSync, mkdtempSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  const { tmpdir } = await import('node:os');
+  const file = join(mkdtempSync(join(tmpdir(), 'hookd-apply-')), 'a.json');
+  writeFileSync(file, JSON.stringify({ sources: [{ name: 'shop', verify: { scheme: 'none' }, event_id: '/id',
+    event_type: '/type', entity: { kind: 'order', id: '/data/order', version: '/data/version' },
+    handler: { machine: 'order' }, retry_schedule: '10s', max_defer: '1m' }] }));
+  const report = JSON.parse(d.cli(['apply', '--json', file]));
+  assert.deepEqual(report.items.map((i) => [i.kind, i.name, i.result]), [['source', 'shop', 'updated']]);
+  assert.equal((await d.api('GET', '/v1/sources/shop')).body.reconcile, null);
+});
