@@ -1,10 +1,16 @@
 /*
  * Time-sortable identifiers (PREFIX + 12 hex digits of unix ms + 20 random hex
- * digits) and the CSPRNG every other module draws from.
+ * digits) and the CSPRNG every other module draws from. Within one process the
+ * ids are strictly increasing: an id made in the same millisecond as the last
+ * one (or after the clock stepped back) takes the last one's time and its
+ * random part plus one, so "received in this order" survives a tie in the
+ * millisecond (the inbox claims and audits by received time, then id).
  */
 #include "core/ids.h"
 
 #include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +42,30 @@ void random_bytes(void *buf, size_t n)
  * underscore gets one, so "evt" and "evt_" produce the same shape. A prefix
  * too long to fit is truncated so the result always has its 32 digits.
  */
+static pthread_mutex_t id_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t id_last_ms;
+static unsigned char id_last_rnd[ID_RANDOM_BYTES];
+
+/* The time and random part of the next id, after the last one made here. */
+static void id_next(uint64_t *ms, unsigned char rnd[ID_RANDOM_BYTES])
+{
+    bool carry = true;
+
+    random_bytes(rnd, ID_RANDOM_BYTES);
+    pthread_mutex_lock(&id_lock);
+    if (*ms <= id_last_ms) {
+        *ms = id_last_ms;
+        memcpy(rnd, id_last_rnd, ID_RANDOM_BYTES);
+        for (size_t i = ID_RANDOM_BYTES; i-- > 0 && carry;)
+            carry = ++rnd[i] == 0;
+        if (carry) /* 2^80 ids in one millisecond: borrow the next one */
+            *ms = id_last_ms + 1;
+    }
+    id_last_ms = *ms;
+    memcpy(id_last_rnd, rnd, ID_RANDOM_BYTES);
+    pthread_mutex_unlock(&id_lock);
+}
+
 void id_new(char out[HOOKD_ID_MAX], const char *prefix)
 {
     static const char hex[] = "0123456789abcdef";
@@ -45,6 +75,7 @@ void id_new(char out[HOOKD_ID_MAX], const char *prefix)
     size_t max_prefix = HOOKD_ID_MAX - 1 - 32 - 1;
     size_t o = 0;
 
+    id_next(&ms, rnd);
     if (plen > max_prefix)
         plen = max_prefix;
     memcpy(out, prefix != NULL ? prefix : "", plen);
@@ -53,7 +84,6 @@ void id_new(char out[HOOKD_ID_MAX], const char *prefix)
         out[o++] = '_';
     for (int shift = 44; shift >= 0; shift -= 4)
         out[o++] = hex[(ms >> shift) & 0xf];
-    random_bytes(rnd, sizeof rnd);
     for (size_t i = 0; i < sizeof rnd; i++) {
         out[o++] = hex[rnd[i] >> 4];
         out[o++] = hex[rnd[i] & 0xf];

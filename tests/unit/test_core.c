@@ -111,6 +111,24 @@ static void test_id_unique(void **state)
     free(ids);
 }
 
+/* Ids made one after another sort in that order, in one millisecond and after the clock steps back. */
+static void test_id_monotonic(void **state)
+{
+    char prev[HOOKD_ID_MAX], cur[HOOKD_ID_MAX];
+
+    (void)state;
+    clock_pin_ms(1900000000000);
+    id_new(prev, "inb_");
+    for (int i = 0; i < 2000; i++) {
+        clock_pin_ms(i == 1000 ? 1899999990000 : 1900000000000); /* one step back in the middle */
+        id_new(cur, "inb_");
+        if (strcmp(prev, cur) >= 0)
+            fail_msg("%d: %s then %s", i, prev, cur);
+        memcpy(prev, cur, sizeof prev);
+    }
+    clock_pin_ms(0);
+}
+
 static void test_id_sortable(void **state)
 {
     char prev[HOOKD_ID_MAX], cur[HOOKD_ID_MAX];
@@ -722,6 +740,7 @@ int main(void)
         cmocka_unit_test(test_event_check),
         cmocka_unit_test(test_custom_headers),
         cmocka_unit_test(test_id_sortable),
+        cmocka_unit_test(test_id_monotonic),
         cmocka_unit_test(test_id_is_valid),
         cmocka_unit_test(test_base64_vectors),
         cmocka_unit_test(test_base64_roundtrip_and_errors),
