@@ -65,6 +65,9 @@ $(OUT)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
+# The dashboard and portal files are embedded by the assembler (.incbin): rebuild when one changes.
+$(OUT)/obj/src/ui/ui.o: $(shell find src/ui/static -type f 2>/dev/null)
+
 $(OUT)/hookd: $(OBJS)
 	$(CC) $(LDOPT) -o $@ $^ $(LIBS)
 

@@ -9,7 +9,7 @@ profile=${1:-build}
 pkgs=(gcc make pkg-config libc6-dev libcurl4-openssl-dev libsqlite3-dev libjansson-dev
       libinih-dev libssl-dev libpq-dev sqlite3)
 if [ "$profile" = test ]; then
-    pkgs+=(libcmocka-dev postgresql curl procps clang libfuzzer-14-dev)
+    pkgs+=(libcmocka-dev postgresql curl procps clang libfuzzer-14-dev chromium fonts-dejavu-core)
     command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
     command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 fi

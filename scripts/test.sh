@@ -3,7 +3,8 @@
 # cluster, then runs every suite under ASan+UBSan: unit tests, the fuzz
 # targets for a bounded time each (FUZZ_TEST_TIME, 10 s), the store
 # conformance suite on SQLite and on PostgreSQL, and the scenario and interop
-# tests (node --test) against running daemons on both backends. Every suite
+# tests (node --test) against running daemons on both backends, and the
+# browser tests of the dashboard and portal (tests/ui/, Debian's chromium). Every suite
 # runs even when one fails; the last line is "N passed, N failed" over all
 # test cases.
 set -uo pipefail
@@ -104,12 +105,13 @@ if [ -f tests/package.json ]; then
     (cd tests && npm ci --silent --no-audit --no-fund >"$logdir/npm.log" 2>&1) || {
         cat "$logdir/npm.log"; tally "npm ci" 1 0 1; }
 fi
-for dir in tests/integration tests/interop; do
+for dir in tests/integration tests/interop tests/ui; do
     ls "$dir"/*.test.mjs >/dev/null 2>&1 && run_node "$root/$dir" sqlite
 done
 # The outbound scenarios again on PostgreSQL: the harness makes a database per daemon.
 if [ -n "$PG_DSN" ]; then
     HOOKD_TEST_BACKEND=postgres run_node "$root/tests/integration" postgres
+    HOOKD_TEST_BACKEND=postgres run_node "$root/tests/ui" postgres
 fi
 
 [ ${#failed_suites[@]} -gt 0 ] && echo "failed suites: ${failed_suites[*]} (logs in $logdir)"

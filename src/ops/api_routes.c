@@ -13,6 +13,7 @@
 #include "inbound/receiver.h"
 #include "ops/api_common.h"
 #include "store/pool.h"
+#include "ui/ui.h"
 
 #define ACCOUNT_READ HTTP_SCOPE_READ
 #define ACCOUNT_REPLAY HTTP_SCOPE_REPLAY
@@ -68,6 +69,12 @@ const struct http_route admin_routes[] = {
     /* The token is checked by the handler: [server] metrics_auth = none lets scrapers in without it. */
     {"GET", "/metrics", api_metrics, HTTP_AUTH_NONE, API_BODY_NONE, NULL, 0},
     {"GET", "/healthz", api_healthz, HTTP_AUTH_NONE, API_BODY_NONE, NULL, 0},
+    /* The dashboard and portal pages are static; what they show comes from /v1 with the caller's token. */
+    {"GET", "/ui", ui_serve, HTTP_AUTH_NONE, API_BODY_NONE, NULL, 0},
+    {"GET", "/ui/*", ui_serve, HTTP_AUTH_NONE, API_BODY_NONE, NULL, 0},
+    {"GET", "/portal", ui_serve, HTTP_AUTH_NONE, API_BODY_NONE, NULL, 0},
+    {"GET", "/portal/*", ui_serve, HTTP_AUTH_NONE, API_BODY_NONE, NULL, 0},
+    {"GET", "/lib/*", ui_serve, HTTP_AUTH_NONE, API_BODY_NONE, NULL, 0},
 };
 const size_t admin_routes_n = sizeof admin_routes / sizeof admin_routes[0];
 
