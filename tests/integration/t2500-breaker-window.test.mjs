@@ -58,7 +58,9 @@ test(`breaker: deliveries waiting past their retry window while the breaker is o
       assert.ok(tookMs <= WINDOW_MS + 6000, `dead ${tookMs} ms after the breaker opened (window ${WINDOW_MS} ms)`);
       const reasons = d.sql(`SELECT DISTINCT last_error FROM hookd_deliveries WHERE endpoint_id = '${failing.id}'
         AND attempt_count = 0`);
-      assert.match(reasons, /retry window exceeded while the endpoint was paused/);
+      assert.match(reasons, /retry window exceeded while the endpoint was paused/,
+        `the failing endpoint's deliveries (attempts|status|error|count):\n${d.sql(`SELECT attempt_count, status,
+          last_error, count(*) FROM hookd_deliveries WHERE endpoint_id = '${failing.id}' GROUP BY 1, 2, 3`)}`);
       assert.equal(d.sql(`SELECT count(*) FROM hookd_deliveries WHERE endpoint_id = '${failing.id}'
         AND status <> 'dead'`), '0');
       // No request was spent on them: at most the probe the breaker may have let through.
