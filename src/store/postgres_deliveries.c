@@ -254,27 +254,32 @@ static int claim_lease(struct store *s, const char *node, int64_t now, int64_t l
                     "    AND f0.closed_at > $2 - $7"
                     "    THEN greatest(1, ceil(f0.cap * greatest($2 - f0.closed_at, 0)::float8 / $7)::int) - f0.leases ELSE $4 END,"
                     "   CASE WHEN f0.rate > 0 THEN (f0.tokens / 1000)::int ELSE $4 END) AS free FROM f0),"
-                    /* Locked as they are read, in the index's order: rows another claim holds are skipped. */
-                    " l AS (SELECT q.tid FROM f CROSS JOIN LATERAL ("
-                    "   SELECT d.ctid AS tid, d.next_attempt_at, d.id FROM hookd_deliveries d"
+                    /*
+                     * Locked as they are read, in the index's order: rows another claim holds are
+                     * skipped. Each with its event's row (ev), read once: the result is made of
+                     * it, and a delivery without its event is not taken.
+                     */
+                    " l AS (SELECT q.tid, q.ev FROM f CROSS JOIN LATERAL ("
+                    "   SELECT d.ctid AS tid, d.next_attempt_at, d.id, o AS ev FROM hookd_deliveries d"
+                    "   JOIN hookd_outbox o ON o.id = d.event_id"
                     "   WHERE d.endpoint_id = f.id AND d.status IN " OPEN_STATUSES " AND d.next_attempt_at <= $2"
-                    "   AND (d.lease_owner IS NULL OR d.lease_until < $2)"
-                    "   AND EXISTS (SELECT 1 FROM hookd_outbox o WHERE o.id = d.event_id) AND " STORE_ORDER_FIRST("d")
+                    "   AND (d.lease_owner IS NULL OR d.lease_until < $2) AND " STORE_ORDER_FIRST("d")
                     "   ORDER BY d.next_attempt_at, d.id LIMIT least(greatest(f.free, 0), $4)"
                     "   FOR UPDATE OF d SKIP LOCKED) q"
                     "  ORDER BY q.next_attempt_at, q.id LIMIT $4),"
                     /*
                      * The rows l locked (each checked again at its lock, on its newest version),
-                     * found by ctid; the lease is checked once more, the status is not: a
-                     * condition implying a partial index's predicate (status open) let the
-                     * generic plan, made while the table was new and empty, walk that whole
-                     * index with the ctids as a filter: 17,000 rows read per claim of 20 during
-                     * a backlog drain, until an ANALYZE invalidated the plan (issue 14's slow
-                     * runs). No index has a lease column in its predicate: this stays a TID scan.
+                     * found by ctid, each with its event's row; the lease is checked once more,
+                     * the status is not: a condition implying a partial index's predicate (status
+                     * open) let the generic plan, made while the table was new and empty, walk
+                     * that whole index with the ctids as a filter: 17,000 rows read per claim of
+                     * 20 during a backlog drain, until an ANALYZE invalidated the plan (issue
+                     * 14's slow runs). No index has a lease column in its predicate: this stays a
+                     * TID scan.
                      */
                     " u AS (UPDATE hookd_deliveries d SET lease_owner = $1, lease_until = $3,"
-                    "  lease_token = d.lease_token + 1 WHERE d.ctid = ANY (ARRAY(SELECT l.tid FROM l))"
-                    "  AND (d.lease_owner IS NULL OR d.lease_until < $2) RETURNING d.*),"
+                    "  lease_token = d.lease_token + 1 FROM l WHERE d.ctid = l.tid"
+                    "  AND (d.lease_owner IS NULL OR d.lease_until < $2) RETURNING d.*, l.ev),"
                     " i AS (" INFLIGHT_RECORD("u") "),"
                     /* A paused endpoint's lease is its probe; a rate-limited one spent a token per lease. */
                     " n AS (SELECT u.endpoint_id, count(*) AS k FROM u GROUP BY u.endpoint_id),"
@@ -288,8 +293,7 @@ static int claim_lease(struct store *s, const char *node, int64_t now, int64_t l
                     "   ELSE x.probe_until END,"
                     "  tokens_milli = COALESCE(excluded.tokens_milli, x.tokens_milli),"
                     "  tokens_at = COALESCE(excluded.tokens_at, x.tokens_at))"
-                    " SELECT " STORE_JOB_COLUMNS " FROM u d"
-                    " JOIN hookd_outbox o ON o.id = d.event_id"
+                    " SELECT " STORE_JOB_COLUMNS " FROM u d CROSS JOIN LATERAL (SELECT (d.ev).*) o"
                     " ORDER BY d.next_attempt_at, d.id",
                     &p, &res);
     if (result)

@@ -596,6 +596,49 @@ static void test_delivery_list_filters_cursor(void **state)
 }
 
 /*
+ * A claim takes no delivery whose event row is gone (deleted by SQL): it is
+ * neither leased nor returned, so no lease is left behind; its neighbours are
+ * claimed with their own event's fields.
+ */
+static void test_claim_skips_delivery_without_event(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    struct event evs[3];
+    struct endpoint ep;
+    struct delivery ds[3], got;
+    struct job_list jobs;
+    char sql[160];
+
+    drain_due(fx);
+    endpoint_make(fx, &ep);
+    for (int i = 0; i < 3; i++) {
+        event_make(fx, i == 1 ? "order.gone" : "order.paid", &evs[i]);
+        delivery_make(fx, evs[i].id, ep.id, now - 10 + i, &ds[i]);
+    }
+    snprintf(sql, sizeof sql, "DELETE FROM hookd_outbox WHERE id = '%s'", evs[1].id);
+    fixture_sql(fx, sql);
+    assert_int_equal(claim(fx, "node-a", now, now + 30000, &jobs), 2);
+    assert_string_equal(jobs.items[0].d.id, ds[0].id);
+    assert_string_equal(jobs.items[0].ev.id, evs[0].id);
+    assert_string_equal(jobs.items[0].ev.type, "order.paid");
+    assert_string_equal(jobs.items[1].d.id, ds[2].id);
+    assert_string_equal(jobs.items[1].ev.id, evs[2].id);
+    assert_string_equal(jobs.items[1].ev.payload, evs[2].payload);
+    assert_int_equal(jobs.items[1].ev.seq, evs[2].seq);
+    job_list_free(&jobs);
+    assert_int_equal(store_delivery_get(fx->s, ds[1].id, &got), 0);
+    assert_null(got.lease_owner);
+    assert_int_equal(got.status, DELIVERY_PENDING);
+    delivery_free(&got);
+    for (int i = 0; i < 3; i++) {
+        event_free(&evs[i]);
+        delivery_free(&ds[i]);
+    }
+    endpoint_free(&ep);
+}
+
+/*
  * Every status as a filter, alone, with the endpoint and with the account,
  * in lists and counts: each finds its own rows and no other. (On PostgreSQL
  * hookd_deliveries_status leaves delivered rows out, and the other statuses'
@@ -689,6 +732,7 @@ int main(void)
         T(test_endpoint_delete_kills_open_deliveries),
         T(test_delivery_list_filters_cursor),
         T(test_delivery_list_count_each_status),
+        T(test_claim_skips_delivery_without_event),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
