@@ -712,10 +712,11 @@ static int postgres_delivery_replay(struct store *s, const char *id, int64_t now
 }
 
 /*
- * hookd_deliveries_status leaves delivered rows out (schema 19): a filter on
- * another status says so in the text, so that the statement's generic plan,
- * made whatever the parameter, can use the index. True when it was added:
- * the statement then has a slot of the *_UNDELIVERED range.
+ * hookd_deliveries_status leaves delivered rows out (migration
+ * schema_deliveries_status_undelivered): a filter on another status says so
+ * in the text, so that the statement's generic plan, made whatever the
+ * parameter, can use the index. True when it was added: the statement then
+ * has a slot of the *_UNDELIVERED range.
  */
 static bool status_undelivered(const struct delivery_filter *f, int mask, struct store_sql *q)
 {
