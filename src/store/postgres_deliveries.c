@@ -217,7 +217,7 @@ static int claim_candidates(struct store *s, int64_t now, int limit, int default
  * snapshot is checked again) and leased to node, with their events.
  */
 static int claim_lease(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
-                       int default_cap, int64_t ramp_ms, const char *candidates, struct job_list *out)
+                       int default_cap, int64_t ramp_ms, const char *candidates, struct job_list *out, bool *more_due)
 {
     struct pg_params p = {.n = 0};
     PGresult *res;
@@ -293,12 +293,16 @@ static int claim_lease(struct store *s, const char *node, int64_t now, int64_t l
                     "   ELSE x.probe_until END,"
                     "  tokens_milli = COALESCE(excluded.tokens_milli, x.tokens_milli),"
                     "  tokens_at = COALESCE(excluded.tokens_at, x.tokens_at))"
-                    " SELECT " STORE_JOB_COLUMNS " FROM u d CROSS JOIN LATERAL (SELECT (d.ev).*) o"
+                    /* Last column: whether the row's endpoint used up what it could lease now. */
+                    " SELECT " STORE_JOB_COLUMNS ", n.k >= f.free FROM u d CROSS JOIN LATERAL (SELECT (d.ev).*) o"
+                    " JOIN n ON n.endpoint_id = d.endpoint_id JOIN f ON f.id = d.endpoint_id"
                     " ORDER BY d.next_attempt_at, d.id",
                     &p, &res);
     if (result)
         return result;
     result = pg_rows_read(res, store_read_job, STORE_ROWS(out, store_free_job));
+    for (int r = 0; result == 0 && more_due && r < PQntuples(res); r++)
+        *more_due |= strcmp(PQgetvalue(res, r, PQnfields(res) - 1), "t") == 0;
     PQclear(res);
     return result;
 }
@@ -414,7 +418,8 @@ static int postgres_delivery_claim_due(struct store *s, const char *node, int64_
         return result;
     result = claim_candidates(s, now, limit, default_cap, &candidates);
     if (result == 0 && candidates)
-        result = claim_lease(s, node, now, lease_until, limit, default_cap, lim->ramp_ms, candidates, out);
+        result = claim_lease(s, node, now, lease_until, limit, default_cap, lim->ramp_ms, candidates, out,
+                             lim->more_due);
     free(candidates);
     result = pg_atomic_end(s, result);
     if (result)
