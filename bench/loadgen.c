@@ -279,18 +279,23 @@ static int run_memory(struct bench *b)
     printf("memory: %ld events committed while hookd was stopped (%.3f s)\n", n,
            (double)(p.last_commit_ns - p.first_commit_ns) / 1e9);
     started = mono_ns();
+    b->pg_cpu0 = tree_cpu_s(pg_postmaster_pid(&b->pg)); /* the drain's share only */
     if (nodes_start(&b->nodes, &b->o, b->store_url, b->token) != 0 || wait_complete(b, n) != 0)
         goto out;
     double secs = (double)(atomic_load(&b->table.last_arrival_ns) - started) / 1e9;
     double peak = nodes_peak_mib(&b->nodes, true), sampled = nodes_peak_mib(&b->nodes, false);
-    printf("  drained %ld deliveries in %.3f s from start (%.0f deliveries/s, hookd CPU %.2f s)\n", n * k, secs,
-           (double)(n * k) / secs, nodes_cpu_s(&b->nodes, per_node, sizeof per_node));
+    double hookd_cpu = nodes_cpu_s(&b->nodes, per_node, sizeof per_node), pg_cpu = pg_cpu_since_start(b);
+    printf("  drained %ld deliveries in %.3f s from start (%.0f deliveries/s, hookd CPU %.2f s, %.0f us per delivery)\n",
+           n * k, secs, (double)(n * k) / secs, hookd_cpu, hookd_cpu * 1e6 / (double)(n * k));
+    if (pg_cpu >= 0)
+        printf("  CPU: postgres %.2f s during the drain (%.0f us per delivery)\n", pg_cpu, pg_cpu * 1e6 / (double)(n * k));
     printf("  hookd RSS: peak %.1f MiB (highest 50 ms sample %.1f MiB%s)\n", peak, sampled,
            b->o.nodes > 1 ? "; the highest node" : "");
     if (sink_report_arrivals(&b->sink) != 0)
         goto out;
-    printf("RESULT scenario=memory peak_rss_mib=%.1f pending=%ld endpoints=%ld drain_seconds=%.3f store=%s nodes=%ld\n",
-           peak, n, k, secs, store_names[b->o.store], b->o.nodes);
+    printf("RESULT scenario=memory peak_rss_mib=%.1f pending=%ld endpoints=%ld drain_seconds=%.3f store=%s nodes=%ld "
+           "deliveries_per_s=%.0f hookd_cpu_s=%.2f pg_cpu_s=%.2f\n",
+           peak, n, k, secs, store_names[b->o.store], b->o.nodes, (double)(n * k) / secs, hookd_cpu, pg_cpu);
     result = 0;
 out:
     publisher_close(&p);

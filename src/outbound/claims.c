@@ -32,9 +32,11 @@ static int op_claim(struct store *s, void *arg)
                                .ramp_ms = q->deps.ramp_ms,
                                .capped = (const char (*)[HOOKD_ID_MAX])c->capped,
                                .n_capped = c->n_capped};
+    bool more_due = false;
     int64_t at = 0;
     int rc;
 
+    lim.more_due = &more_due;
     /* A paused endpoint's deliveries get no attempt that could find them past their window: they die here. */
     if (c->expire_window_ms > 0) {
         rc = store_endpoint_state_expire_paused(s, c->now, c->expire_window_ms, &c->expired);
@@ -44,8 +46,12 @@ static int op_claim(struct store *s, void *arg)
     rc = store_delivery_claim_due(s, q->deps.node, c->now, c->lease_until, c->limit, &lim, &c->jobs);
     if (rc != 0)
         return rc;
-    /* A full batch is followed by the next claim at once (claims_finished): its answer would go unused. */
-    if (c->jobs.n >= (size_t)c->limit) {
+    /*
+     * A full batch is followed by the next claim at once (claims_finished): its answer would go unused.
+     * An endpoint that used up its slots may have more rows due now: that is the answer, or close
+     * enough (the claim after the next results finds out), and spares a walk past its leased rows.
+     */
+    if (c->jobs.n >= (size_t)c->limit || more_due) {
         c->next_due = c->now;
         return 0;
     }

@@ -32,6 +32,10 @@ enum {
     PG_DELIVERY_REPLAY_MANY,
     PG_DELIVERY_COUNT, /* one per filter combination without the cursor */
     PG_DELIVERY_COUNT_LAST = PG_DELIVERY_COUNT + DL_F_BEFORE - 1,
+    PG_DELIVERY_LIST_UNDELIVERED, /* the same with a status other than delivered (status_undelivered) */
+    PG_DELIVERY_LIST_UNDELIVERED_LAST = PG_DELIVERY_LIST_UNDELIVERED + DL_F_COMBINATIONS - 1,
+    PG_DELIVERY_COUNT_UNDELIVERED,
+    PG_DELIVERY_COUNT_UNDELIVERED_LAST = PG_DELIVERY_COUNT_UNDELIVERED + DL_F_BEFORE - 1,
     PG_DELIVERIES_END
 };
 _Static_assert((int)PG_DELIVERIES_END <= (int)PG_ENDPOINT_STATE, "the deliveries statements overflow their slots");
@@ -213,7 +217,7 @@ static int claim_candidates(struct store *s, int64_t now, int limit, int default
  * snapshot is checked again) and leased to node, with their events.
  */
 static int claim_lease(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
-                       int default_cap, int64_t ramp_ms, const char *candidates, struct job_list *out)
+                       int default_cap, int64_t ramp_ms, const char *candidates, struct job_list *out, bool *more_due)
 {
     struct pg_params p = {.n = 0};
     PGresult *res;
@@ -250,27 +254,32 @@ static int claim_lease(struct store *s, const char *node, int64_t now, int64_t l
                     "    AND f0.closed_at > $2 - $7"
                     "    THEN greatest(1, ceil(f0.cap * greatest($2 - f0.closed_at, 0)::float8 / $7)::int) - f0.leases ELSE $4 END,"
                     "   CASE WHEN f0.rate > 0 THEN (f0.tokens / 1000)::int ELSE $4 END) AS free FROM f0),"
-                    /* Locked as they are read, in the index's order: rows another claim holds are skipped. */
-                    " l AS (SELECT q.tid FROM f CROSS JOIN LATERAL ("
-                    "   SELECT d.ctid AS tid, d.next_attempt_at, d.id FROM hookd_deliveries d"
+                    /*
+                     * Locked as they are read, in the index's order: rows another claim holds are
+                     * skipped. Each with its event's row (ev), read once: the result is made of
+                     * it, and a delivery without its event is not taken.
+                     */
+                    " l AS (SELECT q.tid, q.ev FROM f CROSS JOIN LATERAL ("
+                    "   SELECT d.ctid AS tid, d.next_attempt_at, d.id, o AS ev FROM hookd_deliveries d"
+                    "   JOIN hookd_outbox o ON o.id = d.event_id"
                     "   WHERE d.endpoint_id = f.id AND d.status IN " OPEN_STATUSES " AND d.next_attempt_at <= $2"
-                    "   AND (d.lease_owner IS NULL OR d.lease_until < $2)"
-                    "   AND EXISTS (SELECT 1 FROM hookd_outbox o WHERE o.id = d.event_id) AND " STORE_ORDER_FIRST("d")
+                    "   AND (d.lease_owner IS NULL OR d.lease_until < $2) AND " STORE_ORDER_FIRST("d")
                     "   ORDER BY d.next_attempt_at, d.id LIMIT least(greatest(f.free, 0), $4)"
                     "   FOR UPDATE OF d SKIP LOCKED) q"
                     "  ORDER BY q.next_attempt_at, q.id LIMIT $4),"
                     /*
                      * The rows l locked (each checked again at its lock, on its newest version),
-                     * found by ctid; the lease is checked once more, the status is not: a
-                     * condition implying a partial index's predicate (status open) let the
-                     * generic plan, made while the table was new and empty, walk that whole
-                     * index with the ctids as a filter: 17,000 rows read per claim of 20 during
-                     * a backlog drain, until an ANALYZE invalidated the plan (issue 14's slow
-                     * runs). No index has a lease column in its predicate: this stays a TID scan.
+                     * found by ctid, each with its event's row; the lease is checked once more,
+                     * the status is not: a condition implying a partial index's predicate (status
+                     * open) let the generic plan, made while the table was new and empty, walk
+                     * that whole index with the ctids as a filter: 17,000 rows read per claim of
+                     * 20 during a backlog drain, until an ANALYZE invalidated the plan (issue
+                     * 14's slow runs). No index has a lease column in its predicate: this stays a
+                     * TID scan.
                      */
                     " u AS (UPDATE hookd_deliveries d SET lease_owner = $1, lease_until = $3,"
-                    "  lease_token = d.lease_token + 1 WHERE d.ctid = ANY (ARRAY(SELECT l.tid FROM l))"
-                    "  AND (d.lease_owner IS NULL OR d.lease_until < $2) RETURNING d.*),"
+                    "  lease_token = d.lease_token + 1 FROM l WHERE d.ctid = l.tid"
+                    "  AND (d.lease_owner IS NULL OR d.lease_until < $2) RETURNING d.*, l.ev),"
                     " i AS (" INFLIGHT_RECORD("u") "),"
                     /* A paused endpoint's lease is its probe; a rate-limited one spent a token per lease. */
                     " n AS (SELECT u.endpoint_id, count(*) AS k FROM u GROUP BY u.endpoint_id),"
@@ -284,13 +293,16 @@ static int claim_lease(struct store *s, const char *node, int64_t now, int64_t l
                     "   ELSE x.probe_until END,"
                     "  tokens_milli = COALESCE(excluded.tokens_milli, x.tokens_milli),"
                     "  tokens_at = COALESCE(excluded.tokens_at, x.tokens_at))"
-                    " SELECT " STORE_JOB_COLUMNS " FROM u d"
-                    " JOIN hookd_outbox o ON o.id = d.event_id"
+                    /* Last column: whether the row's endpoint used up what it could lease now. */
+                    " SELECT " STORE_JOB_COLUMNS ", n.k >= f.free FROM u d CROSS JOIN LATERAL (SELECT (d.ev).*) o"
+                    " JOIN n ON n.endpoint_id = d.endpoint_id JOIN f ON f.id = d.endpoint_id"
                     " ORDER BY d.next_attempt_at, d.id",
                     &p, &res);
     if (result)
         return result;
     result = pg_rows_read(res, store_read_job, STORE_ROWS(out, store_free_job));
+    for (int r = 0; result == 0 && more_due && r < PQntuples(res); r++)
+        *more_due |= strcmp(PQgetvalue(res, r, PQnfields(res) - 1), "t") == 0;
     PQclear(res);
     return result;
 }
@@ -406,7 +418,8 @@ static int postgres_delivery_claim_due(struct store *s, const char *node, int64_
         return result;
     result = claim_candidates(s, now, limit, default_cap, &candidates);
     if (result == 0 && candidates)
-        result = claim_lease(s, node, now, lease_until, limit, default_cap, lim->ramp_ms, candidates, out);
+        result = claim_lease(s, node, now, lease_until, limit, default_cap, lim->ramp_ms, candidates, out,
+                             lim->more_due);
     free(candidates);
     result = pg_atomic_end(s, result);
     if (result)
@@ -703,13 +716,28 @@ static int postgres_delivery_replay(struct store *s, const char *id, int64_t now
     return result == 0 ? HOOKD_ECONFLICT : result;
 }
 
+/*
+ * hookd_deliveries_status leaves delivered rows out (migration
+ * schema_deliveries_status_undelivered): a filter on another status says so
+ * in the text, so that the statement's generic plan, made whatever the
+ * parameter, can use the index. True when it was added: the statement then
+ * has a slot of the *_UNDELIVERED range.
+ */
+static bool status_undelivered(const struct delivery_filter *f, int mask, struct store_sql *q)
+{
+    if (!(mask & DL_F_STATUS) || f->status == DELIVERY_DELIVERED)
+        return false;
+    store_sql_add(q, " AND d.status <> 'delivered'");
+    return true;
+}
+
 /* Newest first; the created_at range is since <= created_at < until. */
 static int postgres_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out)
 {
     char terms[FILTER_SQL_MAX];
     struct store_sql q = {.len = 0};
     struct pg_params p = {.n = 0};
-    int mask = delivery_filter_mask(f);
+    int mask = delivery_filter_mask(f), slot;
 
     out->items = NULL;
     out->n = 0;
@@ -718,6 +746,7 @@ static int postgres_delivery_list(struct store *s, const struct delivery_filter 
     store_sql_add(&q, "SELECT " STORE_DELIVERY_COLUMNS " FROM hookd_deliveries d WHERE true");
     delivery_filter_sql(mask, '$', terms);
     store_sql_add(&q, terms);
+    slot = (status_undelivered(f, mask, &q) ? PG_DELIVERY_LIST_UNDELIVERED : PG_DELIVERY_LIST) + mask;
     store_sql_add(&q, " ORDER BY d.id DESC LIMIT $8");
     pg_param_text(&p, 1, f->event_id);
     pg_param_text(&p, 2, f->endpoint_id);
@@ -727,7 +756,7 @@ static int postgres_delivery_list(struct store *s, const struct delivery_filter 
     pg_param_i64(&p, 6, f->until);
     pg_param_text(&p, 7, f->before_id);
     pg_param_int(&p, 8, store_list_limit(f->limit));
-    return pg_list(s, PG_DELIVERY_LIST + mask, q.text, &p, store_read_delivery, STORE_ROWS(out, store_free_delivery));
+    return pg_list(s, slot, q.text, &p, store_read_delivery, STORE_ROWS(out, store_free_delivery));
 }
 
 /* One statement for the batch: the status predicate decides each row, as in replay. */
@@ -786,7 +815,7 @@ static int postgres_delivery_count(struct store *s, const struct delivery_filter
     struct store_sql q = {.len = 0};
     struct pg_params p = {.n = 0};
     PGresult *res;
-    int mask = delivery_filter_mask(f) & ~DL_F_BEFORE, result;
+    int mask = delivery_filter_mask(f) & ~DL_F_BEFORE, result, slot;
 
     *n = 0;
     if (f->status >= 0 && !delivery_status_valid(f->status))
@@ -794,13 +823,14 @@ static int postgres_delivery_count(struct store *s, const struct delivery_filter
     store_sql_add(&q, "SELECT count(*) FROM hookd_deliveries d WHERE true");
     delivery_filter_sql(mask, '$', terms);
     store_sql_add(&q, terms);
+    slot = (status_undelivered(f, mask, &q) ? PG_DELIVERY_COUNT_UNDELIVERED : PG_DELIVERY_COUNT) + mask;
     pg_param_text(&p, 1, f->event_id);
     pg_param_text(&p, 2, f->endpoint_id);
     pg_param_text(&p, 3, f->account);
     pg_param_text(&p, 4, mask & DL_F_STATUS ? delivery_status_name((enum delivery_status)f->status) : NULL);
     pg_param_i64(&p, 5, f->since);
     pg_param_i64(&p, 6, f->until);
-    result = pg_run(s, PG_DELIVERY_COUNT + mask, q.text, &p, &res);
+    result = pg_run(s, slot, q.text, &p, &res);
     if (result)
         return result;
     if (PQntuples(res) > 0)

@@ -288,6 +288,13 @@ struct lease_limits {
     const char (*capped)[HOOKD_ID_MAX];
     size_t n_capped;
     int64_t ramp_ms; /* after its breaker closed, an endpoint's cap grows from 1 to full over this (0: at once) */
+    /*
+     * Out, optional (claims): set true when an endpoint took as many rows as
+     * its limits let it, so more of its rows may be due now (the earliest due
+     * time is now, or near enough that the next claim finds out). A backend
+     * may leave it alone: then the caller asks next_due.
+     */
+    bool *more_due;
 };
 
 /* ---- per-endpoint delivery state (hookd_endpoint_state) ---------------- */

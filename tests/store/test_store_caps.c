@@ -90,6 +90,42 @@ static void test_cap_counts_other_nodes_leases(void **state)
     cap_scene_free(&sc);
 }
 
+/*
+ * A claim says when an endpoint took all its free slots (more of its rows may
+ * be due, so the dispatcher need not ask next_due), and not when its due rows
+ * ran out first. SQLite may leave the flag alone; PostgreSQL sets it.
+ */
+static void test_cap_claim_reports_more_due(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    bool shared = !store_backend(fx->s)->single_node, more_due = false;
+    struct lease_limits lim = {.default_cap = 2, .more_due = &more_due};
+    struct cap_scene sc;
+    struct job_list jobs;
+
+    drain_due(fx);
+    cap_scene_make(fx, 0, 3, now - 3, &sc);
+    assert_int_equal(store_delivery_claim_due(fx->s, "node-a", now, now + 30000, 100, &lim, &jobs), 0);
+    assert_int_equal(jobs.n, 2); /* the cap */
+    assert_true(more_due == shared);
+    job_list_free(&jobs);
+    /* Cap 4 (two slots free now), one row left: it ran out before the slots did. */
+    more_due = false;
+    lim.default_cap = 4;
+    assert_int_equal(store_delivery_claim_due(fx->s, "node-b", now, now + 30000, 100, &lim, &jobs), 0);
+    assert_int_equal(jobs.n, 1);
+    assert_string_equal(jobs.items[0].d.id, sc.ds[2].id);
+    assert_false(more_due);
+    job_list_free(&jobs);
+    /* Nothing due: nothing taken, nothing said. */
+    assert_int_equal(store_delivery_claim_due(fx->s, "node-b", now, now + 30000, 100, &lim, &jobs), 0);
+    assert_int_equal(jobs.n, 0);
+    assert_false(more_due);
+    job_list_free(&jobs);
+    cap_scene_free(&sc);
+}
+
 /* A lease that ran out no longer counts: its delivery is claimable again instead. */
 static void test_cap_expired_leases_do_not_count(void **state)
 {
@@ -332,6 +368,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_cap_counts_other_nodes_leases),
+        T(test_cap_claim_reports_more_due),
         T(test_cap_expired_leases_do_not_count),
         T(test_cap_endpoint_override),
         T(test_cap_zero_is_unlimited),

@@ -558,6 +558,20 @@ static const char schema_inbox_claim_order[] =
     "DROP INDEX hookd_inbox_due;"
     "CREATE INDEX hookd_inbox_due ON hookd_inbox(next_attempt_at, id) WHERE status IN ('pending', 'deferred');";
 
+/*
+ * hookd_deliveries_status (status, id) holds no delivered row: a completion
+ * that ends a delivery as delivered is not a HOT update (status is indexed
+ * elsewhere too), so it added an entry to every full index, this one among
+ * them, at the busy right edge of ('delivered', id). Lists of the other
+ * statuses repeat the predicate in their text (postgres_deliveries.c) so
+ * that their generic plans can use the index; the signal and figure queries
+ * name their statuses as literals, which imply it. A list of delivered rows
+ * walks the primary key newest first, where they are the most.
+ */
+static const char schema_deliveries_status_undelivered[] =
+    "DROP INDEX hookd_deliveries_status;"
+    "CREATE INDEX hookd_deliveries_status ON hookd_deliveries(status, id) WHERE status <> 'delivered';";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -577,6 +591,7 @@ const struct schema_migration postgres_migrations[] = {
     {16, schema_inbox_notify},
     {17, schema_endpoint_health},
     {18, schema_inbox_claim_order},
+    {19, schema_deliveries_status_undelivered},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];
