@@ -24,7 +24,7 @@ async function axeSerious(page) {
 }
 
 let d, browser, sink;
-const fixed = { flaky: false };
+const fixed = { flaky: false, billing: false };
 const ids = {};
 const tokens = {};
 const B_URL_PART = 'b-secret-endpoint-9f3';
@@ -37,6 +37,7 @@ async function startScriptedSink() {
     req.on('end', () => {
       const p = req.url;
       if (p.startsWith('/slow')) { res.writeHead(503, { 'content-type': 'text/plain' }); res.end('busy, try later'); return; }
+      if (p.startsWith('/billing') && !fixed.billing) { res.writeHead(502); res.end(); return; }
       if (p.startsWith('/flaky') && !fixed.flaky) {
         res.writeHead(500, { 'content-type': 'text/html' });
         res.end('<script>window.__pwned = "snippet"</script><img src=x onerror="window.__pwned=\'img\'">\u202Egnp.exe\u0007 oops');
@@ -64,7 +65,11 @@ before(async () => {
     description: HOSTILE_DESC, retry_schedule: '100ms', event_types: ['order.*'] });
   const b = await d.createEndpoint({ url: sink.url(`/${B_URL_PART}`), account: 'acct-b', description: 'B private',
     event_types: ['order.*'] });
-  Object.assign(ids, { slow: slow.id, flaky: flaky.id, b: b.id });
+  const billing = await d.createEndpoint({ url: sink.url('/billing'), account: A, description: 'Billing',
+    retry_schedule: '100ms', event_types: ['invoice.*'] });
+  Object.assign(ids, { slow: slow.id, flaky: flaky.id, b: b.id, billing: billing.id });
+  const invoices = [];
+  for (let i = 1; i <= 3; i++) invoices.push(await d.publish({ type: 'invoice.sent', account: A, data: { i } }));
   const evA = await d.publish({ id: 'evt_a_order_1', type: 'order.paid', account: A, data: { n: 1 } });
   const evB = await d.publish({ id: 'evt_b_secret_77', type: 'order.paid', account: 'acct-b', data: { n: 2 } });
   ids.evA = evA.id;
@@ -77,6 +82,8 @@ before(async () => {
     return dead && slowOne;
   }, { timeoutMs: 15000, what: 'a dead and a retrying delivery of A' });
   await d.waitDelivery(evB.id, 'delivered');
+  for (const ev of invoices) await d.waitDelivery(ev.id, 'dead', 15000);
+  ids.invoices = invoices.map((ev) => ev.id);
   // Hostile bytes the API would refuse, written by SQL: control characters in a description.
   const chr = BACKEND === 'postgres' ? 'chr' : 'char';
   d.sql(`UPDATE hookd_endpoints SET description = '${HOSTILE_DESC.replace(/'/g, "''")}' || ${chr}(7) || ${chr}(27) || '[31m'`
@@ -234,6 +241,42 @@ test('keyboard only: to an endpoint, to its dead delivery, resend it; it becomes
     assert.equal(r.body.status, 'delivered');
     for (const a of page.answers) noTraceOfB(a.body, a.url);
     assert.deepEqual(await axeSerious(page), []);
+    assert.deepEqual(page.problems, []);
+  } finally {
+    await page.closeAll();
+  }
+});
+
+test('resend all failed deliveries of an endpoint: the count first, a confirmation, then all delivered', async () => {
+  fixed.billing = true;
+  const page = await openPortal(tokens.replay);
+  try {
+    await page.goto(`${page.base}/portal/#/endpoints/${ids.billing}`);
+    await page.getByRole('button', { name: 'Resend all failed deliveries…' }).click();
+    await page.locator('#resend-question').waitFor();
+    assert.match(await page.locator('#resend-question').textContent(), /^3 failed deliveries of this endpoint will be sent again/);
+    assert.deepEqual(await axeSerious(page), []);
+    // Cancel changes nothing; the server was only asked for a count.
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    assert.equal((await d.api('GET', `/v1/deliveries?endpoint_id=${ids.billing}&status=dead`)).body.data.length, 3);
+    await page.getByRole('button', { name: 'Resend all failed deliveries…' }).click();
+    await page.getByRole('button', { name: 'Resend 3' }).click();
+    await page.locator('#resend-done').waitFor();
+    assert.match(await page.locator('#resend-done').textContent(), /^3 deliveries are queued to be sent again/);
+    for (const id of ids.invoices) await d.waitDelivery(id, 'delivered', 15000);
+    await waitFor(async () => (await page.locator('.delivery').filter({ hasText: 'Delivered' }).count()) === 3,
+      { timeoutMs: 15000, what: 'the page to show the three delivered' });
+    const replays = (await d.api('GET', '/v1/replays?account=acct-a')).body.data;
+    assert.ok(replays.some((r) => r.kind === 'range' && r.actor === tokens.replay.id && r.replayed === 3));
+    // A read-only link does not offer it.
+    const ro = await openPortal(tokens.read);
+    try {
+      await ro.goto(`${ro.base}/portal/#/endpoints/${ids.flaky}`);
+      await ro.locator('.delivery').first().waitFor();
+      assert.equal(await ro.locator('#resend-all').count(), 0);
+    } finally {
+      await ro.closeAll();
+    }
     assert.deepEqual(page.problems, []);
   } finally {
     await page.closeAll();

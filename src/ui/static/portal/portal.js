@@ -15,6 +15,7 @@ const ID = /^[A-Za-z0-9_.:-]{1,64}$/;
 let me = null;          // the token's record: {account, scope, expires_at, …}
 let generation = 0;     // bumped by every navigation: a slow answer for an old view is dropped
 let timer = null;       // the current view's refresh
+let focusHeading = false; // the next view drawn takes the focus (set by a navigation)
 
 function takeTokenFromLink() {
   const m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
@@ -108,6 +109,11 @@ function page(title, ...children) {
   document.title = `${title} — integration status`;
   const h1 = h('h1', { tabindex: '-1' }, title);
   mount(main, h1, ...children);
+  // After a navigation the new view's heading takes the focus, so a keyboard or screen reader starts there.
+  if (focusHeading) {
+    focusHeading = false;
+    h1.focus();
+  }
   return h1;
 }
 
@@ -218,6 +224,7 @@ async function endpointView(gen, id, query) {
        h('p', { class: 'muted url-line' }, data(e.url, 'url')),
        h('p', { class: 'badges' }, syncBadges(e)),
        endpointFacts(e),
+       e.failed && canReplay() ? resendAll(e) : null,
        h('h2', {}, 'Recent deliveries'),
        h('p', { class: 'filter' }, h('label', { for: 'status-filter' }, 'Show '), select),
        status === 'dead' || status === 'skipped' || e.failed ? replayHelp() : null,
@@ -226,7 +233,63 @@ async function endpointView(gen, id, query) {
        h('p', { class: 'pager' },
          cursor ? h('a', { href: link(status, '') }, 'Newest deliveries') : null,
          list.next_cursor ? h('a', { href: link(status, list.next_cursor) }, 'Older deliveries') : null));
-  schedule(gen, 10000);
+  // Sooner while something on the page is on its way: a resend shows its outcome within seconds.
+  schedule(gen, rows.some((d) => d.status === 'pending' || d.status === 'retrying') ? 3000 : 10000);
+}
+
+// Resend every failed (dead or skipped) delivery of an endpoint: a dry run counts them, the
+// customer confirms the count, then one range replay per status runs on the server.
+function resendAll(e) {
+  const box = h('div', { class: 'resend-all' });
+  const status = h('p', { role: 'status' });
+  const ranges = ['dead', 'skipped'];
+  const run = async (dryRun) => {
+    let count = 0;
+    for (const st of ranges) {
+      const r = await api('/v1/replays', { method: 'POST', body: { endpoint_id: e.endpoint_id, status: st, dry_run: dryRun } });
+      count += dryRun ? r.count : r.replayed;
+    }
+    return count;
+  };
+  const fail = (err) => {
+    if (err instanceof ApiError && err.status === 401) return expiredPage();
+    mount(status, err instanceof ApiError && err.code === 'range_too_large'
+      ? 'There are too many to resend at once here; ask the team that sent this link.'
+      : `Could not resend: ${visible(err.message)}`);
+    mount(box, start, status);
+    return null;
+  };
+  const start = h('button', {
+    type: 'button', id: 'resend-all',
+    onclick: async () => {
+      start.disabled = true;
+      let n;
+      try { n = await run(true); } catch (err) { start.disabled = false; return fail(err); }
+      start.disabled = false;
+      if (n === 0) { mount(status, 'Nothing to resend: no failed deliveries are left.'); return null; }
+      const yes = h('button', {
+        type: 'button', class: 'primary', id: 'resend-confirm',
+        onclick: async () => {
+          yes.disabled = true;
+          no.disabled = true;
+          mount(status, 'Resending…');
+          try {
+            const sent = await run(false);
+            mount(box, h('p', { role: 'status', id: 'resend-done' },
+              `${sent} deliver${sent === 1 ? 'y is' : 'ies are'} queued to be sent again.`));
+            setTimeout(() => refresh(), 1500);
+          } catch (err) { fail(err); }
+        },
+      }, `Resend ${n}`);
+      const no = h('button', { type: 'button', id: 'resend-cancel', onclick: () => { mount(box, start, status); start.focus(); } }, 'Cancel');
+      mount(box, h('p', { id: 'resend-question' },
+        `${n} failed deliver${n === 1 ? 'y' : 'ies'} of this endpoint will be sent again. Go ahead?`),
+        h('p', { class: 'actions' }, yes, ' ', no), status);
+      yes.focus();
+      return null;
+    },
+  }, 'Resend all failed deliveries…');
+  return mount(box, start, status);
 }
 
 function replayHelp() {
@@ -321,6 +384,7 @@ async function refresh() {
 
 async function show(moveFocus) {
   const gen = ++generation;
+  focusHeading = moveFocus;
   clearTimeout(timer);
   takeTokenFromLink();
   if (!session.token) return noLinkPage();
@@ -345,7 +409,6 @@ async function show(moveFocus) {
   } catch (err) {
     if (gen === generation) problemPage(err);
   }
-  if (moveFocus && gen === generation) main.querySelector('h1')?.focus();
 }
 
 const route = () => show(true);
