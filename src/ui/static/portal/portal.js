@@ -85,7 +85,9 @@ function endpointName(e) { return e.description ? data(e.description) : data(e.u
 function lastError(le) {
   if (typeof le !== 'object') return data(le);
   const what = le.status_code ? `HTTP ${le.status_code}` : CLASS_WORDS[le.error_class] || 'error';
-  const text = le.error && le.error !== what ? le.error : null;
+  // The text often repeats the code: "HTTP 502 (schedule exhausted)" adds only what follows it.
+  let text = le.error && le.error.startsWith(what) ? le.error.slice(what.length).trim() : le.error;
+  if (text && /^\(.*\)$/.test(text)) text = text.slice(1, -1);
   return h('span', {}, what, ', ', when(le.at), text ? [' (', data(text), ')'] : null);
 }
 

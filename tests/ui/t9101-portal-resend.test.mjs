@@ -1,0 +1,142 @@
+// The customer portal's resends in a real browser: a read-only link cannot
+// (disabled, said why, refused by the server), a replay link resends a dead
+// delivery by keyboard alone and it becomes delivered, and resends all of an
+// endpoint's failed deliveries after a counted confirmation; an expired or
+// revoked link says so. The world: lib/portal.mjs.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { waitFor, sleep } from '../lib/harness.mjs';
+import { openPage, screenshot } from './lib/browser.mjs';
+import { setupPortal, d, browser, ids, tokens, fixed, axeSerious, openPortal, noTraceOfB } from './lib/portal.mjs';
+
+setupPortal();
+
+test('a read-only link cannot resend (the button is disabled and says why; the server refuses too)', async () => {
+  const page = await openPortal(tokens.read);
+  try {
+    await page.goto(`${page.base}/portal/#/deliveries/${ids.dead}`);
+    await page.getByRole('heading', { name: 'Delivery' }).waitFor();
+    assert.match(await page.locator('.summary').textContent(), /not retried after \d+ attempt/);
+    const button = page.getByRole('button', { name: 'Resend' });
+    assert.ok(await button.isDisabled());
+    assert.match(await page.locator('#read-only-note').textContent(), /view only/);
+    assert.match(await page.locator('#who').textContent(), /view only/);
+    const r = await page.evaluate(async (id) => (await fetch(`/v1/deliveries/${id}/replay`, { method: 'POST',
+      headers: { authorization: `Bearer ${sessionStorage.getItem('hookd.token')}` } })).status, ids.dead);
+    assert.equal(r, 403);
+    assert.deepEqual(await axeSerious(page), []);
+    assert.deepEqual(page.problems.filter((p) => !/403/.test(p)), []);
+  } finally {
+    await page.closeAll();
+  }
+});
+
+test('keyboard only: to an endpoint, to its dead delivery, resend it; it becomes delivered', async () => {
+  fixed.flaky = true;
+  const page = await openPortal(tokens.replay);
+  try {
+    await page.getByRole('heading', { name: 'Your endpoints' }).waitFor();
+    const tabTo = async (pred, max = 40) => {
+      for (let i = 0; i < max; i++) {
+        await page.keyboard.press('Tab');
+        if (await page.evaluate(pred)) return;
+      }
+      throw new Error(`no focusable element matched ${pred}`);
+    };
+    await tabTo(() => document.activeElement.classList.contains('skip'));
+    await tabTo(() => document.activeElement.closest('.card h2') && document.activeElement.textContent.includes('Shop'));
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { level: 1, name: /Shop/ }).waitFor();
+    assert.equal(await page.evaluate(() => document.activeElement.tagName), 'H1', 'the new view takes the focus');
+    await tabTo(() => document.activeElement.id === 'status-filter');
+    await page.keyboard.press('ArrowDown'); // "Failed": the list asks the server for dead ones only
+    await waitFor(() => page.url().includes('status=dead'), { what: 'the filter in the URL' });
+    await page.locator('.delivery').first().waitFor();
+    assert.equal(await page.locator('.delivery').count(), 1);
+    await tabTo(() => document.activeElement.closest('.delivery') && document.activeElement.tagName === 'A');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Delivery' }).waitFor();
+    await tabTo(() => document.activeElement.tagName === 'BUTTON' && /Resend/.test(document.activeElement.textContent));
+    await page.keyboard.press('Enter');
+    await page.locator('.badges').filter({ hasText: 'Delivered' }).waitFor({ timeout: 15000 });
+    assert.match(await page.locator('.summary').textContent(), /delivered \(HTTP 200/);
+    await screenshot(page, 'portal-delivery');
+    const r = await d.api('GET', `/v1/deliveries/${ids.dead}`);
+    assert.equal(r.body.status, 'delivered');
+    for (const a of page.answers) noTraceOfB(a.body, a.url);
+    assert.deepEqual(await axeSerious(page), []);
+    assert.deepEqual(page.problems, []);
+  } finally {
+    await page.closeAll();
+  }
+});
+
+test('resend all failed deliveries of an endpoint: the count first, a confirmation, then all delivered', async () => {
+  fixed.billing = true;
+  const page = await openPortal(tokens.replay);
+  try {
+    await page.goto(`${page.base}/portal/#/endpoints/${ids.billing}`);
+    await page.getByRole('button', { name: 'Resend all failed deliveries…' }).click();
+    await page.locator('#resend-question').waitFor();
+    assert.match(await page.locator('#resend-question').textContent(), /^3 failed deliveries of this endpoint will be sent again/);
+    assert.deepEqual(await axeSerious(page), []);
+    // Cancel changes nothing; the server was only asked for a count.
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    assert.equal((await d.api('GET', `/v1/deliveries?endpoint_id=${ids.billing}&status=dead`)).body.data.length, 3);
+    await page.getByRole('button', { name: 'Resend all failed deliveries…' }).click();
+    await page.getByRole('button', { name: 'Resend 3' }).click();
+    await page.locator('#resend-done').waitFor();
+    assert.match(await page.locator('#resend-done').textContent(), /^3 deliveries are queued to be sent again/);
+    for (const id of ids.invoices) await d.waitDelivery(id, 'delivered', 15000);
+    await waitFor(async () => (await page.locator('.delivery').filter({ hasText: 'Delivered' }).count()) === 3,
+      { timeoutMs: 15000, what: 'the page to show the three delivered' });
+    await screenshot(page, 'portal-endpoint');
+    const replays = (await d.api('GET', '/v1/replays?account=acct-a')).body.data;
+    assert.ok(replays.some((r) => r.kind === 'range' && r.actor === tokens.replay.id && r.replayed === 3));
+    // A read-only link does not offer it.
+    const ro = await openPortal(tokens.read);
+    try {
+      await ro.goto(`${ro.base}/portal/#/endpoints/${ids.flaky}`);
+      await ro.locator('.delivery').first().waitFor();
+      assert.equal(await ro.locator('#resend-all').count(), 0);
+    } finally {
+      await ro.closeAll();
+    }
+    assert.deepEqual(page.problems, []);
+  } finally {
+    await page.closeAll();
+  }
+});
+
+test('an expired or revoked link shows "This link has expired" and forgets the token', async () => {
+  const short = (await d.api('POST', '/v1/tokens', { account: 'acct-a', ttl: '1s' })).body;
+  const revoked = (await d.api('POST', '/v1/tokens', { account: 'acct-a', ttl: '1h' })).body;
+  assert.equal((await d.api('DELETE', `/v1/tokens/${revoked.id}`)).status, 200);
+  await sleep(1100);
+  for (const tok of [short, revoked]) {
+    const page = await openPortal(tok);
+    try {
+      await page.getByRole('heading', { name: 'This link has expired' }).waitFor();
+      assert.equal(await page.evaluate(() => sessionStorage.getItem('hookd.token')), null);
+      assert.ok(!page.url().includes(tok.token));
+      assert.deepEqual(await axeSerious(page), []);
+    } finally {
+      await page.closeAll();
+    }
+  }
+  // A page without a link asks for one.
+  const page = await openPage(browser, d);
+  try {
+    await page.goto(`${page.base}/portal/`);
+    await page.getByText('Open this page from the link you were given').waitFor();
+  } finally {
+    await page.closeAll();
+  }
+});
+
+test('no token reaches hookd\'s log', async () => {
+  await d.stop();
+  for (const t of Object.values(tokens)) assert.ok(!d.logs.includes(t.token), 'a token reached the log');
+  assert.ok(!d.logs.includes('hkat_'), 'a token reached the log');
+  await d.start();
+});
