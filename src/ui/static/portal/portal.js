@@ -88,6 +88,7 @@ function lastError(le) {
   // The text often repeats the code: "HTTP 502 (schedule exhausted)" adds only what follows it.
   let text = le.error && le.error.startsWith(what) ? le.error.slice(what.length).trim() : le.error;
   if (text && /^\(.*\)$/.test(text)) text = text.slice(1, -1);
+  if (text === 'schedule exhausted') text = 'no more retries';
   return h('span', {}, what, ', ', when(le.at), text ? [' (', data(text), ')'] : null);
 }
 
