@@ -5,6 +5,7 @@
 // phone's width without sideways scrolling. The world: lib/portal.mjs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { waitFor } from '../lib/harness.mjs';
 import { screenshot } from './lib/browser.mjs';
 import { setupPortal, d, ids, tokens, axeSerious, openPortal, noTraceOfB, noHorizontalScroll, notExecuted }
   from './lib/portal.mjs';
@@ -30,6 +31,7 @@ test('account A sees its endpoints in plain words, the delayed one flagged, and 
     assert.match(await flakyCard.textContent(), /Failed/);
     assert.match(await page.locator('#who').textContent(), /acct-a.*view and resend/s);
     await screenshot(page, 'portal-overview');
+    await noHorizontalScroll(page, 'endpoints at 1280 px');
     const text = await page.evaluate(() => document.documentElement.outerHTML);
     noTraceOfB(text, 'the page');
     assert.ok(!text.includes('[object Object]') && !text.includes('undefined') && !text.includes('NaN'));
@@ -93,6 +95,35 @@ test('on a phone (375 px) every view fits without sideways scrolling and passes 
     await page.locator('.attempt').first().waitFor();
     await noHorizontalScroll(page, 'a delivery');
     assert.deepEqual(await axeSerious(page), []);
+    assert.deepEqual(page.problems, []);
+  } finally {
+    await page.closeAll();
+  }
+});
+
+test('an endpoint\'s deliveries come one API page at a time, newest first, with older and newest links', async () => {
+  const page = await openPortal(tokens.read);
+  try {
+    await page.getByRole('heading', { name: 'Your endpoints' }).waitFor();
+    page.answers.length = 0;
+    await page.getByRole('link', { name: 'Warehouse' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Warehouse' }).waitFor();
+    await page.locator('.delivery').first().waitFor();
+    assert.equal(await page.locator('.delivery').count(), 20);
+    const lists = () => page.answers.filter((a) => new URL(a.url).pathname === '/v1/deliveries');
+    assert.equal(lists().length, 1, 'one API page for the view');
+    const q = new URL(lists()[0].url).searchParams;
+    assert.equal(q.get('endpoint_id'), ids.warehouse);
+    assert.equal(q.get('limit'), '20');
+    const newest = ids.shipments[20];
+    assert.ok((await page.locator('.delivery').first().textContent()).includes(newest), 'newest first');
+    await page.getByRole('link', { name: 'Older deliveries' }).click();
+    await waitFor(async () => (await page.locator('.delivery').count()) === 1, { what: 'the second page' });
+    assert.ok((await page.locator('.delivery').first().textContent()).includes(ids.shipments[0]));
+    assert.equal(await page.getByRole('link', { name: 'Older deliveries' }).count(), 0);
+    assert.ok(new URL(lists().at(-1).url).searchParams.get('cursor'), 'the second page is the server\'s');
+    await page.getByRole('link', { name: 'Newest deliveries' }).click();
+    await waitFor(async () => (await page.locator('.delivery').count()) === 20, { what: 'the first page again' });
     assert.deepEqual(page.problems, []);
   } finally {
     await page.closeAll();

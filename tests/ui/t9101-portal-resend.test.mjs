@@ -124,11 +124,28 @@ test('an expired or revoked link shows "This link has expired" and forgets the t
       await page.closeAll();
     }
   }
+  // A link revoked while its page is open: the next view says so.
+  const live = (await d.api('POST', '/v1/tokens', { account: 'acct-a', ttl: '1h' })).body;
+  const open = await openPortal(live);
+  try {
+    await open.getByRole('heading', { name: 'Your endpoints' }).waitFor();
+    assert.equal((await d.api('DELETE', `/v1/tokens/${live.id}`)).status, 200);
+    await open.getByRole('link', { name: 'Shop' }).click();
+    await open.getByRole('heading', { name: 'This link has expired' }).waitFor();
+    assert.equal(await open.evaluate(() => sessionStorage.getItem('hookd.token')), null);
+  } finally {
+    await open.closeAll();
+  }
   // A page without a link asks for one.
   const page = await openPage(browser, d);
   try {
     await page.goto(`${page.base}/portal/`);
     await page.getByText('Open this page from the link you were given').waitFor();
+    // The dashboard's admin token in this tab is not a customer's link: the page asks for one and shows nothing.
+    await page.evaluate((t) => sessionStorage.setItem('hookd.token', t), d.env.HOOKD_SERVER_ADMIN_TOKEN);
+    await page.reload();
+    await page.getByText('Open this page from the link you were given').waitFor();
+    assert.equal(await page.locator('.card').count(), 0);
   } finally {
     await page.closeAll();
   }

@@ -74,7 +74,13 @@ export function setupPortal() {
       event_types: ['order.*'] });
     const billing = await d.createEndpoint({ url: sink.url('/billing'), account: A, description: 'Billing',
       retry_schedule: '100ms', event_types: ['invoice.*'] });
-    Object.assign(ids, { slow: slow.id, flaky: flaky.id, b: b.id, billing: billing.id, hostile: hostile.id });
+    // 21 delivered: one more than a page of the portal's list.
+    const warehouse = await d.createEndpoint({ url: sink.url('/ok'), account: A, description: 'Warehouse',
+      event_types: ['ship.*'] });
+    Object.assign(ids, { slow: slow.id, flaky: flaky.id, b: b.id, billing: billing.id, hostile: hostile.id,
+      warehouse: warehouse.id });
+    const shipments = [];
+    for (let i = 1; i <= 21; i++) shipments.push(await d.publish({ type: 'ship.sent', account: A, data: { i } }));
     const invoices = [];
     for (let i = 1; i <= 3; i++) invoices.push(await d.publish({ type: 'invoice.sent', account: A, data: { i } }));
     const evA = await d.publish({ id: 'evt_a_order_1', type: 'order.paid', account: A, data: { n: 1 } });
@@ -91,6 +97,8 @@ export function setupPortal() {
     await d.waitDelivery(evB.id, 'delivered');
     ids.hostileDead = (await d.waitDelivery(evH.id, 'dead', 15000))[0].id;
     for (const ev of invoices) await d.waitDelivery(ev.id, 'dead', 15000);
+    for (const ev of shipments) await d.waitDelivery(ev.id, 'delivered', 15000);
+    ids.shipments = shipments.map((ev) => ev.id);
     ids.invoices = invoices.map((ev) => ev.id);
     // Hostile bytes the API would refuse, written by SQL: control characters in a description.
     const chr = BACKEND === 'postgres' ? 'chr' : 'char';
