@@ -59,7 +59,8 @@ const HOSTILE_DESC = '<img src=x onerror="window.__pwned=\'desc\'"> Shop \u202Ee
 export function setupPortal() {
   before(async () => {
     sink = await startScriptedSink();
-    d = await startDaemon({ HOOKD_DELIVERY_SYNC_WARN_AFTER: '1s' });
+    // No breaker: Billing's six failed attempts would open it, and a resend would then wait for its probe.
+    d = await startDaemon({ HOOKD_DELIVERY_SYNC_WARN_AFTER: '1s', HOOKD_DELIVERY_BREAKER_FAILURES: '0' });
     browser = await launch();
     const A = 'acct-a';
     const slow = await d.createEndpoint({ url: sink.url('/slow'), account: A, description: 'CRM (slow)', retry_schedule: '1h',
@@ -148,3 +149,11 @@ export async function notExecuted(page) {
   assert.equal(await page.locator('main img, main script').count(), 0, 'markup from the data became elements');
 }
 
+
+// hookd's log, read after a stop, holds no account token (the daemon starts again).
+export async function noTokenInLog() {
+  await d.stop();
+  for (const t of Object.values(tokens)) assert.ok(!d.logs.includes(t.token), 'a token reached the log');
+  assert.ok(!d.logs.includes('hkat_'), 'a token reached the log');
+  await d.start();
+}
