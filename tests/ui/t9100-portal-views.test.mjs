@@ -130,6 +130,24 @@ test('an endpoint\'s deliveries come one API page at a time, newest first, with 
   }
 });
 
+test('the page refreshes itself and the keyboard focus stays where it was', async () => {
+  const page = await openPortal(tokens.read);
+  try {
+    await page.goto(`${page.base}/portal/#/endpoints/${ids.slow}`);
+    const link = page.locator('.delivery a').first();
+    await link.waitFor();
+    await link.focus();
+    const focused = await page.evaluate(() => { window.__before = document.activeElement; return document.activeElement.id; });
+    assert.match(focused, /^dl-/);
+    // A retrying delivery on the page: it is drawn again within seconds, from a fresh answer.
+    await waitFor(() => page.evaluate(() => !document.body.contains(window.__before)), { timeoutMs: 15000, what: 'a refresh' });
+    assert.equal(await page.evaluate(() => document.activeElement.id), focused);
+    assert.deepEqual(page.problems, []);
+  } finally {
+    await page.closeAll();
+  }
+});
+
 test('B\'s records through A\'s link are "not part of your account"', async () => {
   const page = await openPortal(tokens.read);
   try {

@@ -16,6 +16,8 @@ let me = null;          // the token's record: {account, scope, expires_at, …}
 let generation = 0;     // bumped by every navigation: a slow answer for an old view is dropped
 let timer = null;       // the current view's refresh
 let focusHeading = false; // the next view drawn takes the focus (set by a navigation)
+let busy = 0;           // a resend question or request is open: the refresh waits, so nothing vanishes under it
+const idle = () => { busy = Math.max(0, busy - 1); };
 
 function takeTokenFromLink() {
   const m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
@@ -180,7 +182,8 @@ async function overview(gen) {
          s.delayed ? ` Some events are delayed: they have waited longer than ${fmtDuration(durationMs(s.sync_warn_after))}.` : ''),
        list.length === 0 ? h('p', {}, 'No endpoints are set up for this account yet.')
          : h('ul', { class: 'cards' }, list.map((e) => h('li', { class: 'card' },
-           h('h2', {}, h('a', { href: `#/endpoints/${encodeURIComponent(e.endpoint_id)}` }, endpointName(e))),
+           h('h2', {}, h('a', { href: `#/endpoints/${encodeURIComponent(e.endpoint_id)}`, id: `ep-${e.endpoint_id}` },
+             endpointName(e))),
            e.description ? h('p', { class: 'muted url-line' }, data(e.url, 'url')) : null,
            h('p', { class: 'badges' }, syncBadges(e)),
            endpointFacts(e)))));
@@ -234,8 +237,8 @@ async function endpointView(gen, id, query) {
        rows.length === 0 ? h('p', {}, cursor ? 'No older deliveries.' : 'No deliveries to show.')
          : h('ul', { class: 'deliveries' }, rows.map((d) => deliveryItem(d))),
        h('p', { class: 'pager' },
-         cursor ? h('a', { href: link(status, '') }, 'Newest deliveries') : null,
-         list.next_cursor ? h('a', { href: link(status, list.next_cursor) }, 'Older deliveries') : null));
+         cursor ? h('a', { href: link(status, ''), id: 'newest' }, 'Newest deliveries') : null,
+         list.next_cursor ? h('a', { href: link(status, list.next_cursor), id: 'older' }, 'Older deliveries') : null));
   // Sooner while something on the page is on its way: a resend shows its outcome within seconds.
   schedule(gen, rows.some((d) => d.status === 'pending' || d.status === 'retrying') ? 3000 : 10000);
 }
@@ -255,6 +258,7 @@ function resendAll(e) {
     return count;
   };
   const fail = (err) => {
+    idle();
     if (err instanceof ApiError && err.status === 401) return expiredPage();
     mount(status, err instanceof ApiError && err.code === 'range_too_large'
       ? 'There are too many to resend at once here; ask the team that sent this link.'
@@ -266,10 +270,15 @@ function resendAll(e) {
     type: 'button', id: 'resend-all',
     onclick: async () => {
       start.disabled = true;
+      busy++; // until the question is answered
       let n;
       try { n = await run(true); } catch (err) { start.disabled = false; return fail(err); }
       start.disabled = false;
-      if (n === 0) { mount(status, 'Nothing to resend: no failed deliveries are left.'); return null; }
+      if (n === 0) {
+        idle();
+        mount(status, 'Nothing to resend: no failed deliveries are left.');
+        return null;
+      }
       const yes = h('button', {
         type: 'button', class: 'primary', id: 'resend-confirm',
         onclick: async () => {
@@ -280,11 +289,14 @@ function resendAll(e) {
             const sent = await run(false);
             mount(box, h('p', { role: 'status', id: 'resend-done' },
               `${sent} deliver${sent === 1 ? 'y is' : 'ies are'} queued to be sent again.`));
-            setTimeout(() => refresh(), 1500);
+            setTimeout(() => { idle(); refresh(); }, 1500);
           } catch (err) { fail(err); }
         },
       }, `Resend ${n}`);
-      const no = h('button', { type: 'button', id: 'resend-cancel', onclick: () => { mount(box, start, status); start.focus(); } }, 'Cancel');
+      const no = h('button', {
+        type: 'button', id: 'resend-cancel',
+        onclick: () => { idle(); mount(box, start, status); start.focus(); },
+      }, 'Cancel');
       mount(box, h('p', { id: 'resend-question' },
         `${n} failed deliver${n === 1 ? 'y' : 'ies'} of this endpoint will be sent again. Go ahead?`),
         h('p', { class: 'actions' }, yes, ' ', no), status);
@@ -304,7 +316,8 @@ function replayHelp() {
 function deliveryItem(d) {
   const [word, cls] = DELIVERY[d.status] || [d.status, 'muted'];
   return h('li', { class: 'delivery' },
-    h('p', {}, badge(word, cls), ' ', h('a', { href: `#/deliveries/${encodeURIComponent(d.id)}` }, 'Event ', data(d.event_id, 'id')),
+    h('p', {}, badge(word, cls), ' ',
+      h('a', { href: `#/deliveries/${encodeURIComponent(d.id)}`, id: `dl-${d.id}` }, 'Event ', data(d.event_id, 'id')),
       h('span', { class: 'muted' }, ' · created ', when(d.created_at), ' · ',
         `${d.attempt_count} attempt${d.attempt_count === 1 ? '' : 's'}`)),
     h('p', { class: 'outcome' }, outcome(d)),
@@ -317,21 +330,26 @@ function replayButton(d) {
     return h('p', {}, h('button', { type: 'button', disabled: true, 'aria-describedby': 'read-only-note' }, 'Resend'),
              h('span', { class: 'muted' }, ' (this link can view only)'));
   const btn = h('button', {
-    type: 'button', class: 'primary', 'aria-label': `Resend event ${visible(d.event_id)}`,
+    type: 'button', class: 'primary', id: `resend-${d.id}`, 'aria-label': `Resend event ${visible(d.event_id)}`,
     onclick: async () => {
       btn.disabled = true;
       mount(status, ' Resending…');
+      busy++;
       try {
         const r = await api(`/v1/deliveries/${encodeURIComponent(d.id)}/replay`, { method: 'POST', body: {} });
         mount(status, ` Queued to be sent again (${(DELIVERY[r.status] || [r.status])[0].toLowerCase()}).`);
-        setTimeout(() => { if (location.hash === `#/deliveries/${encodeURIComponent(d.id)}`) route(); else location.hash = `#/deliveries/${encodeURIComponent(d.id)}`; }, 600);
+        // On to the delivery's page, which follows it until it is delivered or fails again.
+        const there = `#/deliveries/${encodeURIComponent(d.id)}`;
+        setTimeout(() => { idle(); if (location.hash === there) route(); else location.hash = there; }, 600);
       } catch (err) {
+        idle();
         if (err instanceof ApiError && err.status === 401) return expiredPage(err);
         btn.disabled = false;
         mount(status, ' ', err instanceof ApiError && err.status === 409 ? 'It is already being sent.'
                            : err instanceof ApiError && err.status === 403 ? 'This link cannot resend.'
                            : `Could not resend: ${visible(err.message)}`);
       }
+      return null;
     },
   }, 'Resend');
   return h('p', {}, btn, status);
@@ -372,12 +390,18 @@ async function deliveryView(gen, id) {
 
 // ---- routing -------------------------------------------------------------------------------------
 
+// Redraws the view after a while; not while the page is hidden or a resend is being asked or made.
 function schedule(gen, after) {
   clearTimeout(timer);
-  timer = setTimeout(() => { if (gen === generation && !document.hidden) refresh(); else if (gen === generation) schedule(gen, after); }, after);
+  timer = setTimeout(() => {
+    if (gen !== generation) return;
+    if (document.hidden || busy > 0) schedule(gen, after);
+    else refresh();
+  }, after);
 }
 
-// A refresh redraws the view in place; the focus stays where it was when the element is still there.
+// A refresh redraws the view in place; the focus stays where it was (every control has an id) when
+// the element is still there.
 async function refresh() {
   const active = document.activeElement;
   const key = active && active.id ? active.id : null;
@@ -388,6 +412,7 @@ async function refresh() {
 async function show(moveFocus) {
   const gen = ++generation;
   focusHeading = moveFocus;
+  if (moveFocus) busy = 0; // a navigation leaves any open question behind
   clearTimeout(timer);
   takeTokenFromLink();
   if (!session.token) return noLinkPage();
