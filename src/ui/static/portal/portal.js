@@ -83,14 +83,19 @@ function syncBadges(e) {
 }
 function endpointName(e) { return e.description ? data(e.description) : data(e.url, 'url'); }
 
+// What an error's text adds to its code: "HTTP 502 (schedule exhausted)" after "HTTP 502" is
+// "no more retries"; nothing when it only repeats it.
+function errorExtra(what, error) {
+  let text = error && error.startsWith(what) ? error.slice(what.length).trim() : error;
+  if (text && /^\(.*\)$/.test(text)) text = text.slice(1, -1);
+  return text === 'schedule exhausted' ? 'no more retries' : text || null;
+}
+
 // An endpoint's last error ({at, status_code, error_class, error}): "HTTP 503, 2 min ago".
 function lastError(le) {
   if (typeof le !== 'object') return data(le);
   const what = le.status_code ? `HTTP ${le.status_code}` : CLASS_WORDS[le.error_class] || 'error';
-  // The text often repeats the code: "HTTP 502 (schedule exhausted)" adds only what follows it.
-  let text = le.error && le.error.startsWith(what) ? le.error.slice(what.length).trim() : le.error;
-  if (text && /^\(.*\)$/.test(text)) text = text.slice(1, -1);
-  if (text === 'schedule exhausted') text = 'no more retries';
+  const text = errorExtra(what, le.error);
   return h('span', {}, what, ', ', when(le.at), text ? [' (', data(text), ')'] : null);
 }
 
@@ -363,7 +368,7 @@ function attemptItem(a) {
   return h('li', { class: 'attempt' },
     h('p', {}, h('strong', {}, `Attempt ${a.n}`), ' · ', when(a.started_at), ' · ',
       `${result} after ${fmtDuration(a.duration_ms)}${next}`),
-    a.error_text && a.error_text !== result ? h('p', {}, 'Error: ', data(a.error_text)) : null,
+    errorExtra(result, a.error_text) ? h('p', {}, 'Error: ', data(errorExtra(result, a.error_text))) : null,
     a.response !== null && a.response !== undefined && a.response !== ''
       ? h('div', {}, h('p', { class: 'muted' }, `Your endpoint answered${a.response_truncated ? ' (cut short)' : ''}:`),
           h('pre', {}, visible(a.response)))
