@@ -140,7 +140,8 @@ function problemPage(err) {
   if (err instanceof ApiError && err.status === 401) return expiredPage(err);
   const text = err instanceof ApiError && err.status === 404 ? 'This page does not exist, or it is not part of your account.'
              : err instanceof ApiError && err.status === 403 ? 'This link does not give access to this page.'
-             : err instanceof ApiError && err.status === 0 ? 'The service cannot be reached right now. Try again in a moment.'
+             : err instanceof ApiError && (err.status === 0 || err.status === 503)
+               ? 'The service cannot answer right now. Try again in a moment.'
              : `Something went wrong: ${visible(err.message)}`;
   page('Cannot show this page', h('p', { class: 'error-box', role: 'alert' }, text),
        h('p', {}, h('a', { href: '#/' }, 'Back to your endpoints')));
