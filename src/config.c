@@ -41,6 +41,7 @@ static bool check_store(const char *v);
 static bool check_admin_token(const char *v);
 static bool check_secret_key(const char *v);
 static bool check_metrics_auth(const char *v);
+static bool check_portal_url(const char *v);
 
 #define FIELD(f) offsetof(struct config, f)
 #define STR(sec, k, f, d, secr, chk, wh) {sec, k, CONF_STRING, FIELD(f), sizeof(((struct config *)0)->f), 0, 0, d, secr, chk, wh}
@@ -70,6 +71,8 @@ static const struct conf_key conf_keys[] = {
     NUM("server", "drain_timeout", CONF_DURATION, drain_timeout_ms, 0, 3600000, "10s"),
     NUM("server", "metrics_refresh", CONF_DURATION, metrics_refresh_ms, 0, 3600000, "5s"),
     STR("server", "metrics_auth", metrics_auth, "token", false, check_metrics_auth, "metrics_auth (token or none)"),
+    STR("server", "portal_url", portal_url, "", false, check_portal_url,
+        "portal_url (an http:// or https:// URL without query or fragment, e.g. https://status.example.com)"),
     NUM("delivery", "timeout", CONF_DURATION, timeout_ms, 1, DAY_MS, "10s"),
     NUM("delivery", "connect_timeout", CONF_DURATION, connect_timeout_ms, 1, DAY_MS, "5s"),
     NUM("delivery", "retry_schedule", CONF_DURATION_LIST, retry, 0, YEAR_MS, NULL),
@@ -149,6 +152,21 @@ static bool check_store(const char *v)
 }
 
 static bool check_metrics_auth(const char *v) { return strcmp(v, "token") == 0 || strcmp(v, "none") == 0; }
+
+/* Empty, or http(s)://HOST[:PORT][/PATH] of visible ASCII: it is printed in links that customers open. */
+static bool check_portal_url(const char *v)
+{
+    size_t scheme = strncmp(v, "https://", 8) == 0 ? 8 : strncmp(v, "http://", 7) == 0 ? 7 : 0;
+
+    if (v[0] == '\0')
+        return true;
+    if (scheme == 0 || v[scheme] == '\0' || v[scheme] == '/' || v[scheme] == ':')
+        return false;
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++)
+        if (*p <= ' ' || *p >= 0x7f || strchr("?#\"<>\\^`{|}", *p))
+            return false;
+    return true;
+}
 
 static bool check_admin_token(const char *v) { return v[0] == '\0' || strlen(v) >= ADMIN_TOKEN_MIN; }
 

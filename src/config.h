@@ -32,6 +32,7 @@ struct config {
     int64_t drain_timeout_ms;     /* at SIGTERM, in-flight attempts get this long to finish; 10s */
     int64_t metrics_refresh_ms;   /* the store's gauges in /metrics are read at most this often; 5s */
     char metrics_auth[16];         /* "token" (default): GET /metrics needs the admin token; "none": it does not */
+    char portal_url[512];          /* the customer portal's base in account tokens' links; empty: the admin listener's */
     /* [delivery] */
     int64_t timeout_ms;          /* 10s */
     int64_t connect_timeout_ms;  /* 5s */

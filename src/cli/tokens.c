@@ -1,20 +1,21 @@
 /*
  * `hookd tokens create|list|revoke`: account-scoped API tokens through the
  * admin API, shown by the CLI output rules (design §12 "CLI output"). The
- * secret is printed once, by create.
+ * secret is printed once, by create (with --portal, as the portal's link).
  */
 #include <stdio.h>
 
 #include "cli/cli.h"
 #include "cli/client.h"
 
-enum { O_ACCOUNT = 1, O_SCOPE, O_TTL, O_EXPIRES_AT, O_DESCRIPTION, O_LIMIT, O_CURSOR };
+enum { O_ACCOUNT = 1, O_SCOPE, O_TTL, O_EXPIRES_AT, O_DESCRIPTION, O_LIMIT, O_CURSOR, O_PORTAL };
 
 static const struct option token_options[] = {
     {"account", required_argument, NULL, O_ACCOUNT},         {"scope", required_argument, NULL, O_SCOPE},
     {"ttl", required_argument, NULL, O_TTL},                 {"expires-at", required_argument, NULL, O_EXPIRES_AT},
     {"description", required_argument, NULL, O_DESCRIPTION}, {"limit", required_argument, NULL, O_LIMIT},
-    {"cursor", required_argument, NULL, O_CURSOR},           {NULL, 0, NULL, 0},
+    {"cursor", required_argument, NULL, O_CURSOR},           {"portal", no_argument, NULL, O_PORTAL},
+    {NULL, 0, NULL, 0},
 };
 
 static const struct out_column token_columns[] = {
@@ -34,6 +35,36 @@ static void created_view(const struct out *o, FILE *f, const json_t *answer, con
     (void)arg;
     out_record(o, f, answer, NULL);
     fprintf(stderr, "(the token is shown this once: hookd keeps only its hash)\n");
+}
+
+/*
+ * --portal: the portal's link alone on stdout (one line a script can take), what it opens on stderr.
+ * The link is the server's portal_url: its configured base and a base64url token, visible ASCII only.
+ */
+static void portal_view(const struct out *o, FILE *f, const json_t *answer, const void *arg)
+{
+    const char *link = json_string_value(json_object_get(answer, "portal_url"));
+    struct out_cell id, account, scope, expires;
+
+    (void)o;
+    (void)arg;
+    for (const char *p = link; p && *p; p++) {
+        if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f) {
+            link = NULL;
+            break;
+        }
+    }
+    if (!link) {
+        fprintf(stderr, "hookd: the answer has no portal_url (is the server older than the portal?); "
+                        "the token was created: %s\n", out_word(answer, "id", &id));
+        return;
+    }
+    fprintf(f, "%s\n", link);
+    fprintf(stderr,
+            "(the portal of account %s, scope %s, until %s: anyone with the link sees it; "
+            "hookd tokens revoke %s ends it)\n",
+            out_word(answer, "account", &account), out_word(answer, "scope", &scope),
+            out_word(answer, "expires_at", &expires), out_word(answer, "id", &id));
 }
 
 /* "revoked tok_…" */
@@ -61,7 +92,7 @@ static int tokens_create(const struct client *c, const struct cli_args *a)
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         if (a->opt[fields[i].code])
             json_object_set_new(body, fields[i].field, json_string(a->opt[fields[i].code]));
-    rc = cli_show(c, a, "POST", "/v1/tokens", body, NULL, created_view, NULL);
+    rc = cli_show(c, a, "POST", "/v1/tokens", body, NULL, a->opt[O_PORTAL] ? portal_view : created_view, NULL);
     json_decref(body);
     return rc;
 }
@@ -87,8 +118,9 @@ static int tokens_revoke(const struct client *c, const struct cli_args *a)
 
 static const struct cli_subcommand token_commands[] = {
     {"create", tokens_create,
-     CLI_OPT(O_ACCOUNT) | CLI_OPT(O_SCOPE) | CLI_OPT(O_TTL) | CLI_OPT(O_EXPIRES_AT) | CLI_OPT(O_DESCRIPTION), 0,
-     "create --account A [--scope read|read_replay] (--ttl 30d | --expires-at TIME) [--description D]"},
+     CLI_OPT(O_ACCOUNT) | CLI_OPT(O_SCOPE) | CLI_OPT(O_TTL) | CLI_OPT(O_EXPIRES_AT) | CLI_OPT(O_DESCRIPTION) |
+         CLI_OPT(O_PORTAL),
+     0, "create --account A [--scope read|read_replay] (--ttl 30d | --expires-at TIME) [--description D] [--portal]"},
     {"list", tokens_list, CLI_OPT(O_ACCOUNT) | CLI_OPT(O_LIMIT) | CLI_OPT(O_CURSOR) | CLI_WATCH, 0,
      "list [--account A] [--limit N] [--cursor C]"},
     {"revoke", tokens_revoke, 0, 1, "revoke ID"},

@@ -165,6 +165,7 @@ void api_replays_get(struct http_request *req, struct http_response *res, void *
 void api_tokens_create(struct http_request *req, struct http_response *res, void *ctx);
 void api_tokens_list(struct http_request *req, struct http_response *res, void *ctx);
 void api_tokens_revoke(struct http_request *req, struct http_response *res, void *ctx);
+void api_tokens_self(struct http_request *req, struct http_response *res, void *ctx);
 void api_metrics(struct http_request *req, struct http_response *res, void *ctx);      /* api_ops.c */
 void api_alerts_list(struct http_request *req, struct http_response *res, void *ctx);  /* api_ops.c */
 void api_alerts_get(struct http_request *req, struct http_response *res, void *ctx);   /* api_ops.c */

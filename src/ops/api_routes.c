@@ -58,6 +58,8 @@ const struct http_route admin_routes[] = {
     {"GET", "/v1/replays/{id}", api_replays_get, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL, ACCOUNT_READ},
     {"POST", "/v1/tokens", api_tokens_create, HTTP_AUTH_ADMIN, API_BODY_MAX, NULL, 0},
     {"GET", "/v1/tokens", api_tokens_list, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL, 0},
+    /* The caller's own record: an account token reads itself (the admin token has none: 404). */
+    {"GET", "/v1/tokens/self", api_tokens_self, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL, ACCOUNT_READ},
     {"DELETE", "/v1/tokens/{id}", api_tokens_revoke, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL, 0},
     {"GET", "/v1/endpoints/{id}/health", api_endpoints_health, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL, 0},
     {"GET", "/v1/summary", api_summary, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL, 0},

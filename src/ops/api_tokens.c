@@ -14,6 +14,7 @@
 #include "core/timefmt.h"
 #include "ops/api_common.h"
 #include "ops/list_queries.h"
+#include "ops/portal_link.h"
 #include "ops/token_cache.h"
 
 #define TOKEN_TTL_MAX_MS (366LL * 24 * 3600 * 1000) /* a token lives at most about a year */
@@ -56,11 +57,16 @@ static void create_reply(void *arg, int rc, struct http_response *res)
 
     if (rc == 0) {
         json_t *j = token_json(&o->t, o->now);
+        char link[PORTAL_LINK_MAX];
         token_cache_put(o->api->tokens, &o->t);
-        if (j && json_object_set_new(j, "token", json_string(o->secret)) != 0) {
+        if (j && (json_object_set_new(j, "token", json_string(o->secret)) != 0 ||
+                  json_object_set_new(j, "portal_url", portal_link(o->api->cfg, o->secret, link, sizeof link)
+                                                           ? json_string(link)
+                                                           : json_null()) != 0)) {
             json_decref(j);
             j = NULL;
         }
+        explicit_bzero(link, sizeof link);
         if (j)
             http_reply_json(res, 201, j);
         else
@@ -109,7 +115,7 @@ static bool token_expiry(struct http_response *res, json_t *body, int64_t now, i
 /*
  * POST /v1/tokens {"account", "scope": "read" | "read_replay", "expires_at"
  * or "ttl", "description"}: 201 with the token's record and, this once, its
- * secret in "token".
+ * secret in "token" and the portal's link carrying it in "portal_url".
  */
 void api_tokens_create(struct http_request *req, struct http_response *res, void *ctx)
 {
@@ -264,4 +270,28 @@ void api_tokens_revoke(struct http_request *req, struct http_response *res, void
     o->now = clock_now_ms();
     snprintf(o->id, sizeof o->id, "%s", id);
     api_write_async(api, req, op_revoke, revoke_reply, o);
+}
+
+/* GET /v1/tokens/self: an account token's own record (the portal shows its account, scope and expiry). */
+void api_tokens_self(struct http_request *req, struct http_response *res, void *ctx)
+{
+    struct api_ctx *api = api_begin(req, res, ctx);
+    const struct http_caller *c = api_caller(req);
+    struct api_token t = {0};
+    struct store *s;
+    int rc;
+
+    if (c->admin) {
+        http_reply_error(res, 404, "not_found", "the admin token is not an account token: it has no record");
+        return;
+    }
+    if (!(s = api_reader_get(api, res)))
+        return;
+    rc = store_token_get(s, c->id, &t);
+    api_reader_put(api, s, rc);
+    if (rc == 0)
+        http_reply_json(res, 200, token_json(&t, clock_now_ms()));
+    else
+        api_reply_store_error(res, rc, "token");
+    api_token_free(&t);
 }

@@ -25,6 +25,7 @@ UI_FILE(ui_app_js, "ui/app.js");
 UI_FILE(ui_app_css, "ui/app.css");
 UI_FILE(portal_index, "portal/index.html");
 UI_FILE(portal_js, "portal/portal.js");
+UI_FILE(portal_css, "portal/portal.css");
 UI_FILE(lib_hookd_js, "lib/hookd.js");
 UI_FILE(lib_base_css, "lib/base.css");
 
@@ -46,6 +47,7 @@ static struct ui_file {
     ROW("ui/app.css", CSS, ui_app_css),
     ROW("portal/index.html", HTML, portal_index),
     ROW("portal/portal.js", JS, portal_js),
+    ROW("portal/portal.css", CSS, portal_css),
     ROW("lib/hookd.js", JS, lib_hookd_js),
     ROW("lib/base.css", CSS, lib_base_css),
 };

@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "hookd.h"
+#include "ops/portal_link.h"
 
 /* Writes text to a fresh temporary file; path receives its name. */
 static void write_conf(char path[64], const char *text)
@@ -348,12 +349,49 @@ static void test_config_set_and_limits(void **state)
     assert_string_equal(err, "/nonexistent/hookd.conf: cannot open: No such file or directory");
 }
 
+/* The portal's link: the configured base (trailing slashes dropped), else the admin listener's
+ * address, a wildcard host becoming this machine's name; a link that does not fit is refused. */
+static void test_portal_link(void **state)
+{
+    struct config c;
+    char link[PORTAL_LINK_MAX], want[PORTAL_LINK_MAX], host[256] = "";
+    char err[256];
+
+    (void)state;
+    config_defaults(&c);
+    assert_true(portal_link(&c, "hkat_x", link, sizeof link));
+    assert_string_equal(link, "http://127.0.0.1:8081/portal/#token=hkat_x");
+    snprintf(c.admin_listen, sizeof c.admin_listen, "[::1]:9000");
+    assert_true(portal_link(&c, "hkat_x", link, sizeof link));
+    assert_string_equal(link, "http://[::1]:9000/portal/#token=hkat_x");
+    assert_int_equal(gethostname(host, sizeof host - 1), 0);
+    for (size_t i = 0; i < 3; i++) {
+        static const char *const wild[] = {"0.0.0.0:8081", "[::]:8081", ":8081"};
+        snprintf(c.admin_listen, sizeof c.admin_listen, "%s", wild[i]);
+        assert_true(portal_link(&c, "hkat_x", link, sizeof link));
+        snprintf(want, sizeof want, "http://%s:8081/portal/#token=hkat_x", host);
+        assert_string_equal(link, want);
+    }
+    assert_int_equal(load_text(&c, "[server]\nportal_url = https://status.example.com/hooks//\n", err, sizeof err), 0);
+    assert_true(portal_link(&c, "hkat_y", link, sizeof link));
+    assert_string_equal(link, "https://status.example.com/hooks/portal/#token=hkat_y");
+    assert_false(portal_link(&c, "hkat_y", link, 20));
+    for (size_t i = 0; i < 5; i++) {
+        static const char *const bad[] = {"ftp://x", "https://", "https://x/?q", "https://x/ y", "https://x/<"};
+        char text[128];
+        snprintf(text, sizeof text, "[server]\nportal_url = %s\n", bad[i]);
+        assert_int_equal(load_text(&c, text, err, sizeof err), HOOKD_EINVAL);
+        assert_non_null(strstr(err, "portal_url"));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),         cmocka_unit_test(test_file),
         cmocka_unit_test(test_env_overrides_file), cmocka_unit_test(test_file_errors),
         cmocka_unit_test(test_secrets_not_echoed), cmocka_unit_test(test_config_set_and_limits),
+        cmocka_unit_test(test_portal_link),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
