@@ -18,9 +18,11 @@
 #include "core/json_pointer.h"
 #include "ops/api_common.h"
 #include "core/signature_scheme.h"
+#include "inbound/machine_cache.h"
 #include "inbound/machine_step.h"
 #include "inbound/source_cache.h"
 #include "inbound/source_def.h"
+#include "hub.h"
 #include "log.h"
 #include "ops/metrics.h"
 #include "net/http_client.h"
@@ -70,6 +72,7 @@ struct reconcile_request {
 struct processor {
     struct processor_deps deps;
     struct http_engine *engine;
+    struct machine_cache *machines; /* parsed definitions, shared by the decision threads */
     pthread_t thread;
     atomic_bool stopping;
     atomic_bool woken;
@@ -383,29 +386,36 @@ static int op_machine(struct store *s, void *arg)
 {
     struct job *j = arg;
     struct processor *p = j->p;
-    struct machine_record rec = {0};
-    struct machine m = {0};
+    struct entity_hold h = {0};
+    const struct machine *m = NULL;
     int64_t now = clock_now_ms();
-    int rc = store_machine_get(s, j->machine, &rec);
+    int rc;
 
-    if (rc == HOOKD_ENOTFOUND) {
-        machine_refuse(j, "the machine %s no longer exists", j->machine);
+    if (!j->it.entity_kind || !j->it.entity_id) {
+        machine_refuse(j, "the event names no entity (the source's entity.id)");
         rc = 0;
-    } else if (rc == 0 && machine_from_record(&rec, &m) != 0) {
+        goto complete;
+    }
+    rc = store_entity_hold(s, j->machine, j->it.entity_kind, j->it.entity_id, &h);
+    if (rc == 0 && !h.machine_found) {
+        machine_refuse(j, "the machine %s no longer exists", j->machine);
+    } else if (rc == 0 && (rc = machine_cache_get(p->machines, &h.machine, &m)) == HOOKD_EIO) {
         machine_refuse(j, "the stored definition of machine %s does not parse", j->machine);
+        rc = 0;
     } else if (rc == 0) {
         const struct machine_step_context c = {
             .node = p->deps.node, .now = now, .max_defer_ms = j->max_defer_ms,
             .schedule_ms = j->schedule_ms, .n_schedule = j->n_schedule,
             .may_reconcile = j->rq != NULL, .reconcile_after_ms = p->deps.reconcile_after_ms,
         };
-        rc = j->snap.state ? machine_step_reconciled(s, &m, &c, &j->it, &j->snap, &j->mo)
-                           : machine_step(s, &m, &c, &j->it, &j->mo);
+        rc = j->snap.state ? machine_step_reconciled(s, m, &c, &j->it, &j->snap, &h, &j->mo)
+                           : machine_step(s, m, &c, &j->it, &h, &j->mo);
     }
-    machine_free(&m);
-    machine_record_free(&rec);
+    machine_cache_put(p->machines, m);
+    entity_hold_free(&h);
     if (rc || j->mo.needs_reconcile)
         return rc; /* needs_reconcile: nothing written, the item stays leased while the provider is asked */
+complete:
     j->r.id = j->it.id;
     j->r.lease_owner = p->deps.node;
     j->r.lease_token = j->it.lease_token;
@@ -422,6 +432,9 @@ static void op_machine_done(void *arg, int result)
     struct job *j = arg;
     struct processor *p = j->p;
 
+    /* Committed: the decision connections do not notify (store_quiet_outbox), so the relay learns it here. */
+    if (result == 0 && j->mo.emitted > 0)
+        hub_notify(p->deps.hub, HUB_OUTBOX_CHANGED);
     if (result == 0 && j->mo.needs_reconcile) {
         /* The provider request runs on the loop's engine: hand the job over. */
         pthread_mutex_lock(&p->mu);
@@ -812,10 +825,13 @@ int processor_start(const struct processor_deps *deps, struct processor **out)
         .allow_private_networks = deps->allow_private_networks,
     };
     rc = http_engine_create(&eo, &p->engine);
+    if (rc == 0)
+        rc = machine_cache_create(&p->machines);
     if (rc == 0 && pthread_create(&p->thread, NULL, processor_main, p) != 0)
         rc = HOOKD_ENOMEM;
     if (rc != 0) {
         http_engine_destroy(p->engine);
+        machine_cache_destroy(p->machines);
         pthread_mutex_destroy(&p->mu);
         free(p);
         return rc;
@@ -842,6 +858,7 @@ void processor_stop(struct processor *p)
     while (p->written || p->to_reconcile)
         hand_overs(p);
     http_engine_destroy(p->engine);
+    machine_cache_destroy(p->machines);
     pthread_mutex_destroy(&p->mu);
     free(p);
 }

@@ -17,6 +17,7 @@
 
 struct writer;
 struct source_cache;
+struct hub;
 struct processor;
 
 #define PROCESSOR_POLL_MS 1000        /* safety poll: items other nodes or plain SQL made due */
@@ -38,6 +39,7 @@ struct processor_deps {
     struct writer *const *deciders; /* machine decisions, an entity always on the same one; n_deciders 0: on writer */
     int n_deciders;
     struct source_cache *sources;   /* handlers, schedules */
+    struct hub *hub;                /* HUB_OUTBOX_CHANGED after a decision that emitted events (NULL: none) */
     int workers;                    /* items in flight at once */
     int64_t lease_ms;
     int64_t timeout_ms;             /* one forward request */
