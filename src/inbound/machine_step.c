@@ -22,6 +22,7 @@
 struct entity_view {
     struct entity_record rec;
     bool known;
+    bool dirty; /* rec changed since it was read: written once, when the step ends (entity_flush) */
     struct inbox_list open;
     bool *done;
 };
@@ -40,6 +41,15 @@ static int entity_view_take(struct entity_hold *h, struct entity_view *e)
     if (e->open.n && !(e->done = calloc(e->open.n, sizeof *e->done)))
         return HOOKD_ENOMEM;
     return 0;
+}
+
+/* A chain of applied events writes the entity's row once, with where the chain ended. */
+static int entity_flush(struct store *s, struct entity_view *e, int rc)
+{
+    if (rc == 0 && e->dirty)
+        rc = store_entity_put(s, &e->rec);
+    e->dirty = false;
+    return rc;
 }
 
 static void entity_view_free(struct entity_view *e)
@@ -118,7 +128,7 @@ static int emit(struct store *s, const struct machine *m, const struct inbox_ite
     return rc;
 }
 
-/* Applies the decision's transition: entity row, transitions row, emitted event. */
+/* Applies the decision's transition: the entity (written at the step's end), transitions row, emitted event. */
 static int apply(struct store *s, const struct machine *m, const struct machine_step_context *c,
                  const struct inbox_item *it, struct entity_view *e, const struct machine_decision *d,
                  struct machine_outcome *out)
@@ -149,9 +159,8 @@ static int apply(struct store *s, const struct machine *m, const struct machine_
         e->rec.version = it->version;
     }
     e->rec.updated_at = c->now;
-    rc = store_entity_put(s, &e->rec);
-    if (rc == 0)
-        rc = transition_log(s, c, it, from, to, TRANSITION_APPLIED, NULL);
+    e->dirty = true;
+    rc = transition_log(s, c, it, from, to, TRANSITION_APPLIED, NULL);
     if (rc == 0)
         rc = emit(s, m, it, from, to, c, NULL, out);
     free(from);
@@ -326,6 +335,7 @@ int machine_step(struct store *s, const struct machine *m, const struct machine_
         else
             rc = decide_and_write(s, m, c, it, &e, &d, out);
     }
+    rc = entity_flush(s, &e, rc);
     entity_view_free(&e);
     return rc;
 }
@@ -420,6 +430,7 @@ int machine_step_reconciled(struct store *s, const struct machine *m, const stru
     if (rc == 0 && d.verdict != VERDICT_APPLY)
         rc = reevaluate(s, m, c, it, &e, out); /* the versions at or below the provider's turn stale */
 out:
+    rc = entity_flush(s, &e, rc);
     entity_view_free(&e);
     return rc;
 }
