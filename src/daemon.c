@@ -223,6 +223,7 @@ static int inbound_start(struct daemon *d)
         .sources = d->sources,
         .hub = d->hub,
         .workers = cfg->workers,
+        .claim_gather_ms = d->claimer ? PROCESSOR_CLAIM_GATHER_MS : 0,
         .lease_ms = cfg->lease_ms,
         .timeout_ms = cfg->inbox_timeout_ms,
         .connect_timeout_ms = cfg->connect_timeout_ms,
