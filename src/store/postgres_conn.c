@@ -172,6 +172,7 @@ static int session_restore(struct store *s)
     }
     if (result == 0 && s->quiet_outbox)
         result = session_set(s, PG_QUIET_OUTBOX_SQL);
+    s->session_stale = result != 0; /* tried again before the next statement */
     return result;
 }
 
@@ -186,7 +187,7 @@ int pg_ready(struct store *s)
     int64_t now;
 
     if (PQstatus(s->conn) == CONNECTION_OK)
-        return 0;
+        return s->session_stale && !s->tx_open ? session_restore(s) : 0;
     if (s->tx_open || s->atomic_own)
         return HOOKD_EUNAVAIL;
     now = clock_mono_ms();
