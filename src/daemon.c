@@ -221,7 +221,9 @@ static int inbound_start(struct daemon *d)
         .deciders = d->deciders,
         .n_deciders = d->deciders[0] ? PROCESSOR_DECIDERS_MAX : 0,
         .sources = d->sources,
+        .hub = d->hub,
         .workers = cfg->workers,
+        .claim_gather_ms = d->claimer ? PROCESSOR_CLAIM_GATHER_MS : 0,
         .lease_ms = cfg->lease_ms,
         .timeout_ms = cfg->inbox_timeout_ms,
         .connect_timeout_ms = cfg->connect_timeout_ms,
@@ -443,8 +445,11 @@ int daemon_run(const struct config *cfg)
             log_error("serve", "cannot start the claim writer: %s", hookd_strerror(r));
             goto out;
         }
+        /* Their emitted events wake this node's relay through the hub, not by NOTIFY (store_quiet_outbox). */
+        struct writer_options dopt = wopt;
+        dopt.quiet_outbox = true;
         for (int i = 0; i < PROCESSOR_DECIDERS_MAX; i++) {
-            r = writer_start(cfg->store, &wopt, &d->deciders[i]);
+            r = writer_start(cfg->store, &dopt, &d->deciders[i]);
             if (r != 0) {
                 log_error("serve", "cannot start the machine decisions' writers: %s", hookd_strerror(r));
                 goto out;

@@ -13,21 +13,50 @@
 #include "log.h"
 
 #define PART "machine"
-#define REEVALUATE_MAX 1000 /* deferred items of one entity looked at after a change */
 
-/* The entity as the decision sees it: NULL state and no version when it is not known yet. */
+/*
+ * The entity as the decision sees it (NULL state and no version when it is
+ * not known yet) and its other open items, read once when the decision took
+ * hold of it (store_entity_hold); done marks the ones this decision settled.
+ */
 struct entity_view {
     struct entity_record rec;
     bool known;
+    bool dirty; /* rec changed since it was read: written once, when the step ends (entity_flush) */
+    struct inbox_list open;
+    bool *done;
 };
 
-static int entity_load(struct store *s, const char *kind, const char *id, struct entity_view *e)
+/* Takes over what h read about the entity (h keeps the machine record). */
+static int entity_view_take(struct entity_hold *h, struct entity_view *e)
 {
-    int rc = store_entity_get(s, kind, id, &e->rec);
+    e->rec = h->entity;
+    e->known = h->known;
+    e->open = h->open;
+    h->entity = (struct entity_record){0};
+    h->known = false;
+    h->open = (struct inbox_list){0};
+    if (e->open.n > 1)
+        qsort(e->open.items, e->open.n, sizeof e->open.items[0], machine_version_order);
+    if (e->open.n && !(e->done = calloc(e->open.n, sizeof *e->done)))
+        return HOOKD_ENOMEM;
+    return 0;
+}
 
-    memset(&e->rec, 0, rc == HOOKD_ENOTFOUND ? sizeof e->rec : 0);
-    e->known = rc == 0;
-    return rc == HOOKD_ENOTFOUND ? 0 : rc;
+/* A chain of applied events writes the entity's row once, with where the chain ended. */
+static int entity_flush(struct store *s, struct entity_view *e, int rc)
+{
+    if (rc == 0 && e->dirty)
+        rc = store_entity_put(s, &e->rec);
+    e->dirty = false;
+    return rc;
+}
+
+static void entity_view_free(struct entity_view *e)
+{
+    entity_record_free(&e->rec);
+    inbox_list_free(&e->open);
+    free(e->done);
 }
 
 static int transition_log(struct store *s, const struct machine_step_context *c, const struct inbox_item *it,
@@ -54,7 +83,8 @@ static int transition_log(struct store *s, const struct machine_step_context *c,
 
 /* The emitted event: order.status_changed with the entity, both states, the version and the source's event. */
 static int emit(struct store *s, const struct machine *m, const struct inbox_item *it, const char *from,
-                const char *to, const struct machine_step_context *c, const struct machine_snapshot *snap)
+                const char *to, const struct machine_step_context *c, const struct machine_snapshot *snap,
+                struct machine_outcome *out)
 {
     char key[HOOKD_ID_MAX + 32];
     struct event ev = {0}, existing = {0};
@@ -88,6 +118,8 @@ static int emit(struct store *s, const struct machine *m, const struct inbox_ite
     ev.idempotency_key = key;
     ev.created_at = c->now;
     rc = store_event_insert(s, &ev, &existing);
+    if (rc == 0)
+        out->emitted++;
     if (rc == HOOKD_EEXISTS) {
         event_free(&existing);
         rc = 0;
@@ -96,9 +128,10 @@ static int emit(struct store *s, const struct machine *m, const struct inbox_ite
     return rc;
 }
 
-/* Applies the decision's transition: entity row, transitions row, emitted event. */
+/* Applies the decision's transition: the entity (written at the step's end), transitions row, emitted event. */
 static int apply(struct store *s, const struct machine *m, const struct machine_step_context *c,
-                 const struct inbox_item *it, struct entity_view *e, const struct machine_decision *d)
+                 const struct inbox_item *it, struct entity_view *e, const struct machine_decision *d,
+                 struct machine_outcome *out)
 {
     char *from = e->rec.state, *to = strdup(d->to), *last = strdup(it->event_id);
     int rc;
@@ -126,11 +159,10 @@ static int apply(struct store *s, const struct machine *m, const struct machine_
         e->rec.version = it->version;
     }
     e->rec.updated_at = c->now;
-    rc = store_entity_put(s, &e->rec);
+    e->dirty = true;
+    rc = transition_log(s, c, it, from, to, TRANSITION_APPLIED, NULL);
     if (rc == 0)
-        rc = transition_log(s, c, it, from, to, TRANSITION_APPLIED, NULL);
-    if (rc == 0)
-        rc = emit(s, m, it, from, to, c, NULL);
+        rc = emit(s, m, it, from, to, c, NULL, out);
     free(from);
     return rc;
 }
@@ -175,35 +207,6 @@ int machine_version_order(const void *a, const void *b)
     return strcmp(x->id, y->id);
 }
 
-/* The entity's open items (pending and deferred), at most REEVALUATE_MAX of each. */
-static int open_items(struct store *s, const struct inbox_item *current, struct inbox_list *l)
-{
-    struct inbox_filter f = {
-        .status = INBOX_DEFERRED, .entity_kind = current->entity_kind, .entity_id = current->entity_id,
-        .limit = REEVALUATE_MAX,
-    };
-    struct inbox_list pending = {0};
-    int rc = store_inbox_list(s, &f, l);
-
-    f.status = INBOX_PENDING;
-    if (rc == 0)
-        rc = store_inbox_list(s, &f, &pending);
-    if (rc == 0 && pending.n) {
-        struct inbox_item *all = realloc(l->items, (l->n + pending.n) * sizeof *all);
-        if (!all) {
-            rc = HOOKD_ENOMEM;
-        } else {
-            memcpy(all + l->n, pending.items, pending.n * sizeof *all);
-            l->items = all;
-            l->n += pending.n;
-            free(pending.items); /* the items moved */
-            pending = (struct inbox_list){0};
-        }
-    }
-    inbox_list_free(&pending);
-    return rc;
-}
-
 /*
  * Self-healing: the entity moved (or the claimed item waits), so its other
  * open items, deferred or not taken yet, may pass now. In version order, as
@@ -214,33 +217,23 @@ static int open_items(struct store *s, const struct inbox_item *current, struct 
 static int reevaluate(struct store *s, const struct machine *m, const struct machine_step_context *c,
                       const struct inbox_item *current, struct entity_view *e, struct machine_outcome *out)
 {
-    struct inbox_list l = {0};
-    bool *done = NULL;
-    int rc = open_items(s, current, &l);
+    int rc = 0;
 
-    if (rc) {
-        inbox_list_free(&l);
-        return rc;
-    }
-    if (l.n > 1)
-        qsort(l.items, l.n, sizeof l.items[0], machine_version_order);
-    if (l.n && !(done = calloc(l.n, sizeof *done)))
-        rc = HOOKD_ENOMEM;
     for (bool changed = true; rc == 0 && changed;) {
         changed = false;
-        for (size_t i = 0; rc == 0 && i < l.n; i++) {
-            const struct inbox_item *it = &l.items[i];
+        for (size_t i = 0; rc == 0 && i < e->open.n; i++) {
+            const struct inbox_item *it = &e->open.items[i];
             struct machine_decision d;
             struct inbox_settle st = {.id = it->id, .status = INBOX_PROCESSED};
 
-            if (done[i] || strcmp(it->id, current->id) == 0 || (it->lease_owner && it->lease_until > c->now))
+            if (e->done[i] || strcmp(it->id, current->id) == 0 || (it->lease_owner && it->lease_until > c->now))
                 continue;
             machine_decide(m, e->rec.state, e->rec.has_version, e->rec.version, it->event_type, it->has_version,
                            it->version, &d);
             if (d.verdict != VERDICT_APPLY && d.verdict != VERDICT_STALE)
                 continue; /* still waiting: its own schedule looks at it again */
             if (d.verdict == VERDICT_APPLY) {
-                rc = apply(s, m, c, it, e, &d);
+                rc = apply(s, m, c, it, e, &d, out);
                 st.result = "applied";
             } else {
                 rc = transition_log(s, c, it, e->rec.state, NULL, TRANSITION_STALE, d.reason);
@@ -253,7 +246,7 @@ static int reevaluate(struct store *s, const struct machine *m, const struct mac
                 rc = HOOKD_EBUSY;
             }
             if (rc == 0) {
-                done[i] = true;
+                e->done[i] = true;
                 out->settled++;
                 if (d.verdict == VERDICT_APPLY) {
                     out->applied++;
@@ -262,8 +255,6 @@ static int reevaluate(struct store *s, const struct machine *m, const struct mac
             }
         }
     }
-    free(done);
-    inbox_list_free(&l);
     return rc;
 }
 
@@ -282,7 +273,7 @@ static int decide_and_write(struct store *s, const struct machine *m, const stru
     case VERDICT_APPLY:
         out->status = INBOX_PROCESSED;
         out->result = "applied";
-        rc = apply(s, m, c, it, e, d);
+        rc = apply(s, m, c, it, e, d, out);
         if (rc == 0) {
             out->applied++;
             rc = reevaluate(s, m, c, it, e, out);
@@ -320,7 +311,7 @@ static int decide_and_write(struct store *s, const struct machine *m, const stru
 }
 
 int machine_step(struct store *s, const struct machine *m, const struct machine_step_context *c,
-                 const struct inbox_item *it, struct machine_outcome *out)
+                 const struct inbox_item *it, struct entity_hold *h, struct machine_outcome *out)
 {
     struct entity_view e = {0};
     struct machine_decision d;
@@ -333,9 +324,7 @@ int machine_step(struct store *s, const struct machine *m, const struct machine_
         snprintf(out->error, sizeof out->error, "the event names no entity (the source's entity.id)");
         return 0;
     }
-    rc = store_entity_lock(s, it->entity_kind, it->entity_id);
-    if (rc == 0)
-        rc = entity_load(s, it->entity_kind, it->entity_id, &e);
+    rc = entity_view_take(h, &e);
     if (rc == 0) {
         machine_decide(m, e.rec.state, e.rec.has_version, e.rec.version, it->event_type, it->has_version,
                        it->version, &d);
@@ -346,7 +335,8 @@ int machine_step(struct store *s, const struct machine *m, const struct machine_
         else
             rc = decide_and_write(s, m, c, it, &e, &d, out);
     }
-    entity_record_free(&e.rec);
+    rc = entity_flush(s, &e, rc);
+    entity_view_free(&e);
     return rc;
 }
 
@@ -368,7 +358,7 @@ static bool machine_has_state(const struct machine *m, const char *state)
 }
 
 int machine_step_reconciled(struct store *s, const struct machine *m, const struct machine_step_context *c,
-                            const struct inbox_item *it, const struct machine_snapshot *snap,
+                            const struct inbox_item *it, const struct machine_snapshot *snap, struct entity_hold *h,
                             struct machine_outcome *out)
 {
     struct entity_view e = {0};
@@ -386,9 +376,7 @@ int machine_step_reconciled(struct store *s, const struct machine *m, const stru
             out->next_attempt_at = c->now + machine_reconcile_backoff_ms(out->attempts);
         return 0;
     }
-    rc = store_entity_lock(s, it->entity_kind, it->entity_id);
-    if (rc == 0)
-        rc = entity_load(s, it->entity_kind, it->entity_id, &e);
+    rc = entity_view_take(h, &e);
     if (rc)
         goto out;
     /* Never backwards: an entity already past the provider's version keeps what it has. */
@@ -424,7 +412,7 @@ int machine_step_reconciled(struct store *s, const struct machine *m, const stru
             rc = store_transition_insert(s, &t);
         }
         if (rc == 0 && changed)
-            rc = emit(s, m, it, from, to, c, snap);
+            rc = emit(s, m, it, from, to, c, snap, out);
         free(from);
         if (rc)
             goto out;
@@ -442,6 +430,7 @@ int machine_step_reconciled(struct store *s, const struct machine *m, const stru
     if (rc == 0 && d.verdict != VERDICT_APPLY)
         rc = reevaluate(s, m, c, it, &e, out); /* the versions at or below the provider's turn stale */
 out:
-    entity_record_free(&e.rec);
+    rc = entity_flush(s, &e, rc);
+    entity_view_free(&e);
     return rc;
 }

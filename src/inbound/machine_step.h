@@ -4,7 +4,8 @@
  * transaction for a library handler): the entity is held, the rules of DESIGN
  * §7 decide, and an applied event's entity row, transitions row and emitted
  * outbox event are written together; then the entity's deferred items are
- * re-evaluated at once, in version order. The item itself is not written:
+ * re-evaluated at once, in version order (the open items read when the
+ * entity was taken, store_entity_hold). The item itself is not written:
  * the caller records *out with its own fence (inbox_complete).
  *
  *   machine_step   decide and write one item (and what it unblocks)
@@ -44,17 +45,21 @@ struct machine_outcome {
     int64_t next_attempt_at;     /* DEFERRED */
     int applied;                 /* events applied by this step, re-evaluated ones included */
     int settled;                 /* deferred items of the entity that this step settled */
+    int emitted;                 /* outbox events this step inserted (the relay is woken after the commit) */
     bool needs_reconcile;        /* nothing was written: ask the provider, then machine_step_reconciled */
 };
 
 /*
- * it: a claimed item of a machine source (entity kind and id set). Returns 0
- * with *out filled, or a store error: the caller must then roll back what
- * this call wrote (the writer's savepoint does).
+ * it: a claimed item of a machine source; h: what store_entity_hold read for
+ * its entity in this transaction (the entity, its open items: taken over by
+ * the call; the caller still frees h). Returns 0 with *out filled, or a
+ * store error: the caller must then roll back what this call wrote (the
+ * writer's savepoint does). An item without an entity is quarantined.
  */
 __attribute__((warn_unused_result)) int machine_step(struct store *s, const struct machine *m,
                                                      const struct machine_step_context *c,
-                                                     const struct inbox_item *it, struct machine_outcome *out);
+                                                     const struct inbox_item *it, struct entity_hold *h,
+                                                     struct machine_outcome *out);
 
 /*
  * Reconciliation: the provider's snapshot becomes the entity's state and
@@ -68,6 +73,7 @@ __attribute__((warn_unused_result)) int machine_step_reconciled(struct store *s,
                                                                 const struct machine_step_context *c,
                                                                 const struct inbox_item *it,
                                                                 const struct machine_snapshot *snap,
+                                                                struct entity_hold *h,
                                                                 struct machine_outcome *out);
 
 /* qsort order of inbox items: by version (items without one last), then received time, then id. */

@@ -18,9 +18,11 @@
 #include "core/json_pointer.h"
 #include "ops/api_common.h"
 #include "core/signature_scheme.h"
+#include "inbound/machine_cache.h"
 #include "inbound/machine_step.h"
 #include "inbound/source_cache.h"
 #include "inbound/source_def.h"
+#include "hub.h"
 #include "log.h"
 #include "ops/metrics.h"
 #include "net/http_client.h"
@@ -50,6 +52,7 @@ struct job {
     size_t n_schedule;
     struct machine_outcome mo;
     bool retried; /* the machine op failed once and its item was put back */
+    bool emitted; /* its decision committed outbox events */
     struct reconcile_request *rq; /* the source's provider request for this entity; NULL: no reconcile */
     struct machine_snapshot snap; /* what the provider answered (snap.state set: use it) */
     char snap_state[MACHINE_STATE_MAX];
@@ -70,6 +73,7 @@ struct reconcile_request {
 struct processor {
     struct processor_deps deps;
     struct http_engine *engine;
+    struct machine_cache *machines; /* parsed definitions, shared by the decision threads */
     pthread_t thread;
     atomic_bool stopping;
     atomic_bool woken;
@@ -80,6 +84,10 @@ struct processor {
     pthread_mutex_t mu;     /* guards the hand-over fields below */
     bool claim_running;
     bool claim_finished;
+    int64_t claim_done_at;  /* loop thread: monotonic ms when the last claim's items were handed over */
+    int64_t claim_held_until; /* loop thread: a claim waits for claim_gather_ms until then (0: none) */
+    bool outbox_wake;       /* loop thread: decisions committed outbox events the relay has not been told of */
+    int64_t outbox_woken_at; /* loop thread: monotonic ms of the last relay wake-up */
     int claim_result, claim_limit;
     struct inbox_list claimed;
     struct job *written;    /* outcomes committed (or refused), back to the loop */
@@ -139,17 +147,28 @@ static void op_claim_done(void *arg, int result)
  * A claim walks past the due items whose entity is busy (taken here, in
  * flight): while many are in flight, claims for one or two freed slots would
  * repeat that walk for each; so, while work is in flight, a claim waits until
- * a quarter of the slots (up to a full batch) are free.
+ * a quarter of the slots (up to a full batch) are free. On a shared store a
+ * claim is also a transaction on the server: while work is in flight, claims
+ * are at least claim_gather_ms apart (at 1,000 events/s each completion
+ * otherwise claimed the one or two items received meanwhile: 0.4 claims per
+ * event), unless a whole batch is free.
  */
+static int64_t claim_due(const struct processor *p) { return p->claim_done_at + p->deps.claim_gather_ms; }
+
 static void claim_maybe(struct processor *p)
 {
     int room = p->deps.workers - p->in_flight;
     int batch = p->deps.workers > STORE_LIST_MAX ? STORE_LIST_MAX : p->deps.workers;
 
+    p->claim_held_until = 0;
     if (!p->want_claim || room <= 0 || p->claim_running)
         return;
     if (p->in_flight > 0 && room < (batch + 3) / 4)
         return; /* want_claim stays set: the next completions ask again */
+    if (p->in_flight > 0 && room < batch && clock_mono_ms() < claim_due(p)) {
+        p->claim_held_until = claim_due(p); /* the loop's wait ends then */
+        return;
+    }
     p->want_claim = false;
     p->claim_running = true;
     p->claim_limit = room > STORE_LIST_MAX ? STORE_LIST_MAX : room;
@@ -383,29 +402,36 @@ static int op_machine(struct store *s, void *arg)
 {
     struct job *j = arg;
     struct processor *p = j->p;
-    struct machine_record rec = {0};
-    struct machine m = {0};
+    struct entity_hold h = {0};
+    const struct machine *m = NULL;
     int64_t now = clock_now_ms();
-    int rc = store_machine_get(s, j->machine, &rec);
+    int rc;
 
-    if (rc == HOOKD_ENOTFOUND) {
-        machine_refuse(j, "the machine %s no longer exists", j->machine);
+    if (!j->it.entity_kind || !j->it.entity_id) {
+        machine_refuse(j, "the event names no entity (the source's entity.id)");
         rc = 0;
-    } else if (rc == 0 && machine_from_record(&rec, &m) != 0) {
+        goto complete;
+    }
+    rc = store_entity_hold(s, j->machine, j->it.entity_kind, j->it.entity_id, &h);
+    if (rc == 0 && !h.machine_found) {
+        machine_refuse(j, "the machine %s no longer exists", j->machine);
+    } else if (rc == 0 && (rc = machine_cache_get(p->machines, &h.machine, &m)) == HOOKD_EIO) {
         machine_refuse(j, "the stored definition of machine %s does not parse", j->machine);
+        rc = 0;
     } else if (rc == 0) {
         const struct machine_step_context c = {
             .node = p->deps.node, .now = now, .max_defer_ms = j->max_defer_ms,
             .schedule_ms = j->schedule_ms, .n_schedule = j->n_schedule,
             .may_reconcile = j->rq != NULL, .reconcile_after_ms = p->deps.reconcile_after_ms,
         };
-        rc = j->snap.state ? machine_step_reconciled(s, &m, &c, &j->it, &j->snap, &j->mo)
-                           : machine_step(s, &m, &c, &j->it, &j->mo);
+        rc = j->snap.state ? machine_step_reconciled(s, m, &c, &j->it, &j->snap, &h, &j->mo)
+                           : machine_step(s, m, &c, &j->it, &h, &j->mo);
     }
-    machine_free(&m);
-    machine_record_free(&rec);
+    machine_cache_put(p->machines, m);
+    entity_hold_free(&h);
     if (rc || j->mo.needs_reconcile)
         return rc; /* needs_reconcile: nothing written, the item stays leased while the provider is asked */
+complete:
     j->r.id = j->it.id;
     j->r.lease_owner = p->deps.node;
     j->r.lease_token = j->it.lease_token;
@@ -422,6 +448,8 @@ static void op_machine_done(void *arg, int result)
     struct job *j = arg;
     struct processor *p = j->p;
 
+    if (result == 0 && j->mo.emitted > 0)
+        j->emitted = true; /* committed: the loop wakes the relay (hand_overs) */
     if (result == 0 && j->mo.needs_reconcile) {
         /* The provider request runs on the loop's engine: hand the job over. */
         pthread_mutex_lock(&p->mu);
@@ -691,6 +719,8 @@ static void hand_overs(struct processor *p)
         p->claim_finished = false;
         p->claim_running = false;
     }
+    if (finished)
+        p->claim_done_at = clock_mono_ms();
     written = p->written;
     p->written = NULL;
     struct job *reconcile = p->to_reconcile;
@@ -708,14 +738,17 @@ static void hand_overs(struct processor *p)
         }
     }
 
+    bool emitted = false;
     while (written) {
         struct job *j = written;
         written = j->next;
         p->in_flight--;
         if (!j->idle)
             p->want_claim = true; /* its entity is free, its slot too */
+        emitted = emitted || j->emitted;
         job_free(j);
     }
+    p->outbox_wake = p->outbox_wake || emitted;
     if (!finished)
         return;
     if (atomic_load(&p->stopping)) {
@@ -746,6 +779,26 @@ static void hand_overs(struct processor *p)
     inbox_list_free(&claimed);
 }
 
+/*
+ * The decision connections do not notify (store_quiet_outbox): the relay
+ * learns of their events from here, at most every PROCESSOR_RELAY_WAKE_MS
+ * (waking it per decision had it fan out, one transaction each, for nearly
+ * every event). Returns the ms until a wake-up still owed is due, or -1.
+ */
+static int64_t relay_wake_maybe(struct processor *p)
+{
+    int64_t mono = clock_mono_ms(), due = p->outbox_woken_at + PROCESSOR_RELAY_WAKE_MS;
+
+    if (!p->outbox_wake)
+        return -1;
+    if (mono < due)
+        return due - mono;
+    p->outbox_wake = false;
+    p->outbox_woken_at = mono;
+    hub_notify(p->deps.hub, HUB_OUTBOX_CHANGED);
+    return -1;
+}
+
 static void *processor_main(void *arg)
 {
     struct processor *p = arg;
@@ -767,10 +820,15 @@ static void *processor_main(void *arg)
         http_engine_run(p->engine);
         hand_overs(p);
         claim_maybe(p);
+        int64_t relay_wait = relay_wake_maybe(p);
         now = clock_now_ms();
         wait = last_poll + PROCESSOR_POLL_MS - now;
         if (p->next_due != INT64_MAX && p->next_due - now < wait)
             wait = p->next_due - now;
+        if (relay_wait >= 0 && relay_wait < wait)
+            wait = relay_wait;
+        if (p->claim_held_until && p->claim_held_until - clock_mono_ms() < wait)
+            wait = p->claim_held_until - clock_mono_ms(); /* a claim held back by claim_gather_ms */
         if (wait < 0)
             wait = 0;
         if (!atomic_load(&p->woken))
@@ -812,10 +870,13 @@ int processor_start(const struct processor_deps *deps, struct processor **out)
         .allow_private_networks = deps->allow_private_networks,
     };
     rc = http_engine_create(&eo, &p->engine);
+    if (rc == 0)
+        rc = machine_cache_create(&p->machines);
     if (rc == 0 && pthread_create(&p->thread, NULL, processor_main, p) != 0)
         rc = HOOKD_ENOMEM;
     if (rc != 0) {
         http_engine_destroy(p->engine);
+        machine_cache_destroy(p->machines);
         pthread_mutex_destroy(&p->mu);
         free(p);
         return rc;
@@ -842,6 +903,7 @@ void processor_stop(struct processor *p)
     while (p->written || p->to_reconcile)
         hand_overs(p);
     http_engine_destroy(p->engine);
+    machine_cache_destroy(p->machines);
     pthread_mutex_destroy(&p->mu);
     free(p);
 }

@@ -17,6 +17,7 @@
 
 struct writer;
 struct source_cache;
+struct hub;
 struct processor;
 
 #define PROCESSOR_POLL_MS 1000        /* safety poll: items other nodes or plain SQL made due */
@@ -30,6 +31,9 @@ struct processor;
  * the server (the entity's advisory lock keeps one entity on one at a time).
  */
 #define PROCESSOR_DECIDERS_MAX 4
+/* A shared store's claims are server transactions: while items are in flight, no more often than this. */
+#define PROCESSOR_CLAIM_GATHER_MS 4
+#define PROCESSOR_RELAY_WAKE_MS 5 /* decisions' outbox events wake the relay at most this often */
 
 struct processor_deps {
     const char *node;               /* lease owner */
@@ -38,7 +42,9 @@ struct processor_deps {
     struct writer *const *deciders; /* machine decisions, an entity always on the same one; n_deciders 0: on writer */
     int n_deciders;
     struct source_cache *sources;   /* handlers, schedules */
+    struct hub *hub;                /* HUB_OUTBOX_CHANGED after a decision that emitted events (NULL: none) */
     int workers;                    /* items in flight at once */
+    int64_t claim_gather_ms;        /* while items are in flight, claims at least this far apart (0: none) */
     int64_t lease_ms;
     int64_t timeout_ms;             /* one forward request */
     int64_t connect_timeout_ms;

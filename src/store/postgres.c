@@ -180,16 +180,32 @@ static int postgres_watch(struct store *s, const char *channel)
     return 0;
 }
 
-/* Notifications arrive on the socket once LISTEN is on (changed() turns it on). */
 /* The session's lock_timeout (5 s from the connection options otherwise). */
 static int postgres_lock_wait(struct store *s, int64_t ms)
 {
     char sql[64];
+    int result;
 
     if (s->tx_open)
         return HOOKD_EINVAL;
     snprintf(sql, sizeof sql, "SET lock_timeout = %lld", (long long)ms);
-    return pg_exec(s, sql);
+    result = pg_exec(s, sql);
+    if (result == 0)
+        s->lock_wait_ms = ms;
+    return result;
+}
+
+/* hookd_outbox_notify() (schema_outbox_notify_quiet) looks at this session setting. */
+static int postgres_quiet_outbox(struct store *s)
+{
+    int result;
+
+    if (s->tx_open)
+        return HOOKD_EINVAL;
+    result = pg_exec(s, PG_QUIET_OUTBOX_SQL);
+    if (result == 0)
+        s->quiet_outbox = true;
+    return result;
 }
 
 static int postgres_changed_fd(struct store *s)
@@ -261,6 +277,7 @@ const struct store_ops store_postgres_ops = {
     .watch = postgres_watch,
     .changed_fd = postgres_changed_fd,
     .lock_wait = postgres_lock_wait,
+    .quiet_outbox = postgres_quiet_outbox,
     .meta = &postgres_meta_ops,
     .events = &postgres_event_ops,
     .endpoints = &postgres_endpoint_ops,

@@ -150,6 +150,32 @@ int pg_connect(struct store *s, const char *dsn)
     return 0;
 }
 
+/* One setting statement on a fresh session (pg_exec would come back here). */
+static int session_set(struct store *s, const char *sql)
+{
+    PGresult *res = PQexec(s->conn, sql);
+    int result = pg_check(s, res);
+
+    PQclear(res);
+    return result;
+}
+
+/* What store_lock_wait and store_quiet_outbox set on the session before it broke. */
+static int session_restore(struct store *s)
+{
+    char sql[64];
+    int result = 0;
+
+    if (s->lock_wait_ms > 0) {
+        snprintf(sql, sizeof sql, "SET lock_timeout = %lld", (long long)s->lock_wait_ms);
+        result = session_set(s, sql);
+    }
+    if (result == 0 && s->quiet_outbox)
+        result = session_set(s, PG_QUIET_OUTBOX_SQL);
+    s->session_stale = result != 0; /* tried again before the next statement */
+    return result;
+}
+
 /*
  * Before any statement: a connection that broke outside a transaction is
  * reset, at most once a second. Inside a transaction it is not: the rest of
@@ -161,7 +187,7 @@ int pg_ready(struct store *s)
     int64_t now;
 
     if (PQstatus(s->conn) == CONNECTION_OK)
-        return 0;
+        return s->session_stale && !s->tx_open ? session_restore(s) : 0;
     if (s->tx_open || s->atomic_own)
         return HOOKD_EUNAVAIL;
     now = clock_mono_ms();
@@ -174,12 +200,12 @@ int pg_ready(struct store *s)
         conn_log_warn("reconnect failed: ", msg);
         return HOOKD_EUNAVAIL;
     }
-    /* A new session: no prepared statements, no LISTEN, no savepoint. */
+    /* A new session: no prepared statements, no LISTEN, no savepoint; the settings made on the old one again. */
     memset(s->prepared, 0, sizeof s->prepared);
     s->listening = false;
     s->sp = PG_SP_NONE;
     s->sp_release_pending = false;
     conn_log_reset();
     log_info(LOG_PART, "postgres: reconnected");
-    return 0;
+    return session_restore(s);
 }

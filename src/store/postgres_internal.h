@@ -57,10 +57,16 @@ struct store {
     bool listening;              /* LISTEN <channel> issued on this connection */
     char channel[32];            /* what changed() listens on: "" is STORE_CHANNEL_OUTBOX */
     int64_t reset_at_ms;         /* monotonic time of the last reconnect attempt */
+    int64_t lock_wait_ms;        /* store_lock_wait's bound (0: the connection options'), set again after a reconnect */
+    bool quiet_outbox;           /* store_quiet_outbox was called: set again after a reconnect */
+    bool session_stale;          /* those settings could not be made again on the new session yet */
     struct log_limiter lim;
 };
 
 /* ---- the connection (postgres_conn.c) ---- */
+
+/* What store_quiet_outbox sets on a session (read by hookd_outbox_notify()). */
+#define PG_QUIET_OUTBOX_SQL "SET hookd.outbox_notify = off"
 
 /* Connects s->conn to dsn with hookd's session options; on failure s->conn may
  * still need PQfinish. HOOKD_EUNAVAIL when the server cannot be reached. */
@@ -185,6 +191,8 @@ bool pg_col_null(const PGresult *r, int row, int col);
  * pg_list runs one and reads every row. Both clear the result.
  */
 __attribute__((warn_unused_result)) int pg_rows_read(const PGresult *res, store_read_fn read, struct store_rows rows);
+/* Row `row` of res into *item (the caller knows it exists); res is not cleared. */
+__attribute__((warn_unused_result)) int pg_row_read(const PGresult *res, int row, store_read_fn read, void *item);
 __attribute__((warn_unused_result)) int pg_get(struct store *s, int slot, const char *sql, const struct pg_params *p,
                                                store_read_fn read, void *item);
 __attribute__((warn_unused_result)) int pg_list(struct store *s, int slot, const char *sql, const struct pg_params *p,

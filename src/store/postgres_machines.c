@@ -20,6 +20,7 @@ enum {
     PG_ENTITY_LOCK,
     PG_ENTITY_GET,
     PG_ENTITY_PUT,
+    PG_ENTITY_OPEN,
     PG_TRANSITION_INSERT,
     PG_TRANSITION_LIST,
     PG_INBOX_SETTLE,
@@ -54,13 +55,14 @@ static int machine_write(struct store *s, const struct machine_record *m, bool u
 static int postgres_machine_insert(struct store *s, const struct machine_record *m) { return machine_write(s, m, false); }
 static int postgres_machine_update(struct store *s, const struct machine_record *m) { return machine_write(s, m, true); }
 
+static const char machine_get_sql[] = "SELECT " STORE_MACHINE_COLUMNS " FROM hookd_machines WHERE name = $1";
+
 static int postgres_machine_get(struct store *s, const char *name, struct machine_record *out)
 {
     struct pg_params p = {.n = 0};
 
     pg_param_text(&p, 1, name);
-    return pg_get(s, PG_MACHINE_GET, "SELECT " STORE_MACHINE_COLUMNS " FROM hookd_machines WHERE name = $1", &p,
-                  store_read_machine, out);
+    return pg_get(s, PG_MACHINE_GET, machine_get_sql, &p, store_read_machine, out);
 }
 
 static int postgres_machine_list(struct store *s, const struct machine_filter *f, struct machine_list *out)
@@ -91,15 +93,18 @@ static int postgres_machine_delete(struct store *s, const char *name)
  * row to lock, and two nodes must still not both create it. The key space is
  * hashtextextended's; a collision only serializes two entities needlessly.
  */
+static const char entity_lock_sql[] =
+    "SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 7226080340517711106))";
+static const char entity_get_sql[] =
+    "SELECT " STORE_ENTITY_COLUMNS " FROM hookd_entities WHERE kind = $1 AND id = $2";
+
 static int postgres_entity_lock(struct store *s, const char *kind, const char *id)
 {
     struct pg_params p = {.n = 0};
 
     pg_param_text(&p, 1, kind);
     pg_param_text(&p, 2, id);
-    return pg_run_command(s, PG_ENTITY_LOCK,
-                          "SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 7226080340517711106))",
-                          &p, NULL);
+    return pg_run_command(s, PG_ENTITY_LOCK, entity_lock_sql, &p, NULL);
 }
 
 static int postgres_entity_get(struct store *s, const char *kind, const char *id, struct entity_record *out)
@@ -108,8 +113,54 @@ static int postgres_entity_get(struct store *s, const char *kind, const char *id
 
     pg_param_text(&p, 1, kind);
     pg_param_text(&p, 2, id);
-    return pg_get(s, PG_ENTITY_GET, "SELECT " STORE_ENTITY_COLUMNS " FROM hookd_entities WHERE kind = $1 AND id = $2",
-                  &p, store_read_entity, out);
+    return pg_get(s, PG_ENTITY_GET, entity_get_sql, &p, store_read_entity, out);
+}
+
+/*
+ * One round trip: the lock, then (in the same pipeline, so after it is
+ * granted, each statement with its own snapshot) the machine, the entity and
+ * its open items.
+ */
+static int postgres_entity_hold(struct store *s, const char *machine, const char *kind, const char *id,
+                                struct entity_hold *out)
+{
+    struct pg_params key = {.n = 0}, name = {.n = 0}, open = {.n = 0};
+    PGresult *res[4];
+    int result;
+
+    pg_param_text(&key, 1, kind);
+    pg_param_text(&key, 2, id);
+    pg_param_text(&name, 1, machine);
+    pg_param_text(&open, 1, kind);
+    pg_param_text(&open, 2, id);
+    pg_param_int(&open, 3, ENTITY_OPEN_MAX);
+    const struct pg_stmt st[4] = {
+        {PG_ENTITY_LOCK, entity_lock_sql, &key},
+        {PG_MACHINE_GET, machine_get_sql, &name},
+        {PG_ENTITY_GET, entity_get_sql, &key},
+        {PG_ENTITY_OPEN,
+         "SELECT " STORE_INBOX_COLUMNS " FROM hookd_inbox WHERE entity_kind = $1 AND entity_id = $2"
+         " AND status IN ('pending', 'deferred') ORDER BY id DESC LIMIT $3",
+         &open},
+    };
+    result = pg_run_many(s, st, 4, res);
+    if (result)
+        return result;
+    if (PQntuples(res[1]) > 0) {
+        result = pg_row_read(res[1], 0, store_read_machine, &out->machine);
+        out->machine_found = result == 0;
+    }
+    if (result == 0 && PQntuples(res[2]) > 0) {
+        result = pg_row_read(res[2], 0, store_read_entity, &out->entity);
+        out->known = result == 0;
+    }
+    if (result == 0)
+        result = pg_rows_read(res[3], store_read_inbox, STORE_ROWS(&out->open, store_free_inbox));
+    for (int i = 0; i < 4; i++)
+        PQclear(res[i]);
+    if (result)
+        entity_hold_free(out);
+    return result;
 }
 
 static int postgres_entity_put(struct store *s, const struct entity_record *e)
@@ -262,6 +313,7 @@ const struct store_machine_ops postgres_machine_ops = {
     .delete = postgres_machine_delete,
     .entity_lock = postgres_entity_lock,
     .entity_get = postgres_entity_get,
+    .entity_hold = postgres_entity_hold,
     .entity_put = postgres_entity_put,
     .transition_insert = postgres_transition_insert,
     .transition_list = postgres_transition_list,

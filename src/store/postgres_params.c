@@ -246,6 +246,13 @@ int pg_rows_read(const PGresult *res, store_read_fn read, struct store_rows rows
     return result;
 }
 
+int pg_row_read(const PGresult *res, int row, store_read_fn read, void *item)
+{
+    const struct store_row r = {.ops = &row_ops, .src = res, .row = row};
+
+    return read(&r, item);
+}
+
 int pg_get(struct store *s, int slot, const char *sql, const struct pg_params *p, store_read_fn read, void *item)
 {
     PGresult *res;

@@ -19,6 +19,7 @@ enum {
     SQ_MACHINE_DELETE,
     SQ_ENTITY_GET,
     SQ_ENTITY_PUT,
+    SQ_ENTITY_OPEN,
     SQ_TRANSITION_INSERT,
     SQ_TRANSITION_LIST,
     SQ_INBOX_SETTLE,
@@ -123,6 +124,44 @@ static int sqlite_entity_get(struct store *s, const char *kind, const char *id, 
     sq_bind_text(st, 1, kind);
     sq_bind_text(st, 2, id);
     return sq_row_read(s, st, store_read_entity, out);
+}
+
+/*
+ * The write transaction holds the entity already; the open items walk
+ * hookd_inbox_entity (the entity's items only: without the INDEXED BY,
+ * SQLite, which has no statistics, may prefer the status index and read
+ * every open item of every entity).
+ */
+static int sqlite_entity_hold(struct store *s, const char *machine, const char *kind, const char *id,
+                              struct entity_hold *out)
+{
+    sqlite3_stmt *st;
+    int result = sqlite_machine_get(s, machine, &out->machine);
+
+    out->machine_found = result == 0;
+    if (result == HOOKD_ENOTFOUND)
+        result = 0;
+    if (result == 0) {
+        result = sqlite_entity_get(s, kind, id, &out->entity);
+        out->known = result == 0;
+        if (result == HOOKD_ENOTFOUND)
+            result = 0;
+    }
+    if (result == 0)
+        result = sq_stmt(s, SQ_ENTITY_OPEN,
+                         "SELECT " STORE_INBOX_COLUMNS " FROM hookd_inbox INDEXED BY hookd_inbox_entity"
+                         " WHERE entity_kind = ?1 AND entity_id = ?2 AND status IN ('pending', 'deferred')"
+                         " ORDER BY id DESC LIMIT ?3",
+                         &st);
+    if (result == 0) {
+        sq_bind_text(st, 1, kind);
+        sq_bind_text(st, 2, id);
+        sqlite3_bind_int(st, 3, ENTITY_OPEN_MAX);
+        result = sq_rows_read(s, st, ENTITY_OPEN_MAX, store_read_inbox, STORE_ROWS(&out->open, store_free_inbox));
+    }
+    if (result)
+        entity_hold_free(out);
+    return result;
 }
 
 static int sqlite_entity_put(struct store *s, const struct entity_record *e)
@@ -298,6 +337,7 @@ const struct store_machine_ops sqlite_machine_ops = {
     .delete = sqlite_machine_delete,
     .entity_lock = sqlite_entity_lock,
     .entity_get = sqlite_entity_get,
+    .entity_hold = sqlite_entity_hold,
     .entity_put = sqlite_entity_put,
     .transition_insert = sqlite_transition_insert,
     .transition_list = sqlite_transition_list,

@@ -179,6 +179,12 @@ int store_lock_wait(struct store *s, int64_t ms)
     return store_backend(s)->lock_wait ? store_backend(s)->lock_wait(s, ms) : HOOKD_EUNAVAIL;
 }
 
+int store_quiet_outbox(struct store *s)
+{
+    assert(s);
+    return store_backend(s)->quiet_outbox ? store_backend(s)->quiet_outbox(s) : 0;
+}
+
 /* ---- meta ---- */
 
 int store_meta_get(struct store *s, const char *key, char **value_out)
@@ -963,6 +969,24 @@ int store_entity_lock(struct store *s, const char *kind, const char *id)
 {
     assert(s && kind && id);
     FAMILY_CALL(s, machines, entity_lock, kind, id);
+}
+
+int store_entity_hold(struct store *s, const char *machine, const char *kind, const char *id,
+                      struct entity_hold *out)
+{
+    assert(s && machine && kind && id && out);
+    memset(out, 0, sizeof *out);
+    FAMILY_CALL(s, machines, entity_hold, machine, kind, id, out);
+}
+
+void entity_hold_free(struct entity_hold *h)
+{
+    if (!h)
+        return;
+    machine_record_free(&h->machine);
+    entity_record_free(&h->entity);
+    inbox_list_free(&h->open);
+    memset(h, 0, sizeof *h);
 }
 
 int store_entity_get(struct store *s, const char *kind, const char *id, struct entity_record *out)

@@ -27,6 +27,7 @@
  *     changed_fd            a descriptor that turns readable when changed may have news (-1: none, poll)
  *     watch                 which channel changed watches (outbox rows, the default; or inbox items)
  *     lock_wait             bound how long one statement waits for a lock another connection holds
+ *     quiet_outbox          this connection's outbox inserts notify no one (its caller wakes its relay)
  *   meta (hookd_meta)
  *     meta_get/meta_set     small key/value settings
  *   events (hookd_outbox)
@@ -76,6 +77,7 @@
  *     machine_insert/update/get/list/delete   machine definitions
  *     entity_lock           hold one entity until the transaction ends (decisions on it are serialized)
  *     entity_get/put        an entity's state, version and last event
+ *     entity_hold           entity_lock, then its machine, row and open items in one go (a decision's reads)
  *     transition_insert/list  the append-only log of decisions (trace)
  *     inbox_settle          an open item re-evaluated after its entity moved (no lease of the caller's)
  *     audit                 the five counts of GET /v1/audit
@@ -709,6 +711,18 @@ struct rejection_list { struct rejection *items; size_t n; };
 struct rejection_count_list { struct rejection_count *items; size_t n; };
 void source_list_free(struct source_list *l);
 void inbox_list_free(struct inbox_list *l);
+
+/* What a decision reads once it holds its entity (store_entity_hold). */
+#define ENTITY_OPEN_MAX 2000 /* open items of one entity read for a decision */
+struct entity_hold {
+    struct machine_record machine; /* machine_found: the definition the decision runs */
+    bool machine_found;
+    struct entity_record entity;   /* known: the row; else zero (the entity is new) */
+    bool known;
+    struct inbox_list open;        /* its pending and deferred items, newest id first, at most ENTITY_OPEN_MAX */
+};
+void entity_hold_free(struct entity_hold *h);
+
 void rejection_list_free(struct rejection_list *l);
 void rejection_count_list_free(struct rejection_count_list *l);
 struct replay_list { struct replay *items; size_t n; };
@@ -985,6 +999,15 @@ struct store_machine_ops {
      */
     int (*entity_lock)(struct store *s, const char *kind, const char *id);
     int (*entity_get)(struct store *s, const char *kind, const char *id, struct entity_record *out); /* ENOTFOUND */
+    /*
+     * A decision's reads: entity_lock, then the machine `machine`, the
+     * entity's row and its open items (any source), read after the lock
+     * (postgres: the four statements in one round trip). A missing machine
+     * or row is not an error (machine_found, known). *out is filled on
+     * success only (entity_hold_free it).
+     */
+    int (*entity_hold)(struct store *s, const char *machine, const char *kind, const char *id,
+                       struct entity_hold *out);
     int (*entity_put)(struct store *s, const struct entity_record *e); /* insert or replace */
     int (*transition_insert)(struct store *s, struct transition_record *t); /* t->seq filled */
     /* An entity's rows, oldest first (at most TRANSITION_LIST_MAX). */
@@ -1115,6 +1138,14 @@ struct store_ops {
      * PostgreSQL: lock_timeout, default 5 s), before it fails with
      * HOOKD_EBUSY. Outside a transaction. */
     int (*lock_wait)(struct store *s, int64_t ms);
+    /* From now on the outbox rows this connection inserts send no change
+     * notification (PostgreSQL: no NOTIFY hookd_outbox, whose lock makes
+     * every notifying commit on the server wait for the one before it,
+     * fsync included); the caller wakes its own relay after the commit and
+     * other nodes find the rows at their safety poll. Kept across a
+     * reconnect. Optional (NULL: nothing to quiet, as on SQLite). Outside a
+     * transaction. */
+    int (*quiet_outbox)(struct store *s);
 
     /* The table families. */
     const struct store_meta_ops *meta;
@@ -1173,6 +1204,7 @@ STORE_WRAPPER store_changed(struct store *s, bool *changed);
 int store_changed_fd(struct store *s); /* the descriptor, or -1 (also for a fault injected) */
 /* A setting, not a store call: neither counted nor failed by fault injection. */
 STORE_WRAPPER store_lock_wait(struct store *s, int64_t ms);
+STORE_WRAPPER store_quiet_outbox(struct store *s); /* a setting too */
 STORE_WRAPPER store_meta_get(struct store *s, const char *key, char **value_out);
 STORE_WRAPPER store_meta_set(struct store *s, const char *key, const char *value);
 STORE_WRAPPER store_event_insert(struct store *s, struct event *ev, struct event *existing);
@@ -1246,6 +1278,8 @@ STORE_WRAPPER store_machine_list(struct store *s, const struct machine_filter *f
 STORE_WRAPPER store_machine_delete(struct store *s, const char *name);
 STORE_WRAPPER store_entity_lock(struct store *s, const char *kind, const char *id);
 STORE_WRAPPER store_entity_get(struct store *s, const char *kind, const char *id, struct entity_record *out);
+STORE_WRAPPER store_entity_hold(struct store *s, const char *machine, const char *kind, const char *id,
+                                struct entity_hold *out);
 STORE_WRAPPER store_entity_put(struct store *s, const struct entity_record *e);
 STORE_WRAPPER store_transition_insert(struct store *s, struct transition_record *t);
 STORE_WRAPPER store_transition_list(struct store *s, const char *kind, const char *id, struct transition_list *out);

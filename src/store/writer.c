@@ -536,6 +536,11 @@ int writer_start(const char *dsn, const struct writer_options *opt, struct write
         goto fail;
     if (w->opt.lock_wait_ms > 0 && store_lock_wait(w->s, w->opt.lock_wait_ms) != 0)
         log_warn(LOG_PART, "cannot bound the lock wait of the writer's connection");
+    if (w->opt.quiet_outbox && (result = store_quiet_outbox(w->s)) != 0) {
+        log_error(LOG_PART, "cannot turn off the outbox notifications of the writer's connection: %s",
+                  hookd_strerror(result));
+        goto fail;
+    }
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     if (pthread_create(&w->thread, NULL, writer_main, w) != 0) {

@@ -62,6 +62,7 @@ struct writer_options {
      */
     int64_t write_timeout_ms;
     int64_t lock_wait_ms;  /* longest one statement waits for a lock (store_lock_wait); 0: the backend's */
+    bool quiet_outbox;     /* its outbox inserts notify no one (store_quiet_outbox): its callers wake the relay */
 };
 
 __attribute__((warn_unused_result)) int writer_start(const char *dsn, const struct writer_options *opt,

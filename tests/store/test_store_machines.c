@@ -2,7 +2,8 @@
  * Store conformance, the machines family on either backend (HOOKD_TEST_STORE):
  * machine definitions (CRUD, cursor), entities, the append-only transitions
  * log, settling a deferred item (never one a worker holds), the audit counts,
- * and (PostgreSQL) the entity lock holding a second connection off.
+ * a decision's reads (entity_hold), and (PostgreSQL) the entity lock holding
+ * a second connection off and a decision connection's quiet outbox.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <unistd.h>
 
 #include "store_fixture.h"
 
@@ -217,6 +219,174 @@ static void test_entity_lock_holds_others_off(void **state)
     store_close(other);
 }
 
+/* What a decision reads in one go: the machine, the entity, its open items (any source), each absent too. */
+static void test_entity_hold_reads_what_a_decision_needs(void **state)
+{
+    struct fixture *fx = *state;
+    char src1[SOURCE_NAME_MAX], src2[SOURCE_NAME_MAX], entity[HOOKD_ID_MAX], other[HOOKD_ID_MAX];
+    char mach[MACHINE_NAME_MAX], sql[512];
+    struct inbox_outcome a, b, c, done, elsewhere;
+    struct machine_record m = {0};
+    struct entity_hold h;
+
+    id_new(src1, "src_");
+    id_new(src2, "src_");
+    id_new(entity, "ent_");
+    id_new(other, "ent_");
+    id_new(mach, "mach_");
+    /* Nothing yet: no machine, a new entity, no items. */
+    assert_int_equal(store_begin(fx->s), 0);
+    assert_int_equal(store_entity_hold(fx->s, mach, "order", entity, &h), 0);
+    assert_false(h.machine_found);
+    assert_false(h.known);
+    assert_null(h.entity.state);
+    assert_int_equal(h.open.n, 0);
+    entity_hold_free(&h);
+    assert_int_equal(store_commit(fx->s), 0);
+
+    snprintf(m.name, sizeof m.name, "%s", mach);
+    m.definition = "{\"name\": \"text \\\"as stored\\\"\"}";
+    m.updated_at = 1234;
+    assert_int_equal(store_machine_insert(fx->s, &m), 0);
+    const struct entity_record e = {.kind = "order", .id = entity, .state = "paid", .has_version = true,
+                                    .version = 2, .last_event_id = "e2", .updated_at = 99};
+    assert_int_equal(store_entity_put(fx->s, &e), 0);
+    item_add(fx, src1, "e3", entity, 3, &a);
+    item_add(fx, src2, "e4", entity, 4, &b); /* another source, the same entity */
+    item_add(fx, src1, "e5", entity, 5, &c);
+    item_add(fx, src1, "e6", entity, 6, &done);
+    item_add(fx, src1, "e1", other, 1, &elsewhere);
+    snprintf(sql, sizeof sql, "UPDATE hookd_inbox SET status = 'deferred', deferred_at = 1 WHERE id = '%s'", c.id);
+    fixture_sql(fx, sql);
+    snprintf(sql, sizeof sql, "UPDATE hookd_inbox SET status = 'processed', processed_at = 1 WHERE id = '%s'",
+             done.id);
+    fixture_sql(fx, sql);
+
+    assert_int_equal(store_begin(fx->s), 0);
+    assert_int_equal(store_entity_hold(fx->s, mach, "order", entity, &h), 0);
+    assert_true(h.machine_found);
+    assert_string_equal(h.machine.name, mach);
+    assert_string_equal(h.machine.definition, m.definition);
+    assert_int_equal(h.machine.updated_at, 1234);
+    assert_true(h.known);
+    assert_string_equal(h.entity.state, "paid");
+    assert_true(h.entity.has_version);
+    assert_int_equal(h.entity.version, 2);
+    assert_string_equal(h.entity.last_event_id, "e2");
+    /* Pending and deferred, of every source; not the processed one, not another entity's; newest id first. */
+    assert_int_equal(h.open.n, 3);
+    for (size_t i = 0; i < h.open.n; i++) {
+        assert_string_equal(h.open.items[i].entity_id, entity);
+        assert_true(h.open.items[i].status == INBOX_PENDING || h.open.items[i].status == INBOX_DEFERRED);
+        assert_string_not_equal(h.open.items[i].id, done.id);
+        if (i > 0)
+            assert_true(strcmp(h.open.items[i - 1].id, h.open.items[i].id) > 0);
+    }
+    entity_hold_free(&h);
+    assert_int_equal(store_commit(fx->s), 0);
+    assert_int_equal(store_machine_delete(fx->s, mach), 0);
+}
+
+/* Two connections holding one entity: the second waits for the first's transaction (entity_hold locks too). */
+static void test_entity_hold_holds_others_off(void **state)
+{
+    struct fixture *fx = *state;
+    struct store *other = NULL;
+    struct entity_hold h;
+    char id[HOOKD_ID_MAX];
+
+    postgres_only(fx);
+    id_new(id, "ent_");
+    assert_int_equal(store_open(fx->dsn, &other), 0);
+    assert_int_equal(store_lock_wait(other, 200), 0);
+    assert_int_equal(store_begin(fx->s), 0);
+    assert_int_equal(store_entity_hold(fx->s, "m", "order", id, &h), 0);
+    entity_hold_free(&h);
+    assert_int_equal(store_begin(other), 0);
+    assert_int_equal(store_entity_hold(other, "m", "order", id, &h), HOOKD_EBUSY);
+    assert_int_equal(h.open.n, 0); /* nothing left to free */
+    assert_int_equal(store_rollback(other), 0);
+    assert_int_equal(store_commit(fx->s), 0);
+    store_close(other);
+}
+
+static void terminate_hookd_sessions(struct fixture *fx)
+{
+    PGconn *c = PQconnectdb(fx->dsn);
+    PGresult *r = PQstatus(c) == CONNECTION_OK
+                      ? PQexec(c, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                                  " WHERE datname = current_database() AND application_name = 'hookd'")
+                      : NULL;
+
+    assert_true(r && PQresultStatus(r) == PGRES_TUPLES_OK);
+    PQclear(r);
+    PQfinish(c);
+    usleep(50000);
+}
+
+/* Inserts one outbox event on s and commits it. */
+static void event_commit(struct fixture *fx, struct store *s)
+{
+    struct event ev = {.type = "order.status_changed", .account = fx->account, .payload = "{}"};
+
+    assert_int_equal(store_begin(s), 0);
+    assert_int_equal(store_event_insert(s, &ev, NULL), 0);
+    assert_int_equal(store_commit(s), 0);
+}
+
+/*
+ * A decision connection's outbox inserts wake no relay (no NOTIFY, whose
+ * commit lock would serialize the decision connections), after a reconnect
+ * too; every other connection's still do.
+ */
+static void test_quiet_outbox_notifies_no_one(void **state)
+{
+    struct fixture *fx = *state;
+    struct store *listener = NULL, *quiet = NULL;
+    bool changed;
+
+    postgres_only(fx);
+    assert_int_equal(store_open(fx->dsn, &listener), 0);
+    assert_int_equal(store_open(fx->dsn, &quiet), 0);
+    assert_int_equal(store_quiet_outbox(quiet), 0);
+    assert_int_equal(store_changed(listener, &changed), 0); /* LISTEN */
+    assert_false(changed_within(listener, 50));
+    event_commit(fx, fx->s);
+    assert_true(changed_within(listener, 2000));
+    event_commit(fx, quiet);
+    assert_false(changed_within(listener, 300));
+    /* Both connections lost and made again: the setting comes back with the session. */
+    terminate_hookd_sessions(fx);
+    for (int i = 0; i < 2000; i++) {
+        int rc = store_changed(listener, &changed);
+        if (rc == 0 && changed)
+            break; /* reconnected: a change is reported, notifications may have been lost */
+        usleep(1000);
+    }
+    assert_false(changed_within(listener, 50));
+    struct event ev = {.type = "order.status_changed", .account = fx->account, .payload = "{}"};
+    for (int i = 0; i < 2000 && store_event_insert(quiet, &ev, NULL) != 0; i++)
+        usleep(1000); /* the first statement finds the connection gone, a later one reconnects */
+    assert_false(changed_within(listener, 300));
+    for (int i = 0; i < 2000 && store_meta_set(fx->s, "quiet-test", "1") != 0; i++)
+        usleep(1000);
+    event_commit(fx, fx->s);
+    assert_true(changed_within(listener, 2000));
+    store_close(quiet);
+    store_close(listener);
+}
+
+/* SQLite has nothing to quiet: the call succeeds and changes nothing. */
+static void test_quiet_outbox_sqlite_is_a_no_op(void **state)
+{
+    struct fixture *fx = *state;
+
+    if (strcmp(store_backend(fx->s)->name, "sqlite") != 0)
+        skip();
+    assert_int_equal(store_quiet_outbox(fx->s), 0);
+    event_commit(fx, fx->s);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -226,6 +396,10 @@ int main(void)
         T(test_entity_and_transitions),
         T(test_settle_and_audit),
         T(test_entity_lock_holds_others_off),
+        T(test_entity_hold_reads_what_a_decision_needs),
+        T(test_entity_hold_holds_others_off),
+        T(test_quiet_outbox_notifies_no_one),
+        T(test_quiet_outbox_sqlite_is_a_no_op),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,11 +4,13 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "inbound/machine.h"
+#include "inbound/machine_cache.h"
 #include "ops/api_common.h"
 
 static const char ORDER[] =
@@ -160,12 +162,108 @@ static void test_decide_rules(void **state)
     machine_free(&m);
 }
 
+static struct machine_record record(const char *name, const char *definition, int64_t updated_at)
+{
+    struct machine_record r = {.definition = (char *)definition, .created_at = 1, .updated_at = updated_at};
+
+    snprintf(r.name, sizeof r.name, "%s", name);
+    return r;
+}
+
+/* The cache parses a row once; a row whose text or time changed (a PATCH) is parsed again. */
+static void test_cache_follows_the_stored_row(void **state)
+{
+    static const char SHORT[] = "{\"name\": \"order\", \"versioning\": \"monotonic\", \"transitions\": ["
+                                "{\"on\": \"order.created\", \"from\": [null], \"to\": \"created\"}]}";
+    struct machine_cache *c;
+    const struct machine *a, *b, *again, *other;
+    struct machine_record r = record("order", ORDER, 100);
+    struct machine_decision d;
+
+    (void)state;
+    assert_int_equal(machine_cache_create(&c), 0);
+    assert_int_equal(machine_cache_get(c, &r, &a), 0);
+    assert_int_equal(a->versioning, VERSIONING_CONTIGUOUS);
+    assert_int_equal(machine_cache_get(c, &r, &again), 0);
+    assert_ptr_equal(a, again); /* the same text: not parsed again */
+    machine_cache_put(c, again);
+
+    /* Updated: the next decision sees the new definition, the one in use stays valid until put. */
+    r = record("order", SHORT, 200);
+    assert_int_equal(machine_cache_get(c, &r, &b), 0);
+    assert_ptr_not_equal(a, b);
+    assert_int_equal(b->versioning, VERSIONING_MONOTONIC);
+    assert_int_equal(b->n_transitions, 1);
+    machine_decide(a, "created", true, 1, "order.paid", true, 2, &d);
+    assert_int_equal(d.verdict, VERDICT_APPLY);
+    machine_decide(b, "created", true, 1, "order.paid", true, 2, &d);
+    assert_int_equal(d.verdict, VERDICT_NOT_ALLOWED);
+    machine_cache_put(c, a); /* the replaced entry goes with its last user */
+
+    /* The same text with another time (two updates, plain SQL): parsed again too. */
+    r = record("order", SHORT, 300);
+    assert_int_equal(machine_cache_get(c, &r, &again), 0);
+    assert_ptr_not_equal(again, b);
+    machine_cache_put(c, again);
+    machine_cache_put(c, b);
+
+    /* Text that does not parse, or names another machine: EIO, nothing cached. */
+    r = record("order", "{\"name\": \"order\"", 400);
+    assert_int_equal(machine_cache_get(c, &r, &other), HOOKD_EIO);
+    assert_null(other);
+    r = record("shipment", ORDER, 400);
+    assert_int_equal(machine_cache_get(c, &r, &other), HOOKD_EIO);
+    r = record("order", ORDER, 100);
+    assert_int_equal(machine_cache_get(c, &r, &other), 0);
+    assert_int_equal(other->versioning, VERSIONING_CONTIGUOUS);
+    machine_cache_put(c, other);
+    machine_cache_put(c, NULL);
+    machine_cache_destroy(c);
+}
+
+/* Past MACHINE_CACHE_MAX machines an unused one is dropped; one in use never is. */
+static void test_cache_is_bounded(void **state)
+{
+    struct machine_cache *c;
+    const struct machine *held, *m;
+    char names[MACHINE_CACHE_MAX + 8][16], defs[MACHINE_CACHE_MAX + 8][256];
+    struct machine_record r;
+
+    (void)state;
+    assert_int_equal(machine_cache_create(&c), 0);
+    for (int i = 0; i < MACHINE_CACHE_MAX + 8; i++) {
+        snprintf(names[i], sizeof names[i], "m%d", i);
+        snprintf(defs[i], sizeof defs[i],
+                 "{\"name\": \"%s\", \"versioning\": \"none\", \"transitions\": ["
+                 "{\"on\": \"x.created\", \"from\": [null], \"to\": \"s%d\"}]}",
+                 names[i], i);
+    }
+    r = record(names[0], defs[0], 1);
+    assert_int_equal(machine_cache_get(c, &r, &held), 0);
+    for (int i = 1; i < MACHINE_CACHE_MAX + 8; i++) {
+        r = record(names[i], defs[i], 1);
+        assert_int_equal(machine_cache_get(c, &r, &m), 0);
+        assert_string_equal(m->name, names[i]);
+        machine_cache_put(c, m);
+    }
+    assert_string_equal(held->name, "m0");
+    assert_string_equal(held->states[0], "s0");
+    r = record(names[0], defs[0], 1);
+    assert_int_equal(machine_cache_get(c, &r, &m), 0);
+    assert_ptr_equal(m, held); /* still listed: it was in use */
+    machine_cache_put(c, m);
+    machine_cache_put(c, held);
+    machine_cache_destroy(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_order_machine_parses),
         cmocka_unit_test(test_refusals_name_the_field),
         cmocka_unit_test(test_decide_rules),
+        cmocka_unit_test(test_cache_follows_the_stored_row),
+        cmocka_unit_test(test_cache_is_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
