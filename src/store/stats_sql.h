@@ -1,0 +1,20 @@
+/*
+ * The statements of the dashboard's series, shared by both backends: counts per
+ * minute over the index on each time column, and the refusal counters summed.
+ * The includer defines SP(n), its parameter marker.
+ */
+#ifndef HOOKD_STORE_STATS_SQL_H
+#define HOOKD_STORE_STATS_SQL_H
+
+#define STATS_SQL_PER_MINUTE(table, column)                                                             \
+    "SELECT " column " - " column " % 60000, count(*) FROM " table " WHERE " column " >= " SP(1)          \
+    " AND " column " < " SP(2) " GROUP BY 1"
+#define STATS_SQL_EVENTS STATS_SQL_PER_MINUTE("hookd_outbox", "created_at")
+#define STATS_SQL_INBOUND STATS_SQL_PER_MINUTE("hookd_inbox", "received_at")
+#define STATS_SQL_ATTEMPTS                                                                              \
+    "SELECT minute, sum(attempts), sum(successes) FROM hookd_endpoint_minutes WHERE minute >= " SP(1)     \
+    " AND minute < " SP(2) " GROUP BY minute"
+#define STATS_SQL_REJECTED                                                                              \
+    "SELECT reason, sum(count), max(last_at) FROM hookd_rejection_counts GROUP BY reason ORDER BY reason"
+
+#endif
