@@ -17,32 +17,40 @@ struct stats_read {
     struct stats_minute *minutes;
     size_t n;
     int64_t since, now;
+    const char *endpoint_id; /* NULL: every endpoint, with the events and inbound counts */
     struct store_figures figures;
     struct rejection_count_list rejected;
 };
 
-static json_t *minutes_json(const struct stats_read *r, json_t *totals)
+/* One minute's counts, or the window's (o gets them); events and inbound null for one endpoint's. */
+static json_t *counts_json(json_t *o, const struct stats_minute *m, bool all)
+{
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "events", all ? json_integer(m->events) : json_null());
+    json_object_set_new(o, "inbound", all ? json_integer(m->inbound) : json_null());
+    json_object_set_new(o, "attempts", json_integer(m->attempts));
+    json_object_set_new(o, "successes", json_integer(m->successes));
+    json_object_set_new(o, "failures", json_integer(m->attempts - m->successes));
+    return o;
+}
+
+static json_t *minutes_json(const struct stats_read *r, json_t **totals)
 {
     json_t *list = json_array();
-    int64_t sum[4] = {0};
+    struct stats_minute sum = {0};
 
     for (size_t i = 0; list && i < r->n; i++) {
         const struct stats_minute *m = &r->minutes[i];
-        json_array_append_new(list, json_pack("{s:o,s:I,s:I,s:I,s:I,s:I}", "at",
-                                              api_json_time(r->since + (int64_t)i * HEALTH_MINUTE_MS), "events",
-                                              (json_int_t)m->events, "inbound", (json_int_t)m->inbound, "attempts",
-                                              (json_int_t)m->attempts, "successes", (json_int_t)m->successes,
-                                              "failures", (json_int_t)(m->attempts - m->successes)));
-        sum[0] += m->events;
-        sum[1] += m->inbound;
-        sum[2] += m->attempts;
-        sum[3] += m->successes;
+        json_array_append_new(list, counts_json(json_pack("{s:o}", "at", api_json_time(r->since + (int64_t)i *
+                                                                                                       HEALTH_MINUTE_MS)),
+                                                m, r->endpoint_id == NULL));
+        sum.events += m->events;
+        sum.inbound += m->inbound;
+        sum.attempts += m->attempts;
+        sum.successes += m->successes;
     }
-    json_object_set_new(totals, "events", json_integer(sum[0]));
-    json_object_set_new(totals, "inbound", json_integer(sum[1]));
-    json_object_set_new(totals, "attempts", json_integer(sum[2]));
-    json_object_set_new(totals, "successes", json_integer(sum[3]));
-    json_object_set_new(totals, "failures", json_integer(sum[2] - sum[3]));
+    *totals = counts_json(json_object(), &sum, r->endpoint_id == NULL);
     return list;
 }
 
@@ -69,13 +77,13 @@ static json_t *rejected_json(const struct rejection_count_list *l)
 static json_t *stats_json(struct stats_read *r, int64_t window)
 {
     const struct store_figures *f = &r->figures;
-    json_t *totals = json_object(), *j;
+    json_t *totals = NULL, *minutes = minutes_json(r, &totals), *j;
     char window_text[24];
 
     duration_format(window, window_text);
-    j = json_pack("{s:s,s:o,s:o,s:I,s:o,s:o,s:o,s:o,s:{s:I,s:I,s:I},s:o}", "window", window_text, "since",
-                  api_json_time(r->since), "until", api_json_time(r->now), "step_ms", (json_int_t)HEALTH_MINUTE_MS,
-                  "minutes", minutes_json(r, totals), "totals", totals, "deliveries", queue_json(f), "oldest_open",
+    j = json_pack("{s:s,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:o,s:{s:I,s:I,s:I},s:o}", "window", window_text, "endpoint_id",
+                  api_json_str(r->endpoint_id), "since", api_json_time(r->since), "until", api_json_time(r->now), "step_ms", (json_int_t)HEALTH_MINUTE_MS,
+                  "minutes", minutes, "totals", totals, "deliveries", queue_json(f), "oldest_open",
                   f->oldest_open_at ? json_pack("{s:o,s:I}", "created_at", api_json_time(f->oldest_open_at), "age_ms",
                                                 (json_int_t)(r->now > f->oldest_open_at ? r->now - f->oldest_open_at : 0))
                                     : json_null(),
@@ -88,15 +96,16 @@ static json_t *stats_json(struct stats_read *r, int64_t window)
 void api_stats(struct http_request *req, struct http_response *res, void *ctx)
 {
     struct api_ctx *d = api_begin(req, res, ctx);
-    struct summary_query query = {0};
+    struct stats_query query = {0};
     struct query_scratch scratch;
     struct stats_read r = {0};
+    struct endpoint ep = {0};
     struct store *s;
     json_t *j = NULL;
     int64_t window;
     int rc;
 
-    if (!d || !api_query_parse(req, res, summary_query, summary_query_count, &query, &scratch))
+    if (!d || !api_query_parse(req, res, stats_query, stats_query_count, &query, &scratch))
         return;
     window = query.window ? summary_window_ms(query.window) : 3600 * 1000LL;
     r.n = (size_t)(window / HEALTH_MINUTE_MS);
@@ -110,7 +119,10 @@ void api_stats(struct http_request *req, struct http_response *res, void *ctx)
         free(r.minutes);
         return;
     }
-    rc = store_stats_minutes(s, r.since, r.minutes, r.n);
+    r.endpoint_id = query.endpoint_id;
+    rc = query.endpoint_id ? store_endpoint_get(s, query.endpoint_id, &ep) : 0;
+    if (rc == 0)
+        rc = store_stats_minutes(s, r.since, r.endpoint_id, r.minutes, r.n);
     if (rc == 0)
         rc = store_figures(s, r.now, &r.figures);
     if (rc == 0)
@@ -118,12 +130,15 @@ void api_stats(struct http_request *req, struct http_response *res, void *ctx)
     api_reader_put(d, s, rc);
     if (rc == 0)
         j = stats_json(&r, window);
-    if (rc != 0)
+    if (rc == HOOKD_ENOTFOUND)
+        http_reply_error(res, 404, "not_found", "no such endpoint");
+    else if (rc != 0)
         api_reply_store_error(res, rc, "stats");
     else if (j)
         http_reply_json(res, 200, j);
     else
         http_reply_error(res, 500, "internal", "out of memory");
     rejection_count_list_free(&r.rejected);
+    endpoint_free(&ep);
     free(r.minutes);
 }

@@ -7,10 +7,10 @@
 
 #include <string.h>
 
-#define SP(n) "$" #n "::bigint"
+#define SP(n) "$" #n
 #include "store/stats_sql.h"
 
-enum { PG_S_EVENTS = PG_STATS, PG_S_INBOUND, PG_S_ATTEMPTS, PG_S_REJECTED, PG_STATS_END };
+enum { PG_S_EVENTS = PG_STATS, PG_S_INBOUND, PG_S_ATTEMPTS, PG_S_ENDPOINT_ATTEMPTS, PG_S_REJECTED, PG_STATS_END };
 _Static_assert((int)PG_STATS_END <= (int)PG_SPARE, "the stats statements overflow their slots");
 
 /* Column 0 of res is the minute; columns 1.. go to the fields at offsets. */
@@ -26,7 +26,8 @@ static void read_minutes(const PGresult *res, int64_t since, struct stats_minute
     }
 }
 
-static int postgres_stats_minutes(struct store *s, int64_t since, struct stats_minute *out, size_t n)
+static int postgres_stats_minutes(struct store *s, int64_t since, const char *endpoint_id, struct stats_minute *out,
+                                  size_t n)
 {
     static const size_t events[] = {offsetof(struct stats_minute, events)};
     static const size_t inbound[] = {offsetof(struct stats_minute, inbound)};
@@ -44,6 +45,15 @@ static int postgres_stats_minutes(struct store *s, int64_t since, struct stats_m
     memset(out, 0, n * sizeof *out);
     pg_param_i64(&p, 1, since);
     pg_param_i64(&p, 2, since + (int64_t)n * HEALTH_MINUTE_MS);
+    if (endpoint_id) {
+        pg_param_text(&p, 3, endpoint_id);
+        st[0] = (struct pg_stmt){PG_S_ENDPOINT_ATTEMPTS, STATS_SQL_ENDPOINT_ATTEMPTS, &p};
+        result = pg_run_many(s, st, 1, res);
+        if (result == 0)
+            read_minutes(res[0], since, out, n, attempts, 2);
+        PQclear(res[0]);
+        return result;
+    }
     result = pg_run_many(s, st, 3, res);
     if (result == 0) {
         read_minutes(res[0], since, out, n, events, 1);

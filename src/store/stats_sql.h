@@ -14,6 +14,9 @@
 #define STATS_SQL_ATTEMPTS                                                                              \
     "SELECT minute, sum(attempts), sum(successes) FROM hookd_endpoint_minutes WHERE minute >= " SP(1)     \
     " AND minute < " SP(2) " GROUP BY minute"
+#define STATS_SQL_ENDPOINT_ATTEMPTS                                                                     \
+    "SELECT minute, sum(attempts), sum(successes) FROM hookd_endpoint_minutes WHERE endpoint_id = " SP(3)  \
+    " AND minute >= " SP(1) " AND minute < " SP(2) " GROUP BY minute"
 #define STATS_SQL_REJECTED                                                                              \
     "SELECT reason, sum(count), max(last_at) FROM hookd_rejection_counts GROUP BY reason ORDER BY reason"
 

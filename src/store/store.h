@@ -1079,8 +1079,9 @@ struct stats_minute {
     int64_t successes; /* of them, answered 2xx */
 };
 struct store_stats_ops {
-    /* Counts for the n minutes from since (a whole minute): out[i] is minute since + i * 60 s. */
-    int (*minutes)(struct store *s, int64_t since, struct stats_minute *out, size_t n);
+    /* Counts for the n minutes from since (a whole minute): out[i] is minute since + i * 60 s. With an
+     * endpoint_id only that endpoint's attempts and successes (events and inbound stay 0). */
+    int (*minutes)(struct store *s, int64_t since, const char *endpoint_id, struct stats_minute *out, size_t n);
     /* Every source's refusals summed by reason (count, and the latest in last_at), by reason. */
     int (*rejected)(struct store *s, struct rejection_count_list *out);
 };
@@ -1294,7 +1295,8 @@ STORE_WRAPPER store_health_window(struct store *s, const char *endpoint_id, int6
 STORE_WRAPPER store_health_summary(struct store *s, int64_t since, struct health_window_list *windows,
                                    struct health_failure_list *failures);
 STORE_WRAPPER store_health_oldest(struct store *s, struct health_oldest *out);
-STORE_WRAPPER store_stats_minutes(struct store *s, int64_t since, struct stats_minute *out, size_t n);
+STORE_WRAPPER store_stats_minutes(struct store *s, int64_t since, const char *endpoint_id, struct stats_minute *out,
+                                  size_t n);
 STORE_WRAPPER store_stats_rejected(struct store *s, struct rejection_count_list *out);
 STORE_WRAPPER store_health_resource(struct store *s, const char *resource_type, const char *resource_id,
                                     const char *account, struct resource_sync_list *out);

@@ -71,7 +71,15 @@ test('events, attempts and inbound items are counted in their minute; refusals b
   assert.equal(r.inbox.pending + r.inbox.deferred + r.inbox.quarantined <= 2, true);
   // Ordinary publishing, delivered: the hand-written row waits for the relay, then there is nothing open.
   await waitFor(async () => (await stats()).body.deliveries.undispatched === 0, { what: 'the relay' });
-  void ok; void bad;
+  // One endpoint's attempts alone; the events and inbound counts are not per endpoint.
+  const one = (await stats(`?endpoint_id=${bad.id}&window=10m`)).body;
+  assert.equal(one.endpoint_id, bad.id);
+  assert.equal(one.minutes.length, 10);
+  assert.deepEqual(one.totals, { events: null, inbound: null, attempts: 1, successes: 0, failures: 1 });
+  assert.equal(one.minutes.at(-1).events, null);
+  assert.deepEqual((await stats(`?endpoint_id=${ok.id}`)).body.totals,
+    { events: null, inbound: null, attempts: 3, successes: 3, failures: 0 });
+  assert.equal(r.endpoint_id, null);
 });
 
 test('work still open shows as the oldest open, with its age', async () => {
@@ -90,12 +98,16 @@ test('work still open shows as the oldest open, with its age', async () => {
 test('a bad window or an unknown parameter is 400 naming it; the token is needed', async () => {
   for (const [q, code, field] of [['?window=0m', 'invalid_field', 'window'], ['?window=25h', 'invalid_field', 'window'],
     ['?window=90s', 'invalid_field', 'window'], ['?window=abc', 'invalid_field', 'window'],
-    ['?window=1h&window=2h', 'invalid_field', 'window'], ['?colour=red', 'unknown_field', 'colour']]) {
+    ['?window=1h&window=2h', 'invalid_field', 'window'], ['?colour=red', 'unknown_field', 'colour'],
+    ['?endpoint_id=%3Cscript%3E', 'invalid_field', 'endpoint_id'], ['?endpoint_id=', 'invalid_field', 'endpoint_id']]) {
     const r = await stats(q);
     assert.equal(r.status, 400, q);
     assert.equal(r.body.error.code, code, q);
     assert.match(r.body.error.message, new RegExp(field), q);
   }
+  const missing = await stats('?endpoint_id=ep_0000000000000000000000000000');
+  assert.equal(missing.status, 404);
+  assert.equal(missing.body.error.code, 'not_found');
   const r = await fetch(`http://127.0.0.1:${d.adminPort}/v1/stats`);
   assert.equal(r.status, 401);
 });
