@@ -93,8 +93,15 @@ export async function renderTrace(ctx) {
   const head = [h('h1', { tabindex: '-1' }, 'Entity trace'), filterForm('trace', params, fields,
     { submit: 'Show trace', label: 'Entity' })];
   if (!params.kind || !params.id) return [...head, h('p', { class: 'muted' }, 'Name an entity to see its events.')];
-  const tr = await api(`/v1/entities/${enc(params.kind)}/${enc(params.id)}/trace`,
-    { query: { order: params.order || 'received' } });
+  let tr;
+  try {
+    tr = await api(`/v1/entities/${enc(params.kind)}/${enc(params.id)}/trace`,
+      { query: { order: params.order || 'received' } });
+  } catch (err) {
+    if (err.status !== 404) throw err;
+    return [...head, h('p', { class: 'note-box' }, 'No entity ', h('strong', {}, visible(`${params.kind}/${params.id}`)),
+      ': no event has named it yet.')];
+  }
   return [
     ...head,
     section('Entity', facts([
