@@ -57,8 +57,13 @@ function outcomes(stats) {
     series: [{ key: 'successes', label: 'succeeded', cls: 'c-ok' }, { key: 'failures', label: 'failed', cls: 'c-bad' }] });
 }
 
-function clustersOf(summary, id) {
+function clustersOf(summary, id, day) {
   const e = summary.failures_by_endpoint.find((x) => x.endpoint_id === id);
+  if (!e && day.failures > 0) {
+    // The summary lists the endpoints with the most failures (at most 100); this one is not among them.
+    return h('p', { id: 'clusters' }, `${fmtCount(day.failures)} of ${fmtCount(day.attempts)} attempts failed in the last 24 hours; `,
+      'their status codes are listed only for the endpoints with the most failures.');
+  }
   const rows = (e?.clusters || []).map((c) => [
     c.status_code ? `HTTP ${c.status_code}` : visible(c.error_class ?? 'error'), fmtCount(c.count)]);
   return h('div', { id: 'clusters' },
@@ -167,7 +172,7 @@ export async function renderEndpoint(ctx) {
           : `${Math.round(w['1h'].latency_p50_ms)} ms / ${Math.round(w['1h'].latency_p99_ms)} ms`],
         health.oldest_undelivered ? ['Oldest undelivered', timeEl(health.oldest_undelivered.created_at)] : null,
       ], 'Health'))),
-    section('Status-code clusters', clustersOf(summary, id)),
+    section('Status-code clusters', clustersOf(summary, id, w['24h'])),
     section('Outcomes over the last hour', outcomes(stats)),
     section('Recent deliveries',
       h('p', {}, h('a', { href: href('dead', { endpoint_id: id }) }, 'Dead letters of this endpoint')),
