@@ -8,6 +8,7 @@
 #include <string.h>
 
 #define SP(n) "$" #n
+#define STATS_SQL_PER_MINUTE STATS_SQL_GROUPED
 #include "store/stats_sql.h"
 
 enum { PG_S_EVENTS = PG_STATS, PG_S_INBOUND, PG_S_ATTEMPTS, PG_S_ENDPOINT_ATTEMPTS, PG_S_REJECTED, PG_STATS_END };

@@ -7,6 +7,9 @@
 #include <string.h>
 
 #define SP(n) "?" #n
+#define STATS_MINUTES                                                                                   \
+    "WITH RECURSIVE minutes(at) AS (SELECT ?1 UNION ALL SELECT at + 60000 FROM minutes WHERE at + 60000 < ?2) "
+#define STATS_SQL_PER_MINUTE STATS_SQL_PROBED
 #include "store/stats_sql.h"
 
 enum { SQ_S_EVENTS = SQ_STATS, SQ_S_INBOUND, SQ_S_ATTEMPTS, SQ_S_ENDPOINT_ATTEMPTS, SQ_S_REJECTED, SQ_STATS_END };
