@@ -3,18 +3,12 @@
 // saved (laptop and phone width), and nothing overflows the phone's width.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startDaemon } from '../lib/harness.mjs';
-import { launch, openPage, login, screenshot, axeSerious } from './lib/browser.mjs';
-import { startDashboardSink, seedOutbound, seedInbound } from './lib/seed.mjs';
+import { openPage, login, screenshot, axeSerious } from './lib/browser.mjs';
+import { startDashboard } from './lib/seed.mjs';
 
-let d, browser, sink, out, inb;
-before(async () => {
-  sink = await startDashboardSink();
-  d = await startDaemon({ HOOKD_DELIVERY_BREAKER_FAILURES: '0', HOOKD_SERVER_LOG_LEVEL: 'warn' });
-  browser = await launch();
-  [out, inb] = await Promise.all([seedOutbound(d, sink), seedInbound(d)]);
-});
-after(async () => { await browser?.close(); await d?.cleanup(); await sink?.stop(); });
+let fx, d, browser, out, inb;
+before(async () => { fx = await startDashboard({ inbound: true }); ({ d, browser, out, inb } = fx); });
+after(() => fx?.stop());
 
 const pages = () => [
   ['overview', '#/overview', 'Overview'],

@@ -4,24 +4,17 @@
 // delivery replayed from the list, and the replay history.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startDaemon } from '../lib/harness.mjs';
-import { launch, openPage, login, screenshot } from './lib/browser.mjs';
-import { startDashboardSink, seedOutbound } from './lib/seed.mjs';
+import { login, screenshot } from './lib/browser.mjs';
+import { startDashboard, withPage } from './lib/seed.mjs';
 
-let d, browser, sink, out;
-before(async () => {
-  sink = await startDashboardSink();
-  d = await startDaemon({ HOOKD_DELIVERY_BREAKER_FAILURES: '0', HOOKD_SERVER_LOG_LEVEL: 'warn' });
-  browser = await launch();
-  out = await seedOutbound(d, sink);
-});
-after(async () => { await browser?.close(); await d?.cleanup(); await sink?.stop(); });
+let fx, d, sink, out;
+before(async () => { fx = await startDashboard(); ({ d, sink, out } = fx); });
+after(() => fx?.stop());
 
 const rows = (page) => page.locator('main tbody tr');
 
 test('filters narrow the list, each a fresh API page', { timeout: 45000 }, async () => {
-  const page = await openPage(browser, d);
-  try {
+  await withPage(fx, async (page) => {
     const seen = [];
     page.on('request', (r) => { if (r.url().includes('/v1/deliveries')) seen.push(new URL(r.url()).search); });
     await login(page);
@@ -42,16 +35,11 @@ test('filters narrow the list, each a fresh API page', { timeout: 45000 }, async
     await page.getByText('No dead deliveries match.').waitFor();
     assert.ok(seen.every((q) => /limit=25/.test(q)), `one page each: ${seen}`);
     assert.ok(seen.some((q) => /until=20(19-12-31|20-01-01)T/.test(q)), seen.join(' '));
-    assert.deepEqual(page.problems, []);
-  } finally {
-    await page.closeAll();
-  }
+  }, { login: false });
 });
 
 test('a range replay: the dry-run count, a confirmation, then live progress to done', { timeout: 45000 }, async () => {
-  const page = await openPage(browser, d);
-  try {
-    await login(page);
+  await withPage(fx, async (page) => {
     await page.goto(`${page.base}/ui/#/dead?endpoint_id=${out.ep.flaky.id}`);
     await page.waitForFunction(() => document.querySelectorAll('main tbody tr').length === 2);
     await page.getByRole('button', { name: 'Replay all matching…' }).click();
@@ -77,16 +65,11 @@ test('a range replay: the dry-run count, a confirmation, then live progress to d
     assert.ok(page.url().endsWith(`#/replays/${rec.id}`));
     assert.equal(await page.locator('progress').getAttribute('value'), '2');
     await screenshot(page, 'replay-progress');
-    assert.deepEqual(page.problems, []);
-  } finally {
-    await page.closeAll();
-  }
+  });
 });
 
 test('one delivery replayed from the list; the history lists both replays', { timeout: 45000 }, async () => {
-  const page = await openPage(browser, d);
-  try {
-    await login(page);
+  await withPage(fx, async (page) => {
     await page.goto(`${page.base}/ui/#/dead?endpoint_id=${out.ep.unauth.id}`);
     await page.waitForFunction(() => document.querySelectorAll('main tbody tr').length === 3);
     await rows(page).first().getByRole('button', { name: /^Replay delivery/ }).click();
@@ -99,8 +82,5 @@ test('one delivery replayed from the list; the history lists both replays', { ti
     assert.deepEqual(kinds, ['delivery', 'range']);
     await rows(page).first().getByText('done', { exact: true }).waitFor({ timeout: 15000 });
     assert.match(await rows(page).first().innerText(), /0 delivered, 0 pending, 1 failed/);
-    assert.deepEqual(page.problems, []);
-  } finally {
-    await page.closeAll();
-  }
+  });
 });

@@ -6,17 +6,15 @@
 // the data, and the literal text on the page.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startDaemon, waitFor, BACKEND } from '../lib/harness.mjs';
-import { launch, openPage, login, screenshot } from './lib/browser.mjs';
-import { startDashboardSink, seedOutbound, HOSTILE_TEXT, HOSTILE } from './lib/seed.mjs';
+import { waitFor, BACKEND } from '../lib/harness.mjs';
+import { screenshot } from './lib/browser.mjs';
+import { startDashboard, withPage, HOSTILE_TEXT, HOSTILE } from './lib/seed.mjs';
 
-let d, browser, sink, out, binaryEvent, accountEvent;
+let fx, d, sink, out, binaryEvent, accountEvent;
 const ACCOUNT = '<script>window.__pwned=3</script>';
 before(async () => {
-  sink = await startDashboardSink();
-  d = await startDaemon({ HOOKD_DELIVERY_BREAKER_FAILURES: '0', HOOKD_SERVER_LOG_LEVEL: 'warn' });
-  browser = await launch();
-  out = await seedOutbound(d, sink);
+  fx = await startDashboard();
+  ({ d, sink, out } = fx);
   await d.api('POST', '/v1/endpoints', { url: sink.url('/binary'), event_types: ['bin.*'],
     retry_schedule: '100ms' });
   binaryEvent = (await d.api('POST', '/v1/events', { type: 'bin.x', data: {} })).body.id;
@@ -36,7 +34,7 @@ before(async () => {
     return r.body.deliveries?.[0]?.status === 'dead';
   }, { what: 'the binary delivery dead' });
 });
-after(async () => { await browser?.close(); await d?.cleanup(); await sink?.stop(); });
+after(() => fx?.stop());
 
 async function open(page, hash, heading) {
   await page.goto(`${page.base}/ui/${hash}`);
@@ -52,11 +50,9 @@ async function clean(page) {
 }
 
 test('hostile text everywhere is shown as text and never runs', { timeout: 50000 }, async () => {
-  const page = await openPage(browser, d);
-  const dialogs = [];
-  page.on('dialog', (dl) => { dialogs.push(dl.message()); dl.dismiss().catch(() => {}); });
-  try {
-    await login(page);
+  await withPage(fx, async (page) => {
+    const dialogs = [];
+    page.on('dialog', (dl) => { dialogs.push(dl.message()); dl.dismiss().catch(() => {}); });
     const main = page.locator('main');
 
     await open(page, '#/endpoints', 'Endpoints');
@@ -112,8 +108,5 @@ test('hostile text everywhere is shown as text and never runs', { timeout: 50000
     await clean(page);
 
     assert.deepEqual(dialogs, [], 'no dialog opened');
-    assert.deepEqual(page.problems, []);
-  } finally {
-    await page.closeAll();
-  }
+  });
 });

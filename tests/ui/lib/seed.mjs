@@ -3,7 +3,9 @@
 // answer hostile bodies; events to each; an inbound source with a state
 // machine, an entity with a trace, a quarantined item and refused requests.
 import { createServer } from 'node:http';
-import { waitFor } from '../../lib/harness.mjs';
+import assert from 'node:assert/strict';
+import { startDaemon, waitFor } from '../../lib/harness.mjs';
+import { launch, openPage, login } from './browser.mjs';
 
 export const ORDER = {
   name: 'order', versioning: 'none',
@@ -111,4 +113,33 @@ export async function seedInbound(d) {
   await waitFor(async () => (await d.api('GET', `/v1/inbox/${ids.quarantined}`)).body.status === 'quarantined',
     { timeoutMs: 15000, what: 'quarantined' });
   return ids;
+}
+
+/**
+ * What a dashboard test file needs, started once: the sink, a daemon, the browser and the scripted
+ * data (outbound: endpoints and events; inbound: the machine, source and items). Answers
+ * {d, browser, sink, out, inb, stop()}.
+ */
+export async function startDashboard({ outbound = true, inbound = false } = {}) {
+  const fx = { sink: await startDashboardSink() };
+  fx.d = await startDaemon({ HOOKD_DELIVERY_BREAKER_FAILURES: '0', HOOKD_SERVER_LOG_LEVEL: 'warn' });
+  fx.browser = await launch();
+  [fx.out, fx.inb] = await Promise.all([outbound ? seedOutbound(fx.d, fx.sink) : null, inbound ? seedInbound(fx.d) : null]);
+  fx.stop = async () => { await fx.browser?.close(); await fx.d?.cleanup(); await fx.sink?.stop(); };
+  return fx;
+}
+
+/**
+ * Runs fn(page) on a fresh page of fx's daemon (logged in unless login is false), then checks that no
+ * script error or failed request happened (those matching allow excepted) and closes the page.
+ */
+export async function withPage(fx, fn, { viewport, allow = null, login: logIn = true } = {}) {
+  const page = await openPage(fx.browser, fx.d, viewport ? { viewport } : {});
+  try {
+    if (logIn) await login(page);
+    await fn(page);
+    assert.deepEqual(page.problems.filter((p) => !(allow && allow.test(p))), []);
+  } finally {
+    await page.closeAll();
+  }
 }
