@@ -27,6 +27,10 @@ for (const [width, height, suffix] of [[1280, 800, ''], [375, 740, '-phone']]) {
   test(`every main page at ${width} px: renders, no serious axe violation, screenshot`, { timeout: 60000 }, async () => {
     const page = await openPage(browser, d, { viewport: { width, height } });
     try {
+      await page.goto(`${page.base}/ui/`);
+      await page.getByLabel('Admin token').waitFor();
+      assert.deepEqual(await axeSerious(page), [], `the login at ${width} px`);
+      await screenshot(page, `login${suffix}`);
       await login(page);
       for (const [name, hash, heading] of pages()) {
         await page.goto(`${page.base}/ui/${hash}`);
