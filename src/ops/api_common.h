@@ -155,6 +155,7 @@ void api_entities_trace(struct http_request *req, struct http_response *res, voi
 void api_audit(struct http_request *req, struct http_response *res, void *ctx);
 void api_endpoints_health(struct http_request *req, struct http_response *res, void *ctx);
 void api_summary(struct http_request *req, struct http_response *res, void *ctx);
+void api_stats(struct http_request *req, struct http_response *res, void *ctx);
 void api_accounts_sync(struct http_request *req, struct http_response *res, void *ctx);
 void api_resources_sync(struct http_request *req, struct http_response *res, void *ctx);
 void api_healthz(struct http_request *req, struct http_response *res, void *ctx);

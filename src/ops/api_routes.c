@@ -63,6 +63,7 @@ const struct http_route admin_routes[] = {
     {"DELETE", "/v1/tokens/{id}", api_tokens_revoke, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL, 0},
     {"GET", "/v1/endpoints/{id}/health", api_endpoints_health, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL, 0},
     {"GET", "/v1/summary", api_summary, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL, 0},
+    {"GET", "/v1/stats", api_stats, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL, 0},
     /* The account is the path's (or the query's): a token scoped to an account is held to it in the handler. */
     {"GET", "/v1/accounts/{account}/sync", api_accounts_sync, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL, ACCOUNT_READ},
     {"GET", "/v1/resources/{type}/{id}/sync", api_resources_sync, HTTP_AUTH_ADMIN, API_BODY_NONE, NULL, ACCOUNT_READ},

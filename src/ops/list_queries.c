@@ -153,6 +153,14 @@ const struct query_param summary_query[] = {
 };
 const size_t summary_query_count = sizeof summary_query / sizeof summary_query[0];
 
+const struct query_param stats_query[] = {
+    {.name = "window", .type = QUERY_TEXT, .max_len = 16, .check = summary_window_ok,
+     .hint = "must be a duration in whole minutes from 1m to 24h, such as 15m or 1h",
+     .offset = offsetof(struct stats_query, window)},
+    {.name = "endpoint_id", .type = QUERY_ID, .offset = offsetof(struct stats_query, endpoint_id)},
+};
+const size_t stats_query_count = sizeof stats_query / sizeof stats_query[0];
+
 const struct query_param sync_query[] = {
     {.name = "account", .type = QUERY_TEXT, .max_len = API_ACCOUNT_MAX, .offset = offsetof(struct sync_query, account)},
 };

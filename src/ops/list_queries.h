@@ -65,6 +65,13 @@ struct sync_query {
 };
 extern const struct query_param summary_query[];
 extern const size_t summary_query_count;
+/* GET /v1/stats into a struct stats_query. */
+struct stats_query {
+    const char *window;      /* as the summary's; NULL: 1h */
+    const char *endpoint_id; /* the attempts of this endpoint only (no events or inbound counts); NULL: all */
+};
+extern const struct query_param stats_query[];
+extern const size_t stats_query_count;
 extern const struct query_param sync_query[];
 extern const size_t sync_query_count;
 #define SUMMARY_WINDOW_MIN_MS 60000

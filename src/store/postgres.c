@@ -292,4 +292,5 @@ const struct store_ops store_postgres_ops = {
     .alerts = &postgres_alert_ops,
     .upkeep = &postgres_upkeep_ops,
     .health = &postgres_health_ops,
+    .stats = &postgres_stats_ops,
 };

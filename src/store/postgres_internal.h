@@ -37,7 +37,8 @@ enum {
     PG_TOKENS = PG_REPLAYS + 16,       /* postgres_tokens.c */
     PG_OPS = PG_TOKENS + 16,           /* postgres_ops.c */
     PG_HEALTH = PG_OPS + 16,           /* postgres_health.c */
-    PG_SPARE = PG_HEALTH + 32,         /* no statement of the backend uses these (tests) */
+    PG_STATS = PG_HEALTH + 32,         /* postgres_stats.c */
+    PG_SPARE = PG_STATS + 8,         /* no statement of the backend uses these (tests) */
     PG_SLOTS = PG_SPARE + 4,
 };
 _Static_assert((int)PG_CONN_END <= (int)PG_EVENTS, "the connection's statements overflow their slots");
@@ -212,4 +213,5 @@ extern const struct store_token_ops postgres_token_ops;         /* postgres_toke
 extern const struct store_alert_ops postgres_alert_ops;         /* postgres_ops.c */
 extern const struct store_upkeep_ops postgres_upkeep_ops;       /* postgres_ops.c */
 extern const struct store_health_ops postgres_health_ops;       /* postgres_health.c */
+extern const struct store_stats_ops postgres_stats_ops;         /* postgres_stats.c */
 #endif

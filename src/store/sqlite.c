@@ -583,6 +583,7 @@ const struct store_ops store_sqlite_ops = {
     .deliveries = &sqlite_delivery_ops,
     .endpoint_state = &sqlite_endpoint_state_ops,
     .health = &sqlite_health_ops,
+    .stats = &sqlite_stats_ops,
     .sources = &sqlite_source_ops,
     .inbox = &sqlite_inbox_ops,
     .rejections = &sqlite_rejection_ops,

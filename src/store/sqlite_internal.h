@@ -46,7 +46,8 @@ enum {
     SQ_TOKENS = SQ_REPLAYS + 16,       /* sqlite_tokens.c */
     SQ_OPS = SQ_TOKENS + 16,           /* sqlite_ops.c */
     SQ_HEALTH = SQ_OPS + 16,           /* sqlite_health.c */
-    SQ_SLOTS = SQ_HEALTH + 32,
+    SQ_STATS = SQ_HEALTH + 32,         /* sqlite_stats.c */
+    SQ_SLOTS = SQ_STATS + 8,
 };
 _Static_assert((int)SQ_CONN_END <= (int)SQ_EVENTS, "the connection's statements overflow their slots");
 
@@ -125,4 +126,5 @@ extern const struct store_token_ops sqlite_token_ops;         /* sqlite_tokens.c
 extern const struct store_alert_ops sqlite_alert_ops;         /* sqlite_ops.c */
 extern const struct store_upkeep_ops sqlite_upkeep_ops;       /* sqlite_ops.c */
 extern const struct store_health_ops sqlite_health_ops;       /* sqlite_health.c */
+extern const struct store_stats_ops sqlite_stats_ops;         /* sqlite_stats.c */
 #endif

@@ -1277,6 +1277,18 @@ int store_health_resource(struct store *s, const char *resource_type, const char
     FAMILY_CALL(s, health, resource, resource_type, resource_id, account, out);
 }
 
+int store_stats_minutes(struct store *s, int64_t since, const char *endpoint_id, struct stats_minute *out, size_t n)
+{
+    assert(s && out && n > 0 && n <= STATS_MINUTES_MAX && since % HEALTH_MINUTE_MS == 0);
+    FAMILY_CALL(s, stats, minutes, since, endpoint_id, out, n);
+}
+
+int store_stats_rejected(struct store *s, struct rejection_count_list *out)
+{
+    assert(s && out);
+    FAMILY_CALL(s, stats, rejected, out);
+}
+
 void health_activity_free(struct health_activity *a)
 {
     if (!a)

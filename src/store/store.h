@@ -110,6 +110,9 @@
  *     health_summary        every endpoint's attempts and grouped failures over a window
  *     health_oldest         the oldest undelivered delivery
  *     health_resource       per endpoint, the latest event of a resource and its delivery
+ *   stats (hookd_outbox, hookd_inbox, hookd_endpoint_minutes, hookd_rejection_counts; sqlite_stats.c, postgres_stats.c)
+ *     stats_minutes         events, inbound items, attempts and successes per minute, cluster-wide
+ *     stats_rejected        inbound refusals of every source by reason
  *
  * Adding a method: its pointer in the family's struct below, its wrapper here
  * and in store.c, and its function, table entry and statement slots in the
@@ -1097,6 +1100,22 @@ struct store_health_ops {
                     struct resource_sync_list *out);
 };
 
+/* The dashboard's series: cluster-wide counts per minute, and the inbound refusals by reason. */
+#define STATS_MINUTES_MAX 1440 /* 24 h */
+struct stats_minute {
+    int64_t events;    /* outbox rows created in the minute */
+    int64_t inbound;   /* inbox items received in the minute (duplicates are not items) */
+    int64_t attempts;  /* delivery attempts started in the minute (hookd_endpoint_minutes) */
+    int64_t successes; /* of them, answered 2xx */
+};
+struct store_stats_ops {
+    /* Counts for the n minutes from since (a whole minute): out[i] is minute since + i * 60 s. With an
+     * endpoint_id only that endpoint's attempts and successes (events and inbound stay 0). */
+    int (*minutes)(struct store *s, int64_t since, const char *endpoint_id, struct stats_minute *out, size_t n);
+    /* Every source's refusals summed by reason (count, and the latest in last_at), by reason. */
+    int (*rejected)(struct store *s, struct rejection_count_list *out);
+};
+
 struct store_ops {
     int version; /* STORE_OPS_VERSION */
     const char *name;
@@ -1162,6 +1181,7 @@ struct store_ops {
     const struct store_alert_ops *alerts;
     const struct store_upkeep_ops *upkeep;
     const struct store_health_ops *health;
+    const struct store_stats_ops *stats;
 };
 
 extern const struct store_ops store_sqlite_ops;
@@ -1316,6 +1336,9 @@ STORE_WRAPPER store_health_window(struct store *s, const char *endpoint_id, int6
 STORE_WRAPPER store_health_summary(struct store *s, int64_t since, struct health_window_list *windows,
                                    struct health_failure_list *failures);
 STORE_WRAPPER store_health_oldest(struct store *s, struct health_oldest *out);
+STORE_WRAPPER store_stats_minutes(struct store *s, int64_t since, const char *endpoint_id, struct stats_minute *out,
+                                  size_t n);
+STORE_WRAPPER store_stats_rejected(struct store *s, struct rejection_count_list *out);
 STORE_WRAPPER store_health_resource(struct store *s, const char *resource_type, const char *resource_id,
                                     const char *account, struct resource_sync_list *out);
 #endif

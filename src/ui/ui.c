@@ -23,6 +23,13 @@
 UI_FILE(ui_index, "ui/index.html");
 UI_FILE(ui_app_js, "ui/app.js");
 UI_FILE(ui_app_css, "ui/app.css");
+UI_FILE(ui_common_js, "ui/common.js");
+UI_FILE(ui_chart_js, "ui/chart.js");
+UI_FILE(ui_overview_js, "ui/overview.js");
+UI_FILE(ui_endpoints_js, "ui/endpoints.js");
+UI_FILE(ui_events_js, "ui/events.js");
+UI_FILE(ui_dead_js, "ui/dead.js");
+UI_FILE(ui_inbound_js, "ui/inbound.js");
 UI_FILE(portal_index, "portal/index.html");
 UI_FILE(portal_js, "portal/portal.js");
 UI_FILE(portal_css, "portal/portal.css");
@@ -45,6 +52,13 @@ static struct ui_file {
     ROW("ui/index.html", HTML, ui_index),
     ROW("ui/app.js", JS, ui_app_js),
     ROW("ui/app.css", CSS, ui_app_css),
+    ROW("ui/common.js", JS, ui_common_js),
+    ROW("ui/chart.js", JS, ui_chart_js),
+    ROW("ui/overview.js", JS, ui_overview_js),
+    ROW("ui/endpoints.js", JS, ui_endpoints_js),
+    ROW("ui/events.js", JS, ui_events_js),
+    ROW("ui/dead.js", JS, ui_dead_js),
+    ROW("ui/inbound.js", JS, ui_inbound_js),
     ROW("portal/index.html", HTML, portal_index),
     ROW("portal/portal.js", JS, portal_js),
     ROW("portal/portal.css", CSS, portal_css),

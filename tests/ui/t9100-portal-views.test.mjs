@@ -18,7 +18,7 @@ test('account A sees its endpoints in plain words, the delayed one flagged, and 
     await page.getByRole('heading', { name: 'Your endpoints' }).waitFor();
     assert.ok(!page.url().includes(tokens.replay.token), 'the token left the URL');
     assert.ok(!page.url().includes('token='));
-    assert.equal(await page.evaluate(() => sessionStorage.getItem('hookd.token')), tokens.replay.token);
+    assert.equal(await page.evaluate(() => sessionStorage.getItem('hookd.portal_token')), tokens.replay.token);
     const slowCard = page.locator('.card').filter({ hasText: 'CRM (slow)' });
     await slowCard.waitFor();
     assert.match(await slowCard.textContent(), /Retrying/);

@@ -20,7 +20,7 @@ test('a read-only link cannot resend (the button is disabled and says why; the s
     assert.match(await page.locator('#read-only-note').textContent(), /view only/);
     assert.match(await page.locator('#who').textContent(), /view only/);
     const r = await page.evaluate(async (id) => (await fetch(`/v1/deliveries/${id}/replay`, { method: 'POST',
-      headers: { authorization: `Bearer ${sessionStorage.getItem('hookd.token')}` } })).status, ids.dead);
+      headers: { authorization: `Bearer ${sessionStorage.getItem('hookd.portal_token')}` } })).status, ids.dead);
     assert.equal(r, 403);
     assert.deepEqual(await axeSerious(page), []);
     assert.deepEqual(page.problems.filter((p) => !/403/.test(p)), []);

@@ -589,6 +589,15 @@ static const char schema_outbox_notify_quiet[] =
     " IF current_setting('hookd.outbox_notify', true) IS DISTINCT FROM 'off' THEN NOTIFY hookd_outbox; END IF;"
     " RETURN NULL; END $$;";
 
+/*
+ * The dashboard's per-minute series (GET /v1/stats) count the events and
+ * inbound items of a window: an index on each time column makes that a range
+ * of the index, not a scan of the table.
+ */
+static const char schema_stats_time_indexes[] =
+    "CREATE INDEX hookd_outbox_created ON hookd_outbox(created_at);"
+    "CREATE INDEX hookd_inbox_received ON hookd_inbox(received_at);";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -610,6 +619,7 @@ const struct schema_migration postgres_migrations[] = {
     {18, schema_inbox_claim_order},
     {19, schema_deliveries_status_undelivered},
     {20, schema_outbox_notify_quiet},
+    {21, schema_stats_time_indexes},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];

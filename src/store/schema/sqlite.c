@@ -465,6 +465,15 @@ static const char schema_inbox_claim_order[] =
     "DROP INDEX hookd_inbox_due;"
     "CREATE INDEX hookd_inbox_due ON hookd_inbox(next_attempt_at, id) WHERE status IN ('pending', 'deferred');";
 
+/*
+ * The dashboard's per-minute series (GET /v1/stats) count the events and
+ * inbound items of a window: an index on each time column makes that a range
+ * of the index, not a scan of the table.
+ */
+static const char schema_stats_time_indexes[] =
+    "CREATE INDEX hookd_outbox_created ON hookd_outbox(created_at);"
+    "CREATE INDEX hookd_inbox_received ON hookd_inbox(received_at);";
+
 const struct schema_migration sqlite_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -481,6 +490,7 @@ const struct schema_migration sqlite_migrations[] = {
     {13, schema_alerts_retention},
     {14, schema_endpoint_health},
     {15, schema_inbox_claim_order},
+    {16, schema_stats_time_indexes},
 };
 
 const size_t sqlite_migrations_count = sizeof sqlite_migrations / sizeof sqlite_migrations[0];

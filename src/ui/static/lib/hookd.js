@@ -2,7 +2,9 @@
 // a DOM builder that never parses markup (text is always text), and the
 // formatting of times and durations. No framework, no build step.
 
-const TOKEN_KEY = 'hookd.token';
+// The portal keeps its account token apart from the dashboard's admin token: a customer's
+// link opened in a tab logged into /ui/ neither replaces nor uses the admin token.
+const TOKEN_KEY = location.pathname.startsWith('/portal/') ? 'hookd.portal_token' : 'hookd.token';
 
 export class ApiError extends Error {
   constructor(status, code, message) {
@@ -83,8 +85,15 @@ export function mount(el, ...children) {
   return el;
 }
 
-// Times from the API are unix milliseconds (or absent).
-export function fmtTime(ms) {
+// Times from the API are RFC 3339 text; unix milliseconds are taken too. Absent or unreadable: null.
+export function toMs(t) {
+  if (t === undefined || t === null || t === '') return null;
+  const ms = typeof t === 'number' ? t : Date.parse(t);
+  return Number.isFinite(ms) ? ms : null;
+}
+
+export function fmtTime(t) {
+  const ms = toMs(t);
   if (!ms) return '—';
   return new Date(ms).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
 }
@@ -100,12 +109,31 @@ export function fmtDuration(ms) {
 }
 
 // "3 min ago" / "in 47 s", with the absolute time for a title attribute.
-export function fmtAgo(ms, now = Date.now()) {
+export function fmtAgo(t, now = Date.now()) {
+  const ms = toMs(t);
   if (!ms) return '—';
   const d = ms - now;
+  if (Math.abs(d) < 1000) return 'just now';
   return d > 0 ? `in ${fmtDuration(d)}` : `${fmtDuration(-d)} ago`;
 }
 
-export function timeEl(ms) {
+export function timeEl(t) {
+  const ms = toMs(t);
   return ms ? h('time', { datetime: new Date(ms).toISOString(), title: fmtTime(ms) }, fmtAgo(ms)) : '—';
+}
+
+// Text from the data with what could mislead a reader made visible: C0 and C1 controls, DEL and the
+// bidirectional and line-separator marks show as \uXXXX (newlines and tabs too unless keepLines).
+// U+FFFD (what the API shows for bytes that are not UTF-8) stays as it is.
+const INVISIBLE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g;
+const INVISIBLE_ALL = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g;
+export function visible(text, { keepLines = false } = {}) {
+  if (text === undefined || text === null) return '';
+  return String(text).replace(keepLines ? INVISIBLE : INVISIBLE_ALL,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0').toUpperCase()}`);
+}
+
+// A number with thousands separators; null or absent: '—'.
+export function fmtCount(n) {
+  return n === undefined || n === null ? '—' : Number(n).toLocaleString('en-US');
 }
