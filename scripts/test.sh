@@ -63,7 +63,7 @@ run_node() { # dir [label]
     local dir=$1 name log status p f sk
     name=${dir#"$root"/tests/}${2:+ ($2)}
     log=$logdir/node_${name//[^a-zA-Z0-9]/_}.log
-    (cd "$root/tests" && timeout 900 node --test --test-reporter=tap --test-concurrency=1 \
+    (cd "$root/tests" && timeout 1800 node --test --test-reporter=tap --test-concurrency=1 \
         "$dir"/*.test.mjs) >"$log" 2>&1; status=$?
     p=$(grep -E '^# pass [0-9]+' "$log" | grep -oE '[0-9]+' | tail -1)
     f=$(grep -E '^# fail [0-9]+' "$log" | grep -oE '[0-9]+' | tail -1)

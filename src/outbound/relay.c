@@ -52,6 +52,7 @@
 #define HANDOFFS_UNRECORDED_MAX 8 /* single-node hand-offs whose record is queued, at most, without room */
 #define BACKOFF_MIN_MS 10
 #define BACKOFF_MAX_MS 1000
+#define RELAY_STOP_WAIT_MS 30000 /* relay_stop: the writer's answer to the last hand-offs' records */
 
 struct relay {
     struct relay_deps deps;
@@ -77,6 +78,7 @@ struct relay {
     int64_t handed_seq;
     int64_t rewind_to; /* -1: none */
     struct handoff *unrecorded; /* under mu: hand-offs whose leases the store does not show yet */
+    pthread_cond_t recorded;    /* with mu: the last unrecorded hand-off was answered (relay_stop waits for it) */
 
     /* Relay thread only. */
     struct store *rd;
@@ -503,7 +505,7 @@ struct handoff {
     struct handoff *next;          /* the relay's list of hand-offs not recorded yet (under mu) */
 };
 
-static void handoff_unlist(struct relay *r, struct handoff *h);
+static void handoff_unlist(struct relay *r, struct handoff *h, int64_t rewind_from);
 
 static void handoff_free(struct handoff *h)
 {
@@ -533,21 +535,19 @@ static int op_record_handoff(struct store *s, void *arg)
     return rc;
 }
 
-/* After the commit. On failure the rows stay undispatched: the relay reads them again (repeats share webhook-ids). */
+/*
+ * After the commit, on the writer thread. On failure the rows stay
+ * undispatched: the relay reads them again (repeats share webhook-ids). The
+ * relay is not touched after the unlist: relay_stop may free it then.
+ */
 static void op_record_handoff_done(void *arg, int result)
 {
     struct handoff *h = arg;
-    struct relay *r = h->r;
 
-    handoff_unlist(r, h);
+    handoff_unlist(h->r, h, result != 0 ? h->seqs[0] - 1 : -1);
     if (result != 0) {
-        int64_t from = h->seqs[0] - 1;
         log_warn(PART, "recording a fan-out of %zu events failed (%s); they will be fanned out again",
                  h->evs.n, hookd_strerror(result));
-        pthread_mutex_lock(&r->mu);
-        if (r->rewind_to < 0 || from < r->rewind_to)
-            r->rewind_to = from;
-        pthread_mutex_unlock(&r->mu);
     } else {
         metrics_fanout(h->evs.n, h->ds, h->n_ds);
     }
@@ -742,7 +742,8 @@ static void handoff_list(struct relay *r, struct handoff *h)
     pthread_mutex_unlock(&r->mu);
 }
 
-static void handoff_unlist(struct relay *r, struct handoff *h)
+/* Takes h off the list, and asks the relay to read again from rewind_from (>= 0) in the same lock. */
+static void handoff_unlist(struct relay *r, struct handoff *h, int64_t rewind_from)
 {
     pthread_mutex_lock(&r->mu);
     for (struct handoff **pp = &r->unrecorded; *pp != NULL; pp = &(*pp)->next) {
@@ -751,6 +752,10 @@ static void handoff_unlist(struct relay *r, struct handoff *h)
             break;
         }
     }
+    if (rewind_from >= 0 && (r->rewind_to < 0 || rewind_from < r->rewind_to))
+        r->rewind_to = rewind_from;
+    if (r->unrecorded == NULL)
+        pthread_cond_broadcast(&r->recorded);
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -863,7 +868,7 @@ static int hand_off_batch(struct relay *r, int limit, size_t *fetched)
     handoff_list(r, h);
     rc = writer_submit_deferred(r->deps.writer, op_record_handoff, op_record_handoff_done, h);
     if (rc != 0) {
-        handoff_unlist(r, h);
+        handoff_unlist(r, h, -1);
         r->handed_seq = h->seqs[0] - 1;
         goto fail;
     }
@@ -1049,6 +1054,7 @@ static void relay_free(struct relay *r)
     store_close(r->rd);
     if (r->wake_fd >= 0)
         close(r->wake_fd);
+    pthread_cond_destroy(&r->recorded);
     pthread_mutex_destroy(&r->mu);
     free(r);
 }
@@ -1064,6 +1070,11 @@ int relay_start(const struct relay_deps *deps, struct relay **out)
     r->deps = *deps;
     r->rewind_to = -1;
     pthread_mutex_init(&r->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->recorded, &ca);
+    pthread_condattr_destroy(&ca);
     r->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (r->wake_fd < 0) {
         rc = HOOKD_EIO;
@@ -1100,12 +1111,33 @@ void relay_wake(struct relay *r)
         wake_write(r);
 }
 
+/*
+ * The writer still runs (it stops after the relay) and answers the records
+ * of the last hand-offs; their callbacks use the relay, so it is freed only
+ * after them. A writer that cannot answer within RELAY_STOP_WAIT_MS keeps
+ * the relay: a small leak at exit, never a use after free.
+ */
 void relay_stop(struct relay *r)
 {
+    struct timespec until;
+    bool left;
+
     if (r == NULL)
         return;
     atomic_store(&r->stop, true);
     wake_write(r);
     pthread_join(r->thread, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += RELAY_STOP_WAIT_MS / 1000;
+    pthread_mutex_lock(&r->mu);
+    while (r->unrecorded != NULL)
+        if (pthread_cond_timedwait(&r->recorded, &r->mu, &until) != 0)
+            break;
+    left = r->unrecorded != NULL;
+    pthread_mutex_unlock(&r->mu);
+    if (left) {
+        log_warn(PART, "stopping with fan-out records still queued in the writer; they finish without the relay");
+        return;
+    }
     relay_free(r);
 }
