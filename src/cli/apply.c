@@ -392,7 +392,9 @@ int cmd_apply(int argc, char **argv)
     doc = strcmp(file, "-") == 0 ? json_loadf(stdin, JSON_REJECT_DUPLICATES, &jerr)
                                  : json_load_file(file, JSON_REJECT_DUPLICATES, &jerr);
     if (!json_is_object(doc)) {
-        fprintf(stderr, "hookd apply: %s: %s (line %d)\n", file, doc ? "must be a JSON object" : jerr.text,
+        char f[OUT_CELL_BYTES], t[OUT_CELL_BYTES];
+        /* The parser's words quote the file's bytes. */
+        fprintf(stderr, "hookd apply: %s: %s (line %d)\n", safe(file, f), safe(doc ? "must be a JSON object" : jerr.text, t),
                 doc ? 0 : jerr.line);
         json_decref(doc);
         return CLI_EXIT_USAGE;

@@ -228,7 +228,11 @@ int client_exchange(const struct client *c, const char *method, const char *path
         free(text);
     }
     if (rc != 0) {
-        fprintf(stderr, "hookd: cannot reach hookd admin API at %s: %s\n", c->base_url, err);
+        char url[OUT_CELL_BYTES], why[OUT_CELL_BYTES];
+        /* libcurl's words can quote what the peer sent. */
+        out_cell_text(c->base_url, strlen(c->base_url), 200, url, sizeof url);
+        out_cell_text(err, strlen(err), 300, why, sizeof why);
+        fprintf(stderr, "hookd: cannot reach hookd admin API at %s: %s\n", url, why);
         return CLI_EXIT_UNREACHABLE;
     }
     if ((*raw)[0])
@@ -255,8 +259,14 @@ int client_fetch(const struct client *c, const char *method, const char *path, c
         out_cell_text(code ? code : "error", strlen(code ? code : "error"), 64, safe_code, sizeof safe_code);
         fprintf(stderr, "hookd: %s (HTTP %ld %s)\n", safe, status, safe_code);
     } else {
+        char where[OUT_CELL_BYTES];
+        char *url = NULL;
         out_cell_text(*raw, strlen(*raw), 500, safe, sizeof safe);
-        fprintf(stderr, "hookd: HTTP %ld from %s%s: %s\n", status, c->base_url, path, safe);
+        if (asprintf(&url, "%s%s", c->base_url, path) < 0)
+            url = NULL;
+        out_cell_text(url ? url : path, strlen(url ? url : path), 300, where, sizeof where);
+        free(url);
+        fprintf(stderr, "hookd: HTTP %ld from %s: %s\n", status, where, safe);
     }
     free(*raw);
     json_decref(*json);
