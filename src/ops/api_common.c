@@ -125,6 +125,14 @@ void api_reader_put(const struct api_ctx *api, struct store *s, int last_err)
         store_pool_put(api->readers, s, last_err == HOOKD_EIO || last_err == HOOKD_EUNAVAIL);
 }
 
+bool api_reader_done(const struct api_ctx *api, struct store *s, int rc, struct http_response *res, const char *what)
+{
+    api_reader_put(api, s, rc);
+    if (rc != 0)
+        api_reply_store_error(res, rc, what);
+    return rc == 0;
+}
+
 /* One suspended write: the op and how to answer it. */
 struct api_async {
     struct http_request *req;
@@ -277,6 +285,15 @@ static json_t *object_of(const char *key, ...)
 json_t *api_list_json(json_t *data, const char *next_cursor)
 {
     return object_of("data", data, "next_cursor", api_json_str(next_cursor), NULL);
+}
+
+void api_reply_page(struct http_response *res, const char *list, json_t *data, size_t n, int limit,
+                    const char *last_key)
+{
+    char next[CURSOR_TEXT_MAX];
+    bool full = n > 0 && limit > 0 && n == (size_t)limit;
+
+    http_reply_json(res, 200, api_list_json(data, query_cursor_make(list, full ? last_key : NULL, next)));
 }
 
 json_t *api_event_json(const struct event *ev)

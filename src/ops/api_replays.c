@@ -538,31 +538,18 @@ void api_replays_list(struct http_request *req, struct http_response *res, void 
     struct replay_filter f = {0};
     struct replay_list list = {0};
     struct query_scratch scratch;
-    char next[CURSOR_TEXT_MAX];
     struct store *s;
     json_t *data;
-    int rc;
 
     if (!api_query_parse(req, res, replay_list_query, replay_list_query_count, &f, &scratch) ||
         !api_scope_account(req, res, &f.account))
         return;
-    if (!(s = api_reader_get(d, res)))
+    if (!(s = api_reader_get(d, res)) || !api_reader_done(d, s, store_replay_list(s, &f, &list), res, "replays"))
         return;
-    rc = store_replay_list(s, &f, &list);
-    api_reader_put(d, s, rc);
-    if (rc != 0) {
-        api_reply_store_error(res, rc, "replays");
-        return;
-    }
     data = json_array();
     for (size_t i = 0; data && i < list.n; i++)
         json_array_append_new(data, replay_json(&list.items[i]));
-    http_reply_json(res, 200,
-                    api_list_json(data, query_cursor_make(LIST_REPLAYS,
-                                                          list.n > 0 && list.n == (size_t)f.limit
-                                                              ? list.items[list.n - 1].id
-                                                              : NULL,
-                                                          next)));
+    api_reply_page(res, LIST_REPLAYS, data, list.n, f.limit, list.n > 0 ? list.items[list.n - 1].id : NULL);
     replay_list_free(&list);
 }
 

@@ -191,31 +191,18 @@ void api_tokens_list(struct http_request *req, struct http_response *res, void *
     struct token_filter f = {0};
     struct token_list list = {0};
     struct query_scratch scratch;
-    char next[CURSOR_TEXT_MAX];
     int64_t now = clock_now_ms();
     struct store *s;
     json_t *data;
-    int rc;
 
     if (!api_query_parse(req, res, token_list_query, token_list_query_count, &f, &scratch))
         return;
-    if (!(s = api_reader_get(d, res)))
+    if (!(s = api_reader_get(d, res)) || !api_reader_done(d, s, store_token_list(s, &f, &list), res, "tokens"))
         return;
-    rc = store_token_list(s, &f, &list);
-    api_reader_put(d, s, rc);
-    if (rc != 0) {
-        api_reply_store_error(res, rc, "tokens");
-        return;
-    }
     data = json_array();
     for (size_t i = 0; data && i < list.n; i++)
         json_array_append_new(data, token_json(&list.items[i], now));
-    http_reply_json(res, 200,
-                    api_list_json(data, query_cursor_make(LIST_TOKENS,
-                                                          list.n > 0 && list.n == (size_t)f.limit
-                                                              ? list.items[list.n - 1].id
-                                                              : NULL,
-                                                          next)));
+    api_reply_page(res, LIST_TOKENS, data, list.n, f.limit, list.n > 0 ? list.items[list.n - 1].id : NULL);
     token_list_free(&list);
 }
 
