@@ -199,6 +199,11 @@ __attribute__((warn_unused_result)) int pg_list(struct store *s, int slot, const
  * the newest), with slot/sql for every account and slot_of/sql_of for
  * account's only (PG_NEWEST_SQL, PG_NEWEST_OF_SQL).
  */
+/* A version counter in hookd_meta (bumped by triggers, so plain SQL counts; it moves only at commit):
+ * *version gets its value, 0 while the row is missing. */
+#define PG_META_COUNTER_SQL(key) "SELECT value::bigint FROM hookd_meta WHERE key = '" key "'"
+__attribute__((warn_unused_result)) int pg_meta_counter(struct store *s, int slot, const char *sql, int64_t *version);
+
 #define PG_BY_ID_SQL(sel, id) sel " WHERE " id " = $1"
 #define PG_NEWEST_SQL(sel, id) sel " WHERE ($1::text IS NULL OR " id " < $1) ORDER BY " id " DESC LIMIT $2"
 #define PG_NEWEST_OF_SQL(sel, id, account)                                                                  \

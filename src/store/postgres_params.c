@@ -296,3 +296,17 @@ int pg_list_newest(struct store *s, int slot, const char *sql, int slot_of, cons
         pg_param_text(&p, 3, account);
     return pg_list(s, account ? slot_of : slot, account ? sql_of : sql, &p, read, rows);
 }
+
+int pg_meta_counter(struct store *s, int slot, const char *sql, int64_t *version)
+{
+    PGresult *res;
+    int result = pg_run(s, slot, sql, NULL, &res);
+
+    *version = 0;
+    if (result)
+        return result;
+    if (PQntuples(res) > 0)
+        *version = pg_col_i64(res, 0, 0);
+    PQclear(res);
+    return 0;
+}

@@ -94,17 +94,7 @@ static int postgres_token_revoke(struct store *s, const char *id, int64_t at)
 /* Bumped by a trigger on every statement that writes hookd_tokens; it moves only at commit. */
 static int postgres_token_version(struct store *s, int64_t *version)
 {
-    PGresult *res;
-    int result = pg_run(s, PG_TOKEN_VERSION, "SELECT value::bigint FROM hookd_meta WHERE key = 'tokens_version'",
-                        NULL, &res);
-
-    *version = 0;
-    if (result)
-        return result;
-    if (PQntuples(res) > 0)
-        *version = pg_col_i64(res, 0, 0);
-    PQclear(res);
-    return 0;
+    return pg_meta_counter(s, PG_TOKEN_VERSION, PG_META_COUNTER_SQL("tokens_version"), version);
 }
 
 const struct store_token_ops postgres_token_ops = {

@@ -301,6 +301,17 @@ int sq_list_newest(struct store *s, int slot, const char *sql, int slot_of, cons
     return sq_rows_read(s, st, (size_t)max, read, rows);
 }
 
+int sq_meta_counter(struct store *s, int slot, const char *sql, int64_t *version)
+{
+    sqlite3_stmt *st;
+    int result = sq_stmt(s, slot, sql, &st);
+
+    *version = 0;
+    if (result == 0)
+        result = sq_get_i64(s, st, version);
+    return result == HOOKD_ENOTFOUND ? 0 : result;
+}
+
 int sq_get_i64(struct store *s, sqlite3_stmt *st, int64_t *v)
 {
     int rc = sqlite3_step(st);

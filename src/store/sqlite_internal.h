@@ -112,6 +112,10 @@ __attribute__((warn_unused_result)) int sq_rows_read(struct store *s, sqlite3_st
  * account's (tokens, replays), as pg_get_by_id and pg_list_newest
  * (postgres_internal.h) with SQ_BY_ID_SQL, SQ_NEWEST_SQL and SQ_NEWEST_OF_SQL.
  */
+/* A version counter in hookd_meta, as pg_meta_counter (postgres_internal.h). */
+#define SQ_META_COUNTER_SQL(key) "SELECT CAST(value AS INTEGER) FROM hookd_meta WHERE key = '" key "'"
+__attribute__((warn_unused_result)) int sq_meta_counter(struct store *s, int slot, const char *sql, int64_t *version);
+
 #define SQ_BY_ID_SQL(sel, id) sel " WHERE " id " = ?1"
 #define SQ_NEWEST_SQL(sel, id) sel " WHERE (?1 IS NULL OR " id " < ?1) ORDER BY " id " DESC LIMIT ?2"
 #define SQ_NEWEST_OF_SQL(sel, id, account)                                                                  \

@@ -96,14 +96,7 @@ static int sqlite_token_revoke(struct store *s, const char *id, int64_t at)
 
 static int sqlite_token_version(struct store *s, int64_t *version)
 {
-    sqlite3_stmt *st;
-    int result = sq_stmt(s, SQ_TOKEN_VERSION,
-                         "SELECT CAST(value AS INTEGER) FROM hookd_meta WHERE key = 'tokens_version'", &st);
-
-    *version = 0;
-    if (result == 0)
-        result = sq_get_i64(s, st, version);
-    return result == HOOKD_ENOTFOUND ? 0 : result;
+    return sq_meta_counter(s, SQ_TOKEN_VERSION, SQ_META_COUNTER_SQL("tokens_version"), version);
 }
 
 const struct store_token_ops sqlite_token_ops = {
