@@ -181,6 +181,23 @@ void api_write_async(const struct api_ctx *api, struct http_request *req, write_
 
 /* ---- request parsing ------------------------------------------------------------------ */
 
+bool api_body_known(struct http_response *res, json_t *body, const char *const *known)
+{
+    const char *key;
+    json_t *v;
+
+    json_object_foreach(body, key, v) {
+        size_t k = 0;
+        while (known[k] && strcmp(known[k], key) != 0)
+            k++;
+        if (!known[k]) {
+            http_reply_error(res, 400, "unknown_field", "%.64s: unknown field", key);
+            return false;
+        }
+    }
+    return true;
+}
+
 json_t *api_body_object(struct http_request *req, struct http_response *res, bool allow_empty)
 {
     size_t len;

@@ -99,6 +99,8 @@ void api_reply_store_error(struct http_response *res, int err, const char *what)
 /* The body as a JSON object (the caller decrefs). An empty body is an empty
  * object when allow_empty. On failure answers 400 malformed_json and returns NULL. */
 json_t *api_body_object(struct http_request *req, struct http_response *res, bool allow_empty);
+/* Whether body holds only members named in known (NULL-terminated); else answers 400 unknown_field naming one. */
+bool api_body_known(struct http_response *res, json_t *body, const char *const *known);
 
 /* ---- JSON ------------------------------------------------------------------ */
 

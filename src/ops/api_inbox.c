@@ -178,20 +178,12 @@ void api_inbox_replay_range(struct http_request *req, struct http_response *res,
     struct api_ctx *api = api_begin(req, res, ctx);
     json_t *body = api_body_object(req, res, true), *v;
     struct replay_op *o = NULL;
-    const char *key;
     enum inbox_status st = INBOX_QUARANTINED;
 
     if (!body)
         return;
-    json_object_foreach(body, key, v) {
-        size_t k = 0;
-        while (known[k] && strcmp(known[k], key) != 0)
-            k++;
-        if (!known[k]) {
-            http_reply_error(res, 400, "unknown_field", "%.64s: unknown field", key);
-            goto out;
-        }
-    }
+    if (!api_body_known(res, body, known))
+        goto out;
     if (!(o = calloc(1, sizeof *o))) {
         http_reply_error(res, 503, "store_unavailable", "out of memory");
         goto out;

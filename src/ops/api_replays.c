@@ -224,24 +224,6 @@ static struct replay_run *run_new(const struct api_ctx *api, struct http_request
     return r;
 }
 
-/* The body must be an object of only these members; false after the 400. */
-static bool body_known(struct http_response *res, json_t *body, const char *const *known)
-{
-    const char *key;
-    json_t *v;
-
-    json_object_foreach(body, key, v) {
-        size_t k = 0;
-        while (known[k] && strcmp(known[k], key) != 0)
-            k++;
-        if (!known[k]) {
-            http_reply_error(res, 400, "unknown_field", "%.64s: unknown field", key);
-            return false;
-        }
-    }
-    return true;
-}
-
 /* An optional id member into out ("" when absent or null); false after the 400. */
 static bool body_id(struct http_response *res, json_t *body, const char *name, char out[HOOKD_ID_MAX])
 {
@@ -284,7 +266,7 @@ void api_deliveries_replay(struct http_request *req, struct http_response *res, 
     }
     if (!(body = api_body_object(req, res, true)))
         return;
-    if (!body_known(res, body, known)) {
+    if (!api_body_known(res, body, known)) {
         json_decref(body);
         return;
     }
@@ -342,7 +324,7 @@ void api_events_replay(struct http_request *req, struct http_response *res, void
     }
     if (!(body = api_body_object(req, res, true)))
         return;
-    if (!body_known(res, body, known) || !body_id(res, body, "endpoint_id", endpoint)) {
+    if (!api_body_known(res, body, known) || !body_id(res, body, "endpoint_id", endpoint)) {
         json_decref(body);
         return;
     }
@@ -444,7 +426,7 @@ void api_replays_create(struct http_request *req, struct http_response *res, voi
 
     if (!body)
         return;
-    if (!body_known(res, body, known) || !body_id(res, body, "endpoint_id", endpoint))
+    if (!api_body_known(res, body, known) || !body_id(res, body, "endpoint_id", endpoint))
         goto out;
     if ((v = json_object_get(body, "account")) && !json_is_null(v)) {
         account = json_string_value(v);

@@ -117,19 +117,12 @@ void api_tokens_create(struct http_request *req, struct http_response *res, void
     struct api_ctx *api = api_begin(req, res, ctx);
     json_t *body = api_body_object(req, res, false), *v;
     struct token_op *o = NULL;
-    const char *key, *text;
+    const char *text;
 
     if (!body)
         return;
-    json_object_foreach(body, key, v) {
-        size_t k = 0;
-        while (known[k] && strcmp(known[k], key) != 0)
-            k++;
-        if (!known[k]) {
-            http_reply_error(res, 400, "unknown_field", "%.64s: unknown field", key);
-            goto out;
-        }
-    }
+    if (!api_body_known(res, body, known))
+        goto out;
     if (!(o = calloc(1, sizeof *o))) {
         api_reply_store_error(res, HOOKD_ENOMEM, "token");
         goto out;
