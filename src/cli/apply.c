@@ -318,10 +318,23 @@ static enum outcome apply_endpoint(const struct client *c, const json_t *ep, jso
 
 /* ---- the command ------------------------------------------------------------------------------ */
 
+static void print_usage(FILE *f)
+{
+    fputs("usage: hookd apply [-c hookd.conf] [--json] FILE.json|-\n"
+          "  FILE: {\"machines\": [...], \"sources\": [...], \"endpoints\": [...]}; each item is created, updated\n"
+          "  or left unchanged (idempotent); prints one row per item and the counts by kind.\n"
+          "options:\n"
+          "  -c, --config FILE   hookd.conf to read admin_listen and admin_token from\n"
+          "  --json              the report as one line of JSON {\"items\", \"summary\"} instead of tables\n"
+          "  -h, --help          this text\n"
+          "environment: HOOKD_ADMIN_URL (e.g. http://127.0.0.1:8081), HOOKD_ADMIN_TOKEN;\n"
+          "NO_COLOR set: no colours (there are none when stdout is not a terminal)\n",
+          f);
+}
+
 static int usage(void)
 {
-    fprintf(stderr, "usage: hookd apply [-c hookd.conf] [--json] FILE.json   (FILE: {\"machines\": [...], "
-                    "\"sources\": [...], \"endpoints\": [...]})\n");
+    print_usage(stderr);
     return CLI_EXIT_USAGE;
 }
 
@@ -376,7 +389,7 @@ int cmd_apply(int argc, char **argv)
         if ((strcmp(argv[k], "-c") == 0 || strcmp(argv[k], "--config") == 0) && k + 1 < argc)
             config = argv[++k];
         else if (strcmp(argv[k], "-h") == 0 || strcmp(argv[k], "--help") == 0)
-            return usage(), CLI_EXIT_OK;
+            return print_usage(stdout), CLI_EXIT_OK;
         else if (strcmp(argv[k], "--json") == 0)
             o.json = true;
         else if (argv[k][0] == '-' && argv[k][1] != '\0')
@@ -392,7 +405,9 @@ int cmd_apply(int argc, char **argv)
     doc = strcmp(file, "-") == 0 ? json_loadf(stdin, JSON_REJECT_DUPLICATES, &jerr)
                                  : json_load_file(file, JSON_REJECT_DUPLICATES, &jerr);
     if (!json_is_object(doc)) {
-        fprintf(stderr, "hookd apply: %s: %s (line %d)\n", file, doc ? "must be a JSON object" : jerr.text,
+        char f[OUT_CELL_BYTES], t[OUT_CELL_BYTES];
+        /* The parser's words quote the file's bytes. */
+        fprintf(stderr, "hookd apply: %s: %s (line %d)\n", safe(file, f), safe(doc ? "must be a JSON object" : jerr.text, t),
                 doc ? 0 : jerr.line);
         json_decref(doc);
         return CLI_EXIT_USAGE;

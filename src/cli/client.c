@@ -228,7 +228,11 @@ int client_exchange(const struct client *c, const char *method, const char *path
         free(text);
     }
     if (rc != 0) {
-        fprintf(stderr, "hookd: cannot reach hookd admin API at %s: %s\n", c->base_url, err);
+        char url[OUT_CELL_BYTES], why[OUT_CELL_BYTES];
+        /* libcurl's words can quote what the peer sent. */
+        out_cell_text(c->base_url, strlen(c->base_url), 200, url, sizeof url);
+        out_cell_text(err, strlen(err), 300, why, sizeof why);
+        fprintf(stderr, "hookd: cannot reach hookd admin API at %s: %s\n", url, why);
         return CLI_EXIT_UNREACHABLE;
     }
     if ((*raw)[0])
@@ -255,8 +259,14 @@ int client_fetch(const struct client *c, const char *method, const char *path, c
         out_cell_text(code ? code : "error", strlen(code ? code : "error"), 64, safe_code, sizeof safe_code);
         fprintf(stderr, "hookd: %s (HTTP %ld %s)\n", safe, status, safe_code);
     } else {
+        char where[OUT_CELL_BYTES];
+        char *url = NULL;
         out_cell_text(*raw, strlen(*raw), 500, safe, sizeof safe);
-        fprintf(stderr, "hookd: HTTP %ld from %s%s: %s\n", status, c->base_url, path, safe);
+        if (asprintf(&url, "%s%s", c->base_url, path) < 0)
+            url = NULL;
+        out_cell_text(url ? url : path, strlen(url ? url : path), 300, where, sizeof where);
+        free(url);
+        fprintf(stderr, "hookd: HTTP %ld from %s: %s\n", status, where, safe);
     }
     free(*raw);
     json_decref(*json);
@@ -315,23 +325,6 @@ int cli_delete(const struct client *c, const struct cli_args *a, const char *pat
 /* ---- command-line plumbing --------------------------------------------------------------- */
 
 #define CLI_LONGOPTS_MAX 64
-
-static void print_usage(FILE *f, const char *family, const struct cli_subcommand *subs, size_t n_subs)
-{
-    fprintf(f, "usage: hookd %s <subcommand> [options]\n\nsubcommands:\n", family);
-    for (size_t i = 0; i < n_subs; i++)
-        fprintf(f, "  hookd %s %s\n", family, subs[i].synopsis);
-    fprintf(f, "\nevery subcommand also takes:\n"
-               "  -c, --config FILE   hookd.conf to read admin_listen and admin_token from\n"
-               "  --json              print the API's JSON answer unchanged instead of a table\n"
-               "  --utc               absolute UTC times in tables instead of \"2 m ago\"\n"
-               "  -h, --help          this text\n"
-               "list and get also take:\n"
-               "  --watch [INTERVAL]  refresh every INTERVAL (2s; 100ms to 1h) until Ctrl-C\n"
-               "  --count N           stop a watch after N snapshots\n"
-               "environment: HOOKD_ADMIN_URL (e.g. http://127.0.0.1:8081), HOOKD_ADMIN_TOKEN;\n"
-               "NO_COLOR set: no colours (there are none when stdout is not a terminal)\n");
-}
 
 static const char *option_name(const struct option *longopts, int code)
 {
@@ -468,6 +461,90 @@ static bool takes_option(const struct cli_subcommand *sub, int c)
     return (sub->options & CLI_OPT(c)) != 0;
 }
 
+/* ---- help ---------------------------------------------------------------------------------- */
+
+static bool watches(const struct cli_subcommand *sub) { return (sub->options & CLI_WATCH) == CLI_WATCH; }
+
+/* --name in text as a whole word ("--url" is not in "--url-list"). */
+static bool names_option(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+
+    for (const char *p = text; (p = strstr(p, "--")) != NULL; p += 2) {
+        if (strncmp(p + 2, name, n) == 0 && !isalnum((unsigned char)p[2 + n]) && p[2 + n] != '-')
+            return true;
+    }
+    return false;
+}
+
+/*
+ * The options subs take besides those their synopses show: -c, --json, --utc,
+ * -h, and --watch/--count for the reads that take them (design §12 "CLI
+ * output"); for one subcommand also any of its own options its synopsis leaves
+ * out, so that -h names everything the command accepts.
+ */
+static void print_options(FILE *f, const char *family, const struct cli_subcommand *subs, size_t n_subs,
+                          const struct option *longopts)
+{
+    size_t n_watch = 0, n_json_input = 0;
+
+    for (size_t i = 0; i < n_subs; i++) {
+        n_watch += watches(&subs[i]);
+        n_json_input += (subs[i].options & CLI_JSON_INPUT) != 0;
+    }
+    fputs(n_subs == 1 ? "\noptions:\n" : "\nevery subcommand also takes:\n", f);
+    if (n_subs == 1) {
+        for (size_t i = 0; longopts[i].name; i++) {
+            int c = longopts[i].val;
+            if (c > 0 && c < CLI_O_JSON_INPUT && takes_option(subs, c) && !names_option(subs->synopsis, longopts[i].name))
+                fprintf(f, "  --%s%s\n", longopts[i].name, longopts[i].has_arg == required_argument ? " VALUE" : "");
+        }
+    }
+    fputs("  -c, --config FILE   hookd.conf to read admin_listen and admin_token from\n", f);
+    if (!has_option(longopts, "json") && n_json_input < n_subs)
+        fprintf(f, "  --json              print the API's JSON answer unchanged instead of a table or record%s\n",
+                n_json_input > 0 ? "\n                      (where the synopsis shows --json VALUE, it is the input)" : "");
+    if (!has_option(longopts, "utc"))
+        fputs("  --utc               absolute UTC times instead of \"2 m ago\"\n", f);
+    if (n_watch == n_subs) {
+        fputs("  --watch [INTERVAL]  show it again every INTERVAL (2s; 100ms to 1h) until Ctrl-C\n"
+              "  --count N           stop a watch after N snapshots\n",
+              f);
+    }
+    fputs("  -h, --help          this text\n", f);
+    if (n_watch > 0 && n_watch < n_subs) {
+        fprintf(f, "hookd %s", family);
+        for (size_t i = 0, k = 0; i < n_subs; i++)
+            if (watches(&subs[i]))
+                fprintf(f, "%s%s", k++ ? ", " : " ", subs[i].name);
+        fputs(" also take:\n"
+              "  --watch [INTERVAL]  show it again every INTERVAL (2s; 100ms to 1h) until Ctrl-C\n"
+              "  --count N           stop a watch after N snapshots\n",
+              f);
+    }
+    fputs("environment: HOOKD_ADMIN_URL (e.g. http://127.0.0.1:8081), HOOKD_ADMIN_TOKEN;\n"
+          "NO_COLOR set: no colours (there are none when stdout is not a terminal)\n",
+          f);
+}
+
+static void print_usage(FILE *f, const char *family, const struct cli_subcommand *subs, size_t n_subs,
+                        const struct option *longopts)
+{
+    fprintf(f, "usage: hookd %s <subcommand> [options]\n\nsubcommands:\n", family);
+    for (size_t i = 0; i < n_subs; i++)
+        fprintf(f, "  hookd %s %s\n", family, subs[i].synopsis);
+    print_options(f, family, subs, n_subs, longopts);
+    fprintf(f, "`hookd %s SUBCOMMAND --help` describes one.\n", family);
+}
+
+/* `hookd FAMILY SUB -h`, `hookd FAMILY -h` for a family of one command. */
+static void print_subcommand_usage(FILE *f, const char *family, const struct cli_subcommand *sub,
+                                   const struct option *longopts)
+{
+    fprintf(f, "usage: hookd %s %s\n", family, sub->synopsis);
+    print_options(f, family, sub, 1, longopts);
+}
+
 static const char *common_option_name(int code)
 {
     switch (code) {
@@ -502,7 +579,7 @@ static int parse_and_run(const char *family, const struct cli_subcommand *sub, c
         if (c == 'c') {
             a.config = optarg;
         } else if (c == 'h') {
-            printf("usage: hookd %s %s\n", family, sub->synopsis);
+            print_subcommand_usage(stdout, family, sub, longopts);
             return CLI_EXIT_OK;
         } else if (c > 0 && c < CLI_MAX_OPTIONS && takes_option(sub, c)) {
             a.opt[c] = optarg ? optarg : "";
@@ -568,11 +645,11 @@ int cli_dispatch(const char *family, const struct cli_subcommand *subs, size_t n
     const struct cli_subcommand *sub = NULL;
 
     if (argc < 2) {
-        print_usage(stderr, family, subs, n_subs);
+        print_usage(stderr, family, subs, n_subs, longopts);
         return CLI_EXIT_USAGE;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
-        print_usage(stdout, family, subs, n_subs);
+        print_usage(stdout, family, subs, n_subs, longopts);
         return CLI_EXIT_OK;
     }
     for (size_t i = 0; i < n_subs && !sub; i++) {
@@ -581,7 +658,7 @@ int cli_dispatch(const char *family, const struct cli_subcommand *subs, size_t n
     }
     if (!sub) {
         fprintf(stderr, "hookd %s: unknown subcommand '%s'\n", family, argv[1]);
-        print_usage(stderr, family, subs, n_subs);
+        print_usage(stderr, family, subs, n_subs, longopts);
         return CLI_EXIT_USAGE;
     }
     return run_subcommand(family, sub, longopts, argc - 1, argv + 1);

@@ -87,9 +87,14 @@ static json_t *event_data(const struct cli_args *a)
         data = json_load_file(a->opt[O_DATA_FILE], JSON_DECODE_ANY, &jerr);
     else
         return json_object();
-    if (!data)
-        fprintf(stderr, "hookd events publish: %s is not valid JSON: %s (line %d)\n",
-                a->opt[O_DATA] ? "--data" : a->opt[O_DATA_FILE], jerr.text, jerr.line);
+    if (!data) {
+        char where[OUT_CELL_BYTES], why[OUT_CELL_BYTES];
+        const char *what = a->opt[O_DATA] ? "--data" : a->opt[O_DATA_FILE];
+        /* The parser's words quote the data's bytes. */
+        out_cell_text(what, strlen(what), 200, where, sizeof where);
+        out_cell_text(jerr.text, strlen(jerr.text), 200, why, sizeof why);
+        fprintf(stderr, "hookd events publish: %s is not valid JSON: %s (line %d)\n", where, why, jerr.line);
+    }
     return data;
 }
 

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cli/output.h"
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/duration.h"
@@ -486,22 +487,27 @@ static void delay_answer(struct listener *l, int64_t ms)
     }
 }
 
-/* The body as JSON when it parses, else as a JSON string (invalid UTF-8 replaced). */
-static json_t *body_json(const char *body, size_t len)
+/* Text from the request as a JSON string, invalid UTF-8 replaced (jansson refuses it as it is). */
+static json_t *text_json(const char *text, size_t len)
 {
-    json_t *v = json_loadb(body, len, JSON_DECODE_ANY, NULL);
+    json_t *v = json_stringn(text, len);
     struct buf b;
 
     if (v != NULL)
         return v;
-    v = json_stringn(body, len);
-    if (v != NULL)
-        return v;
     buf_init(&b, len * 6 + 16);
-    if (buf_json_string(&b, body) == 0)
+    if (buf_json_string(&b, text) == 0)
         v = json_loadb(b.data, b.len, JSON_DECODE_ANY, NULL);
     buf_free(&b);
     return v;
+}
+
+/* The body as JSON when it parses, else as a JSON string. */
+static json_t *body_json(const char *body, size_t len)
+{
+    json_t *v = json_loadb(body, len, JSON_DECODE_ANY, NULL);
+
+    return v != NULL ? v : text_json(body, len);
 }
 
 struct record {
@@ -521,34 +527,55 @@ static void print_json(const struct record *r)
     char *line;
 
     rfc3339_format(r->received_at, at);
-    o = json_pack("{s:I,s:s,s:s,s:s?,s:s?,s:o,s:i,s:s,s:o?}", "n", (json_int_t)r->n, "method", r->method, "path",
-                  r->path, "webhook_id", r->id, "webhook_timestamp", r->ts, "verified",
+    /* The path is percent-decoded and header values are any bytes: either may be invalid UTF-8. */
+    o = json_pack("{s:I,s:s,s:o?,s:o?,s:o?,s:o,s:i,s:s,s:o?}", "n", (json_int_t)r->n, "method", r->method, "path",
+                  text_json(r->path, strlen(r->path)), "webhook_id", r->id ? text_json(r->id, strlen(r->id)) : NULL,
+                  "webhook_timestamp", r->ts ? text_json(r->ts, strlen(r->ts)) : NULL, "verified",
                   r->verdict == VERDICT_NONE ? json_null() : json_boolean(r->verdict == VERDICT_OK), "status",
                   r->status, "received_at", at, "body", body_json(r->body, r->body_len));
-    line = o != NULL ? json_dumps(o, JSON_COMPACT) : NULL;
+    /* ASCII only: C1 controls and bidi characters in the request reach the terminal as JSON escapes. */
+    line = o != NULL ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
     json_decref(o);
     if (line == NULL) {
         fprintf(stderr, "hookd listen: cannot encode record %" PRIu64 "\n", r->n);
         return;
     }
-    fputs(line, stdout);
+    /* DEL is the one terminal-hostile byte JSON leaves raw; it only occurs inside strings. */
+    for (const char *p = line; *p; p++) {
+        if (*p == 0x7f)
+            fputs("\\u007f", stdout);
+        else
+            fputc(*p, stdout);
+    }
     fputc('\n', stdout);
     fflush(stdout);
     free(line);
 }
 
+/* Text from the request (its path is percent-decoded, its header values are any bytes) shown escaped. */
+static void put_text(const char *text, size_t n, bool lines) { out_write_text(stdout, text, n, lines); }
+
 static void print_human(const struct record *r)
 {
     json_t *v = json_loadb(r->body, r->body_len, JSON_DECODE_ANY, NULL);
     char *pretty = v != NULL ? json_dumps(v, JSON_INDENT(2) | JSON_ENCODE_ANY) : NULL;
+    const char *id = r->id != NULL ? r->id : "-";
 
     json_decref(v);
-    printf("[%" PRIu64 "] %s %s webhook-id=%s %s → %d\n", r->n, r->method, r->path, r->id != NULL ? r->id : "-",
-           verdict_words[r->verdict], r->status);
-    if (pretty != NULL)
-        printf("%s\n", pretty);
-    else if (r->body_len > 0)
-        printf("%.*s\n", (int)r->body_len, r->body);
+    printf("[%" PRIu64 "] ", r->n);
+    put_text(r->method, strlen(r->method), false);
+    fputc(' ', stdout);
+    put_text(r->path, strlen(r->path), false);
+    fputs(" webhook-id=", stdout);
+    put_text(id, strlen(id), false);
+    printf(" %s → %d\n", verdict_words[r->verdict], r->status);
+    if (pretty != NULL) {
+        put_text(pretty, strlen(pretty), true);
+        fputc('\n', stdout);
+    } else if (r->body_len > 0) {
+        put_text(r->body, r->body_len, true);
+        fputc('\n', stdout);
+    }
     fflush(stdout);
     free(pretty);
 }
@@ -669,7 +696,9 @@ int cmd_listen(int argc, char **argv)
         if (rc == 1) {
             usage(stdout);
         } else {
-            fprintf(stderr, "hookd listen: %s\n", err);
+            fputs("hookd listen: ", stderr);
+            out_write_text(stderr, err, strlen(err), false);
+            fputc('\n', stderr);
             usage(stderr);
             status = 2;
         }

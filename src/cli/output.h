@@ -4,6 +4,7 @@
  *
  *   out_cell_text      one value as safe, cut terminal text: control bytes and escape
  *                      sequences shown escaped, cut at a display width with "…"
+ *   out_write_text     outside text of any length (a response body) written escaped the same way, uncut
  *   out_text_width     display columns of text out_cell_text made (wide characters count 2)
  *   out_relative_time  "2 m ago", "in 47 s", "just now" between two instants
  *   out_colour_wanted  colours only on a terminal and without NO_COLOR
@@ -85,6 +86,9 @@ struct out_record_spec {
  * "…". Returns the display width written.
  */
 size_t out_cell_text(const char *text, size_t n, size_t max, char *out, size_t cap);
+/* Writes text[0..n) to f escaped as out_cell_text does, without a cut; with lines, LF and TAB (and
+ * CRLF, as LF) stay themselves so that a multi-line body still reads as lines. */
+void out_write_text(FILE *f, const char *text, size_t n, bool lines);
 /* Display columns of UTF-8 text: East Asian wide characters and emoji count 2, combining marks 0. */
 size_t out_text_width(const char *text);
 /* then relative to now: "just now" (under 1 s), "47 s ago", "in 2 m", "3 h ago", "5 d ago"; units are floored. */

@@ -165,6 +165,27 @@ size_t out_cell_text(const char *text, size_t n, size_t max, char *out, size_t c
     return width;
 }
 
+void out_write_text(FILE *f, const char *text, size_t n, bool lines)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    char piece[12];
+    size_t plen, w;
+
+    for (size_t i = 0; i < n;) {
+        if (lines && (s[i] == '\n' || s[i] == '\t')) {
+            fputc(s[i++], f);
+            continue;
+        }
+        if (lines && s[i] == '\r' && i + 1 < n && s[i + 1] == '\n') {
+            fputc('\n', f); /* a CRLF line end is a line end */
+            i += 2;
+            continue;
+        }
+        i += next_piece(s + i, n - i, piece, &plen, &w);
+        fwrite(piece, 1, plen, f);
+    }
+}
+
 size_t out_text_width(const char *text)
 {
     const unsigned char *s = (const unsigned char *)text;

@@ -12,10 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
 #include "cli/cli.h"
+#include "cli/output.h"
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/field_spec.h"
@@ -276,6 +278,14 @@ out:
 
 /* ---- the command ---------------------------------------------------------------------------- */
 
+/* An error line on stderr: it can carry the URL and libcurl's words about the peer, so it is escaped. */
+static void say_error(const char *err)
+{
+    fputs("hookd send: ", stderr);
+    out_write_text(stderr, err, strlen(err), false);
+    fputc('\n', stderr);
+}
+
 int cmd_send(int argc, char **argv)
 {
     struct send_args a = {0};
@@ -423,12 +433,16 @@ int cmd_send(int argc, char **argv)
 
     exit_code = 1;
     if (post(url, h, &body, &status, &response, err, sizeof err) != 0) {
-        fprintf(stderr, "hookd send: %s\n", err);
+        say_error(err);
         goto out;
     }
     printf("%ld\n", status);
     if (response.len > 0) {
-        fwrite(response.data, 1, response.len, stdout);
+        /* The endpoint's bytes: escaped on a terminal (design §12), as sent into a pipe or a file. */
+        if (isatty(STDOUT_FILENO))
+            out_write_text(stdout, response.data, response.len, true);
+        else
+            fwrite(response.data, 1, response.len, stdout);
         if (response.data[response.len - 1] != '\n')
             putchar('\n');
     }
@@ -436,7 +450,7 @@ int cmd_send(int argc, char **argv)
     goto out;
 
 usage_error:
-    fprintf(stderr, "hookd send: %s\n", err);
+    say_error(err);
     if (a.source == NULL || scheme == NULL)
         usage(stderr);
 out:

@@ -125,6 +125,14 @@ void api_reader_put(const struct api_ctx *api, struct store *s, int last_err)
         store_pool_put(api->readers, s, last_err == HOOKD_EIO || last_err == HOOKD_EUNAVAIL);
 }
 
+bool api_reader_done(const struct api_ctx *api, struct store *s, int rc, struct http_response *res, const char *what)
+{
+    api_reader_put(api, s, rc);
+    if (rc != 0)
+        api_reply_store_error(res, rc, what);
+    return rc == 0;
+}
+
 /* One suspended write: the op and how to answer it. */
 struct api_async {
     struct http_request *req;
@@ -172,6 +180,23 @@ void api_write_async(const struct api_ctx *api, struct http_request *req, write_
 }
 
 /* ---- request parsing ------------------------------------------------------------------ */
+
+bool api_body_known(struct http_response *res, json_t *body, const char *const *known)
+{
+    const char *key;
+    json_t *v;
+
+    json_object_foreach(body, key, v) {
+        size_t k = 0;
+        while (known[k] && strcmp(known[k], key) != 0)
+            k++;
+        if (!known[k]) {
+            http_reply_error(res, 400, "unknown_field", "%.64s: unknown field", key);
+            return false;
+        }
+    }
+    return true;
+}
 
 json_t *api_body_object(struct http_request *req, struct http_response *res, bool allow_empty)
 {
@@ -277,6 +302,15 @@ static json_t *object_of(const char *key, ...)
 json_t *api_list_json(json_t *data, const char *next_cursor)
 {
     return object_of("data", data, "next_cursor", api_json_str(next_cursor), NULL);
+}
+
+void api_reply_page(struct http_response *res, const char *list, json_t *data, size_t n, int limit,
+                    const char *last_key)
+{
+    char next[CURSOR_TEXT_MAX];
+    bool full = n > 0 && limit > 0 && n == (size_t)limit;
+
+    http_reply_json(res, 200, api_list_json(data, query_cursor_make(list, full ? last_key : NULL, next)));
 }
 
 json_t *api_event_json(const struct event *ev)

@@ -70,6 +70,9 @@ bool api_token_equal(const char *expected, const char *given);
 struct store *api_reader_get(const struct api_ctx *api, struct http_response *res);
 /* Returns it; last_err is the last store result (I/O errors close the connection). */
 void api_reader_put(const struct api_ctx *api, struct store *s, int last_err);
+/* Returns the reader after a read that gave rc: true when rc is 0, else answers the store error
+ * naming what (api_reply_store_error) and returns false. */
+bool api_reader_done(const struct api_ctx *api, struct store *s, int rc, struct http_response *res, const char *what);
 
 /*
  * Fills res from a write op's result. Runs on the writer thread after the
@@ -96,6 +99,8 @@ void api_reply_store_error(struct http_response *res, int err, const char *what)
 /* The body as a JSON object (the caller decrefs). An empty body is an empty
  * object when allow_empty. On failure answers 400 malformed_json and returns NULL. */
 json_t *api_body_object(struct http_request *req, struct http_response *res, bool allow_empty);
+/* Whether body holds only members named in known (NULL-terminated); else answers 400 unknown_field naming one. */
+bool api_body_known(struct http_response *res, json_t *body, const char *const *known);
 
 /* ---- JSON ------------------------------------------------------------------ */
 
@@ -106,6 +111,10 @@ json_t *api_json_text(const char *s);
 json_t *api_json_duration(int64_t ms);  /* "10s", or null for 0 (the global default) */
 /* {"data": data, "next_cursor": cursor|null}; steals data. */
 json_t *api_list_json(json_t *data, const char *next_cursor);
+/* Replies 200 with a page of list (a LIST_* name): data (stolen) and, when the page is full (n items of
+ * limit), the cursor after last_key, the key of its last item; else next_cursor null. */
+void api_reply_page(struct http_response *res, const char *list, json_t *data, size_t n, int limit,
+                    const char *last_key);
 
 json_t *api_event_json(const struct event *ev);
 json_t *api_delivery_json(const struct delivery *d);

@@ -20,31 +20,18 @@ void api_deliveries_list(struct http_request *req, struct http_response *res, vo
     struct delivery_filter f = {.status = -1};
     struct delivery_list list = {0};
     struct query_scratch scratch;
-    char next[CURSOR_TEXT_MAX];
     struct store *s;
     json_t *data;
-    int rc;
 
     if (!d || !api_query_parse(req, res, delivery_list_query, delivery_list_query_count, &f, &scratch) ||
         !api_scope_account(req, res, &f.account))
         return;
-    if (!(s = api_reader_get(d, res)))
+    if (!(s = api_reader_get(d, res)) || !api_reader_done(d, s, store_delivery_list(s, &f, &list), res, "deliveries"))
         return;
-    rc = store_delivery_list(s, &f, &list);
-    api_reader_put(d, s, rc);
-    if (rc != 0) {
-        api_reply_store_error(res, rc, "deliveries");
-        return;
-    }
     data = json_array();
     for (size_t i = 0; data && i < list.n; i++)
         json_array_append_new(data, api_delivery_json(&list.items[i]));
-    http_reply_json(res, 200,
-                    api_list_json(data, query_cursor_make(LIST_DELIVERIES,
-                                                          list.n > 0 && list.n == (size_t)f.limit
-                                                              ? list.items[list.n - 1].id
-                                                              : NULL,
-                                                          next)));
+    api_reply_page(res, LIST_DELIVERIES, data, list.n, f.limit, list.n > 0 ? list.items[list.n - 1].id : NULL);
     delivery_list_free(&list);
 }
 

@@ -240,7 +240,6 @@ void api_endpoints_list(struct http_request *req, struct http_response *res, voi
     struct endpoint_list list = {0};
     struct endpoint_state *states = NULL;
     struct query_scratch scratch;
-    char next[CURSOR_TEXT_MAX];
     struct store *s;
     json_t *data;
     int rc;
@@ -267,12 +266,7 @@ void api_endpoints_list(struct http_request *req, struct http_response *res, voi
     for (size_t i = 0; data && i < list.n; i++)
         json_array_append_new(data, api_endpoint_with_breaker(api_endpoint_json(&list.items[i], false, 0), &states[i]));
     free(states);
-    http_reply_json(res, 200,
-                    api_list_json(data, query_cursor_make(LIST_ENDPOINTS,
-                                                          list.n == (size_t)f.limit && list.n > 0
-                                                              ? list.items[list.n - 1].id
-                                                              : NULL,
-                                                          next)));
+    api_reply_page(res, LIST_ENDPOINTS, data, list.n, f.limit, list.n > 0 ? list.items[list.n - 1].id : NULL);
     endpoint_list_free(&list);
 }
 

@@ -233,30 +233,21 @@ void api_events_list(struct http_request *req, struct http_response *res, void *
     struct event_filter f = {0};
     struct event_list list = {0};
     struct query_scratch scratch;
-    char seq[24], next[CURSOR_TEXT_MAX];
+    char seq[24];
     struct store *s;
     json_t *data;
-    int rc;
 
     if (!d || !api_query_parse(req, res, event_list_query, event_list_query_count, &f, &scratch) ||
         !api_scope_account(req, res, &f.account))
         return;
-    if (!(s = api_reader_get(d, res)))
+    if (!(s = api_reader_get(d, res)) || !api_reader_done(d, s, store_event_list(s, &f, &list), res, "events"))
         return;
-    rc = store_event_list(s, &f, &list);
-    api_reader_put(d, s, rc);
-    if (rc != 0) {
-        api_reply_store_error(res, rc, "events");
-        return;
-    }
     data = json_array();
     for (size_t i = 0; data && i < list.n; i++)
         json_array_append_new(data, api_event_json(&list.items[i]));
-    if (list.n > 0 && list.n == (size_t)f.limit)
+    if (list.n > 0)
         snprintf(seq, sizeof seq, "%" PRId64, list.items[list.n - 1].seq);
-    http_reply_json(res, 200,
-                    api_list_json(data, query_cursor_make(LIST_EVENTS,
-                                                          list.n > 0 && list.n == (size_t)f.limit ? seq : NULL, next)));
+    api_reply_page(res, LIST_EVENTS, data, list.n, f.limit, list.n > 0 ? seq : NULL);
     event_list_free(&list);
 }
 

@@ -47,30 +47,17 @@ void api_inbox_list(struct http_request *req, struct http_response *res, void *c
     struct inbox_filter f = {.status = -1};
     struct inbox_list list = {0};
     struct query_scratch scratch;
-    char next[CURSOR_TEXT_MAX];
     struct store *s;
     json_t *data;
-    int rc;
 
     if (!api_query_parse(req, res, inbox_list_query, inbox_list_query_count, &f, &scratch))
         return;
-    if (!(s = api_reader_get(api, res)))
+    if (!(s = api_reader_get(api, res)) || !api_reader_done(api, s, store_inbox_list(s, &f, &list), res, "inbox"))
         return;
-    rc = store_inbox_list(s, &f, &list);
-    api_reader_put(api, s, rc);
-    if (rc != 0) {
-        api_reply_store_error(res, rc, "inbox");
-        return;
-    }
     data = json_array();
     for (size_t i = 0; data && i < list.n; i++)
         json_array_append_new(data, inbox_item_json(&list.items[i], false));
-    http_reply_json(res, 200,
-                    api_list_json(data, query_cursor_make(LIST_INBOX,
-                                                          list.n == (size_t)f.limit && list.n > 0
-                                                              ? list.items[list.n - 1].id
-                                                              : NULL,
-                                                          next)));
+    api_reply_page(res, LIST_INBOX, data, list.n, f.limit, list.n > 0 ? list.items[list.n - 1].id : NULL);
     inbox_list_free(&list);
 }
 
@@ -80,20 +67,13 @@ void api_inbox_get(struct http_request *req, struct http_response *res, void *ct
     const char *id = http_param(req, "id");
     struct inbox_item it;
     struct store *s;
-    int rc;
 
     if (!id || !id_is_valid(id)) {
         http_reply_error(res, 404, "not_found", "inbox item not found");
         return;
     }
-    if (!(s = api_reader_get(api, res)))
+    if (!(s = api_reader_get(api, res)) || !api_reader_done(api, s, store_inbox_get(s, id, &it), res, "inbox item"))
         return;
-    rc = store_inbox_get(s, id, &it);
-    api_reader_put(api, s, rc);
-    if (rc != 0) {
-        api_reply_store_error(res, rc, "inbox item");
-        return;
-    }
     http_reply_json(res, 200, inbox_item_json(&it, true));
     inbox_item_free(&it);
 }
@@ -198,20 +178,12 @@ void api_inbox_replay_range(struct http_request *req, struct http_response *res,
     struct api_ctx *api = api_begin(req, res, ctx);
     json_t *body = api_body_object(req, res, true), *v;
     struct replay_op *o = NULL;
-    const char *key;
     enum inbox_status st = INBOX_QUARANTINED;
 
     if (!body)
         return;
-    json_object_foreach(body, key, v) {
-        size_t k = 0;
-        while (known[k] && strcmp(known[k], key) != 0)
-            k++;
-        if (!known[k]) {
-            http_reply_error(res, 400, "unknown_field", "%.64s: unknown field", key);
-            goto out;
-        }
-    }
+    if (!api_body_known(res, body, known))
+        goto out;
     if (!(o = calloc(1, sizeof *o))) {
         http_reply_error(res, 503, "store_unavailable", "out of memory");
         goto out;

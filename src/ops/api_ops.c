@@ -67,30 +67,17 @@ void api_alerts_list(struct http_request *req, struct http_response *res, void *
     struct alert_filter f = {.status = -1};
     struct alert_list list = {0};
     struct query_scratch scratch;
-    char next[CURSOR_TEXT_MAX];
     struct store *s;
     json_t *data;
-    int rc;
 
     if (!api_query_parse(req, res, alert_list_query, alert_list_query_count, &f, &scratch))
         return;
-    if (!(s = api_reader_get(api, res)))
+    if (!(s = api_reader_get(api, res)) || !api_reader_done(api, s, store_alert_list(s, &f, &list), res, "alerts"))
         return;
-    rc = store_alert_list(s, &f, &list);
-    api_reader_put(api, s, rc);
-    if (rc != 0) {
-        api_reply_store_error(res, rc, "alerts");
-        return;
-    }
     data = json_array();
     for (size_t i = 0; data && i < list.n; i++)
         json_array_append_new(data, alert_json(&list.items[i]));
-    http_reply_json(res, 200,
-                    api_list_json(data, query_cursor_make(LIST_ALERTS,
-                                                          list.n == (size_t)f.limit && list.n > 0
-                                                              ? list.items[list.n - 1].id
-                                                              : NULL,
-                                                          next)));
+    api_reply_page(res, LIST_ALERTS, data, list.n, f.limit, list.n > 0 ? list.items[list.n - 1].id : NULL);
     alert_list_free(&list);
 }
 
@@ -100,20 +87,13 @@ void api_alerts_get(struct http_request *req, struct http_response *res, void *c
     const char *id = http_param(req, "id");
     struct alert a;
     struct store *s;
-    int rc;
 
     if (!id || !id_is_valid(id)) {
         http_reply_error(res, 404, "not_found", "alert not found");
         return;
     }
-    if (!(s = api_reader_get(api, res)))
+    if (!(s = api_reader_get(api, res)) || !api_reader_done(api, s, store_alert_get(s, id, &a), res, "alert"))
         return;
-    rc = store_alert_get(s, id, &a);
-    api_reader_put(api, s, rc);
-    if (rc != 0) {
-        api_reply_store_error(res, rc, "alert");
-        return;
-    }
     http_reply_json(res, 200, alert_json(&a));
     alert_free(&a);
 }

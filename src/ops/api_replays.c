@@ -224,24 +224,6 @@ static struct replay_run *run_new(const struct api_ctx *api, struct http_request
     return r;
 }
 
-/* The body must be an object of only these members; false after the 400. */
-static bool body_known(struct http_response *res, json_t *body, const char *const *known)
-{
-    const char *key;
-    json_t *v;
-
-    json_object_foreach(body, key, v) {
-        size_t k = 0;
-        while (known[k] && strcmp(known[k], key) != 0)
-            k++;
-        if (!known[k]) {
-            http_reply_error(res, 400, "unknown_field", "%.64s: unknown field", key);
-            return false;
-        }
-    }
-    return true;
-}
-
 /* An optional id member into out ("" when absent or null); false after the 400. */
 static bool body_id(struct http_response *res, json_t *body, const char *name, char out[HOOKD_ID_MAX])
 {
@@ -284,7 +266,7 @@ void api_deliveries_replay(struct http_request *req, struct http_response *res, 
     }
     if (!(body = api_body_object(req, res, true)))
         return;
-    if (!body_known(res, body, known)) {
+    if (!api_body_known(res, body, known)) {
         json_decref(body);
         return;
     }
@@ -342,7 +324,7 @@ void api_events_replay(struct http_request *req, struct http_response *res, void
     }
     if (!(body = api_body_object(req, res, true)))
         return;
-    if (!body_known(res, body, known) || !body_id(res, body, "endpoint_id", endpoint)) {
+    if (!api_body_known(res, body, known) || !body_id(res, body, "endpoint_id", endpoint)) {
         json_decref(body);
         return;
     }
@@ -444,7 +426,7 @@ void api_replays_create(struct http_request *req, struct http_response *res, voi
 
     if (!body)
         return;
-    if (!body_known(res, body, known) || !body_id(res, body, "endpoint_id", endpoint))
+    if (!api_body_known(res, body, known) || !body_id(res, body, "endpoint_id", endpoint))
         goto out;
     if ((v = json_object_get(body, "account")) && !json_is_null(v)) {
         account = json_string_value(v);
@@ -538,31 +520,18 @@ void api_replays_list(struct http_request *req, struct http_response *res, void 
     struct replay_filter f = {0};
     struct replay_list list = {0};
     struct query_scratch scratch;
-    char next[CURSOR_TEXT_MAX];
     struct store *s;
     json_t *data;
-    int rc;
 
     if (!api_query_parse(req, res, replay_list_query, replay_list_query_count, &f, &scratch) ||
         !api_scope_account(req, res, &f.account))
         return;
-    if (!(s = api_reader_get(d, res)))
+    if (!(s = api_reader_get(d, res)) || !api_reader_done(d, s, store_replay_list(s, &f, &list), res, "replays"))
         return;
-    rc = store_replay_list(s, &f, &list);
-    api_reader_put(d, s, rc);
-    if (rc != 0) {
-        api_reply_store_error(res, rc, "replays");
-        return;
-    }
     data = json_array();
     for (size_t i = 0; data && i < list.n; i++)
         json_array_append_new(data, replay_json(&list.items[i]));
-    http_reply_json(res, 200,
-                    api_list_json(data, query_cursor_make(LIST_REPLAYS,
-                                                          list.n > 0 && list.n == (size_t)f.limit
-                                                              ? list.items[list.n - 1].id
-                                                              : NULL,
-                                                          next)));
+    api_reply_page(res, LIST_REPLAYS, data, list.n, f.limit, list.n > 0 ? list.items[list.n - 1].id : NULL);
     replay_list_free(&list);
 }
 

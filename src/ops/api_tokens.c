@@ -123,19 +123,12 @@ void api_tokens_create(struct http_request *req, struct http_response *res, void
     struct api_ctx *api = api_begin(req, res, ctx);
     json_t *body = api_body_object(req, res, false), *v;
     struct token_op *o = NULL;
-    const char *key, *text;
+    const char *text;
 
     if (!body)
         return;
-    json_object_foreach(body, key, v) {
-        size_t k = 0;
-        while (known[k] && strcmp(known[k], key) != 0)
-            k++;
-        if (!known[k]) {
-            http_reply_error(res, 400, "unknown_field", "%.64s: unknown field", key);
-            goto out;
-        }
-    }
+    if (!api_body_known(res, body, known))
+        goto out;
     if (!(o = calloc(1, sizeof *o))) {
         api_reply_store_error(res, HOOKD_ENOMEM, "token");
         goto out;
@@ -197,31 +190,18 @@ void api_tokens_list(struct http_request *req, struct http_response *res, void *
     struct token_filter f = {0};
     struct token_list list = {0};
     struct query_scratch scratch;
-    char next[CURSOR_TEXT_MAX];
     int64_t now = clock_now_ms();
     struct store *s;
     json_t *data;
-    int rc;
 
     if (!api_query_parse(req, res, token_list_query, token_list_query_count, &f, &scratch))
         return;
-    if (!(s = api_reader_get(d, res)))
+    if (!(s = api_reader_get(d, res)) || !api_reader_done(d, s, store_token_list(s, &f, &list), res, "tokens"))
         return;
-    rc = store_token_list(s, &f, &list);
-    api_reader_put(d, s, rc);
-    if (rc != 0) {
-        api_reply_store_error(res, rc, "tokens");
-        return;
-    }
     data = json_array();
     for (size_t i = 0; data && i < list.n; i++)
         json_array_append_new(data, token_json(&list.items[i], now));
-    http_reply_json(res, 200,
-                    api_list_json(data, query_cursor_make(LIST_TOKENS,
-                                                          list.n > 0 && list.n == (size_t)f.limit
-                                                              ? list.items[list.n - 1].id
-                                                              : NULL,
-                                                          next)));
+    api_reply_page(res, LIST_TOKENS, data, list.n, f.limit, list.n > 0 ? list.items[list.n - 1].id : NULL);
     token_list_free(&list);
 }
 

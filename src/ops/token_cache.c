@@ -1,14 +1,13 @@
 /*
  * The live account tokens in memory: a set sorted by the SHA-256 of each
- * secret, replaced whole when the store's token version moves, and changed
- * in place by this process's own creates and revocations.
+ * secret, a generation of a version-validated cache (store/versioned_cache.h)
+ * replaced whole when the store's token version moves, and changed in place
+ * by this process's own creates and revocations.
  */
 #include "ops/token_cache.h"
 
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +16,7 @@
 #include "core/clock.h"
 #include "core/ids.h"
 #include "core/mac.h"
-#include "log.h"
-#include "store/pool.h"
+#include "store/versioned_cache.h"
 
 struct token_entry {
     unsigned char hash[SHA256_DIGEST_LENGTH];
@@ -28,17 +26,34 @@ struct token_entry {
     int64_t expires_at;
 };
 
-struct token_cache {
-    struct store_pool *readers;
-    pthread_mutex_t mu;         /* guards entries, n, cap, version, checked_at, loaded */
-    pthread_mutex_t refresh_mu; /* one reload at a time */
-    struct token_entry *entries; /* sorted by hash */
+/* One generation: the live tokens, sorted by hash; this process's own changes edit it in place. */
+struct token_set {
+    struct token_entry *entries;
     size_t n, cap;
-    bool loaded;
-    int64_t version;
-    int64_t checked_at; /* monotonic ms of the last version check */
-    atomic_bool stale;
-    struct log_limiter lim;
+};
+
+struct token_cache {
+    struct versioned_cache vc; /* of struct token_set */
+};
+
+static void token_set_drop(void *gen)
+{
+    struct token_set *set = gen;
+
+    if (set->entries)
+        explicit_bzero(set->entries, set->cap * sizeof *set->entries);
+    free(set->entries);
+    free(set);
+}
+
+static int token_set_load(struct store *s, void **gen);
+
+static const struct versioned_cache_ops token_cache_ops = {
+    .part = "api",
+    .what = "account tokens",
+    .version = store_token_version,
+    .load = token_set_load,
+    .drop = token_set_drop,
 };
 
 int token_cache_create(struct store_pool *readers, struct token_cache **out)
@@ -48,11 +63,7 @@ int token_cache_create(struct store_pool *readers, struct token_cache **out)
     *out = NULL;
     if (!c)
         return HOOKD_ENOMEM;
-    c->readers = readers;
-    pthread_mutex_init(&c->mu, NULL);
-    pthread_mutex_init(&c->refresh_mu, NULL);
-    c->lim.interval_ms = 10000;
-    atomic_store(&c->stale, true);
+    versioned_cache_init(&c->vc, readers, &token_cache_ops, TOKEN_CACHE_CHECK_MS);
     *out = c;
     return 0;
 }
@@ -61,11 +72,7 @@ void token_cache_destroy(struct token_cache *c)
 {
     if (!c)
         return;
-    if (c->entries)
-        explicit_bzero(c->entries, c->cap * sizeof *c->entries);
-    free(c->entries);
-    pthread_mutex_destroy(&c->mu);
-    pthread_mutex_destroy(&c->refresh_mu);
+    versioned_cache_fini(&c->vc);
     free(c);
 }
 
@@ -119,95 +126,56 @@ static bool entry_from(struct token_entry *e, const struct api_token *t)
     return true;
 }
 
-/* Checks the version and reloads when it moved (or the set is stale or missing). Holds refresh_mu. */
-static int refresh(struct token_cache *c)
+/* A generation from the store: the tokens neither revoked nor expired now. */
+static int token_set_load(struct store *s, void **gen)
 {
     struct token_list rows = {0};
-    struct token_entry *fresh = NULL, *old = NULL;
-    struct store *s = NULL;
-    int64_t version = 0;
-    size_t n = 0, old_cap = 0, rows_n;
-    bool stale = atomic_exchange(&c->stale, false), loaded, load;
-    int rc = store_pool_get(c->readers, &s);
+    struct token_set *set = calloc(1, sizeof *set);
+    int rc = set ? store_token_list_active(s, clock_now_ms(), &rows) : HOOKD_ENOMEM;
 
-    if (rc == 0)
-        rc = store_token_version(s, &version);
-    pthread_mutex_lock(&c->mu);
-    loaded = c->loaded;
-    load = stale || !loaded || version != c->version;
-    pthread_mutex_unlock(&c->mu);
-    if (rc == 0 && load)
-        rc = store_token_list_active(s, clock_now_ms(), &rows);
-    if (s)
-        store_pool_put(c->readers, s, rc == HOOKD_EIO || rc == HOOKD_EUNAVAIL);
-    if (rc == 0 && load && rows.n > 0 && !(fresh = calloc(rows.n, sizeof *fresh)))
-        rc = HOOKD_ENOMEM;
-    for (size_t i = 0; rc == 0 && load && i < rows.n; i++)
-        n += entry_from(&fresh[n], &rows.items[i]);
-    rows_n = rows.n;
+    *gen = NULL;
+    if (rc == 0 && rows.n > 0) {
+        if ((set->entries = calloc(rows.n, sizeof *set->entries)) != NULL)
+            set->cap = rows.n;
+        else
+            rc = HOOKD_ENOMEM;
+    }
+    for (size_t i = 0; rc == 0 && i < rows.n; i++)
+        set->n += entry_from(&set->entries[set->n], &rows.items[i]);
     token_list_free(&rows);
-    if (fresh)
-        qsort(fresh, n, sizeof *fresh, by_hash);
-    pthread_mutex_lock(&c->mu);
-    c->checked_at = clock_mono_ms();
-    if (rc == 0 && load) {
-        old = c->entries;
-        old_cap = c->cap;
-        c->entries = fresh;
-        c->n = n;
-        c->cap = fresh ? rows_n : 0;
-        c->version = version;
-        c->loaded = true;
-        fresh = NULL;
-    }
-    pthread_mutex_unlock(&c->mu);
-    if (old)
-        explicit_bzero(old, old_cap * sizeof *old);
-    free(old);
-    free(fresh);
     if (rc) {
-        if (stale)
-            atomic_store(&c->stale, true);
-        log_limited(&c->lim, LOG_WARN, "api", "cannot load the account tokens: %s", hookd_strerror(rc));
-    } else {
-        log_limiter_reset(&c->lim, "api", "account tokens loaded");
+        if (set)
+            token_set_drop(set);
+        return rc;
     }
-    return rc;
+    if (set->n)
+        qsort(set->entries, set->n, sizeof *set->entries, by_hash);
+    *gen = set;
+    return 0;
 }
 
 int token_cache_check(struct token_cache *c, const char *token, size_t len, struct http_caller *out)
 {
     struct token_entry key;
     const struct token_entry *hit;
-    bool due, loaded, found = false;
-    int rc = 0;
+    struct token_set *set;
+    void *gen;
+    bool found = false;
+    int rc;
 
     memset(out, 0, sizeof *out);
     /* Only what looks like one of ours is looked up: anything else costs no store work. */
     if (len <= sizeof TOKEN_PREFIX - 1 || len >= TOKEN_SECRET_MAX ||
         memcmp(token, TOKEN_PREFIX, sizeof TOKEN_PREFIX - 1) != 0)
         return HOOKD_ENOTFOUND;
-    pthread_mutex_lock(&c->mu);
-    loaded = c->loaded;
-    due = !loaded || atomic_load(&c->stale) || clock_mono_ms() - c->checked_at >= TOKEN_CACHE_CHECK_MS;
-    pthread_mutex_unlock(&c->mu);
-    if (due) {
-        /* Without a set every request waits for the load; with one, a single thread reloads. */
-        if (!loaded)
-            pthread_mutex_lock(&c->refresh_mu);
-        if (!loaded || pthread_mutex_trylock(&c->refresh_mu) == 0) {
-            rc = refresh(c);
-            pthread_mutex_unlock(&c->refresh_mu);
-        }
-    }
     SHA256((const unsigned char *)token, len, key.hash);
-    pthread_mutex_lock(&c->mu);
-    if (!c->loaded) {
-        pthread_mutex_unlock(&c->mu);
-        return rc ? rc : HOOKD_EUNAVAIL;
+    if ((rc = versioned_cache_lock(&c->vc, &gen)) != 0) {
+        explicit_bzero(&key, sizeof key);
+        return rc;
     }
+    set = gen;
     /* The search orders by the hash, which tells nothing of the secret; the match is constant-time. */
-    hit = c->n ? bsearch(&key, c->entries, c->n, sizeof *c->entries, by_hash) : NULL;
+    hit = set->n ? bsearch(&key, set->entries, set->n, sizeof *set->entries, by_hash) : NULL;
     if (hit && CRYPTO_memcmp(hit->hash, key.hash, sizeof key.hash) == 0) {
         found = true;
         if (hit->expires_at <= clock_now_ms()) {
@@ -216,10 +184,9 @@ int token_cache_check(struct token_cache *c, const char *token, size_t len, stru
             snprintf(out->id, sizeof out->id, "%s", hit->id);
             snprintf(out->account, sizeof out->account, "%s", hit->account);
             out->scopes = hit->scopes;
-            rc = 0;
         }
     }
-    pthread_mutex_unlock(&c->mu);
+    versioned_cache_unlock(&c->vc);
     explicit_bzero(&key, sizeof key);
     return found ? rc : HOOKD_ENOTFOUND;
 }
@@ -227,47 +194,52 @@ int token_cache_check(struct token_cache *c, const char *token, size_t len, stru
 void token_cache_put(struct token_cache *c, const struct api_token *t)
 {
     struct token_entry e;
+    void *gen;
 
     if (!c || !entry_from(&e, t))
         return;
-    pthread_mutex_lock(&c->mu);
-    if (c->loaded) {
-        if (c->n == c->cap) {
-            size_t cap = c->cap ? c->cap * 2 : 16;
+    if (versioned_cache_hold(&c->vc, &gen)) {
+        struct token_set *set = gen;
+        if (set->n == set->cap) {
+            size_t cap = set->cap ? set->cap * 2 : 16;
             struct token_entry *grown = calloc(cap, sizeof *grown);
             if (grown) {
-                if (c->n)
-                    memcpy(grown, c->entries, c->n * sizeof *grown);
-                if (c->entries)
-                    explicit_bzero(c->entries, c->cap * sizeof *c->entries);
-                free(c->entries);
-                c->entries = grown;
-                c->cap = cap;
+                if (set->n)
+                    memcpy(grown, set->entries, set->n * sizeof *grown);
+                if (set->entries)
+                    explicit_bzero(set->entries, set->cap * sizeof *set->entries);
+                free(set->entries);
+                set->entries = grown;
+                set->cap = cap;
             }
         }
-        if (c->n < c->cap) {
-            c->entries[c->n++] = e;
-            qsort(c->entries, c->n, sizeof *c->entries, by_hash);
+        if (set->n < set->cap) {
+            set->entries[set->n++] = e;
+            qsort(set->entries, set->n, sizeof *set->entries, by_hash);
         }
     }
-    pthread_mutex_unlock(&c->mu);
+    versioned_cache_unlock(&c->vc);
     /* And the next check reloads, in case a load that began before the commit missed it. */
-    atomic_store(&c->stale, true);
+    versioned_cache_invalidate(&c->vc);
     explicit_bzero(&e, sizeof e);
 }
 
 void token_cache_drop(struct token_cache *c, const char *id)
 {
+    void *gen;
+
     if (!c)
         return;
-    pthread_mutex_lock(&c->mu);
-    for (size_t i = 0; i < c->n; i++) {
-        if (strcmp(c->entries[i].id, id) == 0) {
-            memmove(&c->entries[i], &c->entries[i + 1], (c->n - i - 1) * sizeof *c->entries);
-            c->n--;
-            break;
+    if (versioned_cache_hold(&c->vc, &gen)) {
+        struct token_set *set = gen;
+        for (size_t i = 0; i < set->n; i++) {
+            if (strcmp(set->entries[i].id, id) == 0) {
+                memmove(&set->entries[i], &set->entries[i + 1], (set->n - i - 1) * sizeof *set->entries);
+                set->n--;
+                break;
+            }
         }
     }
-    pthread_mutex_unlock(&c->mu);
-    atomic_store(&c->stale, true);
+    versioned_cache_unlock(&c->vc);
+    versioned_cache_invalidate(&c->vc);
 }

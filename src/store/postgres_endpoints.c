@@ -143,17 +143,7 @@ static int postgres_endpoint_set_enabled(struct store *s, const char *id, bool e
  * cache never pairs a new version with old rows. */
 static int postgres_endpoint_version(struct store *s, int64_t *version)
 {
-    PGresult *res;
-    int result = pg_run(s, PG_ENDPOINT_VERSION,
-                        "SELECT value::bigint FROM hookd_meta WHERE key = 'endpoints_version'", NULL, &res);
-
-    *version = 0;
-    if (result)
-        return result;
-    if (PQntuples(res) > 0)
-        *version = pg_col_i64(res, 0, 0);
-    PQclear(res);
-    return result;
+    return pg_meta_counter(s, PG_ENDPOINT_VERSION, PG_META_COUNTER_SQL("endpoints_version"), version);
 }
 
 const struct store_endpoint_ops postgres_endpoint_ops = {

@@ -199,6 +199,31 @@ __attribute__((warn_unused_result)) int pg_get(struct store *s, int slot, const 
 __attribute__((warn_unused_result)) int pg_list(struct store *s, int slot, const char *sql, const struct pg_params *p,
                                                 store_read_fn read, struct store_rows rows);
 
+/*
+ * A family of records read by id and listed newest id first, optionally one
+ * account's (tokens, replays): sel is its "SELECT <columns> FROM <table>",
+ * id and account its columns as sel names them. pg_get_by_id reads the
+ * record id into *item (item_size bytes, cleared first; PG_BY_ID_SQL);
+ * pg_list_newest reads a page of at most limit below before_id (NULL: from
+ * the newest), with slot/sql for every account and slot_of/sql_of for
+ * account's only (PG_NEWEST_SQL, PG_NEWEST_OF_SQL).
+ */
+/* A version counter in hookd_meta (bumped by triggers, so plain SQL counts; it moves only at commit):
+ * *version gets its value, 0 while the row is missing. */
+#define PG_META_COUNTER_SQL(key) "SELECT value::bigint FROM hookd_meta WHERE key = '" key "'"
+__attribute__((warn_unused_result)) int pg_meta_counter(struct store *s, int slot, const char *sql, int64_t *version);
+
+#define PG_BY_ID_SQL(sel, id) sel " WHERE " id " = $1"
+#define PG_NEWEST_SQL(sel, id) sel " WHERE ($1::text IS NULL OR " id " < $1) ORDER BY " id " DESC LIMIT $2"
+#define PG_NEWEST_OF_SQL(sel, id, account)                                                                  \
+    sel " WHERE " account " = $3 AND ($1::text IS NULL OR " id " < $1) ORDER BY " id " DESC LIMIT $2"
+__attribute__((warn_unused_result)) int pg_get_by_id(struct store *s, int slot, const char *sql, const char *id,
+                                                     store_read_fn read, void *item, size_t item_size);
+__attribute__((warn_unused_result)) int pg_list_newest(struct store *s, int slot, const char *sql, int slot_of,
+                                                       const char *sql_of, const char *before_id,
+                                                       const char *account, int limit, store_read_fn read,
+                                                       struct store_rows rows);
+
 /* The table families (postgres_events.c, postgres_endpoints.c, postgres_deliveries.c). */
 extern const struct store_event_ops postgres_event_ops;
 extern const struct store_endpoint_ops postgres_endpoint_ops;

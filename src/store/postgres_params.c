@@ -280,3 +280,40 @@ int pg_list(struct store *s, int slot, const char *sql, const struct pg_params *
     PQclear(res);
     return result;
 }
+
+int pg_get_by_id(struct store *s, int slot, const char *sql, const char *id, store_read_fn read, void *item,
+                 size_t item_size)
+{
+    struct pg_params p = {.n = 0};
+
+    memset(item, 0, item_size);
+    pg_param_text(&p, 1, id);
+    return pg_get(s, slot, sql, &p, read, item);
+}
+
+int pg_list_newest(struct store *s, int slot, const char *sql, int slot_of, const char *sql_of, const char *before_id,
+                   const char *account, int limit, store_read_fn read, struct store_rows rows)
+{
+    struct pg_params p = {.n = 0};
+
+    store_rows_start(&rows);
+    pg_param_text(&p, 1, before_id);
+    pg_param_int(&p, 2, store_list_limit(limit));
+    if (account)
+        pg_param_text(&p, 3, account);
+    return pg_list(s, account ? slot_of : slot, account ? sql_of : sql, &p, read, rows);
+}
+
+int pg_meta_counter(struct store *s, int slot, const char *sql, int64_t *version)
+{
+    PGresult *res;
+    int result = pg_run(s, slot, sql, NULL, &res);
+
+    *version = 0;
+    if (result)
+        return result;
+    if (PQntuples(res) > 0)
+        *version = pg_col_i64(res, 0, 0);
+    PQclear(res);
+    return 0;
+}

@@ -77,35 +77,19 @@ static int postgres_replay_record(struct store *s, const char *id, const char *c
     return result;
 }
 
+#define REPLAY_SELECT "SELECT " STORE_REPLAY_COLUMNS " FROM hookd_replays r"
+
 static int postgres_replay_get(struct store *s, const char *id, struct replay *out)
 {
-    struct pg_params p = {.n = 0};
-
-    memset(out, 0, sizeof *out);
-    pg_param_text(&p, 1, id);
-    return pg_get(s, PG_REPLAY_GET, "SELECT " STORE_REPLAY_COLUMNS " FROM hookd_replays r WHERE r.id = $1", &p,
-                  store_read_replay, out);
+    return pg_get_by_id(s, PG_REPLAY_GET, PG_BY_ID_SQL(REPLAY_SELECT, "r.id"), id, store_read_replay, out,
+                        sizeof *out);
 }
 
 static int postgres_replay_list(struct store *s, const struct replay_filter *f, struct replay_list *out)
 {
-    struct pg_params p = {.n = 0};
-
-    out->items = NULL;
-    out->n = 0;
-    pg_param_text(&p, 1, f->before_id);
-    pg_param_int(&p, 2, store_list_limit(f->limit));
-    if (f->account) {
-        pg_param_text(&p, 3, f->account);
-        return pg_list(s, PG_REPLAY_LIST_ACCOUNT,
-                       "SELECT " STORE_REPLAY_COLUMNS " FROM hookd_replays r WHERE r.account = $3"
-                       " AND ($1::text IS NULL OR r.id < $1) ORDER BY r.id DESC LIMIT $2",
-                       &p, store_read_replay, STORE_ROWS(out, store_free_replay));
-    }
-    return pg_list(s, PG_REPLAY_LIST,
-                   "SELECT " STORE_REPLAY_COLUMNS " FROM hookd_replays r WHERE ($1::text IS NULL OR r.id < $1)"
-                   " ORDER BY r.id DESC LIMIT $2",
-                   &p, store_read_replay, STORE_ROWS(out, store_free_replay));
+    return pg_list_newest(s, PG_REPLAY_LIST, PG_NEWEST_SQL(REPLAY_SELECT, "r.id"), PG_REPLAY_LIST_ACCOUNT,
+                          PG_NEWEST_OF_SQL(REPLAY_SELECT, "r.id", "r.account"), f->before_id, f->account, f->limit,
+                          store_read_replay, STORE_ROWS(out, store_free_replay));
 }
 
 const struct store_replay_ops postgres_replay_ops = {

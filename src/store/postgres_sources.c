@@ -101,17 +101,7 @@ static int postgres_source_delete(struct store *s, const char *name)
 /* Bumped by a trigger on every row written to hookd_sources; it moves only at commit. */
 static int postgres_source_version(struct store *s, int64_t *version)
 {
-    PGresult *res;
-    int result = pg_run(s, PG_SOURCE_VERSION, "SELECT value::bigint FROM hookd_meta WHERE key = 'sources_version'",
-                        NULL, &res);
-
-    *version = 0;
-    if (result)
-        return result;
-    if (PQntuples(res) > 0)
-        *version = pg_col_i64(res, 0, 0);
-    PQclear(res);
-    return 0;
+    return pg_meta_counter(s, PG_SOURCE_VERSION, PG_META_COUNTER_SQL("sources_version"), version);
 }
 
 const struct store_source_ops postgres_source_ops = {

@@ -39,35 +39,18 @@ static int postgres_token_insert(struct store *s, const struct api_token *t)
                           &p, NULL);
 }
 
+#define TOKEN_SELECT "SELECT " STORE_TOKEN_COLUMNS " FROM hookd_tokens"
+
 static int postgres_token_get(struct store *s, const char *id, struct api_token *out)
 {
-    struct pg_params p = {.n = 0};
-
-    memset(out, 0, sizeof *out);
-    pg_param_text(&p, 1, id);
-    return pg_get(s, PG_TOKEN_GET, "SELECT " STORE_TOKEN_COLUMNS " FROM hookd_tokens WHERE id = $1", &p,
-                  store_read_token, out);
+    return pg_get_by_id(s, PG_TOKEN_GET, PG_BY_ID_SQL(TOKEN_SELECT, "id"), id, store_read_token, out, sizeof *out);
 }
 
 static int postgres_token_list(struct store *s, const struct token_filter *f, struct token_list *out)
 {
-    struct pg_params p = {.n = 0};
-
-    out->items = NULL;
-    out->n = 0;
-    pg_param_text(&p, 1, f->before_id);
-    pg_param_int(&p, 2, store_list_limit(f->limit));
-    if (f->account) {
-        pg_param_text(&p, 3, f->account);
-        return pg_list(s, PG_TOKEN_LIST_ACCOUNT,
-                       "SELECT " STORE_TOKEN_COLUMNS " FROM hookd_tokens WHERE account = $3"
-                       " AND ($1::text IS NULL OR id < $1) ORDER BY id DESC LIMIT $2",
-                       &p, store_read_token, STORE_ROWS(out, store_free_token));
-    }
-    return pg_list(s, PG_TOKEN_LIST,
-                   "SELECT " STORE_TOKEN_COLUMNS " FROM hookd_tokens WHERE ($1::text IS NULL OR id < $1)"
-                   " ORDER BY id DESC LIMIT $2",
-                   &p, store_read_token, STORE_ROWS(out, store_free_token));
+    return pg_list_newest(s, PG_TOKEN_LIST, PG_NEWEST_SQL(TOKEN_SELECT, "id"), PG_TOKEN_LIST_ACCOUNT,
+                          PG_NEWEST_OF_SQL(TOKEN_SELECT, "id", "account"), f->before_id, f->account, f->limit,
+                          store_read_token, STORE_ROWS(out, store_free_token));
 }
 
 static int postgres_token_list_active(struct store *s, int64_t now, struct token_list *out)
@@ -111,17 +94,7 @@ static int postgres_token_revoke(struct store *s, const char *id, int64_t at)
 /* Bumped by a trigger on every statement that writes hookd_tokens; it moves only at commit. */
 static int postgres_token_version(struct store *s, int64_t *version)
 {
-    PGresult *res;
-    int result = pg_run(s, PG_TOKEN_VERSION, "SELECT value::bigint FROM hookd_meta WHERE key = 'tokens_version'",
-                        NULL, &res);
-
-    *version = 0;
-    if (result)
-        return result;
-    if (PQntuples(res) > 0)
-        *version = pg_col_i64(res, 0, 0);
-    PQclear(res);
-    return 0;
+    return pg_meta_counter(s, PG_TOKEN_VERSION, PG_META_COUNTER_SQL("tokens_version"), version);
 }
 
 const struct store_token_ops postgres_token_ops = {

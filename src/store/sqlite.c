@@ -271,6 +271,47 @@ int sq_rows_read(struct store *s, sqlite3_stmt *st, size_t max_rows, store_read_
     return result;
 }
 
+int sq_get_by_id(struct store *s, int slot, const char *sql, const char *id, store_read_fn read, void *item,
+                 size_t item_size)
+{
+    sqlite3_stmt *st;
+    int result = sq_stmt(s, slot, sql, &st);
+
+    memset(item, 0, item_size);
+    if (result)
+        return result;
+    sq_bind_text(st, 1, id);
+    return sq_row_read(s, st, read, item);
+}
+
+int sq_list_newest(struct store *s, int slot, const char *sql, int slot_of, const char *sql_of, const char *before_id,
+                   const char *account, int limit, store_read_fn read, struct store_rows rows)
+{
+    sqlite3_stmt *st;
+    int max = store_list_limit(limit);
+    int result = sq_stmt(s, account ? slot_of : slot, account ? sql_of : sql, &st);
+
+    store_rows_start(&rows);
+    if (result)
+        return result;
+    sq_bind_text(st, 1, before_id);
+    sqlite3_bind_int(st, 2, max);
+    if (account)
+        sq_bind_text(st, 3, account);
+    return sq_rows_read(s, st, (size_t)max, read, rows);
+}
+
+int sq_meta_counter(struct store *s, int slot, const char *sql, int64_t *version)
+{
+    sqlite3_stmt *st;
+    int result = sq_stmt(s, slot, sql, &st);
+
+    *version = 0;
+    if (result == 0)
+        result = sq_get_i64(s, st, version);
+    return result == HOOKD_ENOTFOUND ? 0 : result;
+}
+
 int sq_get_i64(struct store *s, sqlite3_stmt *st, int64_t *v)
 {
     int rc = sqlite3_step(st);

@@ -165,14 +165,7 @@ static int sqlite_endpoint_set_enabled(struct store *s, const char *id, bool ena
  * hookd_endpoints (see the schema), so plain-SQL edits count too. */
 static int sqlite_endpoint_version(struct store *s, int64_t *version)
 {
-    sqlite3_stmt *st;
-    int result = sq_stmt(s, SQ_ENDPOINT_VERSION,
-                         "SELECT CAST(value AS INTEGER) FROM hookd_meta WHERE key = 'endpoints_version'", &st);
-
-    *version = 0;
-    if (result == 0)
-        result = sq_get_i64(s, st, version);
-    return result == HOOKD_ENOTFOUND ? 0 : result;
+    return sq_meta_counter(s, SQ_ENDPOINT_VERSION, SQ_META_COUNTER_SQL("endpoints_version"), version);
 }
 
 const struct store_endpoint_ops sqlite_endpoint_ops = {

@@ -108,6 +108,25 @@ __attribute__((warn_unused_result)) int sq_row_read(struct store *s, sqlite3_stm
                                                     void *item);
 __attribute__((warn_unused_result)) int sq_rows_read(struct store *s, sqlite3_stmt *st, size_t max_rows,
                                                      store_read_fn read, struct store_rows rows);
+/*
+ * A family of records read by id and listed newest id first, optionally one
+ * account's (tokens, replays), as pg_get_by_id and pg_list_newest
+ * (postgres_internal.h) with SQ_BY_ID_SQL, SQ_NEWEST_SQL and SQ_NEWEST_OF_SQL.
+ */
+/* A version counter in hookd_meta, as pg_meta_counter (postgres_internal.h). */
+#define SQ_META_COUNTER_SQL(key) "SELECT CAST(value AS INTEGER) FROM hookd_meta WHERE key = '" key "'"
+__attribute__((warn_unused_result)) int sq_meta_counter(struct store *s, int slot, const char *sql, int64_t *version);
+
+#define SQ_BY_ID_SQL(sel, id) sel " WHERE " id " = ?1"
+#define SQ_NEWEST_SQL(sel, id) sel " WHERE (?1 IS NULL OR " id " < ?1) ORDER BY " id " DESC LIMIT ?2"
+#define SQ_NEWEST_OF_SQL(sel, id, account)                                                                  \
+    sel " WHERE " account " = ?3 AND (?1 IS NULL OR " id " < ?1) ORDER BY " id " DESC LIMIT ?2"
+__attribute__((warn_unused_result)) int sq_get_by_id(struct store *s, int slot, const char *sql, const char *id,
+                                                     store_read_fn read, void *item, size_t item_size);
+__attribute__((warn_unused_result)) int sq_list_newest(struct store *s, int slot, const char *sql, int slot_of,
+                                                       const char *sql_of, const char *before_id,
+                                                       const char *account, int limit, store_read_fn read,
+                                                       struct store_rows rows);
 /* Steps a bound statement for one row and resets it: *v gets column 0 as an
  * integer; HOOKD_ENOTFOUND for no row. */
 __attribute__((warn_unused_result)) int sq_get_i64(struct store *s, sqlite3_stmt *st, int64_t *v);

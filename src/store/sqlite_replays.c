@@ -75,42 +75,19 @@ static int sqlite_replay_record(struct store *s, const char *id, const char *con
     return sq_atomic_end(s, result);
 }
 
+#define REPLAY_SELECT "SELECT " STORE_REPLAY_COLUMNS " FROM hookd_replays r"
+
 static int sqlite_replay_get(struct store *s, const char *id, struct replay *out)
 {
-    sqlite3_stmt *st;
-    int result = sq_stmt(s, SQ_REPLAY_GET, "SELECT " STORE_REPLAY_COLUMNS " FROM hookd_replays r WHERE r.id = ?1",
-                         &st);
-
-    memset(out, 0, sizeof *out);
-    if (result)
-        return result;
-    sq_bind_text(st, 1, id);
-    return sq_row_read(s, st, store_read_replay, out);
+    return sq_get_by_id(s, SQ_REPLAY_GET, SQ_BY_ID_SQL(REPLAY_SELECT, "r.id"), id, store_read_replay, out,
+                        sizeof *out);
 }
 
 static int sqlite_replay_list(struct store *s, const struct replay_filter *f, struct replay_list *out)
 {
-    sqlite3_stmt *st;
-    int limit = store_list_limit(f->limit);
-    int result = f->account
-                     ? sq_stmt(s, SQ_REPLAY_LIST_ACCOUNT,
-                               "SELECT " STORE_REPLAY_COLUMNS " FROM hookd_replays r WHERE r.account = ?3"
-                               " AND (?1 IS NULL OR r.id < ?1) ORDER BY r.id DESC LIMIT ?2",
-                               &st)
-                     : sq_stmt(s, SQ_REPLAY_LIST,
-                               "SELECT " STORE_REPLAY_COLUMNS " FROM hookd_replays r WHERE (?1 IS NULL OR r.id < ?1)"
-                               " ORDER BY r.id DESC LIMIT ?2",
-                               &st);
-
-    out->items = NULL;
-    out->n = 0;
-    if (result)
-        return result;
-    sq_bind_text(st, 1, f->before_id);
-    sqlite3_bind_int(st, 2, limit);
-    if (f->account)
-        sq_bind_text(st, 3, f->account);
-    return sq_rows_read(s, st, (size_t)limit, store_read_replay, STORE_ROWS(out, store_free_replay));
+    return sq_list_newest(s, SQ_REPLAY_LIST, SQ_NEWEST_SQL(REPLAY_SELECT, "r.id"), SQ_REPLAY_LIST_ACCOUNT,
+                          SQ_NEWEST_OF_SQL(REPLAY_SELECT, "r.id", "r.account"), f->before_id, f->account, f->limit,
+                          store_read_replay, STORE_ROWS(out, store_free_replay));
 }
 
 const struct store_replay_ops sqlite_replay_ops = {

@@ -133,14 +133,7 @@ static int sqlite_source_delete(struct store *s, const char *name)
 /* A counter bumped by triggers on every write to hookd_sources (plain SQL too). */
 static int sqlite_source_version(struct store *s, int64_t *version)
 {
-    sqlite3_stmt *st;
-    int result = sq_stmt(s, SQ_SOURCE_VERSION,
-                         "SELECT CAST(value AS INTEGER) FROM hookd_meta WHERE key = 'sources_version'", &st);
-
-    *version = 0;
-    if (result == 0)
-        result = sq_get_i64(s, st, version);
-    return result == HOOKD_ENOTFOUND ? 0 : result;
+    return sq_meta_counter(s, SQ_SOURCE_VERSION, SQ_META_COUNTER_SQL("sources_version"), version);
 }
 
 const struct store_source_ops sqlite_source_ops = {

@@ -41,40 +41,18 @@ static int sqlite_token_insert(struct store *s, const struct api_token *t)
     return sq_run(s, st, NULL);
 }
 
+#define TOKEN_SELECT "SELECT " STORE_TOKEN_COLUMNS " FROM hookd_tokens"
+
 static int sqlite_token_get(struct store *s, const char *id, struct api_token *out)
 {
-    sqlite3_stmt *st;
-    int result = sq_stmt(s, SQ_TOKEN_GET, "SELECT " STORE_TOKEN_COLUMNS " FROM hookd_tokens WHERE id = ?1", &st);
-
-    memset(out, 0, sizeof *out);
-    if (result)
-        return result;
-    sq_bind_text(st, 1, id);
-    return sq_row_read(s, st, store_read_token, out);
+    return sq_get_by_id(s, SQ_TOKEN_GET, SQ_BY_ID_SQL(TOKEN_SELECT, "id"), id, store_read_token, out, sizeof *out);
 }
 
 static int sqlite_token_list(struct store *s, const struct token_filter *f, struct token_list *out)
 {
-    sqlite3_stmt *st;
-    int limit = store_list_limit(f->limit);
-    int result = f->account ? sq_stmt(s, SQ_TOKEN_LIST_ACCOUNT,
-                                      "SELECT " STORE_TOKEN_COLUMNS " FROM hookd_tokens WHERE account = ?3"
-                                      " AND (?1 IS NULL OR id < ?1) ORDER BY id DESC LIMIT ?2",
-                                      &st)
-                            : sq_stmt(s, SQ_TOKEN_LIST,
-                                      "SELECT " STORE_TOKEN_COLUMNS " FROM hookd_tokens WHERE (?1 IS NULL OR id < ?1)"
-                                      " ORDER BY id DESC LIMIT ?2",
-                                      &st);
-
-    out->items = NULL;
-    out->n = 0;
-    if (result)
-        return result;
-    sq_bind_text(st, 1, f->before_id);
-    sqlite3_bind_int(st, 2, limit);
-    if (f->account)
-        sq_bind_text(st, 3, f->account);
-    return sq_rows_read(s, st, (size_t)limit, store_read_token, STORE_ROWS(out, store_free_token));
+    return sq_list_newest(s, SQ_TOKEN_LIST, SQ_NEWEST_SQL(TOKEN_SELECT, "id"), SQ_TOKEN_LIST_ACCOUNT,
+                          SQ_NEWEST_OF_SQL(TOKEN_SELECT, "id", "account"), f->before_id, f->account, f->limit,
+                          store_read_token, STORE_ROWS(out, store_free_token));
 }
 
 static int sqlite_token_list_active(struct store *s, int64_t now, struct token_list *out)
@@ -118,14 +96,7 @@ static int sqlite_token_revoke(struct store *s, const char *id, int64_t at)
 
 static int sqlite_token_version(struct store *s, int64_t *version)
 {
-    sqlite3_stmt *st;
-    int result = sq_stmt(s, SQ_TOKEN_VERSION,
-                         "SELECT CAST(value AS INTEGER) FROM hookd_meta WHERE key = 'tokens_version'", &st);
-
-    *version = 0;
-    if (result == 0)
-        result = sq_get_i64(s, st, version);
-    return result == HOOKD_ENOTFOUND ? 0 : result;
+    return sq_meta_counter(s, SQ_TOKEN_VERSION, SQ_META_COUNTER_SQL("tokens_version"), version);
 }
 
 const struct store_token_ops sqlite_token_ops = {

@@ -1,7 +1,10 @@
 // Rate limits: an endpoint with rate_limit 5 (deliveries per second, burst 5)
 // gets 50 events as a burst of 5, then 5 a second: the run spans (50 - 5) / 5
-// = 9 s within 20 %, and no second holds more than the burst and the rate. On
-// PostgreSQL the same with three nodes: the bucket is the cluster's.
+// = 9 s, not less than 20 % under (the limit holds) nor more than 50 % over
+// (the limit is not stricter than asked; the slack is for a loaded machine,
+// where late sends only ever lengthen the run), and no second holds more than
+// the burst and the rate. On PostgreSQL the same with three nodes: the bucket
+// is the cluster's.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BACKEND, startDaemon, startNodes, startCountingSink, waitFor } from '../lib/harness.mjs';
@@ -21,7 +24,7 @@ function checkSpacing(sink) {
   const span = (t[t.length - 1] - t[0]) / 1000;
   const want = (EVENTS - RATE) / RATE;
   console.log(`# ${EVENTS} arrivals over ${span.toFixed(2)} s (expected ${want} s at ${RATE}/s, burst ${RATE})`);
-  assert.ok(span >= want * 0.8 && span <= want * 1.2, `span ${span.toFixed(2)} s, expected ${want} s ± 20 %`);
+  assert.ok(span >= want * 0.8 && span <= want * 1.5, `span ${span.toFixed(2)} s, expected ${want} s (-20 %, +50 %)`);
   // No second holds more than the burst plus a second's worth (20 % slack for timing).
   for (let i = 0; i < t.length; i++) {
     let n = 0;
@@ -30,7 +33,7 @@ function checkSpacing(sink) {
   }
   // After the first burst the pace is the rate: the last 40 took about 8 s.
   const tail = (t[t.length - 1] - t[9]) / 1000;
-  assert.ok(tail >= 8 * 0.8 && tail <= 8 * 1.2, `the last 40 arrivals took ${tail.toFixed(2)} s, expected 8 s ± 20 %`);
+  assert.ok(tail >= 8 * 0.8 && tail <= 8 * 1.5, `the last 40 arrivals took ${tail.toFixed(2)} s, expected 8 s (-20 %, +50 %)`);
 }
 
 test(`rate_limit ${RATE}: ${EVENTS} events arrive spaced at ${RATE}/s (${BACKEND})`, { timeout: 60000 }, async () => {

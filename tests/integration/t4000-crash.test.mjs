@@ -154,7 +154,9 @@ test('SIGTERM mid-run drains: every answered send is recorded, leases released, 
   }
 });
 
-test('SIGTERM of one of two nodes: the other takes its released work within 1 s, not after the lease', {
+const TAKEOVER_BOUND_MS = 10000;
+
+test('SIGTERM of one of two nodes: the other takes its released work at once, not after the lease', {
   skip: BACKEND === 'postgres' ? false : 'several nodes need a shared store: run with HOOKD_TEST_BACKEND=postgres',
   timeout: 120000,
 }, async () => {
@@ -191,10 +193,12 @@ test('SIGTERM of one of two nodes: the other takes its released work within 1 s,
       if (left !== '0') return false;
       taken = Date.now() - exitedAt;
       return true;
-    }, { timeoutMs: 10000, intervalMs: 10, what: 'B to take the released deliveries' });
+    }, { timeoutMs: 30000, intervalMs: 10, what: 'B to take the released deliveries' });
     console.log(`# A released ${released.length} unsent deliveries; B held them all ${taken} ms after A exited`);
     assert.ok(released.length > 0, 'A held unsent deliveries when it stopped');
-    assert.ok(taken <= 1000, `B took A's released work ${taken} ms after A exited (lease 60 s)`);
+    // Released work is taken at B's next claims (well under a second on an idle machine); left to the lease it
+    // would wait 60 s. The bound sits far from both: a loaded machine does not fail it, the lease cannot pass it.
+    assert.ok(taken <= TAKEOVER_BOUND_MS, `B took A's released work ${taken} ms after A exited (lease 60 s, bound ${TAKEOVER_BOUND_MS} ms)`);
     await waitFor(() => csink.distinct('/m') >= N, { timeoutMs: 60000, intervalMs: 50, what: `all ${N} events` });
     await waitFor(() => cluster.sql("SELECT count(*) FROM hookd_deliveries WHERE status = 'delivered'") === String(N),
       { timeoutMs: 30000, what: 'every delivery recorded delivered' });

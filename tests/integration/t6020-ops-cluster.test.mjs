@@ -37,8 +37,10 @@ test('a token from node 1 works on nodes 2 and 3; revoked on node 1, refused eve
   const t0 = Date.now();
   for (const n of [b, c])
     await waitFor(async () => (await n.api('GET', '/v1/deliveries', undefined, bearer(tok))).status === 401,
-      { timeoutMs: 3000, what: 'the revocation on another node' });
-  assert.ok(Date.now() - t0 < 2500, `revocation took ${Date.now() - t0} ms to reach every node`);
+      { timeoutMs: 10000, what: 'the revocation on another node' });
+  // Each node checks the token version at most every second (TOKEN_CACHE_CHECK_MS); a node that never
+  // checked would accept the token until it expires (1 h). The bound leaves room for a loaded machine.
+  assert.ok(Date.now() - t0 < 5000, `revocation took ${Date.now() - t0} ms to reach every node`);
 });
 
 test('a range replay through one node: each dead delivery sent once, the record the same on every node', { skip }, async () => {

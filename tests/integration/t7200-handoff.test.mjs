@@ -10,6 +10,7 @@
 // PostgreSQL only (HOOKD_TEST_BACKEND=postgres): on SQLite these are reported skipped.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { BACKEND, startDaemon, startCountingSink, waitFor } from '../lib/harness.mjs';
 
 const skip = BACKEND === 'postgres' ? false
@@ -25,25 +26,47 @@ function atFanOutCommit(d, epId, body) {
       EXECUTE FUNCTION test_at_commit();`);
 }
 
+/**
+ * Holds PostgreSQL advisory lock `key` in a session of its own until release(): a trigger that takes the
+ * same lock waits for the test, however slow the machine, instead of sleeping a guessed while.
+ */
+async function holdLock(dsn, key) {
+  const child = spawn('psql', ['-X', '-A', '-t', '-q', '-v', 'ON_ERROR_STOP=1', '-d', dsn],
+    { stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (c) => { out += c; });
+  child.stdin.write(`SELECT pg_advisory_lock(${key}); SELECT 'locked';\n`);
+  await waitFor(() => out.includes('locked') || child.exitCode !== null, { timeoutMs: 30000, what: 'the advisory lock' });
+  assert.ok(out.includes('locked'), 'the test holds the advisory lock');
+  const exited = new Promise((r) => (child.exitCode !== null ? r() : child.once('exit', r)));
+  return { release: async () => { child.stdin.end(); await exited; } };
+}
+
 test('results of a fan-out sent before its commit wait for the commit', { skip, timeout: 60000 }, async () => {
   let sink, d;
   try {
     sink = await startCountingSink({ keepArrivals: true });
     d = await startDaemon({ HOOKD_DELIVERY_LEASE: '60s' });
     const ep = await d.createEndpoint({ url: sink.url('/slow-commit'), event_types: ['ho.*'] });
-    // 400 ms between the insert of the deliveries and the end of their commit.
-    atFanOutCommit(d, ep.id, 'PERFORM pg_sleep(0.4);');
+    // The fan-out's commit waits for the test: the deliveries are inserted, their commit blocks on a lock
+    // the test holds until it has looked at what arrived.
+    const lock = await holdLock(d.storeUrl, 7200);
+    atFanOutCommit(d, ep.id, 'PERFORM pg_advisory_xact_lock(7200);');
     const published = [];
-    for (let i = 0; i < 5; i++) published.push((await d.publish({ type: 'ho.slow', data: { i } })).id);
-
-    // Sent before the commit: the first arrival comes while the delivery row is not visible yet.
-    await waitFor(() => sink.total >= 1, { timeoutMs: 5000, what: 'the first arrival' });
-    const visibleAtArrival = d.sql(`SELECT count(*) FROM hookd_deliveries WHERE event_id = '${published[0]}'`);
-    assert.equal(visibleAtArrival, '0', 'the send did not wait for the fan-out to commit');
+    try {
+      for (let i = 0; i < 5; i++) published.push((await d.publish({ type: 'ho.slow', data: { i } })).id);
+      // Sent before the commit: the first arrival comes while the delivery row is not visible yet (if the
+      // send waited for the commit, nothing would arrive while the lock is held).
+      await waitFor(() => sink.total >= 1, { timeoutMs: 30000, what: 'the first arrival, before the commit' });
+      const visibleAtArrival = d.sql(`SELECT count(*) FROM hookd_deliveries WHERE event_id = '${published[0]}'`);
+      assert.equal(visibleAtArrival, '0', 'the send did not wait for the fan-out to commit');
+    } finally {
+      await lock.release();
+    }
 
     // Each delivered once, its attempt recorded, well within the lease.
     for (const id of published) {
-      const [dl] = await d.waitDelivery(id, 'delivered', 5000);
+      const [dl] = await d.waitDelivery(id, 'delivered', 30000);
       assert.equal(dl.attempt_count, 1);
       const { body } = await d.api('GET', `/v1/deliveries/${dl.id}`);
       assert.equal(body.attempts.length, 1);

@@ -24,9 +24,11 @@ before(async () => {
       const s = script.get(req.url);
       return s ? s(n, req) : 200;
     },
-    delayMs: (n, req) => (req.url.startsWith('/slow') ? 300 : req.url.startsWith('/timeout') ? 3000 : 0),
+    delayMs: (n, req) => (req.url.startsWith('/slow-ent') ? SLOW_ENT_MS : req.url.startsWith('/slow') ? 300
+      : req.url.startsWith('/timeout') ? 3000 : 0),
   });
-  d = await startDaemon({ HOOKD_INBOX_WORKERS: '4', HOOKD_INBOX_TIMEOUT: '1s' });
+  // The timeout sits between /slow-ent's answer (1 s) and /timeout's (3 s).
+  d = await startDaemon({ HOOKD_INBOX_WORKERS: '4', HOOKD_INBOX_TIMEOUT: '2500ms' });
 });
 after(async () => { assert.equal(await d.stop(), 0, 'hookd exits cleanly'); await d.cleanup(); await app.stop(); });
 
@@ -163,6 +165,10 @@ test('the same event twice, and fifty parallel copies: one row, one processing r
   assert.equal(it.attempts, 1);
 });
 
+// Each answer of /slow-ent takes this long: one entity's arrivals are at least this far apart, and two
+// entities side by side arrive well within it, with room for a loaded machine.
+const SLOW_ENT_MS = 1000;
+
 test('one entity at a time: items of one entity never overlap at the app, other entities do', async () => {
   await source('fent', '/slow-ent', { entity: { kind: 'order', id: '/data/order' } });
   const sent = [];
@@ -174,13 +180,13 @@ test('one entity at a time: items of one entity never overlap at the app, other 
   for (const ent of ['A', 'B']) {
     const mine = arr.filter((x) => x.ent === ent).sort((x, y) => x.at - y.at);
     for (let i = 1; i < mine.length; i++)
-      assert.ok(mine[i].at - mine[i - 1].at >= 290, `entity ${ent}: arrivals ${mine[i - 1].at} and ${mine[i].at} overlap`);
+      assert.ok(mine[i].at - mine[i - 1].at >= SLOW_ENT_MS - 10, `entity ${ent}: arrivals ${mine[i - 1].at} and ${mine[i].at} overlap`);
     // and in order of arrival at hookd
     const order = sent.filter((e) => byId.get(e.id) === ent).map((e) => e.id);
     assert.deepEqual(mine.map((x) => x.id), order);
   }
   const a = arr.filter((x) => x.ent === 'A')[0], b = arr.filter((x) => x.ent === 'B')[0];
-  assert.ok(Math.abs(a.at - b.at) < 290, 'two entities are processed side by side');
+  assert.ok(Math.abs(a.at - b.at) < SLOW_ENT_MS - 10, `two entities are processed side by side (${Math.abs(a.at - b.at)} ms apart)`);
 });
 
 test('replay: a quarantined item after the app is fixed is processed; pending ones are 409', async () => {

@@ -723,7 +723,7 @@ static void test_bounded_op_given_up_while_locked(void **state)
     assert_int_equal(bounded.done_result, HOOKD_EBUSY);
     assert_int_equal(atomic_load(&late.done_calls), 1);
     assert_int_equal(late.done_result, HOOKD_EBUSY);
-    assert_true(answered_after >= 440 && answered_after < 1000);
+    assert_true(answered_after >= 440 && answered_after < 2500); /* unbounded, it would wait for the lock */
     assert_int_equal(atomic_load(&kept.done_calls), 0); /* still waiting for the lock */
     assert_true(writer_degraded(w));
     assert_int_equal(store_commit(other), 0);

@@ -75,23 +75,27 @@ struct raw_reply {
     bool closed; /* the server closed the connection (or the reply did not fit) instead of answering */
 };
 
-/* Reads one response: headers and a Content-Length body. */
+/*
+ * Reads one response: headers and a Content-Length body, and not a byte more.
+ * Pipelined answers can reach the socket together; whatever follows this
+ * response stays in the socket for the next call (the header is read a byte
+ * at a time so that nothing past it is taken).
+ */
 static inline void raw_read_reply(int fd, struct raw_reply *r)
 {
     char buf[12288];
     size_t have = 0;
-    char *end = NULL;
 
     memset(r, 0, sizeof *r);
-    while (!(end = memmem(buf, have, "\r\n\r\n", 4))) {
-        ssize_t n = have < sizeof buf ? recv(fd, buf + have, sizeof buf - have, 0) : -1;
+    while (have < 4 || memcmp(buf + have - 4, "\r\n\r\n", 4) != 0) {
+        ssize_t n = have < sizeof r->head - 1 ? recv(fd, buf + have, 1, 0) : -1;
         if (n <= 0) {
             r->closed = true;
             return;
         }
         have += (size_t)n;
     }
-    size_t head_len = (size_t)(end - buf) + 4;
+    size_t head_len = have;
     snprintf(r->head, sizeof r->head, "%.*s", (int)head_len, buf);
     sscanf(r->head, "HTTP/1.%*d %d", &r->status);
     const char *cl = strcasestr(r->head, "\r\nContent-Length:");
@@ -101,7 +105,7 @@ static inline void raw_read_reply(int fd, struct raw_reply *r)
         return;
     }
     while (have - head_len < content_length) {
-        ssize_t n = recv(fd, buf + have, sizeof buf - have, 0);
+        ssize_t n = recv(fd, buf + have, content_length - (have - head_len), 0);
         if (n <= 0) {
             r->closed = true;
             return;

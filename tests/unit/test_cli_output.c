@@ -125,6 +125,38 @@ static void test_control_bytes_are_escaped(void **state)
         assert_true((unsigned char)*p >= 0x20 && *p != 0x7f);
 }
 
+/* Text of any length (a response body) is escaped like a cell and never cut; lines mode keeps its lines. */
+static void write_text(const char *in, size_t n, bool lines, char **text)
+{
+    size_t len;
+    FILE *f = open_memstream(text, &len);
+
+    assert_non_null(f);
+    out_write_text(f, in, n, lines);
+    fclose(f);
+}
+
+static void test_write_text(void **state)
+{
+    static const char in[] = "a\x1b[31mb\rc\r\nd\te\n\x7f\xc2\x9b\xe2\x80\xae\xff\xc3";
+    char *text, big[3000];
+
+    write_text(in, sizeof in - 1, true, &text);
+    assert_string_equal(text, "a\\e[31mb\\rc\nd\te\n\\x7f\\u009B\\u202E\\xff\\xc3");
+    free(text);
+    write_text(in, sizeof in - 1, false, &text);
+    assert_string_equal(text, "a\\e[31mb\\rc\\r\\nd\\te\\n\\x7f\\u009B\\u202E\\xff\\xc3");
+    free(text);
+    /* A NUL inside is shown, not an end; a long text is not cut. */
+    write_text("x\0y", 3, true, &text);
+    assert_string_equal(text, "x\\x00y");
+    free(text);
+    memset(big, 'z', sizeof big);
+    write_text(big, sizeof big, true, &text);
+    assert_int_equal(strlen(text), sizeof big);
+    free(text);
+}
+
 static void test_colour_rules(void **state)
 {
     int fds[2];
@@ -379,7 +411,7 @@ int main(void)
         cmocka_unit_test(test_colour_rules),             cmocka_unit_test(test_table_alignment),
         cmocka_unit_test(test_record_block),             cmocka_unit_test(test_delivery_words),
         cmocka_unit_test(test_watch_snapshots),          cmocka_unit_test(test_record_time_keys),
-        cmocka_unit_test(test_word),
+        cmocka_unit_test(test_word),                     cmocka_unit_test(test_write_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -703,8 +703,8 @@ static void test_room_cancel_and_destroy(void **state)
     /* A wake-up from another thread ends a wait early. */
     int64_t t0 = clock_mono_ms();
     http_engine_wakeup(e);
-    http_engine_wait(e, 2000);
-    assert_true(clock_mono_ms() - t0 < 1000);
+    http_engine_wait(e, 5000);
+    assert_true(clock_mono_ms() - t0 < 2500);
 
     /* Destroy with a transfer in flight: no callback, nothing leaked (ASan). */
     assert_int_equal(http_engine_submit(e, &req, on_done, &c), 0);
