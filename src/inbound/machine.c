@@ -300,7 +300,8 @@ int machine_parse(const json_t *body, struct machine *m, struct api_error *err)
         if ((rc = parse_transition(item, i, &m->transitions[i], err)) != 0)
             return rc;
     }
-    return check_graph(m, m->n_states > 0 && json_object_get(body, "states") != NULL, err);
+    m->states_declared = m->n_states > 0 && json_object_get(body, "states") != NULL;
+    return check_graph(m, m->states_declared, err);
 }
 
 int machine_from_record(const struct machine_record *rec, struct machine *m)

@@ -45,6 +45,7 @@ struct machine {
     size_t n_transitions;
     char **states;          /* as declared ("states"), or NULL: the targets of the transitions */
     size_t n_states;
+    bool states_declared;   /* the definition lists its states (else they are derived, and not stored) */
     char *emit;             /* the outbox event type of an applied change; NULL: none */
     int64_t created_at, updated_at;
 };

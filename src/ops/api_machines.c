@@ -91,7 +91,8 @@ static int record_write(struct store *s, struct machine_op *o, bool update)
     json_t *j = machine_definition_json(&o->def);
     int rc;
 
-    if (j && o->def.n_states && json_object_set_new(j, "states", json_array()) == 0) {
+    /* Derived states are not stored: a later change of the transitions derives them again. */
+    if (j && o->def.states_declared && json_object_set_new(j, "states", json_array()) == 0) {
         json_t *arr = json_object_get(j, "states");
         for (size_t i = 0; i < o->def.n_states; i++)
             json_array_append_new(arr, json_string(o->def.states[i]));
@@ -157,7 +158,7 @@ static int op_update(struct store *s, void *arg)
         json_t *a = machine_json(&before), *b = machine_json(&o->def);
         json_object_del(a, "updated_at");
         json_object_del(b, "updated_at");
-        if (a && b && json_equal(a, b))
+        if (a && b && json_equal(a, b) && before.states_declared == o->def.states_declared)
             o->def.updated_at = rec.updated_at; /* unchanged: no write */
         else
             rc = record_write(s, o, true);

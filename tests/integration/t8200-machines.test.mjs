@@ -208,7 +208,21 @@ test('machines API: validation names the field; delete refused while a source us
   await bad({ ...base, transitions: [{ on: 'a.b', from: [], to: 'x' }] }, 'invalid_field', /transitions\[0\]\.from/);
   await bad({ ...base, emit: 'no spaces' }, 'invalid_field', /^emit/);
   await bad({ ...base, name: 'bad name' }, 'invalid_field', /^name/);
-  let r = await d.api('POST', '/v1/machines', ORDER);
+  // States derived from the transitions are derived again when they change: a PATCH may add a state.
+  let r = await d.api('POST', '/v1/machines', base);
+  assert.equal(r.status, 201, JSON.stringify(r.body));
+  assert.deepEqual(r.body.states, ['x']);
+  r = await d.api('PATCH', '/v1/machines/m2', { transitions: [...base.transitions, { on: 'c.d', from: ['x'], to: 'w' }] });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  assert.deepEqual(r.body.states, ['x', 'w']);
+  // Declared states stay declared: a PATCH that leads to an undeclared one is refused.
+  r = await d.api('PATCH', '/v1/machines/m2', { states: ['x', 'w'] });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  r = await d.api('PATCH', '/v1/machines/m2', { transitions: [...base.transitions, { on: 'c.d', from: ['x'], to: 'v' }] });
+  assert.equal(r.status, 400);
+  assert.match(r.body.error.message, /not one of the declared states/);
+  assert.equal((await d.api('DELETE', '/v1/machines/m2')).status, 204);
+  r = await d.api('POST', '/v1/machines', ORDER);
   assert.equal(r.status, 409);
   r = await d.api('PATCH', '/v1/machines/order', { name: 'other' });
   assert.equal(r.status, 400);
