@@ -107,6 +107,56 @@ bool api_scope_account(struct http_request *req, struct http_response *res, cons
     return true;
 }
 
+bool api_scope_deliveries(struct http_request *req, struct http_response *res, struct delivery_filter *f)
+{
+    if (!api_scope_account(req, res, &f->account))
+        return false;
+    f->own_endpoints = !api_caller(req)->admin;
+    return true;
+}
+
+int api_delivery_owner(struct store *s, const struct delivery *d, const char **owner)
+{
+    struct endpoint ep = {0};
+    int rc;
+
+    *owner = NULL;
+    if (!d->account)
+        return 0;
+    rc = store_endpoint_get(s, d->endpoint_id, &ep);
+    if (rc == 0 && ep.account && strcmp(ep.account, d->account) == 0)
+        *owner = d->account;
+    endpoint_free(&ep);
+    return rc == HOOKD_ENOTFOUND ? 0 : rc;
+}
+
+int api_delivery_visible(const struct http_request *req, struct store *s, const struct delivery *d)
+{
+    const char *owner;
+    int rc;
+
+    if (api_caller(req)->admin)
+        return 0;
+    rc = api_delivery_owner(s, d, &owner);
+    return rc != 0 ? rc : owner && api_caller_sees(req, owner) ? 0 : HOOKD_ENOTFOUND;
+}
+
+const char *api_deliveries_owner(struct store *s, const struct delivery_filter *f, int *rc)
+{
+    struct delivery_filter own = *f;
+    int64_t all = 0, held = 0;
+
+    *rc = 0;
+    if (!f->account)
+        return NULL;
+    if (f->own_endpoints)
+        return f->account;
+    own.own_endpoints = true;
+    if ((*rc = store_delivery_count(s, f, &all)) != 0 || (*rc = store_delivery_count(s, &own, &held)) != 0)
+        return NULL;
+    return all == held ? f->account : NULL;
+}
+
 struct store *api_reader_get(const struct api_ctx *api, struct http_response *res)
 {
     struct store *s = NULL;

@@ -63,6 +63,28 @@ bool api_caller_sees(const struct http_request *req, const char *account);
 /* For a list filter's account: an account token sees only its own, so *account becomes the token's;
  * another one named is 403 forbidden (answered; returns false). */
 bool api_scope_account(struct http_request *req, struct http_response *res, const char **account);
+/*
+ * A delivery filter held to the caller: an account token's deliveries are those of its account's events to
+ * its account's own endpoints (never to an account-less endpoint of the operator's); false after the 403 of
+ * api_scope_account.
+ */
+bool api_scope_deliveries(struct http_request *req, struct http_response *res, struct delivery_filter *f);
+/*
+ * *owner: d's account when d goes to an endpoint of that account, else NULL (an account-less endpoint, or
+ * one of another account). The store's error reading d's endpoint (a deleted endpoint: 0, no owner).
+ */
+int api_delivery_owner(struct store *s, const struct delivery *d, const char **owner);
+/*
+ * 0 when the caller may see delivery d (by the rule of api_scope_deliveries), HOOKD_ENOTFOUND when not (it
+ * does not exist for that caller), or the store's error reading d's endpoint.
+ */
+int api_delivery_visible(const struct http_request *req, struct store *s, const struct delivery *d);
+/*
+ * The account whose own endpoints every delivery of f goes to (f's account, when counting with and without
+ * own_endpoints agrees), else NULL: the account a replay record of f is listed under, so that an account
+ * token never reads a record that covers an account-less endpoint. *rc gets the store's error.
+ */
+const char *api_deliveries_owner(struct store *s, const struct delivery_filter *f, int *rc);
 /* Constant-time comparison of two tokens (an empty expected token never matches). */
 bool api_token_equal(const char *expected, const char *given);
 

@@ -24,7 +24,7 @@ void api_deliveries_list(struct http_request *req, struct http_response *res, vo
     json_t *data;
 
     if (!d || !api_query_parse(req, res, delivery_list_query, delivery_list_query_count, &f, &scratch) ||
-        !api_scope_account(req, res, &f.account))
+        !api_scope_deliveries(req, res, &f))
         return;
     if (!(s = api_reader_get(d, res)) || !api_reader_done(d, s, store_delivery_list(s, &f, &list), res, "deliveries"))
         return;
@@ -57,8 +57,8 @@ void api_deliveries_get(struct http_request *req, struct http_response *res, voi
     if (!(s = api_reader_get(d, res)))
         return;
     rc = store_delivery_get(s, id, &dl);
-    if (rc == 0 && !api_caller_sees(req, dl.account))
-        rc = HOOKD_ENOTFOUND; /* another account's delivery does not exist for an account token */
+    if (rc == 0)
+        rc = api_delivery_visible(req, s, &dl); /* another account's (or the operator's) does not exist for it */
     if (rc == 0)
         rc = store_attempt_list(s, id, &al);
     api_reader_put(d, s, rc);

@@ -273,8 +273,10 @@ void api_events_get(struct http_request *req, struct http_response *res, void *c
     if (!(s = api_reader_get(d, res)))
         return;
     f.event_id = id;
-    if (!api_caller(req)->admin)
+    if (!api_caller(req)->admin) { /* its deliveries to the account's own endpoints only */
         f.account = api_caller(req)->account;
+        f.own_endpoints = true;
+    }
     rc = store_event_get(s, id, &ev);
     if (rc == 0 && !api_caller_sees(req, ev.account))
         rc = HOOKD_ENOTFOUND; /* another account's event does not exist for an account token */

@@ -603,6 +603,10 @@ void api_resources_sync(struct http_request *req, struct http_response *res, voi
             rc = 0;
             continue;
         }
+        if (rc == 0 && !api_caller(req)->admin && !(ep.account && api_caller_sees(req, ep.account))) {
+            endpoint_free(&ep); /* an account token: its account's own endpoints, never the operator's */
+            continue;
+        }
         if (rc == 0)
             rc = state_get(s, r->endpoint_id, &st);
         if (rc != 0) {

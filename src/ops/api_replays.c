@@ -255,6 +255,7 @@ void api_deliveries_replay(struct http_request *req, struct http_response *res, 
     struct api_ctx *api = api_begin(req, res, ctx);
     const char *id = http_param(req, "id");
     struct delivery d = {0};
+    const char *owner = NULL;
     struct replay_run *r;
     struct store *s;
     json_t *body;
@@ -275,9 +276,11 @@ void api_deliveries_replay(struct http_request *req, struct http_response *res, 
     if (!(s = api_reader_get(api, res)))
         return;
     rc = store_delivery_get(s, id, &d);
+    if (rc == 0)
+        rc = api_delivery_owner(s, &d, &owner);
     api_reader_put(api, s, rc);
-    if (rc == 0 && !api_caller_sees(req, d.account))
-        rc = HOOKD_ENOTFOUND;
+    if (rc == 0 && !api_caller(req)->admin && !(owner && api_caller_sees(req, owner)))
+        rc = HOOKD_ENOTFOUND; /* another account's, or one to the operator's own endpoint */
     if (rc != 0) {
         char what[HOOKD_ID_MAX + 16];
         snprintf(what, sizeof what, "delivery %s", id);
@@ -285,7 +288,7 @@ void api_deliveries_replay(struct http_request *req, struct http_response *res, 
         delivery_free(&d);
         return;
     }
-    r = run_new(api, req, REPLAY_DELIVERY, 1, json_pack("{s:s}", "delivery_id", id), d.account);
+    r = run_new(api, req, REPLAY_DELIVERY, 1, json_pack("{s:s}", "delivery_id", id), owner);
     delivery_free(&d);
     if (!r) {
         api_reply_store_error(res, HOOKD_ENOMEM, "replay");
@@ -311,6 +314,7 @@ void api_events_replay(struct http_request *req, struct http_response *res, void
     struct delivery_filter f = {.status = -1, .limit = STORE_LIST_MAX};
     struct delivery_list dl = {0};
     struct event ev = {0};
+    const char *owner = NULL;
     char endpoint[HOOKD_ID_MAX], what[HOOKD_ID_MAX * 2 + 32];
     struct replay_run *r = NULL;
     struct store *s;
@@ -331,13 +335,17 @@ void api_events_replay(struct http_request *req, struct http_response *res, void
     json_decref(body);
     f.event_id = id;
     f.endpoint_id = endpoint[0] ? endpoint : NULL;
+    f.own_endpoints = !api_caller(req)->admin; /* an account token: to its account's endpoints only */
     if (!(s = api_reader_get(api, res)))
         return;
     rc = store_event_get(s, id, &ev);
     if (rc == 0 && !api_caller_sees(req, ev.account))
         rc = HOOKD_ENOTFOUND;
+    f.account = ev.account;
     if (rc == 0)
         rc = store_delivery_list(s, &f, &dl);
+    if (rc == 0)
+        owner = api_deliveries_owner(s, &f, &rc);
     api_reader_put(api, s, rc);
     if (rc == 0 && dl.n == 0 && endpoint[0]) {
         snprintf(what, sizeof what, "delivery of event %.63s to endpoint %.63s", id, endpoint);
@@ -349,7 +357,7 @@ void api_events_replay(struct http_request *req, struct http_response *res, void
     }
     filter = endpoint[0] ? json_pack("{s:s,s:s}", "event_id", id, "endpoint_id", endpoint)
                          : json_pack("{s:s}", "event_id", id);
-    if (!(r = run_new(api, req, REPLAY_EVENT, dl.n, filter, ev.account))) {
+    if (!(r = run_new(api, req, REPLAY_EVENT, dl.n, filter, owner))) {
         api_reply_store_error(res, HOOKD_ENOMEM, "replay");
         goto out;
     }
@@ -416,7 +424,7 @@ void api_replays_create(struct http_request *req, struct http_response *res, voi
     struct delivery_filter f = {.status = DELIVERY_DEAD};
     char endpoint[HOOKD_ID_MAX];
     json_t *body = api_body_object(req, res, true), *v, *filter;
-    const char *account = NULL;
+    const char *account = NULL, *owner = NULL;
     struct replay_run *r = NULL;
     json_int_t limit = REPLAY_LIMIT_DEFAULT;
     bool dry_run = false;
@@ -466,6 +474,7 @@ void api_replays_create(struct http_request *req, struct http_response *res, voi
     }
     f.endpoint_id = endpoint[0] ? endpoint : NULL;
     f.account = account;
+    f.own_endpoints = !api_caller(req)->admin; /* an account token: to its account's endpoints only */
     if (!(s = api_reader_get(api, res)))
         goto out;
     rc = store_delivery_count(s, &f, &count);
@@ -495,8 +504,12 @@ void api_replays_create(struct http_request *req, struct http_response *res, voi
         json_object_set_new(filter, "since", api_json_time(f.since));
     if (filter && f.until)
         json_object_set_new(filter, "until", api_json_time(f.until));
-    r = run_new(api, req, REPLAY_RANGE, (size_t)count, filter, account);
-    rc = r ? range_ids(s, f, r, (size_t)count) : HOOKD_ENOMEM;
+    owner = api_deliveries_owner(s, &f, &rc);
+    r = rc == 0 ? run_new(api, req, REPLAY_RANGE, (size_t)count, filter, owner) : NULL;
+    if (rc == 0)
+        rc = r ? range_ids(s, f, r, (size_t)count) : HOOKD_ENOMEM;
+    else
+        json_decref(filter);
     api_reader_put(api, s, rc);
     if (rc != 0) {
         api_reply_store_error(res, rc, "deliveries");

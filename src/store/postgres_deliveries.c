@@ -747,15 +747,16 @@ static int postgres_delivery_list(struct store *s, const struct delivery_filter 
     delivery_filter_sql(mask, '$', terms);
     store_sql_add(&q, terms);
     slot = (status_undelivered(f, mask, &q) ? PG_DELIVERY_LIST_UNDELIVERED : PG_DELIVERY_LIST) + mask;
-    store_sql_add(&q, " ORDER BY d.id DESC LIMIT $8");
+    store_sql_add(&q, " ORDER BY d.id DESC LIMIT $9");
     pg_param_text(&p, 1, f->event_id);
     pg_param_text(&p, 2, f->endpoint_id);
     pg_param_text(&p, 3, f->account);
     pg_param_text(&p, 4, mask & DL_F_STATUS ? delivery_status_name((enum delivery_status)f->status) : NULL);
     pg_param_i64(&p, 5, f->since);
     pg_param_i64(&p, 6, f->until);
-    pg_param_text(&p, 7, f->before_id);
-    pg_param_int(&p, 8, store_list_limit(f->limit));
+    pg_param_text(&p, 7, mask & DL_F_OWN ? f->account : NULL);
+    pg_param_text(&p, 8, f->before_id);
+    pg_param_int(&p, 9, store_list_limit(f->limit));
     return pg_list(s, slot, q.text, &p, store_read_delivery, STORE_ROWS(out, store_free_delivery));
 }
 
@@ -830,6 +831,7 @@ static int postgres_delivery_count(struct store *s, const struct delivery_filter
     pg_param_text(&p, 4, mask & DL_F_STATUS ? delivery_status_name((enum delivery_status)f->status) : NULL);
     pg_param_i64(&p, 5, f->since);
     pg_param_i64(&p, 6, f->until);
+    pg_param_text(&p, 7, mask & DL_F_OWN ? f->account : NULL);
     result = pg_run(s, slot, q.text, &p, &res);
     if (result)
         return result;

@@ -28,7 +28,7 @@ enum {
     PG_EVENTS = 32,                    /* postgres_events.c */
     PG_ENDPOINTS = PG_EVENTS + 64,     /* postgres_endpoints.c */
     PG_DELIVERIES = PG_ENDPOINTS + 32, /* postgres_deliveries.c */
-    PG_ENDPOINT_STATE = PG_DELIVERIES + 400, /* postgres_endpoint_state.c */
+    PG_ENDPOINT_STATE = PG_DELIVERIES + 800, /* postgres_endpoint_state.c */
     PG_SOURCES = PG_ENDPOINT_STATE + 16, /* postgres_sources.c */
     PG_INBOX = PG_SOURCES + 16,        /* postgres_inbox.c */
     PG_REJECTIONS = PG_INBOX + 144,    /* postgres_rejections.c */

@@ -729,7 +729,7 @@ static int sqlite_delivery_list(struct store *s, const struct delivery_filter *f
     store_sql_add(&q, "SELECT " STORE_DELIVERY_COLUMNS " FROM hookd_deliveries d WHERE 1");
     delivery_filter_sql(mask, '?', terms);
     store_sql_add(&q, terms);
-    store_sql_add(&q, " ORDER BY d.id DESC LIMIT ?8");
+    store_sql_add(&q, " ORDER BY d.id DESC LIMIT ?9");
     result = sq_stmt(s, SQ_DELIVERY_LIST + mask, q.text, &st);
     if (result)
         return result;
@@ -740,8 +740,10 @@ static int sqlite_delivery_list(struct store *s, const struct delivery_filter *f
         sq_bind_text(st, 4, delivery_status_name((enum delivery_status)f->status));
     sqlite3_bind_int64(st, 5, f->since);
     sqlite3_bind_int64(st, 6, f->until);
-    sq_bind_text(st, 7, f->before_id);
-    sqlite3_bind_int(st, 8, limit);
+    if (mask & DL_F_OWN)
+        sq_bind_text(st, 7, f->account);
+    sq_bind_text(st, 8, f->before_id);
+    sqlite3_bind_int(st, 9, limit);
     return sq_rows_read(s, st, (size_t)limit, store_read_delivery, STORE_ROWS(out, store_free_delivery));
 }
 
@@ -813,6 +815,8 @@ static int sqlite_delivery_count(struct store *s, const struct delivery_filter *
         sqlite3_bind_int64(st, 5, f->since);
     if (mask & DL_F_UNTIL)
         sqlite3_bind_int64(st, 6, f->until);
+    if (mask & DL_F_OWN)
+        sq_bind_text(st, 7, f->account);
     return sq_get_i64(s, st, n);
 }
 

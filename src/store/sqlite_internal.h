@@ -37,7 +37,7 @@ enum {
     SQ_EVENTS = 32,                    /* sqlite_events.c */
     SQ_ENDPOINTS = SQ_EVENTS + 64,     /* sqlite_endpoints.c */
     SQ_DELIVERIES = SQ_ENDPOINTS + 32, /* sqlite_deliveries.c */
-    SQ_ENDPOINT_STATE = SQ_DELIVERIES + 256, /* sqlite_endpoint_state.c */
+    SQ_ENDPOINT_STATE = SQ_DELIVERIES + 448, /* sqlite_endpoint_state.c */
     SQ_SOURCES = SQ_ENDPOINT_STATE + 16, /* sqlite_sources.c */
     SQ_INBOX = SQ_SOURCES + 16,        /* sqlite_inbox.c */
     SQ_REJECTIONS = SQ_INBOX + 144,    /* sqlite_rejections.c */

@@ -651,8 +651,9 @@ struct event_filter {
 struct delivery_filter {
     const char *event_id;
     const char *endpoint_id;
-    const char *account;
-    int status;          /* enum delivery_status, or -1 for any */
+    const char *account;  /* the event's account */
+    bool own_endpoints;   /* with account: only deliveries to endpoints of that account (an account token's view) */
+    int status;           /* enum delivery_status, or -1 for any */
     int64_t since, until; /* created_at range, ms; 0: open */
     const char *before_id; /* cursor: id < before_id; NULL: start */
     int limit;

@@ -455,7 +455,7 @@ int delivery_filter_mask(const struct delivery_filter *f)
 {
     return (f->event_id ? DL_F_EVENT : 0) | (f->endpoint_id ? DL_F_ENDPOINT : 0) | (f->account ? DL_F_ACCOUNT : 0) |
            (f->status >= 0 ? DL_F_STATUS : 0) | (f->since ? DL_F_SINCE : 0) | (f->until ? DL_F_UNTIL : 0) |
-           (f->before_id ? DL_F_BEFORE : 0);
+           (f->account && f->own_endpoints ? DL_F_OWN : 0) | (f->before_id ? DL_F_BEFORE : 0);
 }
 
 int endpoint_filter_mask(const struct endpoint_filter *f)
@@ -493,8 +493,11 @@ void event_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX])
 
 void delivery_filter_sql(int mask, char mark, char out[FILTER_SQL_MAX])
 {
+    /* The endpoint's account by its key (an account-less endpoint's is NULL, never equal). */
     static const char *const terms[] = {"d.event_id =",      "d.endpoint_id =",  "d.account =", "d.status =",
-                                        "d.created_at >=", "d.created_at <", "d.id <"};
+                                        "d.created_at >=", "d.created_at <",
+                                        "(SELECT e.account FROM hookd_endpoints e WHERE e.id = d.endpoint_id) =",
+                                        "d.id <"};
 
     filter_sql(terms, sizeof terms / sizeof terms[0], mask, mark, out);
 }

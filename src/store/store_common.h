@@ -257,8 +257,9 @@ enum {
     DL_F_STATUS = 8,
     DL_F_SINCE = 16,
     DL_F_UNTIL = 32,
-    DL_F_BEFORE = 64,
-    DL_F_COMBINATIONS = 128,
+    DL_F_OWN = 64, /* own_endpoints: the endpoint's account is the filter's account (parameter 7) */
+    DL_F_BEFORE = 128,
+    DL_F_COMBINATIONS = 256,
 };
 enum { EP_F_ACCOUNT = 1, EP_F_BEFORE = 2, EP_F_COMBINATIONS = 4 };
 enum {

@@ -244,3 +244,87 @@ test('sync status: an account token reads its own account\'s, never another\'s',
   assert.equal(admin.status, 200);
   assert.deepEqual(admin.body.endpoints.map((e) => e.event.id).sort(), [evA.id, evB.id].sort(), 'the admin sees both');
 });
+
+// Last too. An account's events also reach the operator's own account-less
+// endpoints (an audit sink, say): those deliveries, their attempts and
+// response bodies are the operator's, never shown to or replayed by the
+// account's token, and a replay record that covers one is not listed under
+// the account.
+test('deliveries to the operator\'s account-less endpoints stay the operator\'s', async () => {
+  const resource = { type: 'plan', id: `g-${Date.now()}` };
+  const ops = await d.createEndpoint({ url: sink.url('/dead-operator'), event_types: ['g.*'] });
+  const own = await d.createEndpoint({ url: sink.url('/ok-g-a'), account: 'acct-a', event_types: ['g.*'] });
+  const ev = await d.publish({ type: 'g.x', account: 'acct-a', resource, data: { secret: 'operator-only' } });
+  let mine, theirs;
+  await waitFor(async () => {
+    const ds = await d.deliveriesOf(ev.id);
+    mine = ds.find((x) => x.endpoint_id === own.id && x.status === 'delivered');
+    theirs = ds.find((x) => x.endpoint_id === ops.id && x.status === 'dead');
+    return mine && theirs;
+  }, { what: 'one delivered to A, one dead to the operator' });
+  const sent = () => sink.at('/dead-operator').length;
+  const before = sent();
+  for (const tok of [tokA, tokAr]) {
+    const get = as(tok);
+    const leaks = (r) => JSON.stringify(r.body).includes(theirs.id) || JSON.stringify(r.body).includes(ops.id);
+    for (const path of ['/v1/deliveries', '/v1/deliveries?status=dead', `/v1/deliveries?event_id=${ev.id}`,
+      `/v1/deliveries?endpoint_id=${ops.id}`, '/v1/deliveries?account=acct-a&limit=500']) {
+      const r = await get('GET', path);
+      assert.equal(r.status, 200, path);
+      assert.ok(!leaks(r), `${path} lists the operator's delivery`);
+    }
+    assert.ok((await get('GET', `/v1/deliveries?event_id=${ev.id}`)).body.data.some((x) => x.id === mine.id));
+    const one = await get('GET', `/v1/deliveries/${theirs.id}`);
+    assert.equal(one.status, 404);
+    assert.ok(!JSON.stringify(one.body).includes(ops.id), "the 404 names only the id asked for");
+    assert.equal((await get('GET', `/v1/deliveries/${mine.id}`)).status, 200);
+    const evr = await get('GET', `/v1/events/${ev.id}`);
+    assert.deepEqual(evr.body.deliveries.map((x) => x.id), [mine.id]);
+    const rs = await get('GET', `/v1/resources/${resource.type}/${resource.id}/sync`);
+    assert.equal(rs.status, 200);
+    assert.deepEqual(rs.body.endpoints.map((e) => e.endpoint_id), [own.id]);
+    assert.ok(!leaks(rs));
+    assert.equal((await get('GET', '/v1/endpoints')).body.data.some((e) => e.id === ops.id), false);
+  }
+  const rep = as(tokAr);
+  const r1 = await rep('POST', `/v1/deliveries/${theirs.id}/replay`, {});
+  assert.equal(r1.status, 404);
+  assert.ok(!JSON.stringify(r1.body).includes(ops.id));
+  const dry = await rep('POST', '/v1/replays', { endpoint_id: ops.id, dry_run: true });
+  assert.equal(dry.body.count, 0, 'the operator\'s endpoint is not in the account\'s range');
+  const whole = await rep('POST', '/v1/replays', { dry_run: true });
+  const adminOwn = await d.api('POST', '/v1/replays', { account: 'acct-a', dry_run: true });
+  assert.equal(adminOwn.body.count, whole.body.count + 1, 'the admin\'s account range has the operator\'s one too');
+  const evRep = await rep('POST', `/v1/events/${ev.id}/replay`, {});
+  assert.equal(evRep.status, 202);
+  assert.equal(evRep.body.matched, 1, 'the event replay covers the account\'s own endpoint only');
+  assert.equal(evRep.body.account, 'acct-a');
+  // The admin's replays that reach the operator's endpoint are not the account's records.
+  const adm1 = await d.api('POST', `/v1/deliveries/${theirs.id}/replay`, {});
+  assert.equal(adm1.status, 202);
+  const rec1 = (await d.api('GET', `/v1/replays/${adm1.body.replay_id}`)).body; // a delivery replay answers the delivery
+  assert.equal(rec1.account, null);
+  const deadAgain = async (n) => {
+    await waitFor(() => sent() === before + n, { what: `the admin's replay ${n} sent` });
+    await waitFor(async () => (await d.deliveriesOf(ev.id)).find((x) => x.id === theirs.id).status === 'dead',
+      { what: 'the operator\'s delivery dead again' });
+  };
+  await deadAgain(1);
+  const adm2 = await d.api('POST', `/v1/events/${ev.id}/replay`, {});
+  assert.equal(adm2.status, 202);
+  assert.equal(adm2.body.account, null);
+  await deadAgain(2);
+  const adm3 = await d.api('POST', '/v1/replays', { account: 'acct-a' });
+  assert.equal(adm3.status, 202);
+  assert.equal(adm3.body.account, null, 'it covers the operator\'s endpoint');
+  assert.equal(adm3.body.filter.account, 'acct-a', 'its filter still names the account');
+  const adm4 = await d.api('POST', `/v1/events/${ev.id}/replay`, { endpoint_id: own.id });
+  assert.equal(adm4.body.account, 'acct-a', 'the account\'s own endpoint only: its record');
+  const listed = (await rep('GET', '/v1/replays?limit=100')).body.data.map((x) => x.id);
+  for (const id of [rec1.id, adm2.body.id, adm3.body.id]) {
+    assert.ok(!listed.includes(id), `replay ${id} listed for the account`);
+    assert.equal((await rep('GET', `/v1/replays/${id}`)).status, 404);
+  }
+  assert.ok(listed.includes(evRep.body.id) && listed.includes(adm4.body.id));
+  assert.equal((await d.api('GET', `/v1/replays/${adm3.body.id}`)).status, 200, 'the admin reads it');
+});

@@ -389,7 +389,7 @@ static void list_plan(struct store *s, const char *needle, const char *status, c
     r = PQexec(s->conn, sql);
     assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
     assert_int_equal(PQntuples(r), 1);
-    snprintf(sql, sizeof sql, "EXPLAIN EXECUTE %s(NULL, NULL, NULL, '%s', 0, 0, NULL, 100)", PQgetvalue(r, 0, 0),
+    snprintf(sql, sizeof sql, "EXPLAIN EXECUTE %s(NULL, NULL, NULL, '%s', 0, 0, NULL, NULL, 100)", PQgetvalue(r, 0, 0),
              status);
     PQclear(r);
     r = PQexec(s->conn, sql);

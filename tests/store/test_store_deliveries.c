@@ -596,6 +596,73 @@ static void test_delivery_list_filters_cursor(void **state)
 }
 
 /*
+ * own_endpoints (an account token's view): of the account's deliveries only
+ * those to endpoints of that account; one to an account-less endpoint (the
+ * operator's), or to an endpoint of another account, is out of the list and
+ * the count, whatever other filters come with it.
+ */
+static void test_delivery_list_own_endpoints(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    struct endpoint own, ops, other;
+    struct event ev;
+    struct delivery ds[3];
+    struct delivery_list l;
+    int64_t n = -1;
+
+    endpoint_make(fx, &own);
+    endpoint_make(fx, &ops);
+    endpoint_make(fx, &other);
+    free(ops.account);
+    ops.account = NULL;
+    assert_int_equal(store_endpoint_update(fx->s, &ops), 0);
+    free(other.account);
+    other.account = strdup("acct_someone_else");
+    assert_int_equal(store_endpoint_update(fx->s, &other), 0);
+    event_make(fx, "order.paid", &ev);
+    delivery_make(fx, ev.id, own.id, now, &ds[0]);
+    delivery_make(fx, ev.id, ops.id, now, &ds[1]);
+    delivery_make(fx, ev.id, other.id, now, &ds[2]);
+
+    struct delivery_filter all = {.account = fx->account, .event_id = ev.id, .status = -1, .limit = 10};
+    struct delivery_filter held = all;
+    held.own_endpoints = true;
+    assert_int_equal(store_delivery_list(fx->s, &all, &l), 0);
+    assert_int_equal(l.n, 3);
+    delivery_list_free(&l);
+    assert_int_equal(store_delivery_list(fx->s, &held, &l), 0);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.items[0].id, ds[0].id);
+    delivery_list_free(&l);
+    assert_int_equal(store_delivery_count(fx->s, &held, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(store_delivery_count(fx->s, &all, &n), 0);
+    assert_int_equal(n, 3);
+    held.endpoint_id = ops.id;
+    assert_int_equal(store_delivery_list(fx->s, &held, &l), 0);
+    assert_int_equal(l.n, 0);
+    delivery_list_free(&l);
+    held.endpoint_id = NULL;
+    held.status = DELIVERY_PENDING;
+    held.before_id = "dlv_zzzzzzzz";
+    assert_int_equal(store_delivery_list(fx->s, &held, &l), 0);
+    assert_int_equal(l.n, 1);
+    delivery_list_free(&l);
+    /* Without an account the flag means nothing (no account to hold to). */
+    held = (struct delivery_filter){.event_id = ev.id, .own_endpoints = true, .status = -1, .limit = 10};
+    assert_int_equal(store_delivery_count(fx->s, &held, &n), 0);
+    assert_int_equal(n, 3);
+
+    for (int i = 0; i < 3; i++)
+        delivery_free(&ds[i]);
+    event_free(&ev);
+    endpoint_free(&own);
+    endpoint_free(&ops);
+    endpoint_free(&other);
+}
+
+/*
  * A claim takes no delivery whose event row is gone (deleted by SQL): it is
  * neither leased nor returned, so no lease is left behind; its neighbours are
  * claimed with their own event's fields.
@@ -731,6 +798,7 @@ int main(void)
         T(test_complete_disables_endpoint),
         T(test_endpoint_delete_kills_open_deliveries),
         T(test_delivery_list_filters_cursor),
+        T(test_delivery_list_own_endpoints),
         T(test_delivery_list_count_each_status),
         T(test_claim_skips_delivery_without_event),
     };

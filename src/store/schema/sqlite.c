@@ -474,6 +474,19 @@ static const char schema_stats_time_indexes[] =
     "CREATE INDEX hookd_outbox_created ON hookd_outbox(created_at);"
     "CREATE INDEX hookd_inbox_received ON hookd_inbox(received_at);";
 
+/*
+ * A replay record is listed under an account only when every delivery it
+ * covers goes to that account's own endpoints (an account token reads the
+ * records of its account). Records made before that rule which made a
+ * delivery to an account-less endpoint, or to another account's, pending
+ * again lose their account (the filter they keep still names it).
+ */
+static const char schema_replays_owned[] =
+    "UPDATE hookd_replays SET account = NULL WHERE account IS NOT NULL AND EXISTS ("
+    " SELECT 1 FROM hookd_replay_items i JOIN hookd_deliveries d ON d.id = i.delivery_id"
+    " LEFT JOIN hookd_endpoints e ON e.id = d.endpoint_id"
+    " WHERE i.replay_id = hookd_replays.id AND (e.account IS NULL OR e.account <> hookd_replays.account));";
+
 const struct schema_migration sqlite_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -491,6 +504,7 @@ const struct schema_migration sqlite_migrations[] = {
     {14, schema_endpoint_health},
     {15, schema_inbox_claim_order},
     {16, schema_stats_time_indexes},
+    {17, schema_replays_owned},
 };
 
 const size_t sqlite_migrations_count = sizeof sqlite_migrations / sizeof sqlite_migrations[0];
