@@ -7,9 +7,10 @@ set -euo pipefail
 profile=${1:-build}
 
 pkgs=(gcc make pkg-config libc6-dev libcurl4-openssl-dev libsqlite3-dev libjansson-dev
-      libinih-dev libssl-dev libpq-dev sqlite3)
+      libinih-dev libssl-dev libpq-dev sqlite3
+      curl jq) # curl, jq and sqlite3: the README quickstart uses them
 if [ "$profile" = test ]; then
-    pkgs+=(libcmocka-dev postgresql curl procps clang libfuzzer-14-dev chromium fonts-dejavu-core)
+    pkgs+=(libcmocka-dev postgresql procps clang libfuzzer-14-dev chromium fonts-dejavu-core)
     command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
     command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 fi
