@@ -6,6 +6,7 @@
  */
 #include "store/postgres_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/clock.h"
@@ -25,6 +26,9 @@ enum {
     PG_TRANSITION_LIST,
     PG_INBOX_SETTLE,
     PG_AUDIT,
+    PG_DECISION_TRANSITIONS,
+    PG_DECISION_EVENTS,
+    PG_DECISION_SETTLES,
     PG_MACHINES_END
 };
 _Static_assert((int)PG_MACHINES_END <= (int)PG_REPLAYS, "the machines statements overflow their slots");
@@ -163,24 +167,30 @@ static int postgres_entity_hold(struct store *s, const char *machine, const char
     return result;
 }
 
+static const char entity_put_sql[] =
+    "INSERT INTO hookd_entities(" STORE_ENTITY_COLUMNS ") VALUES ($1, $2, $3, $4, $5, $6)"
+    " ON CONFLICT (kind, id) DO UPDATE SET state = excluded.state, version = excluded.version,"
+    " last_event_id = excluded.last_event_id, updated_at = excluded.updated_at";
+
+static void entity_put_params(const struct entity_record *e, struct pg_params *p)
+{
+    pg_param_text(p, 1, e->kind);
+    pg_param_text(p, 2, e->id);
+    pg_param_text(p, 3, e->state);
+    if (e->has_version)
+        pg_param_i64(p, 4, e->version);
+    else
+        pg_param_null(p, 4, PG_OID_INT8);
+    pg_param_text(p, 5, e->last_event_id);
+    pg_param_i64(p, 6, e->updated_at ? e->updated_at : clock_now_ms());
+}
+
 static int postgres_entity_put(struct store *s, const struct entity_record *e)
 {
     struct pg_params p = {.n = 0};
 
-    pg_param_text(&p, 1, e->kind);
-    pg_param_text(&p, 2, e->id);
-    pg_param_text(&p, 3, e->state);
-    if (e->has_version)
-        pg_param_i64(&p, 4, e->version);
-    else
-        pg_param_null(&p, 4, PG_OID_INT8);
-    pg_param_text(&p, 5, e->last_event_id);
-    pg_param_i64(&p, 6, e->updated_at ? e->updated_at : clock_now_ms());
-    return pg_run_command(s, PG_ENTITY_PUT,
-                          "INSERT INTO hookd_entities(" STORE_ENTITY_COLUMNS ") VALUES ($1, $2, $3, $4, $5, $6)"
-                          " ON CONFLICT (kind, id) DO UPDATE SET state = excluded.state, version = excluded.version,"
-                          " last_event_id = excluded.last_event_id, updated_at = excluded.updated_at",
-                          &p, NULL);
+    entity_put_params(e, &p);
+    return pg_run_command(s, PG_ENTITY_PUT, entity_put_sql, &p, NULL);
 }
 
 static int postgres_transition_insert(struct store *s, struct transition_record *t)
@@ -257,6 +267,156 @@ static int postgres_inbox_settle(struct store *s, const struct inbox_settle *r, 
     return result == 0 && rows == 0 ? HOOKD_ESTALE : result;
 }
 
+/*
+ * A decision's writes: each kind of row one statement over arrays (unnested
+ * in order, so seq follows the decision), all of them in one pipeline.
+ */
+#define DECISION_TRANSITION_COLUMNS 12
+#define DECISION_SETTLE_COLUMNS 5
+_Static_assert(STORE_EVENT_NVALUES == 9, "the events statement unnests nine arrays");
+
+struct decision_arrays {
+    struct pg_array t[DECISION_TRANSITION_COLUMNS];
+    struct pg_array e[STORE_EVENT_NVALUES];
+    struct pg_array u[DECISION_SETTLE_COLUMNS];
+};
+
+static void decision_arrays_free(struct decision_arrays *a)
+{
+    for (int c = 0; c < DECISION_TRANSITION_COLUMNS; c++)
+        pg_array_free(&a->t[c]);
+    for (int c = 0; c < STORE_EVENT_NVALUES; c++)
+        pg_array_free(&a->e[c]);
+    for (int c = 0; c < DECISION_SETTLE_COLUMNS; c++)
+        pg_array_free(&a->u[c]);
+}
+
+/* Closes the n arrays into p's parameters 1..n (i64 where int_cols has the bit); false on allocation failure. */
+static bool arrays_bind(struct pg_array *a, int n, uint32_t int_cols, struct pg_params *p)
+{
+    for (int c = 0; c < n; c++) {
+        const char *literal = pg_array_end(&a[c]);
+        if (!literal)
+            return false;
+        if (int_cols & (1u << c))
+            pg_param_i64_array(p, c + 1, literal);
+        else
+            pg_param_text_array(p, c + 1, literal);
+    }
+    return true;
+}
+
+static void transitions_arrays(const struct decision_writes *w, int64_t now, struct pg_array *a)
+{
+    for (size_t i = 0; i < w->n_transitions; i++) {
+        const struct transition_record *t = &w->transitions[i];
+        int c = 0;
+        pg_array_text(&a[c++], t->inbox_id);
+        pg_array_text(&a[c++], t->source);
+        pg_array_text(&a[c++], t->kind);
+        pg_array_text(&a[c++], t->entity_id);
+        pg_array_text(&a[c++], t->event_id);
+        pg_array_text(&a[c++], t->from_state);
+        pg_array_text(&a[c++], t->to_state);
+        if (t->has_version)
+            pg_array_i64(&a[c++], t->version);
+        else
+            pg_array_text(&a[c++], NULL);
+        pg_array_text(&a[c++], t->result);
+        pg_array_text(&a[c++], t->reason);
+        pg_array_text(&a[c++], t->worker);
+        pg_array_i64(&a[c++], t->at ? t->at : now);
+    }
+}
+
+static void settles_arrays(const struct decision_writes *w, int64_t now, struct pg_array *a)
+{
+    for (size_t i = 0; i < w->n_settles; i++) {
+        const struct inbox_settle *r = &w->settles[i];
+        pg_array_text(&a[0], r->id);
+        pg_array_text(&a[1], inbox_status_name(r->status));
+        pg_array_text(&a[2], r->result);
+        pg_array_text(&a[3], r->error);
+        pg_array_i64(&a[4], r->next_attempt_at ? r->next_attempt_at : now);
+    }
+}
+
+static int postgres_decision_write(struct store *s, struct decision_writes *w, int64_t now)
+{
+    struct decision_arrays a = {0};
+    struct pg_params tp = {.n = 0}, ep = {.n = 0}, xp = {.n = 0}, up = {.n = 0};
+    struct pg_stmt st[4];
+    PGresult *res[4] = {0};
+    int n = 0, events_at = -1, settles_at = -1, result = 0;
+    bool ok = true;
+
+    if (w->n_transitions) {
+        transitions_arrays(w, now, a.t);
+        ok = arrays_bind(a.t, DECISION_TRANSITION_COLUMNS, 1u << 7 | 1u << 11, &tp);
+        st[n++] = (struct pg_stmt){
+            PG_DECISION_TRANSITIONS,
+            "INSERT INTO hookd_transitions(inbox_id, source, kind, entity_id, event_id, from_state, to_state,"
+            " version, result, reason, worker, at)"
+            " SELECT c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12 FROM unnest($1, $2, $3, $4, $5, $6, $7, $8,"
+            " $9, $10, $11, $12) WITH ORDINALITY AS u(c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, n)"
+            " ORDER BY n",
+            &tp};
+    }
+    if (ok && w->n_events) {
+        struct store_value v[STORE_EVENT_NVALUES];
+        uint32_t int_cols = 0;
+        for (size_t i = 0; i < w->n_events; i++) {
+            store_event_values(&w->events[i], v);
+            for (int c = 0; c < STORE_EVENT_NVALUES; c++)
+                pg_array_value(&a.e[c], &v[c]);
+        }
+        for (int c = 0; c < STORE_EVENT_NVALUES; c++)
+            if (v[c].type != STORE_V_TEXT)
+                int_cols |= 1u << c;
+        ok = arrays_bind(a.e, STORE_EVENT_NVALUES, int_cols, &ep);
+        events_at = n;
+        st[n++] = (struct pg_stmt){
+            PG_DECISION_EVENTS,
+            "INSERT INTO hookd_outbox(" STORE_EVENT_INSERT_COLUMNS ")"
+            " SELECT c1, c2, c3, c4, c5, c6, c7, c8, c9 FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+            " WITH ORDINALITY AS u(c1, c2, c3, c4, c5, c6, c7, c8, c9, n) ORDER BY n ON CONFLICT DO NOTHING",
+            &ep};
+    }
+    if (ok && w->entity) {
+        entity_put_params(w->entity, &xp);
+        st[n++] = (struct pg_stmt){PG_ENTITY_PUT, entity_put_sql, &xp};
+    }
+    if (ok && w->n_settles) {
+        settles_arrays(w, now, a.u);
+        ok = arrays_bind(a.u, DECISION_SETTLE_COLUMNS, 1u << 4, &up);
+        pg_param_i64(&up, DECISION_SETTLE_COLUMNS + 1, now);
+        settles_at = n;
+        st[n++] = (struct pg_stmt){
+            PG_DECISION_SETTLES,
+            "UPDATE hookd_inbox i SET status = u.status, result = u.result, error = u.error,"
+            " next_attempt_at = CASE WHEN u.status = 'deferred' THEN u.next END,"
+            " processed_at = CASE WHEN u.status = 'processed' THEN $6 ELSE i.processed_at END,"
+            " deferred_at = CASE WHEN u.status = 'deferred' THEN COALESCE(i.deferred_at, $6) END,"
+            " attempts = i.attempts + 1"
+            " FROM unnest($1, $2, $3, $4, $5) AS u(id, status, result, error, next)"
+            " WHERE i.id = u.id AND i.status IN ('pending', 'deferred')"
+            " AND (i.lease_until IS NULL OR i.lease_until <= $6)",
+            &up};
+    }
+    if (!ok)
+        result = HOOKD_ENOMEM;
+    else if (n > 0)
+        result = pg_run_many(s, st, n, res);
+    if (result == 0 && events_at >= 0)
+        w->emitted = (int)strtol(PQcmdTuples(res[events_at]), NULL, 10);
+    if (result == 0 && settles_at >= 0 && strtoll(PQcmdTuples(res[settles_at]), NULL, 10) != (long long)w->n_settles)
+        result = HOOKD_ESTALE; /* one of them was taken meanwhile: the caller undoes the decision */
+    for (int i = 0; i < n; i++)
+        PQclear(res[i]);
+    decision_arrays_free(&a);
+    return result;
+}
+
 /* The items the audit looks at: $1 a source or NULL, received in [$2, $3) (0: open). */
 #define AUDIT_SCOPE(i)                                                                                        \
     " ($1::text IS NULL OR " i ".source = $1) AND ($2::bigint = 0 OR " i ".received_at >= $2)"                \
@@ -318,5 +478,6 @@ const struct store_machine_ops postgres_machine_ops = {
     .transition_insert = postgres_transition_insert,
     .transition_list = postgres_transition_list,
     .settle = postgres_inbox_settle,
+    .decision_write = postgres_decision_write,
     .audit = postgres_audit,
 };
