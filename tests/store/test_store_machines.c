@@ -308,6 +308,20 @@ static void test_decision_write(void **state)
     assert_int_equal(w2.emitted, 0);
     struct decision_writes w3 = {.settles = st, .n_settles = 1};
     assert_int_equal(store_decision_write(fx->s, &w3, now), HOOKD_ESTALE);
+    /* One event alone: a taken key emits nothing, a new one emits it. */
+    char key3[HOOKD_ID_MAX + 16];
+    snprintf(key3, sizeof key3, "hookd.machine:%s", c.id);
+    struct event one = evs[0];
+    one.id[0] = '\0';
+    struct decision_writes w6 = {.events = &one, .n_events = 1};
+    assert_int_equal(store_decision_write(fx->s, &w6, now), 0);
+    assert_int_equal(w6.emitted, 0);
+    one.id[0] = '\0';
+    one.idempotency_key = key3;
+    assert_int_equal(store_decision_write(fx->s, &w6, now), 0);
+    assert_int_equal(w6.emitted, 1);
+    assert_true(event_by_key(fx, key3, &ev) > seq2);
+    event_free(&ev);
 
     /* A settled item held by a worker fails the call, and the transaction undoes what it wrote. */
     struct inbox_list claimed = {0};
@@ -319,11 +333,14 @@ static void test_decision_write(void **state)
     assert_true(held);
     struct transition_record t4 = t[2];
     t4.reason = "undone";
-    const struct inbox_settle st_c = {.id = c.id, .status = INBOX_PROCESSED, .result = "stale"};
-    struct decision_writes w4 = {.transitions = &t4, .n_transitions = 1, .settles = &st_c, .n_settles = 1};
-    assert_int_equal(store_begin(fx->s), 0);
-    assert_int_equal(store_decision_write(fx->s, &w4, now + 1020), HOOKD_ESTALE);
-    assert_int_equal(store_rollback(fx->s), 0);
+    const struct inbox_settle st_c[2] = {{.id = c.id, .status = INBOX_PROCESSED, .result = "stale"},
+                                         {.id = c.id, .status = INBOX_PROCESSED, .result = "stale"}};
+    for (size_t k = 1; k <= 2; k++) { /* the single-row statement, and the one for several */
+        struct decision_writes w4 = {.transitions = &t4, .n_transitions = 1, .settles = st_c, .n_settles = k};
+        assert_int_equal(store_begin(fx->s), 0);
+        assert_int_equal(store_decision_write(fx->s, &w4, now + 1020), HOOKD_ESTALE);
+        assert_int_equal(store_rollback(fx->s), 0);
+    }
     assert_int_equal(store_transition_list(fx->s, "order", entity, &l), 0);
     assert_int_equal(l.n, 3);
     transition_list_free(&l);
