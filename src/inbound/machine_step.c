@@ -1,7 +1,8 @@
 /*
  * A machine decision inside a store transaction: hold the entity, decide,
- * write the entity, the transitions row and the emitted event, then let the
- * entity's deferred items through that the change unblocked.
+ * let the entity's deferred items through that the change unblocked, then
+ * write it all at once: the entity, the transitions rows, the emitted
+ * events and the settled items.
  */
 #include "inbound/machine_step.h"
 
