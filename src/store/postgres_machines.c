@@ -144,7 +144,7 @@ static int postgres_entity_hold(struct store *s, const char *machine, const char
         {PG_MACHINE_GET, machine_get_sql, &name},
         {PG_ENTITY_GET, entity_get_sql, &key},
         {PG_ENTITY_OPEN,
-         "SELECT " STORE_INBOX_COLUMNS " FROM hookd_inbox WHERE entity_kind = $1 AND entity_id = $2"
+         "SELECT " STORE_INBOX_OPEN_COLUMNS " FROM hookd_inbox WHERE entity_kind = $1 AND entity_id = $2"
          " AND status IN ('pending', 'deferred') ORDER BY id DESC LIMIT $3",
          &open},
     };

@@ -149,7 +149,7 @@ static int sqlite_entity_hold(struct store *s, const char *machine, const char *
     }
     if (result == 0)
         result = sq_stmt(s, SQ_ENTITY_OPEN,
-                         "SELECT " STORE_INBOX_COLUMNS " FROM hookd_inbox INDEXED BY hookd_inbox_entity"
+                         "SELECT " STORE_INBOX_OPEN_COLUMNS " FROM hookd_inbox INDEXED BY hookd_inbox_entity"
                          " WHERE entity_kind = ?1 AND entity_id = ?2 AND status IN ('pending', 'deferred')"
                          " ORDER BY id DESC LIMIT ?3",
                          &st);

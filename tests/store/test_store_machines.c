@@ -438,6 +438,8 @@ static void test_entity_hold_reads_what_a_decision_needs(void **state)
         assert_string_equal(h.open.items[i].entity_id, entity);
         assert_true(h.open.items[i].status == INBOX_PENDING || h.open.items[i].status == INBOX_DEFERRED);
         assert_string_not_equal(h.open.items[i].id, done.id);
+        assert_string_equal(h.open.items[i].payload, ""); /* the bodies are not read */
+        assert_true(h.open.items[i].has_version);
         if (i > 0)
             assert_true(strcmp(h.open.items[i - 1].id, h.open.items[i].id) > 0);
     }
