@@ -1,7 +1,8 @@
 /*
  * A machine decision inside a store transaction: hold the entity, decide,
- * write the entity, the transitions row and the emitted event, then let the
- * entity's deferred items through that the change unblocked.
+ * let the entity's deferred items through that the change unblocked, then
+ * write it all at once: the entity, the transitions rows, the emitted
+ * events and the settled items.
  */
 #include "inbound/machine_step.h"
 
@@ -15,6 +16,52 @@
 #define PART "machine"
 
 /*
+ * What the step writes, gathered as it decides and handed to the store once
+ * when it ends (store_decision_write: one round trip on PostgreSQL however
+ * many events a chain applies). The rows own their state names, reasons,
+ * payloads and keys; the rest points into the items, which outlive the step.
+ */
+struct step_writes {
+    struct transition_record *t;
+    size_t nt, cap_t;
+    struct event *ev;
+    size_t nev, cap_ev;
+    struct inbox_settle *st;
+    size_t nst, cap_st;
+};
+
+/* Room for one more of size bytes in *arr (n used, *cap allocated); false when out of memory. */
+static bool grow(void **arr, size_t n, size_t *cap, size_t size)
+{
+    if (n < *cap)
+        return true;
+    size_t want = *cap ? *cap * 2 : 8;
+    void *p = realloc(*arr, want * size);
+    if (!p)
+        return false;
+    *arr = p;
+    *cap = want;
+    return true;
+}
+
+static void step_writes_free(struct step_writes *w)
+{
+    for (size_t i = 0; i < w->nt; i++) {
+        free(w->t[i].from_state);
+        free(w->t[i].to_state);
+        free(w->t[i].reason);
+    }
+    for (size_t i = 0; i < w->nev; i++) {
+        free(w->ev[i].payload);
+        free(w->ev[i].idempotency_key);
+    }
+    free(w->t);
+    free(w->ev);
+    free(w->st);
+    memset(w, 0, sizeof *w);
+}
+
+/*
  * The entity as the decision sees it (NULL state and no version when it is
  * not known yet) and its other open items, read once when the decision took
  * hold of it (store_entity_hold); done marks the ones this decision settled.
@@ -25,6 +72,7 @@ struct entity_view {
     bool dirty; /* rec changed since it was read: written once, when the step ends (entity_flush) */
     struct inbox_list open;
     bool *done;
+    struct step_writes w;
 };
 
 /* Takes over what h read about the entity (h keeps the machine record). */
@@ -43,11 +91,27 @@ static int entity_view_take(struct entity_hold *h, struct entity_view *e)
     return 0;
 }
 
-/* A chain of applied events writes the entity's row once, with where the chain ended. */
-static int entity_flush(struct store *s, struct entity_view *e, int rc)
+/*
+ * Everything the step decided, written at once: the entity's row (once
+ * however many events a chain applied, with where it ended), transitions,
+ * emitted events, settled items. A settled item taken by a worker since it
+ * was read (ESTALE) is a real conflict: EBUSY, so the op is undone and runs again.
+ */
+static int entity_flush(struct store *s, const struct machine_step_context *c, struct entity_view *e,
+                        struct machine_outcome *out, int rc)
 {
-    if (rc == 0 && e->dirty)
-        rc = store_entity_put(s, &e->rec);
+    struct decision_writes dw = {
+        .transitions = e->w.t, .n_transitions = e->w.nt, .events = e->w.ev, .n_events = e->w.nev,
+        .entity = e->dirty ? &e->rec : NULL, .settles = e->w.st, .n_settles = e->w.nst,
+    };
+
+    if (rc == 0 && (dw.n_transitions || dw.n_events || dw.entity || dw.n_settles)) {
+        rc = store_decision_write(s, &dw, c->now);
+        if (rc == HOOKD_ESTALE)
+            rc = HOOKD_EBUSY;
+        if (rc == 0)
+            out->emitted += dw.emitted;
+    }
     e->dirty = false;
     return rc;
 }
@@ -57,39 +121,60 @@ static void entity_view_free(struct entity_view *e)
     entity_record_free(&e->rec);
     inbox_list_free(&e->open);
     free(e->done);
+    step_writes_free(&e->w);
 }
 
-static int transition_log(struct store *s, const struct machine_step_context *c, const struct inbox_item *it,
-                          const char *from, const char *to, enum transition_result result, const char *reason)
+static char *dup_or_null(const char *v, bool *ok)
 {
-    struct transition_record t = {
+    char *d = v ? strdup(v) : NULL;
+
+    if (v && !d)
+        *ok = false;
+    return d;
+}
+
+/* A transitions row, written when the step ends (from, to and reason are copied). */
+static int transition_add(struct entity_view *e, const struct machine_step_context *c, const struct inbox_item *it,
+                          const char *from, const char *to, bool has_version, int64_t version,
+                          enum transition_result result, const char *reason)
+{
+    struct step_writes *w = &e->w;
+    bool ok = true;
+
+    if (!grow((void **)&w->t, w->nt, &w->cap_t, sizeof *w->t))
+        return HOOKD_ENOMEM;
+    struct transition_record *t = &w->t[w->nt];
+    *t = (struct transition_record){
         .source = (char *)it->source,
         .kind = it->entity_kind,
         .entity_id = it->entity_id,
         .event_id = it->event_id,
-        .from_state = (char *)from,
-        .to_state = (char *)to,
-        .has_version = it->has_version,
-        .version = it->version,
+        .from_state = dup_or_null(from, &ok),
+        .to_state = dup_or_null(to, &ok),
+        .has_version = has_version,
+        .version = version,
         .result = (char *)transition_result_name(result),
-        .reason = (char *)reason,
+        .reason = dup_or_null(reason, &ok),
         .worker = (char *)c->node,
         .at = c->now,
     };
+    snprintf(t->inbox_id, sizeof t->inbox_id, "%s", it->id);
+    w->nt++; /* freed with the others, complete or not */
+    return ok ? 0 : HOOKD_ENOMEM;
+}
 
-    snprintf(t.inbox_id, sizeof t.inbox_id, "%s", it->id);
-    return store_transition_insert(s, &t);
+static int transition_log(struct entity_view *e, const struct machine_step_context *c, const struct inbox_item *it,
+                          const char *from, const char *to, enum transition_result result, const char *reason)
+{
+    return transition_add(e, c, it, from, to, it->has_version, it->version, result, reason);
 }
 
 /* The emitted event: order.status_changed with the entity, both states, the version and the source's event. */
-static int emit(struct store *s, const struct machine *m, const struct inbox_item *it, const char *from,
-                const char *to, const struct machine_step_context *c, const struct machine_snapshot *snap,
-                struct machine_outcome *out)
+static int emit(struct entity_view *e, const struct machine *m, const struct inbox_item *it, const char *from,
+                const char *to, const struct machine_step_context *c, const struct machine_snapshot *snap)
 {
-    char key[HOOKD_ID_MAX + 32];
-    struct event ev = {0}, existing = {0};
+    struct step_writes *w = &e->w;
     json_t *data;
-    int rc;
 
     if (!m->emit)
         return 0;
@@ -104,34 +189,31 @@ static int emit(struct store *s, const struct machine *m, const struct inbox_ite
     }
     if (!data)
         return HOOKD_ENOMEM;
-    ev.payload = json_dumps(data, JSON_COMPACT);
-    json_decref(data);
-    if (!ev.payload)
+    if (!grow((void **)&w->ev, w->nev, &w->cap_ev, sizeof *w->ev)) {
+        json_decref(data);
         return HOOKD_ENOMEM;
-    /* One emitted event per applied item, whatever happens: the key makes a second insert a no-op. */
-    snprintf(key, sizeof key, "hookd.machine:%s%s", it->id, snap ? ":reconciled" : "");
-    ev.type = m->emit;
-    ev.resource_type = it->entity_kind;
-    ev.resource_id = it->entity_id;
-    ev.has_resource_version = snap ? snap->has_version : it->has_version;
-    ev.resource_version = snap ? snap->version : it->version;
-    ev.idempotency_key = key;
-    ev.created_at = c->now;
-    rc = store_event_insert(s, &ev, &existing);
-    if (rc == 0)
-        out->emitted++;
-    if (rc == HOOKD_EEXISTS) {
-        event_free(&existing);
-        rc = 0;
     }
-    free(ev.payload);
-    return rc;
+    struct event *ev = &w->ev[w->nev++];
+    *ev = (struct event){
+        .type = m->emit,
+        .resource_type = it->entity_kind,
+        .resource_id = it->entity_id,
+        .has_resource_version = snap ? snap->has_version : it->has_version,
+        .resource_version = snap ? snap->version : it->version,
+        .created_at = c->now,
+    };
+    ev->payload = json_dumps(data, JSON_COMPACT);
+    json_decref(data);
+    /* One emitted event per applied item, whatever happens: the key makes a second insert a no-op. */
+    size_t key_len = strlen("hookd.machine:") + strlen(it->id) + strlen(":reconciled") + 1;
+    if ((ev->idempotency_key = malloc(key_len)) != NULL)
+        snprintf(ev->idempotency_key, key_len, "hookd.machine:%s%s", it->id, snap ? ":reconciled" : "");
+    return ev->payload && ev->idempotency_key ? 0 : HOOKD_ENOMEM;
 }
 
 /* Applies the decision's transition: the entity (written at the step's end), transitions row, emitted event. */
-static int apply(struct store *s, const struct machine *m, const struct machine_step_context *c,
-                 const struct inbox_item *it, struct entity_view *e, const struct machine_decision *d,
-                 struct machine_outcome *out)
+static int apply(const struct machine *m, const struct machine_step_context *c, const struct inbox_item *it,
+                 struct entity_view *e, const struct machine_decision *d)
 {
     char *from = e->rec.state, *to = strdup(d->to), *last = strdup(it->event_id);
     int rc;
@@ -160,9 +242,9 @@ static int apply(struct store *s, const struct machine *m, const struct machine_
     }
     e->rec.updated_at = c->now;
     e->dirty = true;
-    rc = transition_log(s, c, it, from, to, TRANSITION_APPLIED, NULL);
+    rc = transition_log(e, c, it, from, to, TRANSITION_APPLIED, NULL);
     if (rc == 0)
-        rc = emit(s, m, it, from, to, c, NULL, out);
+        rc = emit(e, m, it, from, to, c, NULL);
     free(from);
     return rc;
 }
@@ -214,8 +296,8 @@ int machine_version_order(const void *a, const void *b)
  * before); only applied and stale ones are written, the others keep waiting
  * for their own turn. Items leased by a worker are left to it.
  */
-static int reevaluate(struct store *s, const struct machine *m, const struct machine_step_context *c,
-                      const struct inbox_item *current, struct entity_view *e, struct machine_outcome *out)
+static int reevaluate(const struct machine *m, const struct machine_step_context *c, const struct inbox_item *current,
+                      struct entity_view *e, struct machine_outcome *out)
 {
     int rc = 0;
 
@@ -224,7 +306,6 @@ static int reevaluate(struct store *s, const struct machine *m, const struct mac
         for (size_t i = 0; rc == 0 && i < e->open.n; i++) {
             const struct inbox_item *it = &e->open.items[i];
             struct machine_decision d;
-            struct inbox_settle st = {.id = it->id, .status = INBOX_PROCESSED};
 
             if (e->done[i] || strcmp(it->id, current->id) == 0 || (it->lease_owner && it->lease_until > c->now))
                 continue;
@@ -232,20 +313,16 @@ static int reevaluate(struct store *s, const struct machine *m, const struct mac
                            it->version, &d);
             if (d.verdict != VERDICT_APPLY && d.verdict != VERDICT_STALE)
                 continue; /* still waiting: its own schedule looks at it again */
-            if (d.verdict == VERDICT_APPLY) {
-                rc = apply(s, m, c, it, e, &d, out);
-                st.result = "applied";
-            } else {
-                rc = transition_log(s, c, it, e->rec.state, NULL, TRANSITION_STALE, d.reason);
-                st.result = "stale";
-            }
-            if (rc == 0)
-                rc = store_inbox_settle(s, &st, c->now);
-            if (rc == HOOKD_ESTALE) {
-                /* Taken by a worker since the list was read: a real conflict, let the op be undone and run again. */
-                rc = HOOKD_EBUSY;
-            }
+            if (d.verdict == VERDICT_APPLY)
+                rc = apply(m, c, it, e, &d);
+            else
+                rc = transition_log(e, c, it, e->rec.state, NULL, TRANSITION_STALE, d.reason);
+            if (rc == 0 && !grow((void **)&e->w.st, e->w.nst, &e->w.cap_st, sizeof *e->w.st))
+                rc = HOOKD_ENOMEM;
             if (rc == 0) {
+                /* Settled when the step's writes go (entity_flush), fenced: taken by a worker meanwhile undoes it. */
+                e->w.st[e->w.nst++] = (struct inbox_settle){
+                    .id = it->id, .status = INBOX_PROCESSED, .result = d.verdict == VERDICT_APPLY ? "applied" : "stale"};
                 e->done[i] = true;
                 out->settled++;
                 if (d.verdict == VERDICT_APPLY) {
@@ -259,7 +336,7 @@ static int reevaluate(struct store *s, const struct machine *m, const struct mac
 }
 
 /* The decision d on item it, written: stale, applied (then the entity's deferred items), or deferred/quarantined. */
-static int decide_and_write(struct store *s, const struct machine *m, const struct machine_step_context *c,
+static int decide_and_write(const struct machine *m, const struct machine_step_context *c,
                             const struct inbox_item *it, struct entity_view *e, const struct machine_decision *d,
                             struct machine_outcome *out)
 {
@@ -269,14 +346,14 @@ static int decide_and_write(struct store *s, const struct machine *m, const stru
     case VERDICT_STALE:
         out->status = INBOX_PROCESSED;
         out->result = "stale";
-        return transition_log(s, c, it, e->rec.state, NULL, TRANSITION_STALE, d->reason);
+        return transition_log(e, c, it, e->rec.state, NULL, TRANSITION_STALE, d->reason);
     case VERDICT_APPLY:
         out->status = INBOX_PROCESSED;
         out->result = "applied";
-        rc = apply(s, m, c, it, e, d, out);
+        rc = apply(m, c, it, e, d);
         if (rc == 0) {
             out->applied++;
-            rc = reevaluate(s, m, c, it, e, out);
+            rc = reevaluate(m, c, it, e, out);
         }
         return rc;
     default:
@@ -284,7 +361,7 @@ static int decide_and_write(struct store *s, const struct machine *m, const stru
     }
     /* Waiting: the entity's other open items may move it first (an earlier version not taken yet). */
     int applied_before = out->applied;
-    rc = reevaluate(s, m, c, it, e, out);
+    rc = reevaluate(m, c, it, e, out);
     if (rc)
         return rc;
     if (out->applied > applied_before) {
@@ -292,7 +369,7 @@ static int decide_and_write(struct store *s, const struct machine *m, const stru
         machine_decide(m, e->rec.state, e->rec.has_version, e->rec.version, it->event_type, it->has_version,
                        it->version, &again);
         if (again.verdict == VERDICT_APPLY || again.verdict == VERDICT_STALE)
-            return decide_and_write(s, m, c, it, e, &again, out);
+            return decide_and_write(m, c, it, e, &again, out);
     }
     defer_or_quarantine(c, it, d, out);
     /* A gap comes back when reconciliation is due, if the source can reconcile. */
@@ -302,7 +379,7 @@ static int decide_and_write(struct store *s, const struct machine *m, const stru
         if (due > c->now && due < out->next_attempt_at)
             out->next_attempt_at = due;
     }
-    rc = transition_log(s, c, it, e->rec.state, NULL,
+    rc = transition_log(e, c, it, e->rec.state, NULL,
                         out->status == INBOX_QUARANTINED ? TRANSITION_QUARANTINED : TRANSITION_DEFERRED, out->error);
     if (rc == 0 && out->status == INBOX_QUARANTINED)
         log_warn(PART, "item %s of %s quarantined by machine %s (deferred past max_defer)", it->id, it->source,
@@ -333,9 +410,9 @@ int machine_step(struct store *s, const struct machine *m, const struct machine_
             c->now - it->deferred_at >= c->reconcile_after_ms && c->now - it->deferred_at < c->max_defer_ms)
             out->needs_reconcile = true;
         else
-            rc = decide_and_write(s, m, c, it, &e, &d, out);
+            rc = decide_and_write(m, c, it, &e, &d, out);
     }
-    rc = entity_flush(s, &e, rc);
+    rc = entity_flush(s, c, &e, out, rc);
     entity_view_free(&e);
     return rc;
 }
@@ -400,19 +477,11 @@ int machine_step_reconciled(struct store *s, const struct machine *m, const stru
             e.rec.version = snap->version;
         }
         e.rec.updated_at = c->now;
-        rc = store_entity_put(s, &e.rec);
-        if (rc == 0) {
-            struct transition_record t = {
-                .source = (char *)it->source, .kind = it->entity_kind, .entity_id = it->entity_id,
-                .event_id = it->event_id, .from_state = from, .to_state = to, .has_version = snap->has_version,
-                .version = snap->version, .result = (char *)transition_result_name(TRANSITION_RECONCILED),
-                .reason = "the provider's state and version", .worker = (char *)c->node, .at = c->now,
-            };
-            snprintf(t.inbox_id, sizeof t.inbox_id, "%s", it->id);
-            rc = store_transition_insert(s, &t);
-        }
+        e.dirty = true;
+        rc = transition_add(&e, c, it, from, to, snap->has_version, snap->version, TRANSITION_RECONCILED,
+                            "the provider's state and version");
         if (rc == 0 && changed)
-            rc = emit(s, m, it, from, to, c, snap, out);
+            rc = emit(&e, m, it, from, to, c, snap);
         free(from);
         if (rc)
             goto out;
@@ -421,16 +490,16 @@ int machine_step_reconciled(struct store *s, const struct machine *m, const stru
         /* The provider's answer is the truth this event was about: nothing is left to apply. */
         out->status = INBOX_PROCESSED;
         out->result = "reconciled";
-        rc = reevaluate(s, m, c, it, &e, out);
+        rc = reevaluate(m, c, it, &e, out);
         goto out;
     }
     machine_decide(m, e.rec.state, e.rec.has_version, e.rec.version, it->event_type, it->has_version, it->version,
                    &d);
-    rc = decide_and_write(s, m, c, it, &e, &d, out);
+    rc = decide_and_write(m, c, it, &e, &d, out);
     if (rc == 0 && d.verdict != VERDICT_APPLY)
-        rc = reevaluate(s, m, c, it, &e, out); /* the versions at or below the provider's turn stale */
+        rc = reevaluate(m, c, it, &e, out); /* the versions at or below the provider's turn stale */
 out:
-    rc = entity_flush(s, &e, rc);
+    rc = entity_flush(s, c, &e, out, rc);
     entity_view_free(&e);
     return rc;
 }

@@ -5,8 +5,10 @@
  * §7 decide, and an applied event's entity row, transitions row and emitted
  * outbox event are written together; then the entity's deferred items are
  * re-evaluated at once, in version order (the open items read when the
- * entity was taken, store_entity_hold). The item itself is not written:
- * the caller records *out with its own fence (inbox_complete).
+ * entity was taken, store_entity_hold). Everything the step decided is
+ * written in one store call when it ends (store_decision_write). The item
+ * itself is not written: the caller records *out with its own fence
+ * (inbox_complete).
  *
  *   machine_step   decide and write one item (and what it unblocks)
  */

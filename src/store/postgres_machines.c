@@ -6,6 +6,7 @@
  */
 #include "store/postgres_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/clock.h"
@@ -25,6 +26,10 @@ enum {
     PG_TRANSITION_LIST,
     PG_INBOX_SETTLE,
     PG_AUDIT,
+    PG_DECISION_TRANSITIONS,
+    PG_DECISION_EVENTS,
+    PG_DECISION_SETTLES,
+    PG_DECISION_EVENT,
     PG_MACHINES_END
 };
 _Static_assert((int)PG_MACHINES_END <= (int)PG_REPLAYS, "the machines statements overflow their slots");
@@ -139,7 +144,7 @@ static int postgres_entity_hold(struct store *s, const char *machine, const char
         {PG_MACHINE_GET, machine_get_sql, &name},
         {PG_ENTITY_GET, entity_get_sql, &key},
         {PG_ENTITY_OPEN,
-         "SELECT " STORE_INBOX_COLUMNS " FROM hookd_inbox WHERE entity_kind = $1 AND entity_id = $2"
+         "SELECT " STORE_INBOX_OPEN_COLUMNS " FROM hookd_inbox WHERE entity_kind = $1 AND entity_id = $2"
          " AND status IN ('pending', 'deferred') ORDER BY id DESC LIMIT $3",
          &open},
     };
@@ -163,24 +168,54 @@ static int postgres_entity_hold(struct store *s, const char *machine, const char
     return result;
 }
 
+static const char entity_put_sql[] =
+    "INSERT INTO hookd_entities(" STORE_ENTITY_COLUMNS ") VALUES ($1, $2, $3, $4, $5, $6)"
+    " ON CONFLICT (kind, id) DO UPDATE SET state = excluded.state, version = excluded.version,"
+    " last_event_id = excluded.last_event_id, updated_at = excluded.updated_at";
+
+static void entity_put_params(const struct entity_record *e, struct pg_params *p)
+{
+    pg_param_text(p, 1, e->kind);
+    pg_param_text(p, 2, e->id);
+    pg_param_text(p, 3, e->state);
+    if (e->has_version)
+        pg_param_i64(p, 4, e->version);
+    else
+        pg_param_null(p, 4, PG_OID_INT8);
+    pg_param_text(p, 5, e->last_event_id);
+    pg_param_i64(p, 6, e->updated_at ? e->updated_at : clock_now_ms());
+}
+
 static int postgres_entity_put(struct store *s, const struct entity_record *e)
 {
     struct pg_params p = {.n = 0};
 
-    pg_param_text(&p, 1, e->kind);
-    pg_param_text(&p, 2, e->id);
-    pg_param_text(&p, 3, e->state);
-    if (e->has_version)
-        pg_param_i64(&p, 4, e->version);
+    entity_put_params(e, &p);
+    return pg_run_command(s, PG_ENTITY_PUT, entity_put_sql, &p, NULL);
+}
+
+static const char transition_insert_sql[] =
+    "INSERT INTO hookd_transitions(inbox_id, source, kind, entity_id, event_id, from_state, to_state,"
+    " version, result, reason, worker, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+    " RETURNING seq";
+
+static void transition_params(const struct transition_record *t, int64_t now, struct pg_params *p)
+{
+    pg_param_text(p, 1, t->inbox_id);
+    pg_param_text(p, 2, t->source);
+    pg_param_text(p, 3, t->kind);
+    pg_param_text(p, 4, t->entity_id);
+    pg_param_text(p, 5, t->event_id);
+    pg_param_text(p, 6, t->from_state);
+    pg_param_text(p, 7, t->to_state);
+    if (t->has_version)
+        pg_param_i64(p, 8, t->version);
     else
-        pg_param_null(&p, 4, PG_OID_INT8);
-    pg_param_text(&p, 5, e->last_event_id);
-    pg_param_i64(&p, 6, e->updated_at ? e->updated_at : clock_now_ms());
-    return pg_run_command(s, PG_ENTITY_PUT,
-                          "INSERT INTO hookd_entities(" STORE_ENTITY_COLUMNS ") VALUES ($1, $2, $3, $4, $5, $6)"
-                          " ON CONFLICT (kind, id) DO UPDATE SET state = excluded.state, version = excluded.version,"
-                          " last_event_id = excluded.last_event_id, updated_at = excluded.updated_at",
-                          &p, NULL);
+        pg_param_null(p, 8, PG_OID_INT8);
+    pg_param_text(p, 9, t->result);
+    pg_param_text(p, 10, t->reason);
+    pg_param_text(p, 11, t->worker);
+    pg_param_i64(p, 12, t->at ? t->at : now);
 }
 
 static int postgres_transition_insert(struct store *s, struct transition_record *t)
@@ -189,26 +224,8 @@ static int postgres_transition_insert(struct store *s, struct transition_record 
     PGresult *res;
     int result;
 
-    pg_param_text(&p, 1, t->inbox_id);
-    pg_param_text(&p, 2, t->source);
-    pg_param_text(&p, 3, t->kind);
-    pg_param_text(&p, 4, t->entity_id);
-    pg_param_text(&p, 5, t->event_id);
-    pg_param_text(&p, 6, t->from_state);
-    pg_param_text(&p, 7, t->to_state);
-    if (t->has_version)
-        pg_param_i64(&p, 8, t->version);
-    else
-        pg_param_null(&p, 8, PG_OID_INT8);
-    pg_param_text(&p, 9, t->result);
-    pg_param_text(&p, 10, t->reason);
-    pg_param_text(&p, 11, t->worker);
-    pg_param_i64(&p, 12, t->at ? t->at : clock_now_ms());
-    result = pg_run(s, PG_TRANSITION_INSERT,
-                    "INSERT INTO hookd_transitions(inbox_id, source, kind, entity_id, event_id, from_state, to_state,"
-                    " version, result, reason, worker, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
-                    " RETURNING seq",
-                    &p, &res);
+    transition_params(t, clock_now_ms(), &p);
+    result = pg_run(s, PG_TRANSITION_INSERT, transition_insert_sql, &p, &res);
     if (result)
         return result;
     if (PQntuples(res) == 1)
@@ -234,27 +251,204 @@ static int postgres_transition_list(struct store *s, const char *kind, const cha
                    &p, store_read_transition, STORE_ROWS(out, store_free_transition));
 }
 
+static const char settle_sql[] =
+    "UPDATE hookd_inbox SET status = $2, result = $3, error = $4,"
+    " next_attempt_at = CASE WHEN $2 = 'deferred' THEN $5::bigint END,"
+    " processed_at = CASE WHEN $2 = 'processed' THEN $6 ELSE processed_at END,"
+    " deferred_at = CASE WHEN $2 = 'deferred' THEN COALESCE(deferred_at, $6) END,"
+    " attempts = attempts + 1"
+    " WHERE id = $1 AND status IN ('pending', 'deferred') AND (lease_until IS NULL OR lease_until <= $6)";
+
+static void settle_params(const struct inbox_settle *r, int64_t now, struct pg_params *p)
+{
+    pg_param_text(p, 1, r->id);
+    pg_param_text(p, 2, inbox_status_name(r->status));
+    pg_param_text(p, 3, r->result);
+    pg_param_text(p, 4, r->error);
+    pg_param_i64(p, 5, r->next_attempt_at ? r->next_attempt_at : now);
+    pg_param_i64(p, 6, now);
+}
+
 static int postgres_inbox_settle(struct store *s, const struct inbox_settle *r, int64_t now)
 {
     struct pg_params p = {.n = 0};
     int64_t rows = 0;
     int result;
 
-    pg_param_text(&p, 1, r->id);
-    pg_param_text(&p, 2, inbox_status_name(r->status));
-    pg_param_text(&p, 3, r->result);
-    pg_param_text(&p, 4, r->error);
-    pg_param_i64(&p, 5, r->next_attempt_at ? r->next_attempt_at : now);
-    pg_param_i64(&p, 6, now);
-    result = pg_run_command(s, PG_INBOX_SETTLE,
-                            "UPDATE hookd_inbox SET status = $2, result = $3, error = $4,"
-                            " next_attempt_at = CASE WHEN $2 = 'deferred' THEN $5::bigint END,"
-                            " processed_at = CASE WHEN $2 = 'processed' THEN $6 ELSE processed_at END,"
-                            " deferred_at = CASE WHEN $2 = 'deferred' THEN COALESCE(deferred_at, $6) END,"
-                            " attempts = attempts + 1"
-                            " WHERE id = $1 AND status IN ('pending', 'deferred') AND (lease_until IS NULL OR lease_until <= $6)",
-                            &p, &rows);
+    settle_params(r, now, &p);
+    result = pg_run_command(s, PG_INBOX_SETTLE, settle_sql, &p, &rows);
     return result == 0 && rows == 0 ? HOOKD_ESTALE : result;
+}
+
+/*
+ * A decision's writes, all in one pipeline: each kind of row one statement,
+ * the single-row one when there is one row (the common case: a deferral's
+ * transitions row), else one over arrays unnested in order (so seq follows
+ * the decision), the settled items through hookd_inbox_settle_many.
+ */
+#define DECISION_TRANSITION_COLUMNS 12
+#define DECISION_SETTLE_COLUMNS 5
+_Static_assert(STORE_EVENT_NVALUES == 9, "the events statements bind nine values");
+
+static const char event_insert_sql[] = "INSERT INTO hookd_outbox(" STORE_EVENT_INSERT_COLUMNS ")"
+                                       " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING";
+
+struct decision_arrays {
+    struct pg_array t[DECISION_TRANSITION_COLUMNS];
+    struct pg_array e[STORE_EVENT_NVALUES];
+    struct pg_array u[DECISION_SETTLE_COLUMNS];
+};
+
+static void decision_arrays_free(struct decision_arrays *a)
+{
+    for (int c = 0; c < DECISION_TRANSITION_COLUMNS; c++)
+        pg_array_free(&a->t[c]);
+    for (int c = 0; c < STORE_EVENT_NVALUES; c++)
+        pg_array_free(&a->e[c]);
+    for (int c = 0; c < DECISION_SETTLE_COLUMNS; c++)
+        pg_array_free(&a->u[c]);
+}
+
+/* Closes the n arrays into p's parameters 1..n (i64 where int_cols has the bit); false on allocation failure. */
+static bool arrays_bind(struct pg_array *a, int n, uint32_t int_cols, struct pg_params *p)
+{
+    for (int c = 0; c < n; c++) {
+        const char *literal = pg_array_end(&a[c]);
+        if (!literal)
+            return false;
+        if (int_cols & (1u << c))
+            pg_param_i64_array(p, c + 1, literal);
+        else
+            pg_param_text_array(p, c + 1, literal);
+    }
+    return true;
+}
+
+static bool transitions_bind(const struct decision_writes *w, int64_t now, struct pg_array *a, struct pg_params *p)
+{
+    for (size_t i = 0; i < w->n_transitions; i++) {
+        const struct transition_record *t = &w->transitions[i];
+        int c = 0;
+        pg_array_text(&a[c++], t->inbox_id);
+        pg_array_text(&a[c++], t->source);
+        pg_array_text(&a[c++], t->kind);
+        pg_array_text(&a[c++], t->entity_id);
+        pg_array_text(&a[c++], t->event_id);
+        pg_array_text(&a[c++], t->from_state);
+        pg_array_text(&a[c++], t->to_state);
+        if (t->has_version)
+            pg_array_i64(&a[c++], t->version);
+        else
+            pg_array_text(&a[c++], NULL);
+        pg_array_text(&a[c++], t->result);
+        pg_array_text(&a[c++], t->reason);
+        pg_array_text(&a[c++], t->worker);
+        pg_array_i64(&a[c++], t->at ? t->at : now);
+    }
+    return arrays_bind(a, DECISION_TRANSITION_COLUMNS, 1u << 7 | 1u << 11, p);
+}
+
+static bool events_bind(const struct decision_writes *w, struct pg_array *a, struct pg_params *p)
+{
+    struct store_value v[STORE_EVENT_NVALUES];
+    uint32_t int_cols = 0;
+
+    if (w->n_events == 1) {
+        store_event_values(&w->events[0], v);
+        pg_param_values(p, v, STORE_EVENT_NVALUES);
+        return true;
+    }
+    for (size_t i = 0; i < w->n_events; i++) {
+        store_event_values(&w->events[i], v);
+        for (int c = 0; c < STORE_EVENT_NVALUES; c++)
+            pg_array_value(&a[c], &v[c]);
+    }
+    for (int c = 0; c < STORE_EVENT_NVALUES; c++)
+        if (v[c].type != STORE_V_TEXT)
+            int_cols |= 1u << c;
+    return arrays_bind(a, STORE_EVENT_NVALUES, int_cols, p);
+}
+
+static bool settles_bind(const struct decision_writes *w, int64_t now, struct pg_array *a, struct pg_params *p)
+{
+    for (size_t i = 0; i < w->n_settles; i++) {
+        const struct inbox_settle *r = &w->settles[i];
+        pg_array_text(&a[0], r->id);
+        pg_array_text(&a[1], inbox_status_name(r->status));
+        pg_array_text(&a[2], r->result);
+        pg_array_text(&a[3], r->error);
+        pg_array_i64(&a[4], r->next_attempt_at ? r->next_attempt_at : now);
+    }
+    pg_param_i64(p, DECISION_SETTLE_COLUMNS + 1, now);
+    return arrays_bind(a, DECISION_SETTLE_COLUMNS, 1u << 4, p);
+}
+
+static int postgres_decision_write(struct store *s, struct decision_writes *w, int64_t now)
+{
+    struct decision_arrays a = {0};
+    struct pg_params tp = {.n = 0}, ep = {.n = 0}, xp = {.n = 0}, up = {.n = 0};
+    struct pg_stmt st[4];
+    PGresult *res[4] = {0};
+    int n = 0, events_at = -1, settles_at = -1, result = 0;
+    bool ok = true;
+
+    if (w->n_transitions == 1) {
+        transition_params(&w->transitions[0], now, &tp);
+        st[n++] = (struct pg_stmt){PG_TRANSITION_INSERT, transition_insert_sql, &tp};
+    } else if (w->n_transitions > 1) {
+        ok = transitions_bind(w, now, a.t, &tp);
+        st[n++] = (struct pg_stmt){
+            PG_DECISION_TRANSITIONS,
+            "INSERT INTO hookd_transitions(inbox_id, source, kind, entity_id, event_id, from_state, to_state,"
+            " version, result, reason, worker, at)"
+            " SELECT c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12 FROM unnest($1, $2, $3, $4, $5, $6, $7, $8,"
+            " $9, $10, $11, $12) WITH ORDINALITY AS u(c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, n)"
+            " ORDER BY n",
+            &tp};
+    }
+    if (ok && w->n_events) {
+        ok = events_bind(w, a.e, &ep);
+        events_at = n;
+        st[n++] = w->n_events == 1
+                      ? (struct pg_stmt){PG_DECISION_EVENT, event_insert_sql, &ep}
+                      : (struct pg_stmt){PG_DECISION_EVENTS,
+                                         "INSERT INTO hookd_outbox(" STORE_EVENT_INSERT_COLUMNS ")"
+                                         " SELECT c1, c2, c3, c4, c5, c6, c7, c8, c9 FROM unnest($1, $2, $3, $4, $5,"
+                                         " $6, $7, $8, $9) WITH ORDINALITY AS u(c1, c2, c3, c4, c5, c6, c7, c8, c9, n)"
+                                         " ORDER BY n ON CONFLICT DO NOTHING",
+                                         &ep};
+    }
+    if (ok && w->entity) {
+        entity_put_params(w->entity, &xp);
+        st[n++] = (struct pg_stmt){PG_ENTITY_PUT, entity_put_sql, &xp};
+    }
+    if (ok && w->n_settles) {
+        settles_at = n;
+        if (w->n_settles == 1) {
+            settle_params(&w->settles[0], now, &up);
+            st[n++] = (struct pg_stmt){PG_INBOX_SETTLE, settle_sql, &up};
+        } else {
+            ok = settles_bind(w, now, a.u, &up);
+            st[n++] = (struct pg_stmt){PG_DECISION_SETTLES, "SELECT hookd_inbox_settle_many($1, $2, $3, $4, $5, $6)",
+                                       &up};
+        }
+    }
+    if (!ok)
+        result = HOOKD_ENOMEM;
+    else if (n > 0)
+        result = pg_run_many(s, st, n, res);
+    if (result == 0 && events_at >= 0)
+        w->emitted = (int)strtol(PQcmdTuples(res[events_at]), NULL, 10);
+    if (result == 0 && settles_at >= 0) {
+        int64_t settled = w->n_settles == 1 ? strtoll(PQcmdTuples(res[settles_at]), NULL, 10)
+                                            : pg_col_i64(res[settles_at], 0, 0);
+        if (settled != (int64_t)w->n_settles)
+            result = HOOKD_ESTALE; /* one of them was taken meanwhile: the caller undoes the decision */
+    }
+    for (int i = 0; i < n; i++)
+        PQclear(res[i]);
+    decision_arrays_free(&a);
+    return result;
 }
 
 /* The items the audit looks at: $1 a source or NULL, received in [$2, $3) (0: open). */
@@ -318,5 +512,6 @@ const struct store_machine_ops postgres_machine_ops = {
     .transition_insert = postgres_transition_insert,
     .transition_list = postgres_transition_list,
     .settle = postgres_inbox_settle,
+    .decision_write = postgres_decision_write,
     .audit = postgres_audit,
 };

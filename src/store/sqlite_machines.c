@@ -149,7 +149,7 @@ static int sqlite_entity_hold(struct store *s, const char *machine, const char *
     }
     if (result == 0)
         result = sq_stmt(s, SQ_ENTITY_OPEN,
-                         "SELECT " STORE_INBOX_COLUMNS " FROM hookd_inbox INDEXED BY hookd_inbox_entity"
+                         "SELECT " STORE_INBOX_OPEN_COLUMNS " FROM hookd_inbox INDEXED BY hookd_inbox_entity"
                          " WHERE entity_kind = ?1 AND entity_id = ?2 AND status IN ('pending', 'deferred')"
                          " ORDER BY id DESC LIMIT ?3",
                          &st);
@@ -262,6 +262,27 @@ static int sqlite_inbox_settle(struct store *s, const struct inbox_settle *r, in
     return result == 0 && changes == 0 ? HOOKD_ESTALE : result;
 }
 
+/* One statement per row: SQLite's statements cost no round trip, and each row's is prepared once. */
+static int sqlite_decision_write(struct store *s, struct decision_writes *w, int64_t now)
+{
+    int result = 0;
+
+    for (size_t i = 0; result == 0 && i < w->n_transitions; i++)
+        result = sqlite_transition_insert(s, &w->transitions[i]);
+    for (size_t i = 0; result == 0 && i < w->n_events; i++) {
+        result = store_event_insert(s, &w->events[i], NULL);
+        if (result == 0)
+            w->emitted++;
+        else if (result == HOOKD_EEXISTS)
+            result = 0;
+    }
+    if (result == 0 && w->entity)
+        result = sqlite_entity_put(s, w->entity);
+    for (size_t i = 0; result == 0 && i < w->n_settles; i++)
+        result = sqlite_inbox_settle(s, &w->settles[i], now);
+    return result;
+}
+
 /* The items the audit looks at: ?1 a source or NULL, received in [?2, ?3) (0: open). */
 #define AUDIT_SCOPE(i)                                                                                        \
     " (?1 IS NULL OR " i ".source = ?1) AND (?2 = 0 OR " i ".received_at >= ?2) AND (?3 = 0 OR " i            \
@@ -342,5 +363,6 @@ const struct store_machine_ops sqlite_machine_ops = {
     .transition_insert = sqlite_transition_insert,
     .transition_list = sqlite_transition_list,
     .settle = sqlite_inbox_settle,
+    .decision_write = sqlite_decision_write,
     .audit = sqlite_audit,
 };

@@ -1019,6 +1019,14 @@ int store_inbox_settle(struct store *s, const struct inbox_settle *r, int64_t no
     FAMILY_CALL(s, machines, settle, r, now);
 }
 
+int store_decision_write(struct store *s, struct decision_writes *w, int64_t now)
+{
+    assert(s && w && (w->n_transitions == 0 || w->transitions) && (w->n_events == 0 || w->events) &&
+           (w->n_settles == 0 || w->settles));
+    w->emitted = 0;
+    FAMILY_CALL(s, machines, decision_write, w, now);
+}
+
 int store_audit(struct store *s, const char *source, int64_t since, int64_t until, struct audit_report *out)
 {
     assert(s && out);

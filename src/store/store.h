@@ -80,6 +80,7 @@
  *     entity_hold           entity_lock, then its machine, row and open items in one go (a decision's reads)
  *     transition_insert/list  the append-only log of decisions (trace)
  *     inbox_settle          an open item re-evaluated after its entity moved (no lease of the caller's)
+ *     decision_write        a decision's transitions, emitted events, entity and settled items at once
  *     audit                 the five counts of GET /v1/audit
  *   rejections (hookd_rejections, hookd_rejection_counts)
  *     rejection_insert      log one refused request (bounded per source) and bump its reason's counter
@@ -723,9 +724,28 @@ struct entity_hold {
     bool machine_found;
     struct entity_record entity;   /* known: the row; else zero (the entity is new) */
     bool known;
-    struct inbox_list open;        /* its pending and deferred items, newest id first, at most ENTITY_OPEN_MAX */
+    struct inbox_list open;        /* its pending and deferred items, newest id first, at most ENTITY_OPEN_MAX;
+                                    * without their bodies (payload "") */
 };
 void entity_hold_free(struct entity_hold *h);
+
+/*
+ * What one decision writes, handed over once when it ends (decision_write):
+ * its transitions rows in decision order, the outbox events it emits (a
+ * taken id or idempotency key is no error: that event is there already),
+ * the entity's row (NULL: unchanged) and the open items it settled (each
+ * fenced as inbox_settle). The caller owns every pointer.
+ */
+struct decision_writes {
+    struct transition_record *transitions;
+    size_t n_transitions;
+    struct event *events;        /* ids filled when empty */
+    size_t n_events;
+    const struct entity_record *entity;
+    const struct inbox_settle *settles;
+    size_t n_settles;
+    int emitted;                 /* out: events inserted (not there already) */
+};
 
 void rejection_list_free(struct rejection_list *l);
 void rejection_count_list_free(struct rejection_count_list *l);
@@ -1018,6 +1038,12 @@ struct store_machine_ops {
     int (*transition_list)(struct store *s, const char *kind, const char *id, struct transition_list *out);
     /* An open (pending or deferred) item without a live lease to its new status; ESTALE when it is not (any more). */
     int (*settle)(struct store *s, const struct inbox_settle *r, int64_t now);
+    /*
+     * A decision's writes, in the caller's transaction (postgres: one round
+     * trip, one statement per kind of row). ESTALE when a settled item is
+     * not open and unleased any more; on any error the caller rolls back.
+     */
+    int (*decision_write)(struct store *s, struct decision_writes *w, int64_t now);
     /* source NULL: every source. */
     int (*audit)(struct store *s, const char *source, int64_t since, int64_t until, struct audit_report *out);
 };
@@ -1305,6 +1331,7 @@ STORE_WRAPPER store_entity_put(struct store *s, const struct entity_record *e);
 STORE_WRAPPER store_transition_insert(struct store *s, struct transition_record *t);
 STORE_WRAPPER store_transition_list(struct store *s, const char *kind, const char *id, struct transition_list *out);
 STORE_WRAPPER store_inbox_settle(struct store *s, const struct inbox_settle *r, int64_t now);
+STORE_WRAPPER store_decision_write(struct store *s, struct decision_writes *w, int64_t now);
 STORE_WRAPPER store_audit(struct store *s, const char *source, int64_t since, int64_t until, struct audit_report *out);
 STORE_WRAPPER store_delivery_count(struct store *s, const struct delivery_filter *f, int64_t *n);
 STORE_WRAPPER store_delivery_replay_many(struct store *s, const char *const *ids, size_t n, unsigned statuses,

@@ -46,6 +46,15 @@ void store_hex_encode(const void *p, size_t n, char *out);
     "id, source, event_id, event_type, entity_kind, entity_id, version, payload, payload_sha256, "               \
     "signature_verified, status, attempts, next_attempt_at, lease_owner, lease_until, lease_token, result, "      \
     "error, received_at, processed_at, dup_count, last_dup_at, conflict_count, deferred_at"
+/*
+ * STORE_INBOX_COLUMNS with the payload read as '' (keep the two in step): a
+ * decision reads every open item of its entity (entity_hold) and none of
+ * their bodies, which may be up to the source's size limit each.
+ */
+#define STORE_INBOX_OPEN_COLUMNS                                                                                 \
+    "id, source, event_id, event_type, entity_kind, entity_id, version, '' AS payload, payload_sha256, "         \
+    "signature_verified, status, attempts, next_attempt_at, lease_owner, lease_until, lease_token, result, "      \
+    "error, received_at, processed_at, dup_count, last_dup_at, conflict_count, deferred_at"
 #define STORE_REJECTION_COLUMNS "id, source, at, reason, peer, size, sha256"
 #define STORE_REJECTION_COUNT_COLUMNS "reason, count, last_at"
 

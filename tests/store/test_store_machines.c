@@ -2,7 +2,7 @@
  * Store conformance, the machines family on either backend (HOOKD_TEST_STORE):
  * machine definitions (CRUD, cursor), entities, the append-only transitions
  * log, settling a deferred item (never one a worker holds), the audit counts,
- * a decision's reads (entity_hold), and (PostgreSQL) the entity lock holding
+ * a decision's reads (entity_hold) and writes (decision_write), and (PostgreSQL) the entity lock holding
  * a second connection off and a decision connection's quiet outbox.
  */
 #include <setjmp.h>
@@ -195,6 +195,165 @@ static void test_settle_and_audit(void **state)
     assert_int_equal(r.received_twice + r.lower_after_higher + r.applied_twice + r.unprocessed_changes, 0);
 }
 
+/* The first event of the store whose idempotency key is key (0 when none). */
+static int64_t event_by_key(struct fixture *fx, const char *key, struct event *out)
+{
+    struct event_list l = {0};
+    const struct event_filter f = {.limit = 1000};
+    int64_t seq = 0;
+
+    assert_int_equal(store_event_list(fx->s, &f, &l), 0);
+    for (size_t i = 0; i < l.n && !seq; i++) {
+        if (l.items[i].idempotency_key && strcmp(l.items[i].idempotency_key, key) == 0) {
+            seq = l.items[i].seq;
+            *out = l.items[i];
+            memset(&l.items[i], 0, sizeof l.items[i]);
+        }
+    }
+    event_list_free(&l);
+    return seq;
+}
+
+/*
+ * A decision's writes at once: transitions in order, events (a key already
+ * taken is no error and not counted), the entity, settled items; text with
+ * the characters an array literal or a quoted string treats specially comes
+ * back byte for byte; a settled item a worker holds fails the whole call.
+ */
+static void test_decision_write(void **state)
+{
+    struct fixture *fx = *state;
+    char source[SOURCE_NAME_MAX], entity[HOOKD_ID_MAX + 16], key1[HOOKD_ID_MAX + 16], key2[HOOKD_ID_MAX + 16];
+    struct inbox_outcome a, b, c;
+    struct transition_list l = {0};
+    struct entity_record got = {0};
+    struct inbox_item item;
+    struct event ev = {0};
+    int64_t now = clock_now_ms();
+
+    id_new(source, "src_");
+    id_new(entity, "ent_");
+    strcat(entity, "\"{,}NULL '"); /* quotes, backslash, braces, comma, the word NULL */
+    item_add(fx, source, "d1", entity, 1, &a);
+    item_add(fx, source, "d2", entity, 2, &b);
+    item_add(fx, source, "d3", entity, 3, &c);
+    snprintf(key1, sizeof key1, "hookd.machine:%s", a.id);
+    snprintf(key2, sizeof key2, "hookd.machine:%s", b.id);
+    struct transition_record t[3] = {
+        {.source = source, .kind = "order", .entity_id = entity, .event_id = "d1", .to_state = "created",
+         .has_version = true, .version = 1, .result = "applied", .worker = "n1", .at = now},
+        {.source = source, .kind = "order", .entity_id = entity, .event_id = "d2", .from_state = "created",
+         .to_state = "paid", .has_version = true, .version = 2, .result = "applied", .worker = "n1", .at = now},
+        {.source = source, .kind = "order", .entity_id = entity, .event_id = "d3", .from_state = "paid",
+         .result = "deferred", .reason = "gap \"v\" {1,2}\\", .at = now},
+    };
+    snprintf(t[0].inbox_id, sizeof t[0].inbox_id, "%s", a.id);
+    snprintf(t[1].inbox_id, sizeof t[1].inbox_id, "%s", b.id);
+    snprintf(t[2].inbox_id, sizeof t[2].inbox_id, "%s", c.id);
+    struct event evs[2] = {
+        {.type = "order.status_changed", .resource_type = "order", .resource_id = entity,
+         .has_resource_version = true, .resource_version = 1, .payload = "{\"state\":\"created\"}",
+         .idempotency_key = key1},
+        {.type = "order.status_changed", .resource_type = "order", .resource_id = entity,
+         .payload = "{\"state\":\"paid\"}", .idempotency_key = key2},
+    };
+    const struct entity_record e = {.kind = "order", .id = entity, .state = "paid", .has_version = true,
+                                    .version = 2, .last_event_id = "d2", .updated_at = now};
+    const struct inbox_settle st[2] = {{.id = a.id, .status = INBOX_PROCESSED, .result = "applied"},
+                                       {.id = b.id, .status = INBOX_PROCESSED, .result = "applied"}};
+    struct decision_writes w = {.transitions = t, .n_transitions = 3, .events = evs, .n_events = 2,
+                                .entity = &e, .settles = st, .n_settles = 2};
+    assert_int_equal(store_decision_write(fx->s, &w, now), 0);
+    assert_int_equal(w.emitted, 2);
+    assert_int_equal(store_transition_list(fx->s, "order", entity, &l), 0);
+    assert_int_equal(l.n, 3);
+    assert_string_equal(l.items[0].event_id, "d1");
+    assert_null(l.items[0].from_state);
+    assert_string_equal(l.items[1].to_state, "paid");
+    assert_int_equal(l.items[1].version, 2);
+    assert_string_equal(l.items[2].result, "deferred");
+    assert_null(l.items[2].to_state);
+    assert_null(l.items[2].worker);
+    assert_string_equal(l.items[2].reason, "gap \"v\" {1,2}\\");
+    assert_string_equal(l.items[2].entity_id, entity);
+    assert_true(l.items[0].seq < l.items[1].seq && l.items[1].seq < l.items[2].seq);
+    transition_list_free(&l);
+    assert_int_equal(store_entity_get(fx->s, "order", entity, &got), 0);
+    assert_string_equal(got.state, "paid");
+    assert_int_equal(got.version, 2);
+    entity_record_free(&got);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(store_inbox_get(fx->s, i ? b.id : a.id, &item), 0);
+        assert_int_equal(item.status, INBOX_PROCESSED);
+        assert_string_equal(item.result, "applied");
+        assert_int_equal(item.attempts, 1);
+        inbox_item_free(&item);
+    }
+    int64_t seq1 = event_by_key(fx, key1, &ev);
+    assert_true(seq1 > 0);
+    assert_string_equal(ev.resource_id, entity);
+    assert_true(ev.has_resource_version);
+    assert_string_equal(ev.payload, "{\"state\":\"created\"}");
+    event_free(&ev);
+    int64_t seq2 = event_by_key(fx, key2, &ev);
+    assert_true(seq2 > seq1); /* in the decision's order */
+    assert_false(ev.has_resource_version);
+    event_free(&ev);
+
+    /* Again: the keys are taken (nothing emitted), the items are settled already (ESTALE). */
+    struct event again[2] = {evs[0], evs[1]};
+    again[0].id[0] = again[1].id[0] = '\0';
+    struct decision_writes w2 = {.events = again, .n_events = 2};
+    assert_int_equal(store_decision_write(fx->s, &w2, now), 0);
+    assert_int_equal(w2.emitted, 0);
+    struct decision_writes w3 = {.settles = st, .n_settles = 1};
+    assert_int_equal(store_decision_write(fx->s, &w3, now), HOOKD_ESTALE);
+    /* One event alone: a taken key emits nothing, a new one emits it. */
+    char key3[HOOKD_ID_MAX + 16];
+    snprintf(key3, sizeof key3, "hookd.machine:%s", c.id);
+    struct event one = evs[0];
+    one.id[0] = '\0';
+    struct decision_writes w6 = {.events = &one, .n_events = 1};
+    assert_int_equal(store_decision_write(fx->s, &w6, now), 0);
+    assert_int_equal(w6.emitted, 0);
+    one.id[0] = '\0';
+    one.idempotency_key = key3;
+    assert_int_equal(store_decision_write(fx->s, &w6, now), 0);
+    assert_int_equal(w6.emitted, 1);
+    assert_true(event_by_key(fx, key3, &ev) > seq2);
+    event_free(&ev);
+
+    /* A settled item held by a worker fails the call, and the transaction undoes what it wrote. */
+    struct inbox_list claimed = {0};
+    assert_int_equal(store_inbox_claim_due(fx->s, "n1", now + 1000, now + 60000, 100, &claimed), 0);
+    bool held = false;
+    for (size_t i = 0; i < claimed.n; i++)
+        held = held || strcmp(claimed.items[i].id, c.id) == 0;
+    inbox_list_free(&claimed);
+    assert_true(held);
+    struct transition_record t4 = t[2];
+    t4.reason = "undone";
+    const struct inbox_settle st_c[2] = {{.id = c.id, .status = INBOX_PROCESSED, .result = "stale"},
+                                         {.id = c.id, .status = INBOX_PROCESSED, .result = "stale"}};
+    for (size_t k = 1; k <= 2; k++) { /* the single-row statement, and the one for several */
+        struct decision_writes w4 = {.transitions = &t4, .n_transitions = 1, .settles = st_c, .n_settles = k};
+        assert_int_equal(store_begin(fx->s), 0);
+        assert_int_equal(store_decision_write(fx->s, &w4, now + 1020), HOOKD_ESTALE);
+        assert_int_equal(store_rollback(fx->s), 0);
+    }
+    assert_int_equal(store_transition_list(fx->s, "order", entity, &l), 0);
+    assert_int_equal(l.n, 3);
+    transition_list_free(&l);
+    /* An empty decision writes nothing and is no error. */
+    struct decision_writes none = {0};
+    assert_int_equal(store_decision_write(fx->s, &none, now), 0);
+    /* A row the table refuses (an unknown result) is an error. */
+    struct transition_record bad = t[0];
+    bad.result = "sideways";
+    struct decision_writes w5 = {.transitions = &bad, .n_transitions = 1};
+    assert_int_not_equal(store_decision_write(fx->s, &w5, now), 0);
+}
+
 /* Two connections deciding on one entity: the second waits for the first's transaction. */
 static void test_entity_lock_holds_others_off(void **state)
 {
@@ -279,6 +438,8 @@ static void test_entity_hold_reads_what_a_decision_needs(void **state)
         assert_string_equal(h.open.items[i].entity_id, entity);
         assert_true(h.open.items[i].status == INBOX_PENDING || h.open.items[i].status == INBOX_DEFERRED);
         assert_string_not_equal(h.open.items[i].id, done.id);
+        assert_string_equal(h.open.items[i].payload, ""); /* the bodies are not read */
+        assert_true(h.open.items[i].has_version);
         if (i > 0)
             assert_true(strcmp(h.open.items[i - 1].id, h.open.items[i].id) > 0);
     }
@@ -395,6 +556,7 @@ int main(void)
         T(test_machine_crud),
         T(test_entity_and_transitions),
         T(test_settle_and_audit),
+        T(test_decision_write),
         T(test_entity_lock_holds_others_off),
         T(test_entity_hold_reads_what_a_decision_needs),
         T(test_entity_hold_holds_others_off),

@@ -611,6 +611,32 @@ static const char schema_replays_owned[] =
     " LEFT JOIN hookd_endpoints e ON e.id = d.endpoint_id"
     " WHERE i.replay_id = hookd_replays.id AND (e.account IS NULL OR e.account <> hookd_replays.account));";
 
+/*
+ * A machine decision settles the open items a chain applied in one call: a
+ * loop of single-row updates by id, each on the primary key whatever the
+ * statistics say (an UPDATE joined to an unnest of the ids is planned once
+ * per connection, and a plan made while the table was small scans it).
+ * Returns the number of items settled; the fence is inbox_settle's.
+ * Self-contained, so it can be renumbered at a merge.
+ */
+static const char schema_inbox_settle_many[] =
+    "CREATE OR REPLACE FUNCTION hookd_inbox_settle_many(ids text[], statuses text[], results text[],"
+    " errors text[], nexts bigint[], now_ms bigint) RETURNS bigint LANGUAGE plpgsql AS $$"
+    " DECLARE settled bigint := 0; changed bigint; k int;"
+    " BEGIN"
+    "  FOR k IN 1 .. coalesce(array_length(ids, 1), 0) LOOP"
+    "   UPDATE hookd_inbox SET status = statuses[k], result = results[k], error = errors[k],"
+    "    next_attempt_at = CASE WHEN statuses[k] = 'deferred' THEN nexts[k] END,"
+    "    processed_at = CASE WHEN statuses[k] = 'processed' THEN now_ms ELSE processed_at END,"
+    "    deferred_at = CASE WHEN statuses[k] = 'deferred' THEN COALESCE(deferred_at, now_ms) END,"
+    "    attempts = attempts + 1"
+    "   WHERE id = ids[k] AND status IN ('pending', 'deferred') AND (lease_until IS NULL OR lease_until <= now_ms);"
+    "   GET DIAGNOSTICS changed = ROW_COUNT;"
+    "   settled := settled + changed;"
+    "  END LOOP;"
+    "  RETURN settled;"
+    " END $$;";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -634,6 +660,7 @@ const struct schema_migration postgres_migrations[] = {
     {20, schema_outbox_notify_quiet},
     {21, schema_stats_time_indexes},
     {22, schema_replays_owned},
+    {23, schema_inbox_settle_many},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];

@@ -1,0 +1,233 @@
+/*
+ * A machine decision through the store on either backend (HOOKD_TEST_STORE):
+ * machine_step inside a transaction, as the inbox workers run it. A late
+ * first event lets the waiting ones through in the same step (one
+ * decision_write: transitions in version order, one emitted event each, the
+ * others settled); a version at or below the applied one is stale; a gap is
+ * deferred with its transitions row, and nothing is emitted for either. The
+ * item's own outcome is written as the worker would (here unleased: settled).
+ */
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "store_fixture.h"
+
+#include "inbound/machine.h"
+#include "inbound/machine_step.h"
+
+static const int64_t schedule[] = {1000, 5000};
+
+struct run {
+    char source[SOURCE_NAME_MAX], entity[HOOKD_ID_MAX], key[HOOKD_ID_MAX + 32];
+    struct machine m;
+};
+
+static void run_setup(struct fixture *fx, struct run *r)
+{
+    struct machine_record rec = {0};
+    json_t *body;
+
+    id_new(r->source, "src_");
+    id_new(r->entity, "ent_");
+    id_new(rec.name, "mach_");
+    body = json_pack("{s:s,s:s,s:[{s:s,s:[n],s:s},{s:s,s:[s],s:s},{s:s,s:[s],s:s}],s:s}", "name", rec.name,
+                     "versioning", "contiguous", "transitions", "on", "order.created", "from", "to", "created", "on",
+                     "order.paid", "from", "created", "to", "paid", "on", "order.fulfilled", "from", "paid", "to",
+                     "fulfilled", "emit", "order.status_changed");
+    assert_non_null(body);
+    rec.definition = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    assert_int_equal(store_machine_insert(fx->s, &rec), 0);
+    assert_int_equal(machine_from_record(&rec, &r->m), 0);
+    free(rec.definition);
+}
+
+static void item_add(struct fixture *fx, const struct run *r, const char *type, int64_t version,
+                     struct inbox_outcome *out)
+{
+    struct inbox_item it = {0};
+    char event_id[32];
+
+    snprintf(event_id, sizeof event_id, "ev%" PRId64, version);
+    snprintf(it.source, sizeof it.source, "%s", r->source);
+    it.event_id = strdup(event_id);
+    it.event_type = strdup(type);
+    it.entity_kind = strdup("order");
+    it.entity_id = strdup(r->entity);
+    it.has_version = true;
+    it.version = version;
+    it.payload = strdup("{}");
+    snprintf(it.payload_sha256, sizeof it.payload_sha256, "%064d", 0);
+    assert_int_equal(store_inbox_insert(fx->s, &it, out), 0);
+    inbox_item_free(&it);
+}
+
+/* One decision on item id, committed with the item's outcome, as the inbox workers run it. */
+static void decide(struct fixture *fx, struct run *r, const char *id, struct machine_outcome *out)
+{
+    struct entity_hold h = {0};
+    struct inbox_item it;
+    int64_t now = clock_now_ms();
+
+    assert_int_equal(store_inbox_get(fx->s, id, &it), 0);
+    const struct machine_step_context c = {
+        .node = "n1", .now = now, .max_defer_ms = 60000, .schedule_ms = schedule, .n_schedule = 2,
+    };
+    assert_int_equal(store_begin(fx->s), 0);
+    assert_int_equal(store_entity_hold(fx->s, r->m.name, "order", r->entity, &h), 0);
+    assert_true(h.machine_found);
+    assert_int_equal(machine_step(fx->s, &r->m, &c, &it, &h, out), 0);
+    entity_hold_free(&h);
+    /* The item's own outcome, as the worker records it (unleased here: settled). */
+    const struct inbox_settle own = {.id = id, .status = out->status, .result = out->result,
+                                     .error = out->error[0] ? out->error : NULL,
+                                     .next_attempt_at = out->next_attempt_at};
+    assert_int_equal(store_inbox_settle(fx->s, &own, now), 0);
+    assert_int_equal(store_commit(fx->s), 0);
+    inbox_item_free(&it);
+}
+
+static void assert_status(struct fixture *fx, const char *id, enum inbox_status status, const char *result)
+{
+    struct inbox_item it;
+
+    assert_int_equal(store_inbox_get(fx->s, id, &it), 0);
+    assert_int_equal(it.status, status);
+    if (result)
+        assert_string_equal(it.result, result);
+    inbox_item_free(&it);
+}
+
+static int64_t emitted_for(struct fixture *fx, const char *inbox_id)
+{
+    struct event_list l = {0};
+    const struct event_filter f = {.limit = 1000};
+    char key[HOOKD_ID_MAX + 32];
+    int64_t seq = 0;
+
+    snprintf(key, sizeof key, "hookd.machine:%s", inbox_id);
+    assert_int_equal(store_event_list(fx->s, &f, &l), 0);
+    for (size_t i = 0; i < l.n; i++)
+        if (l.items[i].idempotency_key && strcmp(l.items[i].idempotency_key, key) == 0)
+            seq = l.items[i].seq;
+    event_list_free(&l);
+    return seq;
+}
+
+static void test_late_first_event_lets_the_chain_through(void **state)
+{
+    struct fixture *fx = *state;
+    struct inbox_outcome v1, v2, v3;
+    struct machine_outcome out;
+    struct transition_list l = {0};
+    struct entity_record e = {0};
+    struct run r;
+
+    run_setup(fx, &r);
+    item_add(fx, &r, "order.paid", 2, &v2);
+    item_add(fx, &r, "order.fulfilled", 3, &v3);
+    item_add(fx, &r, "order.created", 1, &v1);
+    decide(fx, &r, v2.id, &out);
+    assert_int_equal(out.status, INBOX_PROCESSED);
+    assert_string_equal(out.result, "applied");
+    assert_int_equal(out.applied, 3);
+    assert_int_equal(out.settled, 2);
+    assert_int_equal(out.emitted, 3);
+    assert_status(fx, v1.id, INBOX_PROCESSED, "applied");
+    assert_status(fx, v2.id, INBOX_PROCESSED, "applied");
+    assert_status(fx, v3.id, INBOX_PROCESSED, "applied");
+    assert_int_equal(store_entity_get(fx->s, "order", r.entity, &e), 0);
+    assert_string_equal(e.state, "fulfilled");
+    assert_int_equal(e.version, 3);
+    assert_string_equal(e.last_event_id, "ev3");
+    entity_record_free(&e);
+    assert_int_equal(store_transition_list(fx->s, "order", r.entity, &l), 0);
+    assert_int_equal(l.n, 3);
+    static const char *const to[] = {"created", "paid", "fulfilled"};
+    for (size_t i = 0; i < 3; i++) {
+        assert_string_equal(l.items[i].result, "applied");
+        assert_int_equal(l.items[i].version, (int64_t)i + 1);
+        assert_string_equal(l.items[i].to_state, to[i]);
+        assert_string_equal(l.items[i].worker, "n1");
+    }
+    assert_null(l.items[0].from_state);
+    assert_string_equal(l.items[2].from_state, "paid");
+    transition_list_free(&l);
+    /* One event per applied item, in version order. */
+    int64_t s1 = emitted_for(fx, v1.id), s2 = emitted_for(fx, v2.id), s3 = emitted_for(fx, v3.id);
+    assert_true(s1 > 0 && s1 < s2 && s2 < s3);
+    machine_free(&r.m);
+}
+
+static void test_stale_and_gap(void **state)
+{
+    struct fixture *fx = *state;
+    struct inbox_outcome v1, v1b, v3;
+    struct machine_outcome out;
+    struct transition_list l = {0};
+    struct event_list before = {0}, after = {0};
+    const struct event_filter f = {.limit = 1000};
+    struct run r;
+
+    run_setup(fx, &r);
+    item_add(fx, &r, "order.created", 1, &v1);
+    decide(fx, &r, v1.id, &out);
+    assert_string_equal(out.result, "applied");
+    assert_int_equal(out.emitted, 1);
+    /* The same version again, under another event id: stale. */
+    struct inbox_item it = {0};
+    snprintf(it.source, sizeof it.source, "%s", r.source);
+    it.event_id = strdup("ev1-again");
+    it.event_type = strdup("order.created");
+    it.entity_kind = strdup("order");
+    it.entity_id = strdup(r.entity);
+    it.has_version = true;
+    it.version = 1;
+    it.payload = strdup("{}");
+    snprintf(it.payload_sha256, sizeof it.payload_sha256, "%064d", 0);
+    assert_int_equal(store_inbox_insert(fx->s, &it, &v1b), 0);
+    inbox_item_free(&it);
+    item_add(fx, &r, "order.fulfilled", 3, &v3);
+    assert_int_equal(store_event_list(fx->s, &f, &before), 0);
+    decide(fx, &r, v1b.id, &out);
+    assert_int_equal(out.status, INBOX_PROCESSED);
+    assert_string_equal(out.result, "stale");
+    assert_int_equal(out.emitted, 0);
+    decide(fx, &r, v3.id, &out);
+    assert_int_equal(out.status, INBOX_DEFERRED);
+    assert_true(out.next_attempt_at > 0);
+    assert_true(strstr(out.error, "gap") || strstr(out.error, "version"));
+    assert_int_equal(out.emitted, 0);
+    assert_int_equal(store_event_list(fx->s, &f, &after), 0);
+    assert_int_equal(after.n, before.n); /* neither emitted anything */
+    event_list_free(&before);
+    event_list_free(&after);
+    assert_int_equal(store_transition_list(fx->s, "order", r.entity, &l), 0);
+    assert_int_equal(l.n, 3);
+    assert_string_equal(l.items[1].result, "stale");
+    assert_string_equal(l.items[2].result, "deferred");
+    assert_string_equal(l.items[2].reason, out.error);
+    assert_string_equal(l.items[2].from_state, "created");
+    assert_null(l.items[2].to_state);
+    transition_list_free(&l);
+    assert_status(fx, v1b.id, INBOX_PROCESSED, "stale");
+    assert_status(fx, v3.id, INBOX_DEFERRED, NULL);
+    machine_free(&r.m);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_late_first_event_lets_the_chain_through),
+        T(test_stale_and_gap),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
