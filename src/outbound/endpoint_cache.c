@@ -229,6 +229,55 @@ int endpoint_cache_revalidate(struct endpoint_cache *c)
     return endpoint_cache_reload(c);
 }
 
+static bool breaker_watched(const struct ep_state *st) { return st->present && (st->queued > 0 || st->paused); }
+
+int endpoint_cache_breakers(struct endpoint_cache *c,
+                            void (*fn)(struct ep_state *st, const struct endpoint_state *es, void *arg), void *arg)
+{
+    struct ep_state **sts = NULL;
+    const char **ids = NULL;
+    struct endpoint_state *es = NULL;
+    size_t n = 0, k = 0;
+    int rc;
+
+    for (size_t i = 0; i < c->n_buckets; i++) {
+        for (struct ep_state *st = c->buckets[i]; st != NULL; st = st->hash_next)
+            n += breaker_watched(st);
+    }
+    if (n == 0)
+        return 0;
+    rc = connection(c);
+    if (rc != 0)
+        return rc;
+    sts = malloc(n * sizeof *sts);
+    ids = malloc(n * sizeof *ids);
+    es = malloc(n * sizeof *es);
+    if (sts == NULL || ids == NULL || es == NULL) {
+        rc = HOOKD_ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < c->n_buckets; i++) {
+        for (struct ep_state *st = c->buckets[i]; st != NULL && k < n; st = st->hash_next) {
+            if (breaker_watched(st)) {
+                sts[k] = st;
+                ids[k++] = st->id;
+            }
+        }
+    }
+    rc = store_endpoint_state_get_many(c->rd, ids, k, es);
+    if (rc != 0) {
+        rc = drop_connection(c, rc);
+        goto out;
+    }
+    for (size_t i = 0; i < k; i++)
+        fn(sts[i], &es[i], arg);
+out:
+    free(sts);
+    free(ids);
+    free(es);
+    return rc;
+}
+
 static bool can_start(const struct ep_state *st)
 {
     if (st->queued == 0)

@@ -8,6 +8,7 @@
  *   endpoint_cache_init/destroy     own the read connection and the states
  *   endpoint_cache_reload           load every endpoint (states of deleted ones stay while jobs refer to them)
  *   endpoint_cache_revalidate       reload only when store_endpoint_version moved
+ *   endpoint_cache_breakers         the stored breaker state of the endpoints with queued jobs or paused
  *   endpoint_cache_find             state by endpoint id, or NULL
  *   endpoint_cache_placeholder      a state for an id the store does not have (its jobs get released)
  *   endpoint_cache_mark_ready       put a state in the ring if it can start (or must release) a job
@@ -70,6 +71,14 @@ __attribute__((warn_unused_result)) int endpoint_cache_init(struct endpoint_cach
 void endpoint_cache_destroy(struct endpoint_cache *c); /* every FIFO must be empty */
 __attribute__((warn_unused_result)) int endpoint_cache_reload(struct endpoint_cache *c);
 __attribute__((warn_unused_result)) int endpoint_cache_revalidate(struct endpoint_cache *c);
+/*
+ * One read of the stored state (the breaker, for every node) of each endpoint
+ * that has jobs queued here or is paused here; fn gets each with its state.
+ */
+__attribute__((warn_unused_result)) int endpoint_cache_breakers(struct endpoint_cache *c,
+                                                                void (*fn)(struct ep_state *st,
+                                                                           const struct endpoint_state *es, void *arg),
+                                                                void *arg);
 struct ep_state *endpoint_cache_find(struct endpoint_cache *c, const char *id);
 struct ep_state *endpoint_cache_placeholder(struct endpoint_cache *c, const char *id);
 void endpoint_cache_mark_ready(struct endpoint_cache *c, struct ep_state *st);

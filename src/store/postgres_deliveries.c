@@ -24,6 +24,7 @@ enum {
     PG_DELIVERY_COMPLETE_MANY,
     PG_DELIVERY_RELEASE,
     PG_DELIVERY_RELEASE_NODE,
+    PG_DELIVERY_RENEW,
     PG_DELIVERY_GET,
     PG_DELIVERY_REPLAY,
     PG_ATTEMPT_LIST,
@@ -683,6 +684,67 @@ static int postgres_delivery_release_node(struct store *s, const char *node)
                           &p, NULL);
 }
 
+/*
+ * One statement for the batch: the fenced update of lease_until and the same
+ * in hookd_inflight, whose lease_until the caps count. lease_until is in no
+ * index of hookd_deliveries, so each renewal is a HOT update.
+ */
+static int postgres_delivery_renew(struct store *s, const char *node, const char *const *ids, const int64_t *tokens,
+                                   size_t n, int64_t lease_until, bool *renewed)
+{
+    struct pg_array a_ids = {0}, a_tokens = {0};
+    struct pg_params p = {.n = 0};
+    const char *l_ids, *l_tokens;
+    const char **done = NULL;
+    PGresult *res = NULL;
+    int rows, result = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        renewed[i] = false;
+        pg_array_text(&a_ids, ids[i]);
+        pg_array_i64(&a_tokens, tokens[i]);
+    }
+    if (n == 0)
+        goto out;
+    l_ids = pg_array_end(&a_ids);
+    l_tokens = pg_array_end(&a_tokens);
+    if (!l_ids || !l_tokens) {
+        result = HOOKD_ENOMEM;
+        goto out;
+    }
+    pg_param_text(&p, 1, node);
+    pg_param_text_array(&p, 2, l_ids);
+    pg_param_i64_array(&p, 3, l_tokens);
+    pg_param_i64(&p, 4, lease_until);
+    result = pg_run(s, PG_DELIVERY_RENEW,
+                    "WITH r AS (SELECT * FROM unnest($2, $3) AS r(id, token)),"
+                    " u AS (UPDATE hookd_deliveries d SET lease_until = $4 FROM r"
+                    "  WHERE d.id = r.id AND d.lease_owner = $1 AND d.lease_token = r.token"
+                    "  AND d.status IN " OPEN_STATUSES " RETURNING d.id, d.endpoint_id, d.lease_owner, d.lease_until),"
+                    " i AS (" INFLIGHT_RECORD("u") ")"
+                    " SELECT id FROM u",
+                    &p, &res);
+    if (result)
+        goto out;
+    rows = PQntuples(res);
+    done = malloc(((size_t)rows + 1) * sizeof *done);
+    if (!done) {
+        result = HOOKD_ENOMEM;
+        goto out;
+    }
+    for (int r = 0; r < rows; r++)
+        done[r] = PQgetvalue(res, r, 0);
+    qsort(done, (size_t)rows, sizeof *done, id_cmp);
+    for (size_t i = 0; i < n; i++)
+        renewed[i] = bsearch(&ids[i], done, (size_t)rows, sizeof *done, id_cmp) != NULL;
+out:
+    free(done);
+    PQclear(res);
+    pg_array_free(&a_ids);
+    pg_array_free(&a_tokens);
+    return result;
+}
+
 /* ---- reads ---------------------------------------------------------------------- */
 
 static int postgres_delivery_get(struct store *s, const char *id, struct delivery *out)
@@ -860,6 +922,7 @@ const struct store_delivery_ops postgres_delivery_ops = {
     .complete_many = postgres_delivery_complete_many,
     .release = postgres_delivery_release,
     .release_node = postgres_delivery_release_node,
+    .renew = postgres_delivery_renew,
     .get = postgres_delivery_get,
     .replay = postgres_delivery_replay,
     .count = postgres_delivery_count,

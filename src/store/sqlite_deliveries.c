@@ -27,6 +27,7 @@ enum {
     SQ_DELIVERY_DISABLE_ENDPOINT,
     SQ_DELIVERY_RELEASE,
     SQ_DELIVERY_RELEASE_NODE,
+    SQ_DELIVERY_RENEW,
     SQ_DELIVERY_GET,
     SQ_DELIVERY_REPLAY,
     SQ_ATTEMPT_LIST,
@@ -674,6 +675,44 @@ static int sqlite_delivery_release_node(struct store *s, const char *node)
     return sq_run(s, st, NULL);
 }
 
+/* Each lease alone, all inside one savepoint when outside a transaction. */
+static int sqlite_delivery_renew(struct store *s, const char *node, const char *const *ids, const int64_t *tokens,
+                                 size_t n, int64_t lease_until, bool *renewed)
+{
+    sqlite3_stmt *st;
+    int result;
+
+    for (size_t i = 0; i < n; i++)
+        renewed[i] = false;
+    if (n == 0)
+        return 0;
+    result = sq_atomic_begin(s);
+    if (result)
+        return result;
+    for (size_t i = 0; i < n && result == 0; i++) {
+        int changes = 0;
+        result = sq_stmt(s, SQ_DELIVERY_RENEW,
+                         "UPDATE hookd_deliveries SET lease_until = ?4"
+                         " WHERE id = ?1 AND lease_owner = ?2 AND lease_token = ?3"
+                         " AND status IN ('pending', 'retrying')",
+                         &st);
+        if (result)
+            break;
+        sq_bind_text(st, 1, ids[i]);
+        sq_bind_text(st, 2, node);
+        sqlite3_bind_int64(st, 3, tokens[i]);
+        sqlite3_bind_int64(st, 4, lease_until);
+        result = sq_run(s, st, &changes);
+        renewed[i] = result == 0 && changes > 0;
+    }
+    result = sq_atomic_end(s, result);
+    if (result) {
+        for (size_t i = 0; i < n; i++)
+            renewed[i] = false;
+    }
+    return result;
+}
+
 static int sqlite_delivery_get(struct store *s, const char *id, struct delivery *out)
 {
     sqlite3_stmt *st;
@@ -842,6 +881,7 @@ const struct store_delivery_ops sqlite_delivery_ops = {
     .complete_many = sqlite_delivery_complete_many,
     .release = sqlite_delivery_release,
     .release_node = sqlite_delivery_release_node,
+    .renew = sqlite_delivery_renew,
     .get = sqlite_delivery_get,
     .replay = sqlite_delivery_replay,
     .count = sqlite_delivery_count,
