@@ -723,7 +723,10 @@ static int postgres_delivery_release_node(struct store *s, const char *node)
 /*
  * One statement for the batch: the fenced update of lease_until and the same
  * in hookd_inflight, whose lease_until the caps count. lease_until is in no
- * index of hookd_deliveries, so each renewal is a HOT update.
+ * index of hookd_deliveries, so each renewal is a HOT update. Rows locked by
+ * another transaction (this node's own result being recorded, another node's
+ * claim) are skipped: a renewal never waits, so it never deadlocks with the
+ * writer's completions, and the next renewal tries them again.
  */
 static int postgres_delivery_renew(struct store *s, const char *node, const char *const *ids, const int64_t *tokens,
                                    size_t n, int64_t lease_until, bool *renewed)
@@ -754,9 +757,13 @@ static int postgres_delivery_renew(struct store *s, const char *node, const char
     pg_param_i64(&p, 4, lease_until);
     result = pg_run(s, PG_DELIVERY_RENEW,
                     "WITH r AS (SELECT * FROM unnest($2, $3) AS r(id, token)),"
-                    " u AS (UPDATE hookd_deliveries d SET lease_until = $4 FROM r"
-                    "  WHERE d.id = r.id AND d.lease_owner = $1 AND d.lease_token = r.token"
-                    "  AND d.status IN " OPEN_STATUSES " RETURNING d.id, d.endpoint_id, d.lease_owner, d.lease_until),"
+                    /* A row another transaction holds is being recorded or taken over: left alone, never waited for. */
+                    " k AS (SELECT d.ctid AS tid FROM r JOIN hookd_deliveries d ON d.id = r.id"
+                    "  WHERE d.lease_owner = $1 AND d.lease_token = r.token AND d.status IN " OPEN_STATUSES
+                    "  FOR UPDATE OF d SKIP LOCKED),"
+                    " u AS (UPDATE hookd_deliveries d SET lease_until = $4"
+                    "  WHERE d.ctid = ANY (ARRAY(SELECT tid FROM k))"
+                    "  RETURNING d.id, d.endpoint_id, d.lease_owner, d.lease_until),"
                     " i AS (" INFLIGHT_RECORD("u") ")"
                     " SELECT id FROM u",
                     &p, &res);

@@ -899,8 +899,10 @@ struct store_delivery_ops {
      * Extends to lease_until each lease that node still holds of ids[i] with tokens[i] on an open
      * delivery, fenced like complete: a lease another claim has taken since (a newer token), or a
      * delivery recorded or released meanwhile, is left alone. A lease past its lease_until that no
-     * claim has taken yet is still the caller's and is extended. renewed[i] tells which were. One
-     * statement on PostgreSQL. Runs in the caller's transaction, or in one of its own.
+     * claim has taken yet is still the caller's and is extended. A row another transaction holds
+     * locked right now (a completion being written, another node's claim) may be skipped: never
+     * waited for. renewed[i] tells which were. One statement on PostgreSQL. Runs in the caller's
+     * transaction, or in one of its own.
      */
     int (*renew)(struct store *s, const char *node, const char *const *ids, const int64_t *tokens, size_t n,
                  int64_t lease_until, bool *renewed);
