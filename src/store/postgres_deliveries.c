@@ -376,13 +376,11 @@ static int postgres_delivery_slots(struct store *s, int64_t now, const struct le
     const char *literal;
     int result;
 
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         slots[i] = 0;
-        pg_array_text(&ids, endpoint_ids[i]);
-    }
     if (n == 0)
         return 0;
-    literal = pg_array_end(&ids);
+    literal = pg_array_texts(&ids, endpoint_ids, n);
     if (!literal) {
         pg_array_free(&ids);
         return HOOKD_ENOMEM;

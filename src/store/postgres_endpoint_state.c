@@ -64,13 +64,11 @@ static int postgres_state_get_many(struct store *s, const char *const *endpoint_
     const char *literal;
     int result;
 
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         endpoint_state_default(&out[i], endpoint_ids[i]);
-        pg_array_text(&ids, endpoint_ids[i]);
-    }
     if (n == 0)
         return 0;
-    literal = pg_array_end(&ids);
+    literal = pg_array_texts(&ids, endpoint_ids, n);
     if (!literal) {
         pg_array_free(&ids);
         return HOOKD_ENOMEM;
