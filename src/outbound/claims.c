@@ -60,19 +60,25 @@ static int op_claim(struct store *s, void *arg)
     return rc == HOOKD_ENOTFOUND ? 0 : rc;
 }
 
-static void op_claim_done(void *arg, int result)
+/* A writer op's answer for the loop (writer thread): its result and flag set under mu, the loop woken. */
+static void answer_post(struct dispatcher *q, int *slot, bool *finished, int result)
 {
-    struct dispatcher *q = arg;
-
     bool wake;
 
     pthread_mutex_lock(&q->mu);
-    q->claim.result = result;
-    q->claim_finished = true;
+    *slot = result;
+    *finished = true;
     wake = dispatcher_inbox_wake_needed(q);
     pthread_mutex_unlock(&q->mu);
     if (wake)
         http_engine_wakeup(q->engine);
+}
+
+static void op_claim_done(void *arg, int result)
+{
+    struct dispatcher *q = arg;
+
+    answer_post(q, &q->claim.result, &q->claim_finished, result);
 }
 
 /*
@@ -332,15 +338,8 @@ static int op_renew(struct store *s, void *arg)
 static void op_renew_done(void *arg, int result)
 {
     struct dispatcher *q = arg;
-    bool wake;
 
-    pthread_mutex_lock(&q->mu);
-    q->renewal.result = result;
-    q->renewal_finished = true;
-    wake = dispatcher_inbox_wake_needed(q);
-    pthread_mutex_unlock(&q->mu);
-    if (wake)
-        http_engine_wakeup(q->engine);
+    answer_post(q, &q->renewal.result, &q->renewal_finished, result);
 }
 
 void renewal_maybe(struct dispatcher *q, int64_t now, int64_t mono)
