@@ -648,11 +648,14 @@ static int postgres_delivery_complete_many(struct store *s, const struct deliver
                         "  RETURNING d.id, d.endpoint_id, r.n, r.started, r.duration, r.code, r.class, r.error,"
                         "  r.response, r.node, r.disable, r.truncated, d.order_key, d.order_seq, r.status),"
                         /* An ordered delivery that ended wakes the next of its resource (store_common.h). */
-                        " wk AS (UPDATE hookd_deliveries n SET next_attempt_at = $16 FROM u"
-                        "  WHERE u.order_key IS NOT NULL AND u.status NOT IN " OPEN_STATUSES
-                        "  AND n.id = (SELECT x.id FROM hookd_deliveries x WHERE x.endpoint_id = u.endpoint_id"
+                        " nx AS (SELECT (SELECT x.id FROM hookd_deliveries x WHERE x.endpoint_id = u.endpoint_id"
                         "   AND x.order_key = u.order_key AND x.order_seq > u.order_seq AND x.status IN " OPEN_STATUSES
-                        "   ORDER BY x.order_seq LIMIT 1) AND" STORE_ORDER_WAKEABLE("n", "$16") "),"
+                        "   ORDER BY x.order_seq LIMIT 1) AS id FROM u"
+                        "  WHERE u.order_key IS NOT NULL AND u.status NOT IN " OPEN_STATUSES "),"
+                        /* By key, not a join (INFLIGHT_DROP says why). */
+                        " wk AS (UPDATE hookd_deliveries n SET next_attempt_at = $16"
+                        "  WHERE n.id = ANY (ARRAY(SELECT id FROM nx WHERE id IS NOT NULL))"
+                        "  AND" STORE_ORDER_WAKEABLE("n", "$16") "),"
                         " f AS (" INFLIGHT_DROP("u") "),"
                         " a AS (INSERT INTO hookd_attempts(delivery_id, n, started_at, duration_ms, status_code,"
                         "  error_class, error, response_body, node, response_truncated)"

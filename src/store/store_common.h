@@ -92,10 +92,10 @@ void store_hex_encode(const void *p, size_t n, char *out);
 #define STORE_ORDER_WALK_MAX 256
 #define STORE_ORDER_WALK_MAX_SQL "256"
 #define STORE_ORDER_HEAD_READY(d, greatest)                                                                      \
-    "(SELECT " greatest "(COALESCE(p.next_attempt_at, 0), CASE WHEN p.lease_owner IS NOT NULL"                   \
-    " THEN COALESCE(p.lease_until, 0) ELSE 0 END) FROM hookd_deliveries p WHERE p.endpoint_id = " d ".endpoint_id" \
-    " AND p.order_key = " d ".order_key AND p.order_seq < " d ".order_seq AND p.status IN ('pending', 'retrying')" \
-    " ORDER BY p.order_seq LIMIT 1)"
+    "CASE WHEN " d ".order_key IS NULL THEN NULL ELSE (SELECT " greatest "(COALESCE(p.next_attempt_at, 0),"       \
+    " CASE WHEN p.lease_owner IS NOT NULL THEN COALESCE(p.lease_until, 0) ELSE 0 END) FROM hookd_deliveries p"    \
+    " WHERE p.endpoint_id = " d ".endpoint_id AND p.order_key = " d ".order_key AND p.order_seq < " d ".order_seq"  \
+    " AND p.status IN ('pending', 'retrying') ORDER BY p.order_seq LIMIT 1) END"
 /* What a woken row must be: pending, never attempted, moved behind its head (due later than now). */
 #define STORE_ORDER_WAKEABLE(d, now) \
     " " d ".status = 'pending' AND " d ".attempt_count = 0 AND " d ".next_attempt_at > " now
