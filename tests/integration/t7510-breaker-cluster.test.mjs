@@ -3,7 +3,7 @@
 // A node sees a breaker opened elsewhere at its next endpoint check (1 s) and
 // gives its queued, unsent deliveries back to the store, where they wait for
 // the probe. Forced here: two nodes each send one request at a time (a failing
-// endpoint that takes 250 ms to answer 500) while the endpoint's cap lets each
+// endpoint that takes 400 ms to answer 500) while the endpoint's cap lets each
 // lease many, so both hold a queue when the breaker opens. PostgreSQL only.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,7 +13,7 @@ const skip = BACKEND === 'postgres' ? false
   : 'a breaker opened by another node needs a shared store: run with HOOKD_TEST_BACKEND=postgres';
 const EVENTS = 40;
 const CHECK_MS = 1000; // the dispatcher's endpoint check
-const SEND_MS = 250;
+const SEND_MS = 400;
 
 test('a breaker opened by one node stops the other node\'s queued deliveries', { skip, timeout: 60000 }, async () => {
   let sink, cluster;
@@ -35,8 +35,9 @@ test('a breaker opened by one node stops the other node\'s queued deliveries', {
       { timeoutMs: 15000, intervalMs: 20, what: 'the breaker open' });
     const openedAt = Number(cluster.sql('SELECT opened_at FROM hookd_endpoint_state'));
     // Both nodes held queues: leases of both on open deliveries when it opened (or moments before).
-    await sleep(CHECK_MS + 2 * SEND_MS + 500);
-    const late = sink.arrivals.filter(([at]) => at > openedAt + CHECK_MS + SEND_MS + 300);
+    // Each node's queue of up to 10 would take 4 s more to send; seen within the check, it stops.
+    await sleep(CHECK_MS + 2000);
+    const late = sink.arrivals.filter(([at]) => at > openedAt + CHECK_MS + 800);
     assert.deepEqual(late, [], `no node sent after it saw the breaker (${sink.total} arrivals, ${late.length} late)`);
     // What waited on either node went back to the store unsent: no lease is left, no delivery was lost.
     assert.equal(cluster.sql(`SELECT count(*) FROM hookd_deliveries WHERE lease_owner IS NOT NULL
