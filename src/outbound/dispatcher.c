@@ -977,7 +977,9 @@ static void breaker_seen(struct ep_state *st, const struct endpoint_state *es, v
             keep = j->next;
             fifo_push(q, st, j);
         }
-        log_warn(PART, "endpoint %s: its breaker is %s (opened by another node): %zu queued deliveries wait in the store",
+        log_warn(PART,
+                 "endpoint %s: its breaker is %s in the store (opened by another node, or before this one started):"
+                 " %zu queued deliveries wait in the store",
                  st->id, breaker_name(es->breaker), released);
         board_sync(q, st, false);
     } else if (es->breaker == BREAKER_CLOSED && st->paused) {
