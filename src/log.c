@@ -87,7 +87,7 @@ void log_limited(struct log_limiter *lim, enum log_level l, const char *part, co
     log_vwrite(l, part, fmt, ap);
     va_end(ap);
     lim->suppressed = 0;
-    lim->interval_ms = lim->interval_ms == 0 ? 1000 : lim->interval_ms * 2;
+    lim->interval_ms = lim->interval_ms == 0 ? (lim->first_ms > 0 ? lim->first_ms : 1000) : lim->interval_ms * 2;
     if (lim->interval_ms > 60000)
         lim->interval_ms = 60000;
     lim->next_at_ms = now + lim->interval_ms;
@@ -98,5 +98,5 @@ void log_limiter_reset(struct log_limiter *lim, const char *part, const char *wh
     if (lim->next_at_ms != 0)
         log_write(LOG_INFO, part, "%s recovered (%llu similar messages suppressed)", what,
                   (unsigned long long)lim->suppressed);
-    memset(lim, 0, sizeof *lim);
+    *lim = (struct log_limiter){.first_ms = lim->first_ms};
 }

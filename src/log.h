@@ -16,12 +16,14 @@ void log_write(enum log_level l, const char *part, const char *fmt, ...) __attri
 /*
  * Rate-limited error logging for conditions that can repeat every loop turn
  * (store down, endpoint unreachable): logs the first occurrence, then at most
- * once per interval doubling up to 60 s, with a count of suppressed repeats.
+ * once per interval, starting at first_ms (0: 1 s) and doubling up to 60 s,
+ * with a count of suppressed repeats. first_ms is a setting: a reset keeps it.
  */
 struct log_limiter {
     int64_t next_at_ms;
     int64_t interval_ms;
     uint64_t suppressed;
+    int64_t first_ms;
 };
 void log_limited(struct log_limiter *lim, enum log_level l, const char *part, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

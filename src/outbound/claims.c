@@ -60,19 +60,25 @@ static int op_claim(struct store *s, void *arg)
     return rc == HOOKD_ENOTFOUND ? 0 : rc;
 }
 
-static void op_claim_done(void *arg, int result)
+/* A writer op's answer for the loop (writer thread): its result and flag set under mu, the loop woken. */
+static void answer_post(struct dispatcher *q, int *slot, bool *finished, int result)
 {
-    struct dispatcher *q = arg;
-
     bool wake;
 
     pthread_mutex_lock(&q->mu);
-    q->claim.result = result;
-    q->claim_finished = true;
+    *slot = result;
+    *finished = true;
     wake = dispatcher_inbox_wake_needed(q);
     pthread_mutex_unlock(&q->mu);
     if (wake)
         http_engine_wakeup(q->engine);
+}
+
+static void op_claim_done(void *arg, int result)
+{
+    struct dispatcher *q = arg;
+
+    answer_post(q, &q->claim.result, &q->claim_finished, result);
 }
 
 /*
@@ -241,4 +247,159 @@ void rewrite_due(struct dispatcher *q, int64_t mono, bool drop)
             dispatcher_job_submit(q, j, JOB_RECORDING);
         j = next;
     }
+}
+
+/* ---- lease renewal (op_renew on the claim writer; the rest on the loop) ------ */
+
+/*
+ * Every lease the dispatcher holds (queued, in flight, or with its result on
+ * the way) is extended each third of the lease, in one statement: a queue or
+ * an attempt longer than the lease keeps its delivery, so another node never
+ * sends it meanwhile. A node that dies stops renewing: its leases end within
+ * lease_ms of its last renewal, and other nodes take the work then. A renewal
+ * is fenced by the lease token: a delivery another node claimed after our
+ * lease ran out (a renewal the store refused while down) is not taken back.
+ */
+int64_t renewal_interval_ms(const struct dispatcher *q)
+{
+    int64_t every = q->deps.lease_ms / 3;
+
+    return every > 0 ? every : 1;
+}
+
+static bool renewal_wanted(const struct job *j) { return j->phase != JOB_RELEASING; }
+
+static void renewal_count(struct job *j, void *arg)
+{
+    size_t *n = arg;
+
+    *n += renewal_wanted(j);
+}
+
+static void renewal_collect(struct job *j, void *arg)
+{
+    struct renewal *r = arg;
+
+    if (!renewal_wanted(j) || r->n >= r->cap)
+        return;
+    snprintf(r->ids[r->n], HOOKD_ID_MAX, "%s", j->dj.d.id);
+    r->tokens[r->n] = j->dj.d.lease_token;
+    r->n++;
+}
+
+/* Room for n leases in r (the arrays only grow); false when out of memory. */
+static bool renewal_reserve(struct renewal *r, size_t n)
+{
+    char(*ids)[HOOKD_ID_MAX];
+    const char **idp;
+    int64_t *tokens;
+    bool *renewed;
+
+    if (n <= r->cap)
+        return true;
+    n = n < 64 ? 64 : n + n / 2;
+    ids = realloc(r->ids, n * sizeof *ids);
+    if (ids != NULL)
+        r->ids = ids;
+    idp = realloc(r->idp, n * sizeof *idp);
+    if (idp != NULL)
+        r->idp = idp;
+    tokens = realloc(r->tokens, n * sizeof *tokens);
+    if (tokens != NULL)
+        r->tokens = tokens;
+    renewed = realloc(r->renewed, n * sizeof *renewed);
+    if (renewed != NULL)
+        r->renewed = renewed;
+    if (ids == NULL || idp == NULL || tokens == NULL || renewed == NULL)
+        return false;
+    r->cap = n;
+    return true;
+}
+
+void renewal_free(struct dispatcher *q)
+{
+    struct renewal *r = &q->renewal;
+
+    free(r->ids);
+    free(r->idp);
+    free(r->tokens);
+    free(r->renewed);
+    memset(r, 0, sizeof *r);
+}
+
+static int op_renew(struct store *s, void *arg)
+{
+    struct dispatcher *q = arg;
+    struct renewal *r = &q->renewal;
+
+    return store_delivery_renew(s, q->deps.node, r->idp, r->tokens, r->n, r->lease_until, r->renewed);
+}
+
+static void op_renew_done(void *arg, int result)
+{
+    struct dispatcher *q = arg;
+
+    answer_post(q, &q->renewal.result, &q->renewal_finished, result);
+}
+
+void renewal_maybe(struct dispatcher *q, int64_t now, int64_t mono)
+{
+    struct renewal *r = &q->renewal;
+    size_t n = 0;
+    int rc;
+
+    if (q->renewal_in_flight || mono < q->renew_at_mono)
+        return;
+    q->renew_at_mono = mono + renewal_interval_ms(q);
+    job_table_each(&q->jobs, renewal_count, &n);
+    if (n == 0)
+        return;
+    if (!renewal_reserve(r, n)) {
+        log_limited(&q->lim_alloc, LOG_ERROR, PART, "out of memory: %zu leases not renewed this time", n);
+        return;
+    }
+    r->n = 0;
+    job_table_each(&q->jobs, renewal_collect, r);
+    for (size_t i = 0; i < r->n; i++)
+        r->idp[i] = r->ids[i];
+    r->lease_until = now + q->deps.lease_ms;
+    rc = writer_submit(q->deps.claimer != NULL ? q->deps.claimer : q->deps.writer, op_renew, op_renew_done, q);
+    if (rc != 0) {
+        log_limited(&q->lim_writer, LOG_WARN, PART, "cannot queue a lease renewal: %s", hookd_strerror(rc));
+        return;
+    }
+    q->renewal_in_flight = true;
+    q->outstanding_ops++;
+}
+
+void renewal_finished(struct dispatcher *q)
+{
+    struct renewal *r = &q->renewal;
+    size_t renewed = 0;
+
+    q->renewal_in_flight = false;
+    q->outstanding_ops--;
+    if (r->result != 0) {
+        if (outage_error(r->result))
+            outage_log(PART, "cannot renew %zu leases: %s", r->n, hookd_strerror(r->result));
+        else
+            log_limited(&q->lim_store, LOG_WARN, PART, "cannot renew %zu leases: %s", r->n,
+                        hookd_strerror(r->result));
+        /* Sooner than a whole interval: what the leases have left is shrinking. */
+        q->renew_at_mono = min64(q->renew_at_mono, clock_mono_ms() + min64(renewal_interval_ms(q), SAFETY_POLL_MS));
+        return;
+    }
+    for (size_t i = 0; i < r->n; i++) {
+        struct job *j;
+        if (!r->renewed[i])
+            continue; /* recorded or released meanwhile, or taken by another claim: nothing to extend */
+        j = job_table_find(&q->jobs, r->ids[i]);
+        /* The same lease (a claim of ours may have taken the delivery again since, with a later lease). */
+        if (j != NULL && j->dj.d.lease_token == r->tokens[i] && j->dj.d.lease_until < r->lease_until) {
+            j->dj.d.lease_until = r->lease_until;
+            renewed++;
+        }
+    }
+    if (renewed > 0)
+        log_debug(PART, "renewed %zu leases until %lld", renewed, (long long)r->lease_until);
 }

@@ -615,12 +615,13 @@ static void slow_sweep(struct dispatcher *q, int64_t mono)
 /*
  * Whether the job's lease still covers an attempt: its timeout and a quarter
  * of the lease more (for the record), or half the lease when that is less,
- * so that a freshly leased job always goes. Nothing renews a lease the
- * dispatcher holds: one that waited here past that point (a queue longer than
- * the lease, a stalled loop) may run out during the attempt, or has already,
- * and on a shared store another node then claims and sends the delivery too.
- * Such a job is given back (fenced: if another node holds it now, the release
- * changes nothing) and claimed again, by any node, with a fresh lease. On a
+ * so that a freshly leased job always goes. The leases the dispatcher holds
+ * are renewed every third of the lease (claims.c), so a job normally passes;
+ * one whose renewals the store refused (down, or slower than the lease) may
+ * have its lease run out during the attempt, or already, and on a shared
+ * store another node then claims and sends the delivery too. Such a job is
+ * given back (fenced: if another node holds it now, the release changes
+ * nothing) and claimed again, by any node, with a fresh lease. On a
  * single-node store no other node can take it, and this node's own claims
  * renew the copy it holds (lease_renewed): the job goes.
  */
@@ -695,6 +696,7 @@ static bool lease_renewed(struct dispatcher *q, struct job *fresh)
     d = &held->dj.d;
     d->lease_token = fresh->dj.d.lease_token;
     d->lease_until = fresh->dj.d.lease_until;
+    held->claimed_until = fresh->dj.d.lease_until;
     log_debug(PART, "%s: lease renewed while queued (token %lld)", d->id, (long long)d->lease_token);
     dispatcher_job_free(q, fresh);
     return true;
@@ -718,6 +720,7 @@ void dispatcher_jobs_accept(struct dispatcher *q, struct job_list *list, uint64_
             continue;
         }
         j->dj = *dj;
+        j->claimed_until = j->dj.d.lease_until;
         j->fanout = fanout;
         memset(dj, 0, sizeof *dj);
         if (lease_renewed(q, j))
@@ -900,12 +903,14 @@ static void inbox_drain(struct dispatcher *q, int64_t now)
     struct batch *batches;
     struct job *finished;
     uint64_t decided;
-    bool claimed;
+    bool claimed, renewed;
 
     pthread_mutex_lock(&q->mu);
     batches = q->batches;
     finished = q->finished;
     claimed = q->claim_finished;
+    renewed = q->renewal_finished;
+    q->renewal_finished = false;
     decided = q->fanouts_decided_posted;
     q->batches = q->batches_tail = NULL;
     q->finished = q->finished_tail = NULL;
@@ -920,6 +925,8 @@ static void inbox_drain(struct dispatcher *q, int64_t now)
     }
     if (claimed)
         claims_finished(q, now);
+    if (renewed)
+        renewal_finished(q);
     while (batches != NULL) {
         struct batch *next = batches->next;
         if (atomic_load(&q->stopping)) {
@@ -936,6 +943,54 @@ static void inbox_drain(struct dispatcher *q, int64_t now)
         parked_release(q, decided, atomic_load(&q->stopping));
 }
 
+/*
+ * The breaker is the store's, for every node: another node's attempts may
+ * open it while jobs of the endpoint wait here. Seen at the next endpoint
+ * check (SAFETY_POLL_MS, one read for the endpoints with queued jobs or
+ * paused here), such an endpoint pauses here too and its queued jobs go back
+ * to the store unsent, as on the node that opened it; only its probe stays
+ * (the job whose claim took it as the probe: its lease is the breaker's
+ * probe_until). A breaker closed elsewhere (another node's probe got
+ * through, the endpoint enabled again) ends the pause here, with the ramp.
+ */
+static void breaker_seen(struct ep_state *st, const struct endpoint_state *es, void *arg)
+{
+    struct dispatcher *q = arg;
+
+    if (es->breaker != BREAKER_CLOSED && !st->paused) {
+        struct job *j, *keep = NULL, *keep_tail = NULL;
+        size_t released = 0;
+        st->paused = true;
+        while ((j = fifo_pop(q, st)) != NULL) {
+            if (es->breaker == BREAKER_HALF_OPEN && j->claimed_until == es->probe_until) {
+                if (keep_tail != NULL)
+                    keep_tail->next = j;
+                else
+                    keep = j;
+                keep_tail = j;
+                continue;
+            }
+            dispatcher_job_submit(q, j, JOB_RELEASING);
+            released++;
+        }
+        while ((j = keep) != NULL) {
+            keep = j->next;
+            fifo_push(q, st, j);
+        }
+        log_warn(PART,
+                 "endpoint %s: its breaker is %s in the store (opened by another node, or before this one started):"
+                 " %zu queued deliveries wait in the store",
+                 st->id, breaker_name(es->breaker), released);
+        board_sync(q, st, false);
+    } else if (es->breaker == BREAKER_CLOSED && st->paused) {
+        st->paused = false;
+        st->ramp_until_mono = clock_mono_ms() + q->deps.ramp_ms;
+        board_sync(q, st, false);
+        log_info(PART, "endpoint %s answers again: its breaker closed (seen in the store)", st->id);
+        q->next_wake_at = 0;
+    }
+}
+
 static void endpoints_refresh(struct dispatcher *q, int64_t mono)
 {
     bool dirty = atomic_exchange(&q->endpoints_dirty, false);
@@ -946,6 +1001,8 @@ static void endpoints_refresh(struct dispatcher *q, int64_t mono)
         return;
     q->endpoints_checked_mono = mono;
     rc = dirty ? endpoint_cache_reload(&q->cache) : endpoint_cache_revalidate(&q->cache);
+    if (rc == 0)
+        rc = endpoint_cache_breakers(&q->cache, breaker_seen, q);
     if (rc != 0 && outage_error(rc))
         outage_log(PART, "cannot load endpoints: %s", hookd_strerror(rc));
     else if (rc != 0)
@@ -987,6 +1044,8 @@ static int poll_timeout(struct dispatcher *q, int64_t now, int64_t mono)
         t = min64(t, q->next_wake_at > now ? q->next_wake_at - now : 0);
     if (q->rewrite != NULL)
         t = min64(t, q->rewrite_at_mono > mono ? q->rewrite_at_mono - mono : 0);
+    if (!q->renewal_in_flight && atomic_load(&q->held) > 0)
+        t = min64(t, q->renew_at_mono > mono ? q->renew_at_mono - mono : 0);
     /* Transfers that may turn slow, and jobs that may wait for the slots they free. */
     if (q->in_flight > q->in_flight_slow && q->cache.ring_head != NULL)
         t = min64(t, 100);
@@ -1004,6 +1063,9 @@ static void *dispatcher_main(void *arg)
         bool stopping = atomic_load(&q->stopping), stop_mode = stopping || atomic_load(&q->draining);
 
         inbox_drain(q, now);
+        /* While draining too: attempts in flight keep their leases until their results are recorded. */
+        if (!stopping)
+            renewal_maybe(q, now, mono);
         if (stop_mode) {
             if (stop_deadline == 0) {
                 stop_deadline = mono + (q->deps.drain_timeout_ms > 0 ? q->deps.drain_timeout_ms : STOP_GRACE_MS);
@@ -1057,6 +1119,7 @@ static void dispatcher_free(struct dispatcher *q)
     free(q->idle);
     free(q->board);
     free(q->claim.capped);
+    renewal_free(q);
     pthread_mutex_destroy(&q->board_mu);
     pthread_mutex_destroy(&q->mu);
     free(q);

@@ -11,6 +11,7 @@
  *                                 dispatcher_enqueue_tentative; 0 for claims)
  *   claims_maybe / claims_finished   start a claim when due and room allows; take its answer
  *   rewrite_later / rewrite_due   keep a refused result; resubmit (or drop at stop) when due
+ *   renewal_maybe / renewal_finished   extend the leases of the held jobs every third of the lease; take the answer
  */
 #ifndef HOOKD_OUTBOUND_DISPATCHER_INTERNAL_H
 #define HOOKD_OUTBOUND_DISPATCHER_INTERNAL_H
@@ -58,6 +59,20 @@ struct claim {
     int result;
 };
 
+/*
+ * The single lease renewal in flight: the held jobs' ids and tokens, copied by
+ * the loop (jobs may go while it runs), and what the store renewed.
+ */
+struct renewal {
+    size_t n, cap;
+    char (*ids)[HOOKD_ID_MAX];
+    const char **idp; /* into ids */
+    int64_t *tokens;
+    bool *renewed;
+    int64_t lease_until;
+    int result;
+};
+
 struct dispatcher {
     struct dispatcher_deps deps; /* the parts and settings it was started with */
     int64_t health_purged_minute; /* writer thread: the minute whose old health buckets were last purged */
@@ -75,6 +90,7 @@ struct dispatcher {
     struct batch *batches, *batches_tail;
     struct job *finished, *finished_tail; /* writer ops done (recorded or released) */
     bool claim_finished;
+    bool renewal_finished;
     bool woken; /* a wake-up is pending: later messages need not send another */
     uint64_t fanouts_decided_posted; /* dispatcher_fanout_decided: every fan-out up to it has ended */
 
@@ -100,6 +116,9 @@ struct dispatcher {
     int outstanding_ops;       /* writer ops whose done has not been processed yet */
     bool claim_in_flight;
     struct claim claim;
+    bool renewal_in_flight;
+    struct renewal renewal;
+    int64_t renew_at_mono;     /* the next renewal of the held jobs' leases */
     int64_t next_wake_at;      /* wall ms of the next claim */
     int64_t expire_at;         /* wall ms: the next claim also expires paused endpoints' deliveries (claims.c) */
     bool due_held_back;        /* the last claim left due rows behind (per-endpoint caps) */
@@ -129,4 +148,8 @@ void claims_maybe(struct dispatcher *q, int64_t now);
 void claims_finished(struct dispatcher *q, int64_t now);
 void rewrite_later(struct dispatcher *q, struct job *j);
 void rewrite_due(struct dispatcher *q, int64_t mono, bool drop);
+void renewal_maybe(struct dispatcher *q, int64_t now, int64_t mono);
+void renewal_finished(struct dispatcher *q);
+int64_t renewal_interval_ms(const struct dispatcher *q);
+void renewal_free(struct dispatcher *q);
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "hookd.h"
+#include "store/pool.h"
 
 #define BUCKETS_MIN 64
 
@@ -23,17 +24,59 @@ static uint64_t id_hash(const char *id)
     return h;
 }
 
+/* The versioned cache's generations: every endpoint, as the store lists them. */
+static int generation_version(struct store *s, int64_t *version) { return store_endpoint_version(s, version); }
+
+static int generation_load(struct store *s, void **gen)
+{
+    struct endpoint_list *list = calloc(1, sizeof *list);
+    int rc;
+
+    if (list == NULL)
+        return HOOKD_ENOMEM;
+    rc = store_endpoint_list_all(s, list);
+    if (rc != 0) {
+        free(list);
+        return rc;
+    }
+    *gen = list;
+    return 0;
+}
+
+static void generation_drop(void *gen)
+{
+    endpoint_list_free(gen);
+    free(gen);
+}
+
+static const struct versioned_cache_ops generation_ops = {
+    .part = "dispatcher",
+    .what = "endpoints",
+    .version = generation_version,
+    .load = generation_load,
+    .drop = generation_drop,
+};
+
 int endpoint_cache_init(struct endpoint_cache *c, const char *store, const struct retry_policy *policy,
                         int default_cap)
 {
+    int rc;
+
     memset(c, 0, sizeof *c);
-    c->store = store;
     c->policy = policy;
     c->default_cap = default_cap;
     c->buckets = calloc(BUCKETS_MIN, sizeof *c->buckets);
     if (c->buckets == NULL)
         return HOOKD_ENOMEM;
     c->n_buckets = BUCKETS_MIN;
+    rc = store_pool_create(store, 1, &c->rd);
+    if (rc != 0) {
+        free(c->buckets);
+        c->buckets = NULL;
+        return rc;
+    }
+    /* The dispatcher asks at its own pace (every SAFETY_POLL_MS): each ask checks the version. */
+    versioned_cache_init(&c->vc, c->rd, &generation_ops, 0);
     return 0;
 }
 
@@ -54,7 +97,10 @@ void endpoint_cache_destroy(struct endpoint_cache *c)
         }
     }
     free(c->buckets);
-    store_close(c->rd);
+    if (c->rd != NULL) {
+        versioned_cache_fini(&c->vc);
+        store_pool_destroy(c->rd);
+    }
     memset(c, 0, sizeof *c);
 }
 
@@ -151,52 +197,31 @@ static void sweep(struct endpoint_cache *c)
     }
 }
 
-static int connection(struct endpoint_cache *c)
+/*
+ * Sets the states from a generation (its endpoints copied: the generation is
+ * the versioned cache's). On failure the states not reached keep their old
+ * settings, and the next call sets them again.
+ */
+static int merge(struct endpoint_cache *c, const struct endpoint_list *list)
 {
-    if (c->rd != NULL)
-        return 0;
-    return store_open(c->store, &c->rd);
-}
+    int rc = 0;
 
-/* An error may mean a broken connection: start over with a new one next time. */
-static int drop_connection(struct endpoint_cache *c, int rc)
-{
-    store_close(c->rd);
-    c->rd = NULL;
-    return rc;
-}
-
-int endpoint_cache_reload(struct endpoint_cache *c)
-{
-    struct endpoint_list list = {0};
-    int64_t version = 0;
-    int rc;
-
-    rc = connection(c);
-    if (rc != 0)
-        return rc;
-    /* Version first: a change between the two reads shows up as a newer version later. */
-    rc = store_endpoint_version(c->rd, &version);
-    if (rc == 0)
-        rc = store_endpoint_list_all(c->rd, &list);
-    if (rc != 0)
-        return drop_connection(c, rc);
     for (size_t i = 0; i < c->n_buckets; i++) {
         for (struct ep_state *st = c->buckets[i]; st != NULL; st = st->hash_next)
             st->seen = false;
     }
-    for (size_t i = 0; i < list.n; i++) {
-        struct ep_state *st = endpoint_cache_placeholder(c, list.items[i].id);
-        if (st == NULL) {
+    for (size_t i = 0; i < list->n && rc == 0; i++) {
+        struct ep_state *st = endpoint_cache_placeholder(c, list->items[i].id);
+        struct endpoint copy;
+        if (st == NULL || endpoint_copy(&copy, &list->items[i]) != 0) {
             rc = HOOKD_ENOMEM;
             break;
         }
-        state_set(c, st, &list.items[i]);
+        state_set(c, st, &copy);
         st->seen = true;
     }
-    endpoint_list_free(&list);
     if (rc != 0)
-        return rc; /* partial: states not reached keep their old settings */
+        return rc;
     for (size_t i = 0; i < c->n_buckets; i++) {
         for (struct ep_state *st = c->buckets[i]; st != NULL; st = st->hash_next) {
             if (!st->seen && st->present) {
@@ -209,24 +234,81 @@ int endpoint_cache_reload(struct endpoint_cache *c)
         }
     }
     sweep(c);
-    c->version = version;
-    c->loaded = true;
     return 0;
 }
 
-int endpoint_cache_revalidate(struct endpoint_cache *c)
+/* The versioned cache's current generation (reloaded first when its version moved), set into the states when new. */
+static int refresh(struct endpoint_cache *c)
 {
-    int64_t version = 0;
-    int rc = connection(c);
+    void *gen = NULL;
+    int rc = versioned_cache_lock(&c->vc, &gen);
 
     if (rc != 0)
-        return rc;
-    rc = store_endpoint_version(c->rd, &version);
-    if (rc != 0)
-        return drop_connection(c, rc);
-    if (c->loaded && version == c->version)
+        return rc; /* nothing loaded yet */
+    if (gen != c->merged) {
+        rc = merge(c, gen);
+        c->merged = rc == 0 ? gen : NULL;
+    }
+    versioned_cache_unlock(&c->vc);
+    return rc;
+}
+
+int endpoint_cache_reload(struct endpoint_cache *c)
+{
+    versioned_cache_invalidate(&c->vc);
+    return refresh(c);
+}
+
+int endpoint_cache_revalidate(struct endpoint_cache *c) { return refresh(c); }
+
+static bool breaker_watched(const struct ep_state *st) { return st->present && (st->queued > 0 || st->paused); }
+
+int endpoint_cache_breakers(struct endpoint_cache *c,
+                            void (*fn)(struct ep_state *st, const struct endpoint_state *es, void *arg), void *arg)
+{
+    struct ep_state **sts = NULL;
+    const char **ids = NULL;
+    struct endpoint_state *es = NULL;
+    struct store *s = NULL;
+    size_t n = 0, k = 0;
+    int rc;
+
+    for (size_t i = 0; i < c->n_buckets; i++) {
+        for (struct ep_state *st = c->buckets[i]; st != NULL; st = st->hash_next)
+            n += breaker_watched(st);
+    }
+    if (n == 0)
         return 0;
-    return endpoint_cache_reload(c);
+    sts = malloc(n * sizeof *sts);
+    ids = malloc(n * sizeof *ids);
+    es = malloc(n * sizeof *es);
+    if (sts == NULL || ids == NULL || es == NULL) {
+        rc = HOOKD_ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < c->n_buckets; i++) {
+        for (struct ep_state *st = c->buckets[i]; st != NULL && k < n; st = st->hash_next) {
+            if (breaker_watched(st)) {
+                sts[k] = st;
+                ids[k++] = st->id;
+            }
+        }
+    }
+    rc = store_pool_get(c->rd, &s);
+    if (rc != 0)
+        goto out;
+    rc = store_endpoint_state_get_many(s, ids, k, es);
+    /* An error may mean a broken connection: a new one next time. */
+    store_pool_put(c->rd, s, rc != 0);
+    if (rc != 0)
+        goto out;
+    for (size_t i = 0; i < k; i++)
+        fn(sts[i], &es[i], arg);
+out:
+    free(sts);
+    free(ids);
+    free(es);
+    return rc;
 }
 
 static bool can_start(const struct ep_state *st)

@@ -1,13 +1,15 @@
 /*
  * The dispatcher's view of endpoints (private to the dispatcher thread): a
  * hash of id → per-endpoint state (settings copy, retry policy, in-flight
- * count, FIFO of ready jobs), loaded from the store on its own read
- * connection, plus a round-robin ring of endpoints that can start a job now.
+ * count, FIFO of ready jobs), loaded through a version-checked cache
+ * (store/versioned_cache.h) on a read connection of its own, plus a
+ * round-robin ring of endpoints that can start a job now.
  * Ordering modes, rate limits and the breaker hang off struct ep_state.
  *
- *   endpoint_cache_init/destroy     own the read connection and the states
+ *   endpoint_cache_init/destroy     own the read connection, the versioned cache and the states
  *   endpoint_cache_reload           load every endpoint (states of deleted ones stay while jobs refer to them)
- *   endpoint_cache_revalidate       reload only when store_endpoint_version moved
+ *   endpoint_cache_revalidate       reload only when store_endpoint_version moved (versioned_cache)
+ *   endpoint_cache_breakers         the stored breaker state of the endpoints with queued jobs or paused
  *   endpoint_cache_find             state by endpoint id, or NULL
  *   endpoint_cache_placeholder      a state for an id the store does not have (its jobs get released)
  *   endpoint_cache_mark_ready       put a state in the ring if it can start (or must release) a job
@@ -24,6 +26,7 @@
 
 #include "core/retry.h"
 #include "store/store.h"
+#include "store/versioned_cache.h"
 
 struct job; /* the dispatcher's; the cache only holds the FIFO ends */
 
@@ -51,15 +54,14 @@ struct ep_state {
 };
 
 struct endpoint_cache {
-    const char *store;                  /* DSN, borrowed */
     const struct retry_policy *policy;  /* global schedule, borrowed */
     int default_cap;                    /* in-flight cap of endpoints without their own */
-    struct store *rd; /* opened lazily, reopened after errors */
+    struct store_pool *rd;              /* one read connection, opened lazily, reopened after errors */
+    struct versioned_cache vc;          /* generations: struct endpoint_list, every endpoint */
+    const void *merged;                 /* the generation the states were last set from (NULL: none) */
     struct ep_state **buckets;
     size_t n_buckets, n_states;
     struct ep_state *ring_head, *ring_tail;
-    int64_t version;
-    bool loaded;
     int n_busy;    /* states with jobs queued or in flight: the in-flight cap's fair share divides by it */
     int n_holding; /* states with refs > 0: the window's fair share divides by it */
 };
@@ -70,6 +72,14 @@ __attribute__((warn_unused_result)) int endpoint_cache_init(struct endpoint_cach
 void endpoint_cache_destroy(struct endpoint_cache *c); /* every FIFO must be empty */
 __attribute__((warn_unused_result)) int endpoint_cache_reload(struct endpoint_cache *c);
 __attribute__((warn_unused_result)) int endpoint_cache_revalidate(struct endpoint_cache *c);
+/*
+ * One read of the stored state (the breaker, for every node) of each endpoint
+ * that has jobs queued here or is paused here; fn gets each with its state.
+ */
+__attribute__((warn_unused_result)) int endpoint_cache_breakers(struct endpoint_cache *c,
+                                                                void (*fn)(struct ep_state *st,
+                                                                           const struct endpoint_state *es, void *arg),
+                                                                void *arg);
 struct ep_state *endpoint_cache_find(struct endpoint_cache *c, const char *id);
 struct ep_state *endpoint_cache_placeholder(struct endpoint_cache *c, const char *id);
 void endpoint_cache_mark_ready(struct endpoint_cache *c, struct ep_state *st);

@@ -108,6 +108,14 @@ struct job *job_table_find(struct job_table *t, const char *delivery_id)
     return j;
 }
 
+void job_table_each(struct job_table *t, void (*fn)(struct job *j, void *arg), void *arg)
+{
+    for (size_t b = 0; b < t->n_buckets; b++) {
+        for (struct job *j = t->buckets[b]; j != NULL; j = j->index_next)
+            fn(j, arg);
+    }
+}
+
 /* ---- results ------------------------------------------------------------ */
 
 static const enum delivery_status next_status[] = {

@@ -10,6 +10,7 @@
  *   job_table_recycle        back to the pool; the caller freed what it owns
  *   job_table_add/remove     index by j->dj.d.id
  *   job_table_find           the held job of a delivery id, or NULL
+ *   job_table_each           visit every indexed job
  *   job_set_result           classify an attempt, decide retry/dead/delivered, fill j->result
  *   job_log_result           the log line for a committed result
  */
@@ -42,6 +43,7 @@ struct job {
     int64_t recorded_now;
     char *supersede_key;    /* latest mode, a retry: its resource's key, whose newer versions then supersede it */
     int64_t sent_mono;      /* when its transfer started (monotonic ms) */
+    int64_t claimed_until;  /* the lease_until its claim gave it (renewals move dj.d.lease_until): a probe's is the breaker's probe_until */
     bool slow;              /* its transfer outlived SLOW_AFTER: counted in the slow pool */
     bool breaker_opened;    /* set by the record: its endpoint's breaker opened with this batch */
     bool endpoint_disabled; /* set by the record: its endpoint was disabled for failing continuously */
@@ -64,6 +66,7 @@ void job_table_recycle(struct job_table *t, struct job *j);
 void job_table_add(struct job_table *t, struct job *j);
 void job_table_remove(struct job_table *t, struct job *j);
 struct job *job_table_find(struct job_table *t, const char *delivery_id);
+void job_table_each(struct job_table *t, void (*fn)(struct job *j, void *arg), void *arg);
 
 /*
  * Fills j->result from one attempt (o, the response snippet, its start) with

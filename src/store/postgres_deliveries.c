@@ -24,6 +24,7 @@ enum {
     PG_DELIVERY_COMPLETE_MANY,
     PG_DELIVERY_RELEASE,
     PG_DELIVERY_RELEASE_NODE,
+    PG_DELIVERY_RENEW,
     PG_DELIVERY_GET,
     PG_DELIVERY_REPLAY,
     PG_ATTEMPT_LIST,
@@ -231,7 +232,7 @@ static int claim_lease(struct store *s, const char *node, int64_t now, int64_t l
     pg_param_text_array(&p, 6, candidates);
     pg_param_i64(&p, 7, ramp_ms);
     result = pg_run(s, PG_DELIVERY_CLAIM,
-                    "WITH f0 AS (SELECT c.id, c.cap, c.rate, " INFLIGHT_COUNT("c.id", "$2") " AS leases,"
+                    "WITH f0 AS (SELECT c.id, c.cap, c.rate, c.ordered, " INFLIGHT_COUNT("c.id", "$2") " AS leases,"
                     "   st.breaker, CASE WHEN st.breaker = 'open' THEN st.next_probe_at ELSE st.probe_until END AS probe_at,"
                     /* In float8 and held within [0, burst]: a row from a clock ahead (another node's) or
                      * written by SQL neither overflows (which failed every claim) nor leases past the
@@ -241,12 +242,12 @@ static int claim_lease(struct store *s, const char *node, int64_t now, int64_t l
                     "     OR st.tokens_at > $2 + " STORE_TOKENS_AHEAD_MAX_SQL " THEN c.rate::bigint * 1000"
                     "    ELSE least(c.rate * 1000.0, least(greatest(st.tokens_milli::float8, 0), c.rate * 1000.0)"
                     "     + least(greatest($2::float8 - st.tokens_at::float8, 0), 1e6) * c.rate)::bigint END AS tokens"
-                    "  FROM (SELECT e.id, e.rate_limit AS rate, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"
-                    "   WHEN $5 > 0 THEN $5 ELSE 0 END AS cap"
+                    "  FROM (SELECT e.id, e.rate_limit AS rate, e.ordering <> 'none' AS ordered,"
+                    "   CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight WHEN $5 > 0 THEN $5 ELSE 0 END AS cap"
                     "   FROM unnest($6) AS k(id) JOIN hookd_endpoints e ON e.id = k.id WHERE e.enabled) c"
                     "  LEFT JOIN hookd_endpoint_state st ON st.endpoint_id = c.id),"
                     /* What each may lease now (sqlite_deliveries.c, claim_endpoint_limit, says it in C). */
-                    " f AS (SELECT f0.id, f0.rate, f0.tokens, COALESCE(f0.breaker, 'closed') <> 'closed' AS probe,"
+                    " f AS (SELECT f0.id, f0.rate, f0.tokens, f0.ordered, COALESCE(f0.breaker, 'closed') <> 'closed' AS probe,"
                     "  least(CASE WHEN f0.cap > 0 THEN f0.cap - f0.leases ELSE $4 END,"
                     "   CASE WHEN COALESCE(f0.breaker, 'closed') = 'closed' THEN $4"
                     "    WHEN COALESCE(f0.probe_at, 0) <= $2 THEN 1 ELSE 0 END,"
@@ -255,18 +256,44 @@ static int claim_lease(struct store *s, const char *node, int64_t now, int64_t l
                     "    THEN greatest(1, ceil(f0.cap * greatest($2 - f0.closed_at, 0)::float8 / $7)::int) - f0.leases ELSE $4 END,"
                     "   CASE WHEN f0.rate > 0 THEN (f0.tokens / 1000)::int ELSE $4 END) AS free FROM f0),"
                     /*
+                     * Ordered endpoints (store_common.h, STORE_ORDER_WALK_MAX): their due rows, at
+                     * most what they may lease plus the walk's bound, each with its resource's
+                     * head's readiness (NULL: it is first). Blocked ones (b) are moved behind their
+                     * heads (z; those another claim holds are left alone).
+                     */
+                    " w AS (SELECT f.id AS ep, v.tid, v.ready FROM f CROSS JOIN LATERAL ("
+                    "   SELECT d.ctid AS tid, " STORE_ORDER_HEAD_READY("d", "greatest") " AS ready"
+                    "   FROM hookd_deliveries d WHERE d.endpoint_id = f.id AND d.status IN " OPEN_STATUSES
+                    "   AND d.next_attempt_at <= $2 AND (d.lease_owner IS NULL OR d.lease_until < $2)"
+                    "   ORDER BY d.next_attempt_at, d.id LIMIT least(f.free, $4) + " STORE_ORDER_WALK_MAX_SQL ") v"
+                    "  WHERE f.ordered AND f.free > 0),"
+                    " b AS (SELECT d.ctid AS tid, w.ready FROM hookd_deliveries d JOIN w ON d.ctid = w.tid"
+                    "  WHERE d.ctid = ANY (ARRAY(SELECT w.tid FROM w WHERE w.ready IS NOT NULL))"
+                    "  AND d.next_attempt_at <= w.ready FOR UPDATE OF d SKIP LOCKED),"
+                    " z AS (UPDATE hookd_deliveries d SET next_attempt_at = b.ready + 1 FROM b WHERE d.ctid = b.tid),"
+                    /*
                      * Locked as they are read, in the index's order: rows another claim holds are
                      * skipped. Each with its event's row (ev), read once: the result is made of
-                     * it, and a delivery without its event is not taken.
+                     * it, and a delivery without its event is not taken. An ordered endpoint's
+                     * are the first ones w found (a TID scan: its walk is w's).
                      */
-                    " l AS (SELECT q.tid, q.ev FROM f CROSS JOIN LATERAL ("
+                    " l1 AS (SELECT q.* FROM f CROSS JOIN LATERAL ("
                     "   SELECT d.ctid AS tid, d.next_attempt_at, d.id, o AS ev FROM hookd_deliveries d"
                     "   JOIN hookd_outbox o ON o.id = d.event_id"
                     "   WHERE d.endpoint_id = f.id AND d.status IN " OPEN_STATUSES " AND d.next_attempt_at <= $2"
                     "   AND (d.lease_owner IS NULL OR d.lease_until < $2) AND " STORE_ORDER_FIRST("d")
                     "   ORDER BY d.next_attempt_at, d.id LIMIT least(greatest(f.free, 0), $4)"
-                    "   FOR UPDATE OF d SKIP LOCKED) q"
-                    "  ORDER BY q.next_attempt_at, q.id LIMIT $4),"
+                    "   FOR UPDATE OF d SKIP LOCKED) q WHERE NOT f.ordered),"
+                    " l2 AS (SELECT q.* FROM f CROSS JOIN LATERAL ("
+                    "   SELECT d.ctid AS tid, d.next_attempt_at, d.id, o AS ev FROM hookd_deliveries d"
+                    "   JOIN hookd_outbox o ON o.id = d.event_id"
+                    "   WHERE d.ctid = ANY (ARRAY(SELECT w.tid FROM w WHERE w.ep = f.id AND w.ready IS NULL))"
+                    "   AND d.endpoint_id = f.id AND d.status IN " OPEN_STATUSES " AND d.next_attempt_at <= $2"
+                    "   AND (d.lease_owner IS NULL OR d.lease_until < $2) AND " STORE_ORDER_FIRST("d")
+                    "   ORDER BY d.next_attempt_at, d.id LIMIT least(greatest(f.free, 0), $4)"
+                    "   FOR UPDATE OF d SKIP LOCKED) q WHERE f.ordered AND f.free > 0),"
+                    " l AS (SELECT x.tid, x.ev FROM (SELECT * FROM l1 UNION ALL SELECT * FROM l2) x"
+                    "  ORDER BY x.next_attempt_at, x.id LIMIT $4),"
                     /*
                      * The rows l locked (each checked again at its lock, on its newest version),
                      * found by ctid, each with its event's row; the lease is checked once more,
@@ -349,13 +376,11 @@ static int postgres_delivery_slots(struct store *s, int64_t now, const struct le
     const char *literal;
     int result;
 
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         slots[i] = 0;
-        pg_array_text(&ids, endpoint_ids[i]);
-    }
     if (n == 0)
         return 0;
-    literal = pg_array_end(&ids);
+    literal = pg_array_texts(&ids, endpoint_ids, n);
     if (!literal) {
         pg_array_free(&ids);
         return HOOKD_ENOMEM;
@@ -487,7 +512,11 @@ static int postgres_delivery_supersede(struct store *s, const char *const *endpo
                             " u AS (UPDATE hookd_deliveries d" STORE_SUPERSEDE_SET " FROM k"
                             "  WHERE" STORE_SUPERSEDE_WHERE("d", "k.endpoint_id", "k.order_key", "$3")
                             "  RETURNING d.id),"
-                            " f AS (" INFLIGHT_DROP("u") ")"
+                            " f AS (" INFLIGHT_DROP("u") "),"
+                            /* What is left open of each resource no longer waits behind what went (store_common.h). */
+                            " wk AS (UPDATE hookd_deliveries d SET next_attempt_at = $3 FROM k"
+                            "  WHERE d.endpoint_id = k.endpoint_id AND d.order_key = k.order_key"
+                            "  AND" STORE_ORDER_WAKEABLE("d", "$3") " AND d.id <> ALL (ARRAY(SELECT id FROM u)))"
                             " SELECT count(*) FROM u",
                             &p, &res);
     PQclear(res);
@@ -617,7 +646,16 @@ static int postgres_delivery_complete_many(struct store *s, const struct deliver
                         "  lease_owner = NULL, lease_until = NULL"
                         "  FROM r WHERE d.id = r.id AND d.lease_owner = r.owner AND d.lease_token = r.token"
                         "  RETURNING d.id, d.endpoint_id, r.n, r.started, r.duration, r.code, r.class, r.error,"
-                        "  r.response, r.node, r.disable, r.truncated),"
+                        "  r.response, r.node, r.disable, r.truncated, d.order_key, d.order_seq, r.status),"
+                        /* An ordered delivery that ended wakes the next of its resource (store_common.h). */
+                        " nx AS (SELECT (SELECT x.id FROM hookd_deliveries x WHERE x.endpoint_id = u.endpoint_id"
+                        "   AND x.order_key = u.order_key AND x.order_seq > u.order_seq AND x.status IN " OPEN_STATUSES
+                        "   ORDER BY x.order_seq LIMIT 1) AS id FROM u"
+                        "  WHERE u.order_key IS NOT NULL AND u.status NOT IN " OPEN_STATUSES "),"
+                        /* By key, not a join (INFLIGHT_DROP says why). */
+                        " wk AS (UPDATE hookd_deliveries n SET next_attempt_at = $16"
+                        "  WHERE n.id = ANY (ARRAY(SELECT id FROM nx WHERE id IS NOT NULL))"
+                        "  AND" STORE_ORDER_WAKEABLE("n", "$16") "),"
                         " f AS (" INFLIGHT_DROP("u") "),"
                         " a AS (INSERT INTO hookd_attempts(delivery_id, n, started_at, duration_ms, status_code,"
                         "  error_class, error, response_body, node, response_truncated)"
@@ -681,6 +719,74 @@ static int postgres_delivery_release_node(struct store *s, const char *node)
                           " UPDATE hookd_deliveries d SET lease_owner = NULL, lease_until = NULL FROM x"
                           " WHERE d.id = x.delivery_id AND d.lease_owner = $1 AND d.status IN " OPEN_STATUSES,
                           &p, NULL);
+}
+
+/*
+ * One statement for the batch: the fenced update of lease_until and the same
+ * in hookd_inflight, whose lease_until the caps count. lease_until is in no
+ * index of hookd_deliveries, so each renewal is a HOT update. Rows locked by
+ * another transaction (this node's own result being recorded, another node's
+ * claim) are skipped: a renewal never waits, so it never deadlocks with the
+ * writer's completions, and the next renewal tries them again.
+ */
+static int postgres_delivery_renew(struct store *s, const char *node, const char *const *ids, const int64_t *tokens,
+                                   size_t n, int64_t lease_until, bool *renewed)
+{
+    struct pg_array a_ids = {0}, a_tokens = {0};
+    struct pg_params p = {.n = 0};
+    const char *l_ids, *l_tokens;
+    const char **done = NULL;
+    PGresult *res = NULL;
+    int rows, result = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        renewed[i] = false;
+        pg_array_text(&a_ids, ids[i]);
+        pg_array_i64(&a_tokens, tokens[i]);
+    }
+    if (n == 0)
+        goto out;
+    l_ids = pg_array_end(&a_ids);
+    l_tokens = pg_array_end(&a_tokens);
+    if (!l_ids || !l_tokens) {
+        result = HOOKD_ENOMEM;
+        goto out;
+    }
+    pg_param_text(&p, 1, node);
+    pg_param_text_array(&p, 2, l_ids);
+    pg_param_i64_array(&p, 3, l_tokens);
+    pg_param_i64(&p, 4, lease_until);
+    result = pg_run(s, PG_DELIVERY_RENEW,
+                    "WITH r AS (SELECT * FROM unnest($2, $3) AS r(id, token)),"
+                    /* A row another transaction holds is being recorded or taken over: left alone, never waited for. */
+                    " k AS (SELECT d.ctid AS tid FROM r JOIN hookd_deliveries d ON d.id = r.id"
+                    "  WHERE d.lease_owner = $1 AND d.lease_token = r.token AND d.status IN " OPEN_STATUSES
+                    "  FOR UPDATE OF d SKIP LOCKED),"
+                    " u AS (UPDATE hookd_deliveries d SET lease_until = $4"
+                    "  WHERE d.ctid = ANY (ARRAY(SELECT tid FROM k))"
+                    "  RETURNING d.id, d.endpoint_id, d.lease_owner, d.lease_until),"
+                    " i AS (" INFLIGHT_RECORD("u") ")"
+                    " SELECT id FROM u",
+                    &p, &res);
+    if (result)
+        goto out;
+    rows = PQntuples(res);
+    done = malloc(((size_t)rows + 1) * sizeof *done);
+    if (!done) {
+        result = HOOKD_ENOMEM;
+        goto out;
+    }
+    for (int r = 0; r < rows; r++)
+        done[r] = PQgetvalue(res, r, 0);
+    qsort(done, (size_t)rows, sizeof *done, id_cmp);
+    for (size_t i = 0; i < n; i++)
+        renewed[i] = bsearch(&ids[i], done, (size_t)rows, sizeof *done, id_cmp) != NULL;
+out:
+    free(done);
+    PQclear(res);
+    pg_array_free(&a_ids);
+    pg_array_free(&a_tokens);
+    return result;
 }
 
 /* ---- reads ---------------------------------------------------------------------- */
@@ -862,6 +968,7 @@ const struct store_delivery_ops postgres_delivery_ops = {
     .complete_many = postgres_delivery_complete_many,
     .release = postgres_delivery_release,
     .release_node = postgres_delivery_release_node,
+    .renew = postgres_delivery_renew,
     .get = postgres_delivery_get,
     .replay = postgres_delivery_replay,
     .count = postgres_delivery_count,

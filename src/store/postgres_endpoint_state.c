@@ -7,6 +7,7 @@
  */
 #include "store/postgres_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,7 @@ enum {
     PG_STATE_DISABLE,
     PG_STATE_RESET,
     PG_STATE_EXPIRE_PAUSED,
+    PG_STATE_GET_MANY,
     PG_ENDPOINT_STATE_END
 };
 _Static_assert((int)PG_ENDPOINT_STATE_END <= (int)PG_SOURCES, "the endpoint state statements overflow their slots");
@@ -41,6 +43,54 @@ static int postgres_state_get(struct store *s, const char *endpoint_id, struct e
     return pg_get(s, PG_STATE_GET,
                   "SELECT " STORE_ENDPOINT_STATE_COLUMNS " FROM hookd_endpoint_state WHERE endpoint_id = $1", &p,
                   store_read_endpoint_state, out);
+}
+
+struct state_list {
+    struct endpoint_state *items;
+    size_t n;
+};
+
+static int state_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct endpoint_state *)a)->endpoint_id, ((const struct endpoint_state *)b)->endpoint_id);
+}
+
+static int postgres_state_get_many(struct store *s, const char *const *endpoint_ids, size_t n,
+                                   struct endpoint_state *out)
+{
+    struct state_list rows = {0};
+    struct pg_array ids = {0};
+    struct pg_params p = {.n = 0};
+    const char *literal;
+    int result;
+
+    for (size_t i = 0; i < n; i++)
+        endpoint_state_default(&out[i], endpoint_ids[i]);
+    if (n == 0)
+        return 0;
+    literal = pg_array_texts(&ids, endpoint_ids, n);
+    if (!literal) {
+        pg_array_free(&ids);
+        return HOOKD_ENOMEM;
+    }
+    pg_param_text_array(&p, 1, literal);
+    result = pg_list(s, PG_STATE_GET_MANY,
+                    "SELECT " STORE_ENDPOINT_STATE_COLUMNS " FROM hookd_endpoint_state WHERE endpoint_id = ANY ($1)",
+                    &p, store_read_endpoint_state, STORE_ROWS(&rows, NULL));
+    pg_array_free(&ids);
+    if (result == 0 && rows.n > 0) {
+        qsort(rows.items, rows.n, sizeof *rows.items, state_cmp);
+        for (size_t i = 0; i < n; i++) {
+            struct endpoint_state key;
+            const struct endpoint_state *hit;
+            snprintf(key.endpoint_id, sizeof key.endpoint_id, "%s", endpoint_ids[i]);
+            hit = bsearch(&key, rows.items, rows.n, sizeof *rows.items, state_cmp);
+            if (hit != NULL)
+                out[i] = *hit;
+        }
+    }
+    free(rows.items);
+    return result == HOOKD_ENOTFOUND ? 0 : result;
 }
 
 /* Successes alone on an endpoint that is closed and has not failed match no row: nothing is written or locked. */
@@ -180,6 +230,7 @@ static int postgres_state_expire_paused(struct store *s, int64_t now, int64_t wi
 const struct store_endpoint_state_ops postgres_endpoint_state_ops = {
     .record = postgres_state_record,
     .get = postgres_state_get,
+    .get_many = postgres_state_get_many,
     .reset = postgres_state_reset,
     .expire_paused = postgres_state_expire_paused,
 };

@@ -120,6 +120,8 @@ void pg_array_time(struct pg_array *a, int64_t ms); /* 0: NULL */
 void pg_array_value(struct pg_array *a, const struct store_value *v); /* text, or a number (bool: 0/1) */
 /* Closes the literal (no element may follow); returns it (owned by a) or NULL on allocation failure. */
 const char *pg_array_end(struct pg_array *a);
+/* The closed literal of the n texts v (owned by a: free it either way), or NULL on allocation failure. */
+const char *pg_array_texts(struct pg_array *a, const char *const *v, size_t n);
 void pg_array_free(struct pg_array *a);
 
 /* Type oids (pg_type.h is a server header). */

@@ -163,6 +163,13 @@ const char *pg_array_end(struct pg_array *a)
     return a->buf;
 }
 
+const char *pg_array_texts(struct pg_array *a, const char *const *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        pg_array_text(a, v[i]);
+    return pg_array_end(a);
+}
+
 void pg_array_free(struct pg_array *a)
 {
     free(a->buf);

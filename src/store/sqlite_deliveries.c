@@ -27,6 +27,10 @@ enum {
     SQ_DELIVERY_DISABLE_ENDPOINT,
     SQ_DELIVERY_RELEASE,
     SQ_DELIVERY_RELEASE_NODE,
+    SQ_DELIVERY_RENEW,
+    SQ_DELIVERY_ORDER_DEFER,
+    SQ_DELIVERY_ORDER_WAKE_NEXT,
+    SQ_DELIVERY_ORDER_WAKE_KEY,
     SQ_DELIVERY_GET,
     SQ_DELIVERY_REPLAY,
     SQ_ATTEMPT_LIST,
@@ -272,17 +276,40 @@ static void picks_merge(struct picks *p, const struct pick *rows, size_t n_rows)
     p->n = n;
 }
 
-/* Reads one endpoint's earliest due, unleased rows no later than until (at most max) into rows. */
+/* Moves a blocked row behind its resource's head (store_common.h, STORE_ORDER_HEAD_READY). */
+static int order_defer(struct store *s, const char *id, int64_t at)
+{
+    sqlite3_stmt *st;
+    int result = sq_stmt(s, SQ_DELIVERY_ORDER_DEFER,
+                         "UPDATE hookd_deliveries SET next_attempt_at = ?2 WHERE id = ?1 AND next_attempt_at < ?2"
+                         " AND status IN ('pending', 'retrying')",
+                         &st);
+
+    if (result)
+        return result;
+    sq_bind_text(st, 1, id);
+    sqlite3_bind_int64(st, 2, at);
+    return sq_run(s, st, NULL);
+}
+
+/*
+ * Reads one endpoint's earliest due, unleased rows no later than until (at
+ * most max) into rows, walking past at most STORE_ORDER_WALK_MAX rows blocked
+ * behind an older open delivery of their resource; those it met are moved
+ * behind their heads.
+ */
 static int endpoint_picks(struct store *s, const char *endpoint_id, int64_t now, int64_t until, int max,
                           struct pick *rows, size_t *n)
 {
+    struct pick blocked[STORE_ORDER_WALK_MAX];
+    size_t n_blocked = 0;
     sqlite3_stmt *st;
     int rc, result = sq_stmt(s, SQ_DELIVERY_DUE_OF_ENDPOINT,
-                             "SELECT d.id, d.next_attempt_at FROM hookd_deliveries d"
+                             "SELECT d.id, d.next_attempt_at, " STORE_ORDER_HEAD_READY("d", "max")
+                             " FROM hookd_deliveries d"
                              " INDEXED BY hookd_deliveries_endpoint_due JOIN hookd_outbox o ON o.id = d.event_id"
                              " WHERE d.endpoint_id = ?1 AND d.status IN ('pending', 'retrying')"
                              " AND d.next_attempt_at <= ?3 AND (d.lease_owner IS NULL OR d.lease_until < ?2)"
-                             " AND " STORE_ORDER_FIRST("d")
                              " ORDER BY d.next_attempt_at, d.id LIMIT ?4",
                              &st);
 
@@ -292,17 +319,26 @@ static int endpoint_picks(struct store *s, const char *endpoint_id, int64_t now,
     sq_bind_text(st, 1, endpoint_id);
     sqlite3_bind_int64(st, 2, now);
     sqlite3_bind_int64(st, 3, until);
-    sqlite3_bind_int(st, 4, max);
-    for (int i = 0; i < max; i++) {
+    sqlite3_bind_int(st, 4, max + STORE_ORDER_WALK_MAX);
+    while (*n < (size_t)max) {
         rc = sqlite3_step(st);
         if (rc != SQLITE_ROW) {
             result = rc == SQLITE_DONE ? 0 : sq_error(s, rc);
             break;
         }
-        sq_col_id(st, 0, rows[*n].id);
-        rows[(*n)++].at = sq_col_i64(st, 1);
+        if (sqlite3_column_type(st, 2) == SQLITE_NULL) {
+            sq_col_id(st, 0, rows[*n].id);
+            rows[(*n)++].at = sq_col_i64(st, 1);
+        } else if (n_blocked < STORE_ORDER_WALK_MAX) {
+            sq_col_id(st, 0, blocked[n_blocked].id);
+            blocked[n_blocked++].at = sq_col_i64(st, 2) + 1;
+        } else {
+            break; /* the walk's bound: the next claim goes on behind the rows moved now */
+        }
     }
     sq_reset(st);
+    for (size_t i = 0; i < n_blocked && result == 0; i++)
+        result = order_defer(s, blocked[i].id, blocked[i].at);
     return result;
 }
 
@@ -522,10 +558,24 @@ static int sqlite_delivery_supersede(struct store *s, const char *const *endpoin
     if (result)
         return result;
     for (size_t i = 0; i < n && result == 0; i++) {
+        sqlite3_stmt *wake;
         sq_bind_text(st, 1, endpoint_ids[i]);
         sq_bind_text(st, 2, order_keys[i]);
         sqlite3_bind_int64(st, 3, now);
         result = sq_run(s, st, NULL);
+        /* What is left open of the resource (its newest version) no longer waits behind what went. */
+        if (result == 0)
+            result = sq_stmt(s, SQ_DELIVERY_ORDER_WAKE_KEY,
+                             "UPDATE hookd_deliveries AS d SET next_attempt_at = ?3 WHERE d.endpoint_id = ?1"
+                             " AND d.order_key = ?2 AND" STORE_ORDER_WAKEABLE("d", "?3")
+                             " AND " STORE_ORDER_FIRST("d"),
+                             &wake);
+        if (result == 0) {
+            sq_bind_text(wake, 1, endpoint_ids[i]);
+            sq_bind_text(wake, 2, order_keys[i]);
+            sqlite3_bind_int64(wake, 3, now);
+            result = sq_run(s, wake, NULL);
+        }
     }
     return sq_atomic_end(s, result);
 }
@@ -577,6 +627,25 @@ static int endpoint_disable_of(struct store *s, const char *delivery_id, const c
 
 /* Fenced: applies only while (lease_owner, lease_token) still match; else
  * ESTALE and nothing changes. No savepoint of its own: the callers' one. */
+/* The delivery id ended: the next open one of its resource, if moved behind it, is due now. */
+static int order_wake_next(struct store *s, const char *id, int64_t now)
+{
+    sqlite3_stmt *st;
+    int result = sq_stmt(s, SQ_DELIVERY_ORDER_WAKE_NEXT,
+                         "UPDATE hookd_deliveries AS d SET next_attempt_at = ?2 WHERE d.id = (SELECT x.id"
+                         " FROM hookd_deliveries c JOIN hookd_deliveries x ON x.endpoint_id = c.endpoint_id"
+                         " AND x.order_key = c.order_key AND x.order_seq > c.order_seq WHERE c.id = ?1"
+                         " AND c.order_key IS NOT NULL AND x.status IN ('pending', 'retrying')"
+                         " ORDER BY x.order_seq LIMIT 1) AND" STORE_ORDER_WAKEABLE("d", "?2"),
+                         &st);
+
+    if (result)
+        return result;
+    sq_bind_text(st, 1, id);
+    sqlite3_bind_int64(st, 2, now);
+    return sq_run(s, st, NULL);
+}
+
 static int complete_one(struct store *s, const struct delivery_result *r, int64_t now)
 {
     sqlite3_stmt *st;
@@ -613,6 +682,8 @@ static int complete_one(struct store *s, const struct delivery_result *r, int64_
         result = attempt_insert(s, r, started);
     if (result == 0 && r->disable_endpoint_reason)
         result = endpoint_disable_of(s, r->delivery_id, r->disable_endpoint_reason, now);
+    if (result == 0 && !delivery_status_open(r->status))
+        result = order_wake_next(s, r->delivery_id, now);
     return result;
 }
 
@@ -672,6 +743,44 @@ static int sqlite_delivery_release_node(struct store *s, const char *node)
         return result;
     sq_bind_text(st, 1, node);
     return sq_run(s, st, NULL);
+}
+
+/* Each lease alone, all inside one savepoint when outside a transaction. */
+static int sqlite_delivery_renew(struct store *s, const char *node, const char *const *ids, const int64_t *tokens,
+                                 size_t n, int64_t lease_until, bool *renewed)
+{
+    sqlite3_stmt *st;
+    int result;
+
+    for (size_t i = 0; i < n; i++)
+        renewed[i] = false;
+    if (n == 0)
+        return 0;
+    result = sq_atomic_begin(s);
+    if (result)
+        return result;
+    for (size_t i = 0; i < n && result == 0; i++) {
+        int changes = 0;
+        result = sq_stmt(s, SQ_DELIVERY_RENEW,
+                         "UPDATE hookd_deliveries SET lease_until = ?4"
+                         " WHERE id = ?1 AND lease_owner = ?2 AND lease_token = ?3"
+                         " AND status IN ('pending', 'retrying')",
+                         &st);
+        if (result)
+            break;
+        sq_bind_text(st, 1, ids[i]);
+        sq_bind_text(st, 2, node);
+        sqlite3_bind_int64(st, 3, tokens[i]);
+        sqlite3_bind_int64(st, 4, lease_until);
+        result = sq_run(s, st, &changes);
+        renewed[i] = result == 0 && changes > 0;
+    }
+    result = sq_atomic_end(s, result);
+    if (result) {
+        for (size_t i = 0; i < n; i++)
+            renewed[i] = false;
+    }
+    return result;
 }
 
 static int sqlite_delivery_get(struct store *s, const char *id, struct delivery *out)
@@ -846,6 +955,7 @@ const struct store_delivery_ops sqlite_delivery_ops = {
     .complete_many = sqlite_delivery_complete_many,
     .release = sqlite_delivery_release,
     .release_node = sqlite_delivery_release_node,
+    .renew = sqlite_delivery_renew,
     .get = sqlite_delivery_get,
     .replay = sqlite_delivery_replay,
     .count = sqlite_delivery_count,

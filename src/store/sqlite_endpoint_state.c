@@ -42,6 +42,21 @@ static int sqlite_state_get(struct store *s, const char *endpoint_id, struct end
     return sq_row_read(s, st, store_read_endpoint_state, out);
 }
 
+static int sqlite_state_get_many(struct store *s, const char *const *endpoint_ids, size_t n,
+                                 struct endpoint_state *out)
+{
+    int result = 0;
+
+    for (size_t i = 0; i < n && result == 0; i++) {
+        result = sqlite_state_get(s, endpoint_ids[i], &out[i]);
+        if (result == HOOKD_ENOTFOUND) {
+            endpoint_state_default(&out[i], endpoint_ids[i]);
+            result = 0;
+        }
+    }
+    return result;
+}
+
 /* Successes alone on an endpoint that is closed and has not failed change nothing: no write at all. */
 static int state_succeeded(struct store *s, const char *endpoint_id, int64_t now)
 {
@@ -180,6 +195,7 @@ static int sqlite_state_expire_paused(struct store *s, int64_t now, int64_t wind
 const struct store_endpoint_state_ops sqlite_endpoint_state_ops = {
     .record = sqlite_state_record,
     .get = sqlite_state_get,
+    .get_many = sqlite_state_get_many,
     .reset = sqlite_state_reset,
     .expire_paused = sqlite_state_expire_paused,
 };

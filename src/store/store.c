@@ -367,6 +367,13 @@ int store_delivery_release_node(struct store *s, const char *node)
     FAMILY_CALL(s, deliveries, release_node, node);
 }
 
+int store_delivery_renew(struct store *s, const char *node, const char *const *ids, const int64_t *tokens, size_t n,
+                         int64_t lease_until, bool *renewed)
+{
+    assert(s && node && (n == 0 || (ids && tokens && renewed)));
+    FAMILY_CALL(s, deliveries, renew, node, ids, tokens, n, lease_until, renewed);
+}
+
 int store_delivery_get(struct store *s, const char *id, struct delivery *out)
 {
     assert(s && id && out);
@@ -608,6 +615,13 @@ int store_endpoint_state_get(struct store *s, const char *endpoint_id, struct en
 {
     assert(s && endpoint_id && out);
     FAMILY_CALL(s, endpoint_state, get, endpoint_id, out);
+}
+
+int store_endpoint_state_get_many(struct store *s, const char *const *endpoint_ids, size_t n,
+                                  struct endpoint_state *out)
+{
+    assert(s && (n == 0 || (endpoint_ids && out)));
+    FAMILY_CALL(s, endpoint_state, get_many, endpoint_ids, n, out);
 }
 
 int store_endpoint_state_reset(struct store *s, const char *endpoint_id)

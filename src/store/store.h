@@ -54,6 +54,7 @@
  *     delivery_complete_many  the same for many results at once, a result code for each
  *     delivery_release      fenced: drop one lease without an attempt (endpoint disabled meanwhile)
  *     delivery_release_node drop every lease a node holds (start-up of that node)
+ *     delivery_renew        fenced: extend the leases a node still holds (one batch, one statement)
  *     delivery_replay       fenced by status: a final delivery pending again (single-delivery replay)
  *     delivery_get/list, attempt_list   read deliveries and attempts
  *     delivery_count        how many deliveries a filter matches (its cursor ignored)
@@ -61,6 +62,7 @@
  *   endpoint state (hookd_endpoint_state)
  *     endpoint_state_record the breaker and auto-disable after a batch of attempts
  *     endpoint_state_get    one endpoint's breaker, failures and bucket (for the API)
+ *     endpoint_state_get_many  the states of a batch of endpoints (a dispatcher's view of other nodes' breakers)
  *     endpoint_state_reset  closed and never failed again (an endpoint enabled again)
  *   sources (hookd_sources)
  *     source_insert/update/get/list/list_all/delete   CRUD by name (delete also drops its rejections)
@@ -914,6 +916,17 @@ struct store_delivery_ops {
     int (*complete_many)(struct store *s, const struct delivery_result *rs, size_t n, int64_t now, int *results);
     int (*release)(struct store *s, const char *id, const char *owner, int64_t token); /* ESTALE if fenced out */
     int (*release_node)(struct store *s, const char *node);
+    /*
+     * Extends to lease_until each lease that node still holds of ids[i] with tokens[i] on an open
+     * delivery, fenced like complete: a lease another claim has taken since (a newer token), or a
+     * delivery recorded or released meanwhile, is left alone. A lease past its lease_until that no
+     * claim has taken yet is still the caller's and is extended. A row another transaction holds
+     * locked right now (a completion being written, another node's claim) may be skipped: never
+     * waited for. renewed[i] tells which were. One statement on PostgreSQL. Runs in the caller's
+     * transaction, or in one of its own.
+     */
+    int (*renew)(struct store *s, const char *node, const char *const *ids, const int64_t *tokens, size_t n,
+                 int64_t lease_until, bool *renewed);
     int (*get)(struct store *s, const char *id, struct delivery *out);
     /*
      * Sends a final delivery (dead, skipped or delivered) again: pending, due at now, unleased, with a
@@ -947,6 +960,11 @@ struct store_endpoint_state_ops {
     int (*record)(struct store *s, struct endpoint_outcome *o, size_t n, const struct breaker_policy *p,
                   int64_t now);
     int (*get)(struct store *s, const char *endpoint_id, struct endpoint_state *out); /* ENOTFOUND: default */
+    /*
+     * The state of each of the n endpoint_ids into out[i]: the stored row, or the default (closed,
+     * never failed) for an endpoint without one. One statement on PostgreSQL.
+     */
+    int (*get_many)(struct store *s, const char *const *endpoint_ids, size_t n, struct endpoint_state *out);
     int (*reset)(struct store *s, const char *endpoint_id); /* back to closed and never failed (enabled again) */
     /*
      * Deliveries of endpoints whose breaker is not closed wait without attempts; one that is open
@@ -1285,6 +1303,8 @@ STORE_WRAPPER store_delivery_complete_many(struct store *s, const struct deliver
                                            int *results);
 STORE_WRAPPER store_delivery_release(struct store *s, const char *id, const char *owner, int64_t token);
 STORE_WRAPPER store_delivery_release_node(struct store *s, const char *node);
+STORE_WRAPPER store_delivery_renew(struct store *s, const char *node, const char *const *ids, const int64_t *tokens,
+                                   size_t n, int64_t lease_until, bool *renewed);
 STORE_WRAPPER store_delivery_get(struct store *s, const char *id, struct delivery *out);
 STORE_WRAPPER store_delivery_replay(struct store *s, const char *id, int64_t now, struct delivery *out);
 STORE_WRAPPER store_delivery_list(struct store *s, const struct delivery_filter *f, struct delivery_list *out);
@@ -1292,6 +1312,8 @@ STORE_WRAPPER store_attempt_list(struct store *s, const char *delivery_id, struc
 STORE_WRAPPER store_endpoint_state_record(struct store *s, struct endpoint_outcome *o, size_t n,
                                           const struct breaker_policy *p, int64_t now);
 STORE_WRAPPER store_endpoint_state_get(struct store *s, const char *endpoint_id, struct endpoint_state *out);
+STORE_WRAPPER store_endpoint_state_get_many(struct store *s, const char *const *endpoint_ids, size_t n,
+                                            struct endpoint_state *out);
 STORE_WRAPPER store_endpoint_state_reset(struct store *s, const char *endpoint_id);
 STORE_WRAPPER store_endpoint_state_expire_paused(struct store *s, int64_t now, int64_t window_ms, int64_t *n);
 STORE_WRAPPER store_source_insert(struct store *s, const struct source *src);

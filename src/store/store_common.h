@@ -81,6 +81,33 @@ void store_hex_encode(const void *p, size_t n, char *out);
     "(" d ".order_key IS NULL OR NOT EXISTS (SELECT 1 FROM hookd_deliveries p WHERE p.endpoint_id = " d            \
     ".endpoint_id AND p.order_key = " d ".order_key AND p.order_seq < " d ".order_seq"                             \
     " AND p.status IN ('pending', 'retrying')))"
+/*
+ * Blocked rows (key and latest modes): a due delivery whose resource has an
+ * older open one waits for it. A claim walks at most STORE_ORDER_WALK_MAX
+ * such rows of an endpoint beyond what it leases, and moves each it met
+ * behind its resource's head: next_attempt_at becomes the head's
+ * STORE_ORDER_HEAD_READY + 1 (its next attempt, or the end of its lease while
+ * it is in flight), so a blocked row is read once per attempt of its head,
+ * not by every claim, and no claim reads more than the bound whatever the
+ * number of blocked resources. When a head ends (delivered, dead, superseded)
+ * the next row of its resource is woken: due at once (only a pending row
+ * never attempted, which only waited for its turn). A head that ends any
+ * other way (SQL, an endpoint deleted) leaves its next row due at the head's
+ * lease end or retry time at the latest: later, never lost.
+ * STORE_ORDER_HEAD_READY(d, greatest): the SQL value for the delivery aliased
+ * d (greatest: the backend's two-argument maximum), NULL when it has no older
+ * open delivery (it is first, STORE_ORDER_FIRST).
+ */
+#define STORE_ORDER_WALK_MAX 256
+#define STORE_ORDER_WALK_MAX_SQL "256"
+#define STORE_ORDER_HEAD_READY(d, greatest)                                                                      \
+    "CASE WHEN " d ".order_key IS NULL THEN NULL ELSE (SELECT " greatest "(COALESCE(p.next_attempt_at, 0),"       \
+    " CASE WHEN p.lease_owner IS NOT NULL THEN COALESCE(p.lease_until, 0) ELSE 0 END) FROM hookd_deliveries p"    \
+    " WHERE p.endpoint_id = " d ".endpoint_id AND p.order_key = " d ".order_key AND p.order_seq < " d ".order_seq"  \
+    " AND p.status IN ('pending', 'retrying') ORDER BY p.order_seq LIMIT 1) END"
+/* What a woken row must be: pending, never attempted, moved behind its head (due later than now). */
+#define STORE_ORDER_WAKEABLE(d, now) \
+    " " d ".status = 'pending' AND " d ".attempt_count = 0 AND " d ".next_attempt_at > " now
 #define STORE_ORDER_RANK(d) "(COALESCE(" d ".order_version, -9223372036854775807 - 1), " d ".order_seq)"
 #define STORE_ORDER_NEWER(n, d) STORE_ORDER_RANK(n) " > " STORE_ORDER_RANK(d)
 /* The latest-mode superseding of one (endpoint, key), its three placeholders given as text ("$1"…/"?1"…). */

@@ -19,7 +19,7 @@ void versioned_cache_init(struct versioned_cache *vc, struct store_pool *readers
     vc->check_ms = check_ms;
     pthread_mutex_init(&vc->mu, NULL);
     pthread_mutex_init(&vc->refresh_mu, NULL);
-    vc->lim.interval_ms = 10000;
+    vc->lim.first_ms = 10000; /* kept by log_limiter_reset */
     atomic_store(&vc->stale, true);
 }
 

@@ -165,17 +165,21 @@ test('SIGKILL of one of three nodes: its claims are taken over after the lease, 
 });
 
 test('a completion that arrives after its lease was taken by another node is fenced out', { skip, timeout: 60000 }, async () => {
-  // The first request is answered after 6 s: A's lease (2 s) runs out, B claims and delivers, then A's 200 arrives.
+  // The first request is answered after 6 s. A renews its lease (2 s) meanwhile (t7500), so the lease
+  // is taken from it in SQL, as a lost renewal and another node's claim would leave it (a newer token,
+  // ended); B claims and delivers, then A's 200 arrives and its write is fenced out.
   const env = { HOOKD_DELIVERY_LEASE: '2s', HOOKD_DELIVERY_TIMEOUT: '10s' };
   let sink, cluster, b;
   try {
     sink = await startCountingSink({ delayMs: (n) => (n === 1 ? 6000 : 0) });
-    // A holds one delivery at most (window 1), so it cannot renew its own lease by claiming it again.
+    // A holds one delivery at most (window 1), so it cannot take the delivery back by claiming it again.
     cluster = await startNodes(1, { ...env, HOOKD_DELIVERY_WINDOW: '1', HOOKD_SERVER_LOG_LEVEL: 'debug' });
     const [a] = cluster.nodes;
     await a.createEndpoint({ url: sink.url('/f'), event_types: ['fence.*'] });
     const ev = await a.publish({ type: 'fence.x', data: { f: 1 } });
     await waitFor(() => sink.total >= 1, { what: 'A to send' });
+    a.sql(`UPDATE hookd_deliveries SET lease_owner = 'elsewhere', lease_token = lease_token + 1, lease_until = 1
+      WHERE event_id = '${ev.id}'`);
     b = await startDaemon(env, { store: cluster.store });
     await waitFor(() => sink.total >= 2, { timeoutMs: 8000, what: 'B to send after A\'s lease ran out' });
     const [dl] = await b.waitDelivery(ev.id, 'delivered', 8000);
@@ -190,7 +194,7 @@ test('a completion that arrives after its lease was taken by another node is fen
     assert.equal(got.status, 'delivered');
     assert.equal(got.attempt_count, 1);
     assert.equal(got.attempts.length, 1);
-    assert.equal(b.sql(`SELECT lease_token FROM hookd_deliveries WHERE id = '${dl.id}'`), '2', 'claimed twice');
+    assert.equal(b.sql(`SELECT lease_token FROM hookd_deliveries WHERE id = '${dl.id}'`), '3', 'A\'s lease, the SQL, B\'s');
     assert.equal(await b.stop(), 0);
     assert.equal(await a.stop(), 0);
   } finally {

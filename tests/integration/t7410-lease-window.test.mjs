@@ -1,7 +1,7 @@
-// A node's window holding deliveries longer than their lease: nothing renews a
-// lease held in memory, so a delivery that waited in the queue past its lease
-// could be sent by this node while another node, having claimed it once the
-// lease ran out, sent it too. Forced here: each node sends one request at a
+// A node's window holding deliveries longer than their lease: without renewal
+// (t7500 tests it) a delivery that waited in the queue past its lease could be
+// sent by this node while another node, having claimed it once the lease ran
+// out, sent it too. Forced here: each node sends one request at a
 // time (max_in_flight 1) to a sink that takes 300 ms, while the endpoint's cap
 // (10) lets a node lease ten at once, with a 2 s lease: the tenth waits about
 // 3 s. A node now gives back a lease that cannot cover the attempt instead of

@@ -246,6 +246,39 @@ FIXTURE static void fixture_sql(struct fixture *fx, const char *sql)
     pg_admin(fx, sql);
 }
 
+/* One integer from a query run on fx's store through a connection of its own (the first column of the first row). */
+FIXTURE static int64_t fixture_sql_int(struct fixture *fx, const char *sql)
+{
+    int64_t v = 0;
+    bool ok = false;
+
+    if (strncmp(fx->dsn, "sqlite:", 7) == 0) {
+        sqlite3 *db = NULL;
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_open(fx->dsn + 7, &db) == SQLITE_OK && sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+            sqlite3_step(st) == SQLITE_ROW) {
+            v = sqlite3_column_int64(st, 0);
+            ok = true;
+        }
+        if (!ok)
+            print_error("%s: %s\n", sql, sqlite3_errmsg(db));
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+    } else {
+        PGconn *c = PQconnectdb(fx->dsn);
+        PGresult *r = PQstatus(c) == CONNECTION_OK ? PQexec(c, sql) : NULL;
+        ok = r && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0;
+        if (ok)
+            v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+        else
+            print_error("%s: %s\n", sql, PQerrorMessage(c));
+        PQclear(r);
+        PQfinish(c);
+    }
+    assert_true(ok);
+    return v;
+}
+
 FIXTURE static void fresh_store_make(struct fixture *fx, struct fresh_store *f)
 {
     const char *scheme = strstr(fx->dsn, "://"), *path, *query;

@@ -778,6 +778,96 @@ static void test_delivery_list_count_each_status(void **state)
     endpoint_free(&other);
 }
 
+/*
+ * Lease renewal: fenced by owner and token, open deliveries only; a lease past
+ * its end that no claim has taken is still the holder's; the caps count the
+ * renewed lease (PostgreSQL: hookd_inflight follows).
+ */
+static void test_renew(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    struct scene a, b, c;
+    struct delivery a2, got;
+    struct event ev2;
+    struct job_list jobs, taken;
+
+    drain_due(fx);
+    scene_make(fx, now - 3, &a);
+    scene_make(fx, now - 2, &b);
+    scene_make(fx, now - 1, &c);
+    assert_int_equal(claim(fx, "node-a", now, now + 1000, &jobs), 3);
+    assert_string_equal(jobs.items[0].d.id, a.d.id);
+    assert_string_equal(jobs.items[1].d.id, b.d.id);
+    assert_string_equal(jobs.items[2].d.id, c.d.id);
+    complete(fx, &jobs.items[2], DELIVERY_DELIVERED, 1, 200, now + 10, 0, 0);
+
+    {
+        const char *ids[] = {a.d.id, b.d.id, c.d.id, "dlv_unknown"};
+        int64_t tokens[] = {jobs.items[0].d.lease_token, jobs.items[1].d.lease_token + 1,
+                            jobs.items[2].d.lease_token, 1};
+        bool renewed[4] = {true, true, true, true};
+        assert_int_equal(store_delivery_renew(fx->s, "node-a", ids, tokens, 4, now + 60000, renewed), 0);
+        assert_true(renewed[0]);
+        assert_false(renewed[1]); /* not its token */
+        assert_false(renewed[2]); /* recorded: no lease left */
+        assert_false(renewed[3]);
+        /* Another node cannot renew what node-a holds. */
+        assert_int_equal(store_delivery_renew(fx->s, "node-x", ids, tokens, 1, now + 90000, renewed), 0);
+        assert_false(renewed[0]);
+        assert_int_equal(store_delivery_renew(fx->s, "node-a", ids, tokens, 0, now + 90000, NULL), 0);
+    }
+    assert_int_equal(store_delivery_get(fx->s, a.d.id, &got), 0);
+    assert_int_equal(got.lease_until, now + 60000);
+    assert_string_equal(got.lease_owner, "node-a");
+    assert_int_equal(got.lease_token, jobs.items[0].d.lease_token);
+    delivery_free(&got);
+    delivery_expect(fx, c.d.id, DELIVERY_DELIVERED, 1);
+
+    /* Past the first lease: node-b takes b (not renewed), not a; a's endpoint counts a's renewed lease. */
+    event_make(fx, "order.paid", &ev2);
+    delivery_make(fx, ev2.id, a.ep.id, now, &a2);
+    assert_int_equal(claim_capped(fx, "node-b", now + 2000, now + 32000, 100, 1, &taken), 1);
+    assert_string_equal(taken.items[0].d.id, b.d.id);
+    /* node-a's renewal of b now meets node-b's lease: fenced out, node-b's lease untouched. */
+    {
+        const char *ids[] = {b.d.id};
+        int64_t tokens[] = {jobs.items[1].d.lease_token};
+        bool renewed[1];
+        assert_int_equal(store_delivery_renew(fx->s, "node-a", ids, tokens, 1, now + 90000, renewed), 0);
+        assert_false(renewed[0]);
+    }
+    assert_int_equal(store_delivery_get(fx->s, b.d.id, &got), 0);
+    assert_string_equal(got.lease_owner, "node-b");
+    assert_int_equal(got.lease_until, now + 32000);
+    delivery_free(&got);
+    complete(fx, &taken.items[0], DELIVERY_DELIVERED, 1, 200, now + 2100, 0, 0);
+    job_list_free(&taken);
+
+    /* A lease past its end that nobody took yet is still node-a's: renewed, so no claim takes it. */
+    {
+        const char *ids[] = {a.d.id};
+        int64_t tokens[] = {jobs.items[0].d.lease_token};
+        bool renewed[1];
+        assert_int_equal(store_delivery_renew(fx->s, "node-a", ids, tokens, 1, now + 61000, renewed), 0);
+        assert_true(renewed[0]);
+        assert_int_equal(store_delivery_renew(fx->s, "node-a", ids, tokens, 1, now + 120000, renewed), 0);
+        assert_true(renewed[0]);
+    }
+    assert_int_equal(claim_capped(fx, "node-b", now + 100000, now + 130000, 100, 1, &taken), 0);
+    job_list_free(&taken);
+    /* Once it ends unrenewed, a claim takes it, and then its second delivery once a is done. */
+    assert_int_equal(claim_capped(fx, "node-b", now + 121000, now + 150000, 100, 1, &taken), 1);
+    assert_string_equal(taken.items[0].d.id, a.d.id);
+    job_list_free(&taken);
+    job_list_free(&jobs);
+    delivery_free(&a2);
+    event_free(&ev2);
+    scene_free(&a);
+    scene_free(&b);
+    scene_free(&c);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -793,6 +883,7 @@ int main(void)
         T(test_expired_lease_reclaimed_and_stale_complete),
         T(test_stale_token_same_owner),
         T(test_release_and_release_node),
+        T(test_renew),
         T(test_disabled_endpoint_not_claimed),
         T(test_next_due),
         T(test_complete_disables_endpoint),

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "store/store_common.h" /* STORE_ORDER_WALK_MAX */
 #include "store/store_fixture.h"
 
 /* An ordered delivery of a fresh event of resource (rtype, rid, version; version < 0: none) to ep, due at due. */
@@ -165,6 +166,146 @@ static void test_supersede_latest(void **state)
     scene_free(&sc);
 }
 
+#define BLOCKED_KEYS 10000
+
+/* Blocked rows (those inserted as dlv_bn…) of endpoint_id still due at now. */
+static int64_t blocked_due(struct fixture *fx, const char *endpoint_id, int64_t now)
+{
+    char sql[512];
+
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM hookd_deliveries WHERE endpoint_id = '%s' AND id LIKE 'dlv_bn%%'"
+             " AND status = 'pending' AND next_attempt_at <= %lld",
+             endpoint_id, (long long)now);
+    return fixture_sql_int(fx, sql);
+}
+
+/*
+ * Key mode with 10,000 blocked resources: each has a head retrying in an hour
+ * and a successor due now, all due before the one free resource's delivery.
+ * A claim walks at most STORE_ORDER_WALK_MAX blocked rows beyond what it
+ * leases and moves each behind its head, so the free delivery is reached
+ * after BLOCKED_KEYS / STORE_ORDER_WALK_MAX claims at most, and from then on
+ * a claim reads none of the blocked rows. A head that ends wakes its successor.
+ */
+static void test_blocked_keys_bounded_walk(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms(), head_at = now + 3600000;
+    struct endpoint ep;
+    struct delivery free_row;
+    struct job_list jobs;
+    char sql[2048];
+    int claims = 0;
+    int64_t t0;
+    bool got = false;
+
+    drain_due(fx);
+    endpoint_make(fx, &ep);
+    snprintf(sql, sizeof sql, "UPDATE hookd_endpoints SET ordering = 'key' WHERE id = '%s'", ep.id);
+    fixture_sql(fx, sql);
+    /* Events h1..hN then n1..nN (outbox order), as an application's bulk insert would. */
+    snprintf(sql, sizeof sql,
+             "WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < %d)"
+             " INSERT INTO hookd_outbox(event_type, payload, resource_type, resource_id, dispatched_at)"
+             " SELECT 'blk.h', '{}', 'sub', '%s-' || i, 1 FROM g",
+             BLOCKED_KEYS, ep.id);
+    fixture_sql(fx, sql);
+    snprintf(sql, sizeof sql,
+             "WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < %d)"
+             " INSERT INTO hookd_outbox(event_type, payload, resource_type, resource_id, dispatched_at)"
+             " SELECT 'blk.n', '{}', 'sub', '%s-' || i, 1 FROM g",
+             BLOCKED_KEYS, ep.id);
+    fixture_sql(fx, sql);
+    snprintf(sql, sizeof sql,
+             "INSERT INTO hookd_deliveries(id, event_id, endpoint_id, status, attempt_count, next_attempt_at,"
+             " created_at, order_key, order_seq)"
+             " SELECT CASE WHEN o.event_type = 'blk.h' THEN 'dlv_bh' ELSE 'dlv_bn' END || o.seq, o.id, '%s',"
+             " CASE WHEN o.event_type = 'blk.h' THEN 'retrying' ELSE 'pending' END,"
+             " CASE WHEN o.event_type = 'blk.h' THEN 1 ELSE 0 END,"
+             " CASE WHEN o.event_type = 'blk.h' THEN %lld ELSE %lld + o.seq %% 1000 END, %lld,"
+             " 'Ksub:' || o.resource_id, o.seq FROM hookd_outbox o"
+             " WHERE o.event_type IN ('blk.h', 'blk.n') AND o.resource_id LIKE '%s-%%'",
+             ep.id, (long long)head_at, (long long)(now - 5000), (long long)now, ep.id);
+    fixture_sql(fx, sql);
+    ordered_put(fx, &ep, ORDERING_KEY, "free", 1, now - 1, &free_row);
+    assert_int_equal(blocked_due(fx, ep.id, now), BLOCKED_KEYS);
+
+    /* Each claim moves at most the walk's bound of them, at least one, until the free row is reached. */
+    for (int64_t left = BLOCKED_KEYS; !got && claims < BLOCKED_KEYS / STORE_ORDER_WALK_MAX + 2; claims++) {
+        int64_t after;
+        got = claim(fx, "node-a", now, now + 30000, &jobs) > 0;
+        assert_true(jobs.n <= 1);
+        if (jobs.n == 1) {
+            assert_string_equal(jobs.items[0].d.id, free_row.id);
+            complete(fx, &jobs.items[0], DELIVERY_DELIVERED, 1, 200, now, 0, 0);
+        }
+        job_list_free(&jobs);
+        after = blocked_due(fx, ep.id, now);
+        if (!got) {
+            assert_true(after < left);
+            assert_true(left - after <= 100 + STORE_ORDER_WALK_MAX); /* what it may lease, and the bound */
+        }
+        left = after;
+    }
+    assert_true(got);
+    assert_true(claims <= BLOCKED_KEYS / STORE_ORDER_WALK_MAX + 1);
+    print_message("# %d claims to reach the free row behind %d blocked resources\n", claims, BLOCKED_KEYS);
+    /* The blocked rows now wait behind their heads: a claim finds nothing of them, reads none. */
+    assert_true(blocked_due(fx, ep.id, now) <= 100 + STORE_ORDER_WALK_MAX);
+    while (blocked_due(fx, ep.id, now) > 0) {
+        assert_int_equal(claim(fx, "node-a", now, now + 30000, &jobs), 0);
+        job_list_free(&jobs);
+    }
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM hookd_deliveries WHERE endpoint_id = '%s' AND id LIKE 'dlv_bn%%'"
+             " AND next_attempt_at = %lld",
+             ep.id, (long long)(head_at + 1));
+    assert_int_equal(fixture_sql_int(fx, sql), BLOCKED_KEYS);
+    t0 = clock_mono_ms();
+    assert_int_equal(claim(fx, "node-a", now + 1, now + 30000, &jobs), 0);
+    print_message("# a claim past %d blocked resources: %lld ms\n", BLOCKED_KEYS, (long long)(clock_mono_ms() - t0));
+    job_list_free(&jobs);
+
+    assert_int_equal(store_endpoint_delete(fx->s, ep.id), 0); /* and its deliveries: not left to drain_due */
+
+    /*
+     * A head in flight: a claim moves its successor behind the lease. The head delivered then wakes
+     * its successor: due at the completion, not at the end of the lease.
+     */
+    {
+        struct endpoint e2;
+        struct delivery h, n, got_n;
+        endpoint_make(fx, &e2);
+        snprintf(sql, sizeof sql, "UPDATE hookd_endpoints SET ordering = 'key' WHERE id = '%s'", e2.id);
+        fixture_sql(fx, sql);
+        ordered_put(fx, &e2, ORDERING_KEY, "R", 1, now - 2, &h);
+        ordered_put(fx, &e2, ORDERING_KEY, "R", 2, now - 1, &n);
+        assert_int_equal(claim(fx, "node-a", now, now + 30000, &jobs), 1);
+        assert_string_equal(jobs.items[0].d.id, h.id);
+        struct job_list none;
+        assert_int_equal(claim(fx, "node-b", now + 1, now + 30000, &none), 0);
+        job_list_free(&none);
+        assert_int_equal(store_delivery_get(fx->s, n.id, &got_n), 0);
+        assert_int_equal(got_n.next_attempt_at, now + 30000 + 1);
+        delivery_free(&got_n);
+        complete(fx, &jobs.items[0], DELIVERY_DELIVERED, 1, 200, now + 5, 0, 0);
+        assert_int_equal(store_delivery_get(fx->s, n.id, &got_n), 0);
+        assert_int_equal(got_n.next_attempt_at, now + 5 + 12); /* the completion's time */
+        delivery_free(&got_n);
+        job_list_free(&jobs);
+        assert_int_equal(claim(fx, "node-b", now + 20, now + 30000, &jobs), 1);
+        assert_string_equal(jobs.items[0].d.id, n.id);
+        job_list_free(&jobs);
+        assert_int_equal(store_endpoint_delete(fx->s, e2.id), 0);
+        delivery_free(&h);
+        delivery_free(&n);
+        endpoint_free(&e2);
+    }
+    delivery_free(&free_row);
+    endpoint_free(&ep);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -173,6 +314,7 @@ int main(void)
         cmocka_unit_test(test_order_key),
         T(test_claim_oldest_open_per_resource),
         T(test_supersede_latest),
+        T(test_blocked_keys_bounded_walk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

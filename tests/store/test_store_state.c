@@ -261,6 +261,42 @@ static void test_expire_paused(void **state)
     endpoint_free(&fine);
 }
 
+/* Many endpoints' states in one read: stored rows as stored, the rest the default (closed). */
+static void test_state_get_many(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    struct endpoint a, b, c;
+    struct endpoint_state st[4];
+
+    endpoint_make(fx, &a);
+    endpoint_make(fx, &b);
+    endpoint_make(fx, &c);
+    struct endpoint_outcome o = {.endpoint_id = b.id, .failures = 3, .first_failure_at = now};
+    assert_int_equal(store_endpoint_state_record(fx->s, &o, 1, &policy, now), 0);
+    assert_true(o.opened);
+    o = (struct endpoint_outcome){.endpoint_id = c.id, .failures = 1, .first_failure_at = now};
+    assert_int_equal(store_endpoint_state_record(fx->s, &o, 1, &policy, now), 0);
+    const char *ids[] = {a.id, b.id, "ep_unknown", c.id};
+    memset(st, 0x5a, sizeof st);
+    assert_int_equal(store_endpoint_state_get_many(fx->s, ids, 4, st), 0);
+    assert_string_equal(st[0].endpoint_id, a.id);
+    assert_int_equal(st[0].breaker, BREAKER_CLOSED);
+    assert_int_equal(st[0].opened_at, 0);
+    assert_string_equal(st[1].endpoint_id, b.id);
+    assert_int_equal(st[1].breaker, BREAKER_OPEN);
+    assert_int_equal(st[1].opened_at, now);
+    assert_string_equal(st[2].endpoint_id, "ep_unknown");
+    assert_int_equal(st[2].breaker, BREAKER_CLOSED);
+    assert_string_equal(st[3].endpoint_id, c.id);
+    assert_int_equal(st[3].breaker, BREAKER_CLOSED);
+    assert_int_equal(st[3].consecutive_failures, 1);
+    assert_int_equal(store_endpoint_state_get_many(fx->s, ids, 0, NULL), 0);
+    endpoint_free(&a);
+    endpoint_free(&b);
+    endpoint_free(&c);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -271,6 +307,7 @@ int main(void)
         T(test_disable_after_continuous_failure),
         T(test_expire_paused),
         T(test_rate_limit_clock_ahead),
+        T(test_state_get_many),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,6 +21,7 @@
 #include "core/json_check.h"
 #include "json_corpus.h"
 #include "core/timefmt.h"
+#include "log.h"
 #include "core/utf8.h"
 #include "hookd.h"
 
@@ -729,9 +730,33 @@ static void test_utf8(void **state)
     assert_int_equal(utf8_cut("\xff\xc3", 2), 2);
 }
 
+/* A limiter's first interval is a setting: a reset (the condition cleared) keeps it, the backoff starts again. */
+static void test_log_limiter_first_interval(void **state)
+{
+    struct log_limiter lim = {.first_ms = 10000}, plain = {0};
+    int64_t now;
+
+    (void)state;
+    now = clock_mono_ms();
+    log_limited(&lim, LOG_DEBUG, "test", "first");
+    assert_int_equal(lim.interval_ms, 10000);
+    assert_true(lim.next_at_ms >= now + 10000 && lim.next_at_ms <= clock_mono_ms() + 10000);
+    log_limited(&lim, LOG_DEBUG, "test", "suppressed");
+    assert_int_equal(lim.suppressed, 1);
+    log_limiter_reset(&lim, "test", "thing");
+    assert_int_equal(lim.first_ms, 10000);
+    assert_int_equal(lim.next_at_ms, 0);
+    assert_int_equal(lim.suppressed, 0);
+    log_limited(&lim, LOG_DEBUG, "test", "again");
+    assert_int_equal(lim.interval_ms, 10000); /* not the default 1 s */
+    log_limited(&plain, LOG_DEBUG, "test", "default");
+    assert_int_equal(plain.interval_ms, 1000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_log_limiter_first_interval),
         cmocka_unit_test(test_json_check_corpus),
         cmocka_unit_test(test_json_check_bounds),
         cmocka_unit_test(test_json_check_matches_jansson),
