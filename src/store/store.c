@@ -722,6 +722,12 @@ int store_inbox_insert(struct store *s, struct inbox_item *it, struct inbox_outc
     FAMILY_CALL(s, inbox, insert, it, out);
 }
 
+int store_inbox_insert_many(struct store *s, struct inbox_item *const *items, size_t n, struct inbox_outcome *outs)
+{
+    assert(s && ((items && outs) || n == 0));
+    FAMILY_CALL(s, inbox, insert_many, items, n, outs);
+}
+
 int store_inbox_get(struct store *s, const char *id, struct inbox_item *out)
 {
     assert(s && id && out);

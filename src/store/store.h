@@ -958,6 +958,14 @@ struct store_inbox_ops {
      * Concurrent inserts of one event leave one row, whatever the backend.
      */
     int (*insert)(struct store *s, struct inbox_item *it, struct inbox_outcome *out);
+    /*
+     * The n inserts of a group commit as one call (the receiver's accepts),
+     * each with its own outcome in outs[i], the same as n calls of insert in
+     * that order would give (a second copy of one event in the call is its
+     * duplicate). An error means the call as a whole failed; the caller rolls
+     * back what it did (the writer's savepoint) and runs the inserts alone.
+     */
+    int (*insert_many)(struct store *s, struct inbox_item *const *items, size_t n, struct inbox_outcome *outs);
     int (*get)(struct store *s, const char *id, struct inbox_item *out);
     int (*list)(struct store *s, const struct inbox_filter *f, struct inbox_list *out); /* by id, descending */
     /*
@@ -1279,6 +1287,8 @@ STORE_WRAPPER store_source_version(struct store *s, int64_t *version);
 #define STORE_CHANNEL_INBOX "hookd_inbox" /* inbox items inserted, or put back to pending */
 STORE_WRAPPER store_watch(struct store *s, const char *channel);
 STORE_WRAPPER store_inbox_insert(struct store *s, struct inbox_item *it, struct inbox_outcome *out);
+STORE_WRAPPER store_inbox_insert_many(struct store *s, struct inbox_item *const *items, size_t n,
+                                      struct inbox_outcome *outs);
 STORE_WRAPPER store_inbox_get(struct store *s, const char *id, struct inbox_item *out);
 STORE_WRAPPER store_inbox_list(struct store *s, const struct inbox_filter *f, struct inbox_list *out);
 STORE_WRAPPER store_inbox_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
+#include <stdio.h>
 
 #include "core/clock.h"
 #include "log.h"
@@ -245,8 +246,12 @@ static int group_run(struct writer *w, struct write_op *first, size_t n)
 
     if (!args || !results)
         goto alone; /* no room for the group: one by one still works */
-    for (size_t i = 0; i < n; i++, op = op->next)
+    for (size_t i = 0; i < n; i++, op = op->next) {
+        /* An op answered already, or past its bound: alone, each is skipped or answered as it should be. */
+        if (op->answered || op_expired(op, clock_mono_ms()))
+            goto alone;
         args[i] = op->arg;
+    }
     result = store_savepoint(s);
     if (result)
         goto out;
@@ -255,8 +260,9 @@ static int group_run(struct writer *w, struct write_op *first, size_t n)
         result = store_rollback_to(s);
         if (result)
             goto out;
-        if (rc == HOOKD_EBUSY) {
-            /* A lock wait ran out: one by one would wait again each. Their owners try again. */
+        if (rc == HOOKD_EBUSY && !first->bounded) {
+            /* A lock wait ran out: one by one would wait again each. Their owners try again.
+             * (Bounded ops are tried alone instead, each again until its own bound.) */
             stuck_mark(w);
             stuck_check(w);
             op = first;
@@ -390,6 +396,7 @@ static void batch_commit(struct writer *w, struct write_op *batch, size_t n)
         for (struct write_op *op = batch; op && !busy; op = op->next)
             busy = op->result == HOOKD_EBUSY; /* given up (answered) or its lock wait ran out */
         metrics_store_commit(metrics_now_us() - started_us, n);
+        { static int dbg_k; if (getenv("HOOKD_DEBUG_BATCH") && ++dbg_k % 200 == 0) fprintf(stderr, "DBG batch n=%zu us=%lld\n", n, (long long)(metrics_now_us() - started_us)); }
         if (!busy)
             episode_close(w);
         log_limiter_reset(&w->fail_log, LOG_PART, "commits");
@@ -644,6 +651,11 @@ int writer_submit_deferred(struct writer *w, write_fn fn, write_done_fn done, vo
 int writer_submit_grouped(struct writer *w, write_fn fn, write_group_fn group, write_done_fn done, void *arg)
 {
     return submit(w, fn, group, done, arg, true, false);
+}
+
+int writer_submit_bounded_grouped(struct writer *w, write_fn fn, write_group_fn group, write_done_fn done, void *arg)
+{
+    return submit(w, fn, group, done, arg, false, true);
 }
 
 void writer_flush(struct writer *w)

@@ -246,9 +246,9 @@ static void test_series_plans(void **state)
 
     for (int i = 0; i < 2; i++) {
         fixture_plan(fx, series[i], "0, 3600000", plan, sizeof plan);
-        if (getenv("HOOKD_TEST_SHOW_PLANS") || plan_scans(plan, tables[i]))
+        if (getenv("HOOKD_TEST_SHOW_PLANS") || plan_scans(plan, tables[i], NULL))
             print_error("%s\n", plan);
-        assert_false(plan_scans(plan, tables[i]));
+        assert_false(plan_scans(plan, tables[i], NULL));
         assert_non_null(strstr(plan, "_odd_id"));
         assert_non_null(strstr(plan, "_odd_time"));
     }

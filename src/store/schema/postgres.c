@@ -614,6 +614,21 @@ static const char schema_stats_by_id[] =
     "DROP INDEX hookd_inbox_received;"
     ODD_INDEXES("hookd_outbox", "evt_", "created_at") ODD_INDEXES("hookd_inbox", "inb_", "received_at");
 
+/*
+ * One index for an entity's items instead of two (one B-tree less to write
+ * per accepted item of an entity; none for an item without an entity kind):
+ * hookd_inbox_entity becomes (entity_kind, entity_id, status, source, id)
+ * over the items that have a kind, and serves what hookd_inbox_open_entity
+ * served, the claims' one-at-a-time test (kind, id, open statuses, source:
+ * two short ranges), as well as the lists by kind or entity, the machines'
+ * open items of an entity and the audit (the entity's items).
+ */
+static const char schema_inbox_entity_index[] =
+    "DROP INDEX hookd_inbox_open_entity;"
+    "DROP INDEX hookd_inbox_entity;"
+    "CREATE INDEX hookd_inbox_entity ON hookd_inbox(entity_kind, entity_id, status, source, id)"
+    " WHERE entity_kind IS NOT NULL;";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -637,6 +652,7 @@ const struct schema_migration postgres_migrations[] = {
     {20, schema_outbox_notify_quiet},
     {21, schema_stats_time_indexes},
     {22, schema_stats_by_id},
+    {23, schema_inbox_entity_index},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];

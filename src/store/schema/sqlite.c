@@ -490,6 +490,21 @@ static const char schema_stats_by_id[] =
     "DROP INDEX hookd_inbox_received;"
     ODD_INDEXES("hookd_outbox", "evt_", "created_at") ODD_INDEXES("hookd_inbox", "inb_", "received_at");
 
+/*
+ * One index for an entity's items instead of two (one B-tree less to write
+ * per accepted item of an entity; none for an item without an entity kind):
+ * hookd_inbox_entity becomes (entity_kind, entity_id, status, source, id)
+ * over the items that have a kind, and serves what hookd_inbox_open_entity
+ * served, the claims' one-at-a-time test (kind, id, open statuses, source:
+ * two short ranges), as well as the lists by kind or entity, the machines'
+ * open items of an entity and the audit (the entity's items).
+ */
+static const char schema_inbox_entity_index[] =
+    "DROP INDEX hookd_inbox_open_entity;"
+    "DROP INDEX hookd_inbox_entity;"
+    "CREATE INDEX hookd_inbox_entity ON hookd_inbox(entity_kind, entity_id, status, source, id)"
+    " WHERE entity_kind IS NOT NULL;";
+
 const struct schema_migration sqlite_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -508,6 +523,7 @@ const struct schema_migration sqlite_migrations[] = {
     {15, schema_inbox_claim_order},
     {16, schema_stats_time_indexes},
     {17, schema_stats_by_id},
+    {18, schema_inbox_entity_index},
 };
 
 const size_t sqlite_migrations_count = sizeof sqlite_migrations / sizeof sqlite_migrations[0];
