@@ -61,6 +61,7 @@ struct store {
     int atomic_depth;     /* sq_atomic_begin calls not yet ended (methods calling methods) */
     int64_t busy_since_ms; /* start of the current wait for a lock (sqlite_busy_wait) */
     int64_t busy_timeout_ms; /* sqlite_lock_wait; 0: BUSY_TIMEOUT_MS */
+    struct sq_checkpointer *ckpt; /* sqlite_checkpoint_aside; NULL: SQLite's own checkpoints */
 };
 
 /* Unix milliseconds in SQL. */

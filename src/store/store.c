@@ -179,6 +179,12 @@ int store_lock_wait(struct store *s, int64_t ms)
     return store_backend(s)->lock_wait ? store_backend(s)->lock_wait(s, ms) : HOOKD_EUNAVAIL;
 }
 
+int store_checkpoint_aside(struct store *s)
+{
+    assert(s);
+    return store_backend(s)->checkpoint_aside ? store_backend(s)->checkpoint_aside(s) : 0;
+}
+
 int store_quiet_outbox(struct store *s)
 {
     assert(s);

@@ -28,6 +28,7 @@
  *     watch                 which channel changed watches (outbox rows, the default; or inbox items)
  *     lock_wait             bound how long one statement waits for a lock another connection holds
  *     quiet_outbox          this connection's outbox inserts notify no one (its caller wakes its relay)
+ *     checkpoint_aside      this connection's commits leave the WAL checkpoints to a thread of the store's
  *   meta (hookd_meta)
  *     meta_get/meta_set     small key/value settings
  *   events (hookd_outbox)
@@ -1173,6 +1174,11 @@ struct store_ops {
      * reconnect. Optional (NULL: nothing to quiet, as on SQLite). Outside a
      * transaction. */
     int (*quiet_outbox)(struct store *s);
+    /* This connection's commits no longer copy the log into the database
+     * themselves (SQLite: the WAL checkpoint, on a thread and a connection
+     * of the store's own, until store_close); durability is unchanged.
+     * Optional (NULL: nothing to move, as on PostgreSQL). */
+    int (*checkpoint_aside)(struct store *s);
 
     /* The table families. */
     const struct store_meta_ops *meta;
@@ -1233,6 +1239,7 @@ int store_changed_fd(struct store *s); /* the descriptor, or -1 (also for a faul
 /* A setting, not a store call: neither counted nor failed by fault injection. */
 STORE_WRAPPER store_lock_wait(struct store *s, int64_t ms);
 STORE_WRAPPER store_quiet_outbox(struct store *s); /* a setting too */
+STORE_WRAPPER store_checkpoint_aside(struct store *s); /* a setting too: 0 when the backend has nothing to move */
 STORE_WRAPPER store_meta_get(struct store *s, const char *key, char **value_out);
 STORE_WRAPPER store_meta_set(struct store *s, const char *key, const char *value);
 STORE_WRAPPER store_event_insert(struct store *s, struct event *ev, struct event *existing);

@@ -11,7 +11,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
-#include <stdio.h>
 
 #include "core/clock.h"
 #include "log.h"
@@ -396,7 +395,6 @@ static void batch_commit(struct writer *w, struct write_op *batch, size_t n)
         for (struct write_op *op = batch; op && !busy; op = op->next)
             busy = op->result == HOOKD_EBUSY; /* given up (answered) or its lock wait ran out */
         metrics_store_commit(metrics_now_us() - started_us, n);
-        { static int dbg_k; if (getenv("HOOKD_DEBUG_BATCH") && ++dbg_k % 200 == 0) fprintf(stderr, "DBG batch n=%zu us=%lld\n", n, (long long)(metrics_now_us() - started_us)); }
         if (!busy)
             episode_close(w);
         log_limiter_reset(&w->fail_log, LOG_PART, "commits");
@@ -541,6 +539,9 @@ int writer_start(const char *dsn, const struct writer_options *opt, struct write
     result = store_open(dsn, &w->s);
     if (result)
         goto fail;
+    /* Its commits are what every caller waits for: no checkpoint on this thread (SQLite). */
+    if (store_checkpoint_aside(w->s) != 0)
+        log_warn(LOG_PART, "cannot move the checkpoints off the writer's connection; its commits run them");
     if (w->opt.lock_wait_ms > 0 && store_lock_wait(w->s, w->opt.lock_wait_ms) != 0)
         log_warn(LOG_PART, "cannot bound the lock wait of the writer's connection");
     if (w->opt.quiet_outbox && (result = store_quiet_outbox(w->s)) != 0) {

@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <sys/stat.h>
+
 #include "store/store_fixture.h"
 #include "store/writer.h"
 
@@ -238,6 +240,57 @@ static void test_group_row_refused(void **state)
         inbox_item_free(&acc[i].it);
 }
 
+/*
+ * SQLite: once a connection's checkpoints are aside, its commits past 1000
+ * pages of WAL no longer copy it into the database file themselves (its WAL
+ * hook only wakes the store's checkpoint thread), and the thread does copy
+ * it: the database file grows to hold the rows while the writer goes on.
+ */
+static void test_checkpoints_aside(void **state)
+{
+    struct fixture *fx = *state;
+    char source[SOURCE_NAME_MAX], ev[HOOKD_ID_MAX], path[300];
+    char *payload = malloc(4001);
+    struct stat st = {0};
+    struct store *s;
+
+    if (strncmp(fx->dsn, "sqlite:", 7) != 0)
+        skip(); /* PostgreSQL has no checkpoint on the client's side */
+    assert_non_null(payload);
+    memset(payload, 'x', 4000);
+    payload[4000] = '\0';
+    snprintf(path, sizeof path, "%s", fx->dsn + 7);
+    assert_int_equal(stat(path, &st), 0);
+    off_t before = st.st_size;
+    assert_int_equal(store_open(fx->dsn, &s), 0);
+    assert_int_equal(store_checkpoint_aside(s), 0);
+    assert_int_equal(store_checkpoint_aside(s), 0); /* once is enough */
+    id_new(source, "src_");
+    /* 3000 rows of 4 kB in 30 commits: some 3000 pages of WAL. */
+    for (int c = 0; c < 30; c++) {
+        assert_int_equal(store_begin(s), 0);
+        for (int i = 0; i < 100; i++) {
+            struct inbox_item it;
+            struct inbox_outcome o;
+            id_new(ev, "e_");
+            item_init(&it, source, ev, SHA_A);
+            free(it.payload);
+            it.payload = strdup(payload);
+            assert_int_equal(store_inbox_insert(s, &it, &o), 0);
+            inbox_item_free(&it);
+        }
+        assert_int_equal(store_commit(s), 0);
+    }
+    /* The thread copies the WAL into the file within a few of its passes. */
+    for (int i = 0; i < 300 && st.st_size < before + 8 * 1024 * 1024; i++) {
+        usleep(10000);
+        assert_int_equal(stat(path, &st), 0);
+    }
+    assert_true(st.st_size >= before + 8 * 1024 * 1024);
+    store_close(s); /* stops the thread */
+    free(payload);
+}
+
 /* ---- plans --------------------------------------------------------------------- */
 
 struct query {
@@ -319,6 +372,6 @@ static void test_plans(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {T(test_group_outcomes), T(test_group_row_refused), T(test_plans)};
+    const struct CMUnitTest tests[] = {T(test_group_outcomes), T(test_group_row_refused), T(test_checkpoints_aside), T(test_plans)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
