@@ -610,23 +610,26 @@ static const struct store_meta_ops sqlite_meta_ops = {
  * database file and its fsync on the thread every request waits for, tens of
  * milliseconds every second or two under load (the ack p99 spikes of bench
  * inbound-latency). Aside, the writer's commits only wake a thread of the
- * store's own with a connection of its own, which copies the WAL passively
- * (readers and the writer go on) at most every CKPT_MIN_GAP_MS. The writer
- * still checkpoints itself past CKPT_WRITER_PAGES: by then the thread has
- * copied nearly all of it, so that is a short step, after which SQLite starts
- * the WAL over (a checkpoint running beside commits rarely finds it whole).
- * Durability is the commit's own fsync of the WAL, as before.
+ * store's own with a connection of its own once CKPT_ASIDE_PAGES more pages
+ * are in the WAL (the same pace as SQLite's own), and that thread copies the
+ * WAL passively (readers and the writer go on). A checkpoint running beside
+ * commits rarely finds the WAL whole, so SQLite seldom starts it over: past
+ * CKPT_WRITER_PAGES the writer checkpoints itself, a short step by then (the
+ * thread has copied nearly all of it), after which the WAL starts over.
+ * Durability is the commit's own fsync of the WAL, as before; the thread's
+ * checkpoints sync the database file before SQLite may reuse the WAL.
  */
 #define CKPT_ASIDE_PAGES 1000
 #define CKPT_WRITER_PAGES 16000
-#define CKPT_MIN_GAP_MS 50
+#define CKPT_MIN_GAP_MS 20
 
 struct sq_checkpointer {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool due, stop;
-    sqlite3 *db; /* the thread's own connection */
+    int woken_at; /* the WAL's pages when the thread was last woken (writer thread only) */
+    sqlite3 *db;  /* the thread's own connection */
     struct log_limiter lim;
 };
 
@@ -660,14 +663,20 @@ static int checkpoint_hook(void *arg, sqlite3 *db, const char *name, int pages)
     if (pages >= CKPT_WRITER_PAGES) {
         /* What SQLite's own hook does; a failed checkpoint fails no commit (the next one tries again). */
         (void)sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-    } else if (pages >= CKPT_ASIDE_PAGES) {
-        pthread_mutex_lock(&c->mu);
-        if (!c->due) {
-            c->due = true;
-            pthread_cond_signal(&c->cv);
-        }
-        pthread_mutex_unlock(&c->mu);
+        c->woken_at = 0;
+        return SQLITE_OK;
     }
+    if (pages < c->woken_at)
+        c->woken_at = 0; /* the WAL started over */
+    if (pages - c->woken_at < CKPT_ASIDE_PAGES)
+        return SQLITE_OK;
+    c->woken_at = pages;
+    pthread_mutex_lock(&c->mu);
+    if (!c->due) {
+        c->due = true;
+        pthread_cond_signal(&c->cv);
+    }
+    pthread_mutex_unlock(&c->mu);
     return SQLITE_OK;
 }
 
