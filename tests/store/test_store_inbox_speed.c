@@ -291,6 +291,72 @@ static void test_checkpoints_aside(void **state)
     free(payload);
 }
 
+static bool changed_soon(struct store *w, int ms)
+{
+    bool changed = false;
+
+    for (int i = 0; i < ms / 10 && !changed; i++) {
+        usleep(10000);
+        assert_int_equal(store_changed(w, &changed), 0);
+    }
+    return changed;
+}
+
+/* One group of two items of source a, then one of b, through store_inbox_insert_many. */
+static void group_put(struct fixture *fx, const char *a, const char *b)
+{
+    struct inbox_item it[3];
+    struct inbox_item *items[3] = {&it[0], &it[1], &it[2]};
+    struct inbox_outcome outs[3];
+    char ev[HOOKD_ID_MAX];
+
+    for (int i = 0; i < 3; i++) {
+        id_new(ev, "e_");
+        item_init(&it[i], i < 2 ? a : b, ev, SHA_A);
+    }
+    assert_int_equal(store_inbox_insert_many(fx->s, items, 3, outs), 0);
+    for (int i = 0; i < 3; i++)
+        inbox_item_free(&it[i]);
+}
+
+/*
+ * PostgreSQL: an inserting statement wakes the workers (LISTEN hookd_inbox)
+ * only when one of its new rows is of a source with a handler: a group of
+ * items nothing processes wakes no one, a group with one such item among
+ * others does.
+ */
+static void test_notify_only_handled(void **state)
+{
+    struct fixture *fx = *state;
+    char idle[SOURCE_NAME_MAX], idle2[SOURCE_NAME_MAX], fwd[SOURCE_NAME_MAX], sql[512];
+    struct store *w = NULL;
+    bool changed;
+
+    postgres_only(fx);
+    id_new(idle, "src_");
+    id_new(idle2, "src_");
+    id_new(fwd, "src_");
+    snprintf(sql, sizeof sql,
+             "INSERT INTO hookd_sources(name, definition) VALUES ('%s', '{\"verify\":{\"scheme\":\"none\"}}'),"
+             " ('%s', '{\"handler\":null}'),"
+             " ('%s', '{\"handler\":{\"forward\":{\"url\":\"http://127.0.0.1:9/\"}}}')",
+             idle, idle2, fwd);
+    fixture_sql(fx, sql);
+    assert_int_equal(store_open(fx->dsn, &w), 0);
+    assert_int_equal(store_watch(w, STORE_CHANNEL_INBOX), 0);
+    assert_int_equal(store_changed(w, &changed), 0); /* LISTEN */
+    assert_int_equal(store_changed(w, &changed), 0);
+
+    group_put(fx, idle, idle2); /* nothing processes these */
+    assert_false(changed_soon(w, 200));
+    group_put(fx, idle, fwd); /* one of them is worked on */
+    assert_true(changed_soon(w, 1000));
+    /* A source unknown to hookd_sources (rows written by SQL): nothing processes it either. */
+    group_put(fx, "no-such-source", idle);
+    assert_false(changed_soon(w, 200));
+    store_close(w);
+}
+
 /* ---- plans --------------------------------------------------------------------- */
 
 struct query {
@@ -372,6 +438,6 @@ static void test_plans(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {T(test_group_outcomes), T(test_group_row_refused), T(test_checkpoints_aside), T(test_plans)};
+    const struct CMUnitTest tests[] = {T(test_group_outcomes), T(test_group_row_refused), T(test_checkpoints_aside), T(test_notify_only_handled), T(test_plans)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
