@@ -351,6 +351,8 @@ static void sqlite_close(struct store *s)
 {
     if (!s)
         return;
+    if (s->ckpt)
+        sqlite3_wal_hook(s->db, NULL, NULL); /* the hook's argument goes with the thread */
     checkpointer_stop(s->ckpt);
     for (int i = 0; i < SQ_SLOTS; i++)
         sqlite3_finalize(s->stmts[i]);
