@@ -134,6 +134,49 @@ static void test_group_outcomes(void **state)
         inbox_item_free(&it[i]);
 }
 
+/* Event ids and types that an array literal must quote: each comes back as sent, none is SQL NULL. */
+static void test_group_hostile_text(void **state)
+{
+    struct fixture *fx = *state;
+    static const char *const ids[] = {"NULL", "a\"b\\c", "{x,y}", " spaced ", "caf\xc3\xa9 \xe2\x80\x94", "'; DROP TABLE hookd_inbox; --"};
+    enum { N = sizeof ids / sizeof ids[0] };
+    char source[SOURCE_NAME_MAX];
+    struct inbox_item it[N], got;
+    struct inbox_item *items[N];
+    struct inbox_outcome outs[N];
+
+    id_new(source, "src_");
+    for (int i = 0; i < N; i++) {
+        item_init(&it[i], source, ids[i], SHA_A);
+        it[i].event_type = strdup(ids[N - 1 - i]);
+        it[i].entity_kind = strdup("kind");
+        it[i].entity_id = strdup(ids[i]);
+        it[i].has_version = i % 2 == 0;
+        it[i].version = i;
+        items[i] = &it[i];
+    }
+    assert_int_equal(store_inbox_insert_many(fx->s, items, N, outs), 0);
+    for (int i = 0; i < N; i++) {
+        assert_false(outs[i].duplicate);
+        assert_int_equal(store_inbox_get(fx->s, outs[i].id, &got), 0);
+        assert_string_equal(got.event_id, ids[i]);
+        assert_string_equal(got.event_type, ids[N - 1 - i]);
+        assert_string_equal(got.entity_id, ids[i]);
+        assert_int_equal(got.has_version, i % 2 == 0);
+        if (got.has_version)
+            assert_int_equal(got.version, i);
+        inbox_item_free(&got);
+    }
+    /* Sent again as one group: every one a duplicate of its own row. */
+    assert_int_equal(store_inbox_insert_many(fx->s, items, N, outs), 0);
+    for (int i = 0; i < N; i++) {
+        assert_true(outs[i].duplicate);
+        assert_string_equal(outs[i].id, it[i].id);
+    }
+    for (int i = 0; i < N; i++)
+        inbox_item_free(&it[i]);
+}
+
 /* An accept through the writer, grouped as the receiver's are. */
 struct accept {
     struct inbox_item it;
@@ -438,6 +481,6 @@ static void test_plans(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {T(test_group_outcomes), T(test_group_row_refused), T(test_checkpoints_aside), T(test_notify_only_handled), T(test_plans)};
+    const struct CMUnitTest tests[] = {T(test_group_outcomes), T(test_group_hostile_text), T(test_group_row_refused), T(test_checkpoints_aside), T(test_notify_only_handled), T(test_plans)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
