@@ -64,6 +64,10 @@ struct store {
     struct sq_checkpointer *ckpt; /* sqlite_checkpoint_aside; NULL: SQLite's own checkpoints */
 };
 
+/* store_checkpoint_aside (sqlite_checkpoint.c); the stop is sqlite_close's, before the connection goes. */
+int sqlite_checkpoint_aside(struct store *s);
+void sqlite_checkpoint_stop(struct store *s);
+
 /* Unix milliseconds in SQL. */
 #define SQ_NOW_MS "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
 

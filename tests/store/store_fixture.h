@@ -278,12 +278,13 @@ FIXTURE static void fixture_plan(struct fixture *fx, const char *sql, const char
         return;
     }
     PGconn *c = PQconnectdb(fx->dsn);
-    char *q = malloc(strlen(sql) + strlen(args) + 160);
+    size_t qn = strlen(sql) + strlen(args) + 160;
+    char *q = malloc(qn);
     PGresult *r = NULL;
 
     assert_non_null(q);
-    sprintf(q, "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off; PREPARE hookd_plan AS %s;"
-               " EXPLAIN EXECUTE hookd_plan(%s)", sql, args);
+    snprintf(q, qn, "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off; PREPARE hookd_plan AS %s;"
+                    " EXPLAIN EXECUTE hookd_plan(%s)", sql, args);
     if (PQstatus(c) == CONNECTION_OK)
         r = PQexec(c, q);
     if (!r || PQresultStatus(r) != PGRES_TUPLES_OK)
