@@ -94,7 +94,11 @@ pg_db() { # name → DSN of a fresh database in the test cluster
     PGOPTIONS="-c client_min_messages=warning" psql -X -q "$PG_DSN" -c "DROP DATABASE IF EXISTS $1" -c "CREATE DATABASE $1" >/dev/null && echo "${PG_DSN/\/\/\/hookd/\/\/\/$1}"
 }
 if [ -n "$PG_DSN" ]; then
-    for t in test_store test_store_deliveries test_store_caps test_store_batch test_store_slots test_store_order test_store_state test_store_inbound test_store_machines test_machine_step test_store_replays test_store_tokens test_store_alerts test_store_retention test_store_inbox_lib test_store_health test_writer test_torture; do
+    # Every store test but the ones that pick their backend themselves (test_postgres,
+    # test_publish on SQLite, test_publish_pg): a new store test runs here without a list to update.
+    for bin in build-asan/tests/store/test_*; do
+        t=$(basename "$bin")
+        case $t in test_postgres|test_publish|test_publish_pg) continue ;; esac
         HOOKD_TEST_STORE=$(pg_db "conf_$t") run_cmocka "$root/build-asan/tests/store/$t" postgres
     done
 else

@@ -51,6 +51,7 @@ int hookd_publish(struct sqlite3 *db, const struct hookd_event *ev, char id_out[
     static const char sql[] = "INSERT INTO hookd_outbox(id, account, event_type, resource_type, resource_id,"
                               " resource_version, payload, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
     char id[HOOKD_ID_MAX];
+    int64_t created_at;
     sqlite3_stmt *st = NULL;
     int rc, result;
 
@@ -61,8 +62,9 @@ int hookd_publish(struct sqlite3 *db, const struct hookd_event *ev, char id_out[
         if (!id_is_valid(ev->id))
             return HOOKD_EINVAL;
         snprintf(id, sizeof id, "%s", ev->id);
+        created_at = clock_now_ms();
     } else {
-        id_new(id, "evt_");
+        created_at = id_new_time(id, "evt_"); /* one millisecond for both (store/stats_sql.h) */
     }
     rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
     if (rc != SQLITE_OK) {
@@ -77,7 +79,7 @@ int hookd_publish(struct sqlite3 *db, const struct hookd_event *ev, char id_out[
     if (ev->has_resource_version)
         sqlite3_bind_int64(st, 6, ev->resource_version);
     sqlite3_bind_text(st, 7, ev->data_json, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 8, clock_now_ms());
+    sqlite3_bind_int64(st, 8, created_at);
     rc = sqlite3_step(st);
     result = rc == SQLITE_DONE ? 0 : lib_sqlite_error(db, rc);
     if (result == 0 && id_out)

@@ -72,6 +72,7 @@ int hookd_publish_pg(struct pg_conn *conn, const struct hookd_event *ev, char id
     /* text, text, text, text, text, int8, text, int8 */
     static const Oid types[8] = {25, 25, 25, 25, 25, 20, 25, 20};
     char id[HOOKD_ID_MAX], version[24], created[24];
+    int64_t created_at;
     const char *values[8];
     PGresult *res;
     int result;
@@ -83,11 +84,12 @@ int hookd_publish_pg(struct pg_conn *conn, const struct hookd_event *ev, char id
         if (!id_is_valid(ev->id))
             return HOOKD_EINVAL;
         snprintf(id, sizeof id, "%s", ev->id);
+        created_at = clock_now_ms();
     } else {
-        id_new(id, "evt_");
+        created_at = id_new_time(id, "evt_"); /* one millisecond for both (store/stats_sql.h) */
     }
     snprintf(version, sizeof version, "%" PRId64, ev->resource_version);
-    snprintf(created, sizeof created, "%" PRId64, clock_now_ms());
+    snprintf(created, sizeof created, "%" PRId64, created_at);
     values[0] = id;
     values[1] = ev->account; /* NULL is SQL NULL */
     values[2] = ev->type;

@@ -66,7 +66,7 @@ static void id_next(uint64_t *ms, unsigned char rnd[ID_RANDOM_BYTES])
     pthread_mutex_unlock(&id_lock);
 }
 
-void id_new(char out[HOOKD_ID_MAX], const char *prefix)
+int64_t id_new_time(char out[HOOKD_ID_MAX], const char *prefix)
 {
     static const char hex[] = "0123456789abcdef";
     unsigned char rnd[ID_RANDOM_BYTES];
@@ -89,7 +89,10 @@ void id_new(char out[HOOKD_ID_MAX], const char *prefix)
         out[o++] = hex[rnd[i] & 0xf];
     }
     out[o] = '\0';
+    return (int64_t)ms;
 }
+
+void id_new(char out[HOOKD_ID_MAX], const char *prefix) { (void)id_new_time(out, prefix); }
 
 static bool id_char_ok(unsigned char c)
 {

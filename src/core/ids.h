@@ -9,7 +9,12 @@
 #include <stddef.h>
 #include "hookd.h"
 
+#include <stdint.h>
+
 void id_new(char out[HOOKD_ID_MAX], const char *prefix);
+/* id_new, returning the unix milliseconds its 12 digits encode: the row's time
+ * column takes that value, so a time window is a range of ids (store/stats_sql.h). */
+int64_t id_new_time(char out[HOOKD_ID_MAX], const char *prefix);
 /* True for ids a client may choose: 1..63 chars of [A-Za-z0-9_.:-]. */
 bool id_is_valid(const char *id);
 /* Fills buf with n CSPRNG bytes; aborts if the CSPRNG fails. */

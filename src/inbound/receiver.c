@@ -300,6 +300,7 @@ static bool present(struct http_request *req, const json_t *doc, const struct so
 /* One accepted request on its way through the writer. */
 struct receive_op {
     const struct api_ctx *api;
+    struct http_request *req; /* suspended until the reply */
     bool has_handler;
     struct inbox_item it;
     struct inbox_outcome out;
@@ -318,10 +319,38 @@ static int op_receive(struct store *s, void *arg)
     return store_inbox_insert(s, &o->it, &o->out);
 }
 
+/*
+ * The accepts queued one after another in a batch, as one call of the store
+ * (PostgreSQL: one multi-row statement instead of a savepoint and a statement
+ * each). A failure fails the call as a whole: the writer rolls it back and
+ * runs each accept alone, so one bad row costs only its own request.
+ */
+static int op_receive_group(struct store *s, void *const *args, size_t n, int *results)
+{
+    struct inbox_item **items = calloc(n, sizeof *items);
+    struct inbox_outcome *outs = malloc(n * sizeof *outs);
+    int rc = HOOKD_ENOMEM;
+
+    if (items && outs) {
+        for (size_t i = 0; i < n; i++)
+            items[i] = &((struct receive_op *)args[i])->it;
+        rc = store_inbox_insert_many(s, items, n, outs);
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            ((struct receive_op *)args[i])->out = outs[i];
+            results[i] = 0;
+        }
+    }
+    free(items);
+    free(outs);
+    return rc;
+}
+
 /* Writer thread, after the commit: only now may the sender hear 200. */
-static void receive_reply(void *arg, int rc, struct http_response *res)
+static void receive_done(void *arg, int rc)
 {
     struct receive_op *o = arg;
+    struct http_request *req = o->req;
+    struct http_response res = {.status = 200};
 
     if (rc == 0) {
         metrics_inbound_stored(o->out.duplicate);
@@ -329,15 +358,30 @@ static void receive_reply(void *arg, int rc, struct http_response *res)
             hub_notify(o->api->hub, HUB_INBOX_CHANGED); /* the workers: only items they have work for */
         if (o->out.conflicting)
             log_warn(LOG_PART, "source %s: inbox item %s: a duplicate with a different body", o->it.source, o->out.id);
-        http_reply_json(res, 200, json_pack("{s:s,s:s}", "id", o->out.id, "status",
-                                            o->out.duplicate ? "duplicate" : "accepted"));
+        http_reply_json(&res, 200, json_pack("{s:s,s:s}", "id", o->out.id, "status",
+                                             o->out.duplicate ? "duplicate" : "accepted"));
     } else if (api_store_down(rc) || rc == HOOKD_ENOMEM) {
-        reply_unavailable(res, rc);
+        reply_unavailable(&res, rc);
     } else {
         log_warn(LOG_PART, "source %s: cannot store an event: %s", o->it.source, hookd_strerror(rc));
-        http_reply_error(res, 500, "internal", "%s", hookd_strerror(rc));
+        http_reply_error(&res, 500, "internal", "%s", hookd_strerror(rc));
     }
     receive_op_free(o);
+    http_resume(req, &res);
+}
+
+/* Suspends the request until the commit (api_write_async's rule: bounded, so a store that cannot commit within
+ * write_timeout answers 503 and the accept is never run). */
+static void receive_submit(const struct api_ctx *api, struct http_request *req, struct receive_op *o)
+{
+    int rc;
+
+    o->req = req;
+    http_suspend(req);
+    rc = api->writer ? writer_submit_bounded_grouped(api->writer, op_receive, op_receive_group, receive_done, o)
+                     : HOOKD_EUNAVAIL;
+    if (rc != 0)
+        receive_done(o, rc); /* the writer never calls back for an op it refused */
 }
 
 /* Fills the item's event id, type, entity and version; false after a 400 naming the field. */
@@ -439,7 +483,7 @@ void receiver_handle(struct http_request *req, struct http_response *res, void *
     o->it.signature_verified = strcmp(def->scheme, "none") != 0;
     json_decref(doc);
     source_cache_put(api->sources, &ref);
-    api_write_async(api, req, op_receive, receive_reply, o);
+    receive_submit(api, req, o);
     return;
 out:
     if (o)

@@ -12,10 +12,13 @@
  * its entity holds a live lease, or was received earlier and is due; now is
  * the parameter holding the current time. The kind is compared with = (or
  * both IS NULL), never a null-safe operator like IS NOT DISTINCT FROM, which
- * no PostgreSQL index serves: the subquery then walked all of
- * hookd_inbox_entity for each item passed (0.3 ms each, a claim of 256 over
- * 10,000 open items 0.86 s); this way it is a search of
- * hookd_inbox_open_entity on (source, kind, id) on both backends.
+ * no PostgreSQL index serves: the subquery then walked all of the entity
+ * index for each item passed (0.3 ms each, a claim of 256 over 10,000 open
+ * items 0.86 s); this way it is two short ranges of hookd_inbox_entity
+ * (kind, id, each open status, source) on both backends. That index holds
+ * the items that have a kind: an item with an entity id and no kind, which
+ * hookd never writes (a source's entity id needs its kind) but SQL may, is
+ * tested over its source's items instead (hookd_inbox_source).
  */
 #define INBOX_ENTITY_BUSY_KIND(kind_test, now)                                                               \
     "EXISTS (SELECT 1 FROM hookd_inbox j WHERE j.source = i.source AND " kind_test                           \

@@ -7,6 +7,7 @@
 
 #include "store/inbox_sql.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Statement slots, in this family's range (postgres_internal.h). */
@@ -22,9 +23,25 @@ enum {
     PG_INBOX_RANGE_COUNT,
     PG_INBOX_RANGE_REPLAY,
     PG_INBOX_RELEASE_NODE,
+    PG_INBOX_INSERT_MANY,
     PG_INBOX_END
 };
 _Static_assert((int)PG_INBOX_END <= (int)PG_REJECTIONS, "the inbox statements overflow their slots");
+
+/* What a copy of a stored event does to its row (both statements below). */
+#define INBOX_ON_DUPLICATE                                                                                   \
+    " ON CONFLICT (source, event_id) DO UPDATE SET dup_count = i.dup_count + 1,"                             \
+    " last_dup_at = excluded.received_at,"                                                                    \
+    " conflict_count = i.conflict_count"                                                                      \
+    "  + CASE WHEN i.payload_sha256 <> excluded.payload_sha256 THEN 1 ELSE 0 END"
+
+static void outcome_read(const PGresult *res, int row, const struct inbox_item *it, struct inbox_outcome *out)
+{
+    pg_col_id(res, row, 0, out->id);
+    out->dup_count = (int)pg_col_i64(res, row, 1);
+    out->duplicate = out->dup_count > 0;
+    out->conflicting = out->duplicate && strcmp(PQgetvalue(res, row, 2), it->payload_sha256) != 0;
+}
 
 static int postgres_inbox_insert(struct store *s, struct inbox_item *it, struct inbox_outcome *out)
 {
@@ -40,24 +57,155 @@ static int postgres_inbox_insert(struct store *s, struct inbox_item *it, struct 
     pg_param_values(&p, v, STORE_INBOX_NVALUES);
     result = pg_run(s, PG_INBOX_INSERT,
                     "INSERT INTO hookd_inbox AS i(" STORE_INBOX_INSERT_COLUMNS ")"
-                    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
-                    " ON CONFLICT (source, event_id) DO UPDATE SET dup_count = i.dup_count + 1,"
-                    " last_dup_at = excluded.received_at,"
-                    " conflict_count = i.conflict_count"
-                    "  + CASE WHEN i.payload_sha256 <> excluded.payload_sha256 THEN 1 ELSE 0 END"
+                    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)" INBOX_ON_DUPLICATE
                     " RETURNING i.id, i.dup_count, i.payload_sha256",
                     &p, &res);
     if (result)
         return result;
-    if (PQntuples(res) != 1) {
+    if (PQntuples(res) != 1)
         result = HOOKD_EIO;
-    } else {
-        pg_col_id(res, 0, 0, out->id);
-        out->dup_count = (int)pg_col_i64(res, 0, 1);
-        out->duplicate = out->dup_count > 0;
-        out->conflicting = out->duplicate && strcmp(PQgetvalue(res, 0, 2), it->payload_sha256) != 0;
+    else
+        outcome_read(res, 0, it, out);
+    PQclear(res);
+    return result;
+}
+
+/*
+ * The items of a group by (source, event_id): open addressing over a power of
+ * two at least twice n, each slot 0 (empty) or an item's index + 1. The first
+ * copy of an event goes into the statement; a later copy in the same group
+ * would make ON CONFLICT DO UPDATE touch a row twice (an error), so it runs
+ * after it, alone, and counts as its duplicate, as in queue order.
+ */
+struct key_index {
+    size_t *slot;
+    size_t mask;
+};
+
+static uint64_t key_hash(const char *source, const char *event_id)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+
+    for (const char *c = source; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    h = (h ^ 0xff) * 1099511628211ULL; /* the separator: a byte no text holds */
+    for (const char *c = event_id; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    return h;
+}
+
+/* The index of the first item of (source, event_id), or, when absent, adds item `add` (when < n) and returns it. */
+static size_t key_find(struct key_index *k, struct inbox_item *const *items, const char *source,
+                       const char *event_id, size_t add)
+{
+    size_t i = (size_t)key_hash(source, event_id) & k->mask;
+
+    for (; k->slot[i] != 0; i = (i + 1) & k->mask) {
+        const struct inbox_item *it = items[k->slot[i] - 1];
+        if (strcmp(it->source, source) == 0 && strcmp(it->event_id, event_id) == 0)
+            return k->slot[i] - 1;
+    }
+    if (add != SIZE_MAX)
+        k->slot[i] = add + 1;
+    return add;
+}
+
+/* unnest's columns, in STORE_INBOX_INSERT_COLUMNS order, with their types. */
+#define INBOX_UNNEST                                                                                         \
+    "unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[]," \
+    " $9::text[], $10::boolean[], $11::text[], $12::bigint[], $13::bigint[])"
+
+/*
+ * One statement for the group: the rows unnested from one array per column,
+ * inserted in key order (two nodes inserting overlapping groups take the
+ * rows' locks in one order, so they wait, never deadlock), each row's outcome
+ * found by its key in the RETURNING rows.
+ */
+static int insert_group(struct store *s, struct inbox_item *const *items, size_t n, const size_t *first,
+                        struct key_index *k, struct inbox_outcome *outs)
+{
+    struct pg_array a[STORE_INBOX_NVALUES] = {{0}};
+    struct store_value v[STORE_INBOX_NVALUES];
+    struct pg_params p = {.n = 0};
+    PGresult *res = NULL;
+    size_t unique = 0;
+    int result = 0;
+
+    for (size_t i = 0; i < n && result == 0; i++) {
+        if (first[i] != i)
+            continue;
+        unique++;
+        result = store_inbox_values(items[i], v);
+        for (int c = 0; c < STORE_INBOX_NVALUES && result == 0; c++)
+            pg_array_value(&a[c], &v[c]);
+    }
+    for (int c = 0; c < STORE_INBOX_NVALUES && result == 0; c++) {
+        const char *literal = pg_array_end(&a[c]);
+        if (!literal)
+            result = HOOKD_ENOMEM;
+        else if (v[c].type == STORE_V_TEXT || v[c].type == STORE_V_BOOL)
+            pg_param_text_array(&p, c + 1, literal); /* bool: 0 and 1, cast by the statement */
+        else
+            pg_param_i64_array(&p, c + 1, literal);
+    }
+    if (result == 0)
+        result = pg_run(s, PG_INBOX_INSERT_MANY,
+                        "INSERT INTO hookd_inbox AS i(" STORE_INBOX_INSERT_COLUMNS ")"
+                        " SELECT * FROM " INBOX_UNNEST " AS u(" STORE_INBOX_INSERT_COLUMNS ")"
+                        " ORDER BY u.source COLLATE \"C\", u.event_id COLLATE \"C\"" INBOX_ON_DUPLICATE
+                        " RETURNING i.id, i.dup_count, i.payload_sha256, i.source, i.event_id",
+                        &p, &res);
+    if (result == 0 && (size_t)PQntuples(res) != unique)
+        result = HOOKD_EIO;
+    for (int row = 0; result == 0 && row < PQntuples(res); row++) {
+        size_t j = key_find(k, items, PQgetvalue(res, row, 3), PQgetvalue(res, row, 4), SIZE_MAX);
+        if (j == SIZE_MAX || outs[j].id[0] != '\0')
+            result = HOOKD_EIO; /* a row of no item, or twice */
+        else
+            outcome_read(res, row, items[j], &outs[j]);
     }
     PQclear(res);
+    for (int c = 0; c < STORE_INBOX_NVALUES; c++)
+        pg_array_free(&a[c]);
+    return result;
+}
+
+static int postgres_inbox_insert_many(struct store *s, struct inbox_item *const *items, size_t n,
+                                      struct inbox_outcome *outs)
+{
+    struct key_index k = {NULL, 0};
+    size_t *first, cap = 4;
+    int result = 0;
+
+    if (n == 1)
+        return postgres_inbox_insert(s, items[0], &outs[0]);
+    if (n == 0)
+        return 0;
+    memset(outs, 0, n * sizeof *outs);
+    while (cap < 2 * n)
+        cap *= 2;
+    k.mask = cap - 1;
+    k.slot = calloc(cap, sizeof *k.slot);
+    first = malloc(n * sizeof *first);
+    if (!k.slot || !first) {
+        result = HOOKD_ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < n && result == 0; i++) {
+        if (items[i]->source[0] == '\0' || !items[i]->event_id)
+            result = HOOKD_EINVAL;
+        else
+            first[i] = key_find(&k, items, items[i]->source, items[i]->event_id, i);
+    }
+    if (result == 0)
+        result = insert_group(s, items, n, first, &k, outs);
+    for (size_t i = 0; i < n && result == 0; i++) {
+        if (first[i] != i)
+            result = postgres_inbox_insert(s, items[i], &outs[i]);
+    }
+out:
+    free(k.slot);
+    free(first);
     return result;
 }
 
@@ -233,6 +381,7 @@ static int postgres_inbox_release_node(struct store *s, const char *node)
 
 const struct store_inbox_ops postgres_inbox_ops = {
     .insert = postgres_inbox_insert,
+    .insert_many = postgres_inbox_insert_many,
     .get = postgres_inbox_get,
     .list = postgres_inbox_list,
     .claim_due = postgres_inbox_claim_due,

@@ -348,6 +348,7 @@ static void sqlite_close(struct store *s)
 {
     if (!s)
         return;
+    sqlite_checkpoint_stop(s);
     for (int i = 0; i < SQ_SLOTS; i++)
         sqlite3_finalize(s->stmts[i]);
     sqlite3_close_v2(s->db);
@@ -618,6 +619,7 @@ const struct store_ops store_sqlite_ops = {
     .changed = sqlite_changed,
     .changed_fd = sqlite_changed_fd,
     .lock_wait = sqlite_lock_wait,
+    .checkpoint_aside = sqlite_checkpoint_aside,
     .meta = &sqlite_meta_ops,
     .events = &sqlite_event_ops,
     .endpoints = &sqlite_endpoint_ops,

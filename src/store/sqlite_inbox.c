@@ -69,6 +69,17 @@ static int sqlite_inbox_insert(struct store *s, struct inbox_item *it, struct in
     return result;
 }
 
+/* One writer, one prepared statement: the group is the inserts one after another, without a savepoint each. */
+static int sqlite_inbox_insert_many(struct store *s, struct inbox_item *const *items, size_t n,
+                                    struct inbox_outcome *outs)
+{
+    int result = 0;
+
+    for (size_t i = 0; i < n && result == 0; i++)
+        result = sqlite_inbox_insert(s, items[i], &outs[i]);
+    return result;
+}
+
 static int sqlite_inbox_get(struct store *s, const char *id, struct inbox_item *out)
 {
     sqlite3_stmt *st;
@@ -264,6 +275,7 @@ static int sqlite_inbox_release_node(struct store *s, const char *node)
 
 const struct store_inbox_ops sqlite_inbox_ops = {
     .insert = sqlite_inbox_insert,
+    .insert_many = sqlite_inbox_insert_many,
     .get = sqlite_inbox_get,
     .list = sqlite_inbox_list,
     .claim_due = sqlite_inbox_claim_due,

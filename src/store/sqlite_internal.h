@@ -61,7 +61,12 @@ struct store {
     int atomic_depth;     /* sq_atomic_begin calls not yet ended (methods calling methods) */
     int64_t busy_since_ms; /* start of the current wait for a lock (sqlite_busy_wait) */
     int64_t busy_timeout_ms; /* sqlite_lock_wait; 0: BUSY_TIMEOUT_MS */
+    struct sq_checkpointer *ckpt; /* sqlite_checkpoint_aside; NULL: SQLite's own checkpoints */
 };
+
+/* store_checkpoint_aside (sqlite_checkpoint.c); the stop is sqlite_close's, before the connection goes. */
+int sqlite_checkpoint_aside(struct store *s);
+void sqlite_checkpoint_stop(struct store *s);
 
 /* Unix milliseconds in SQL. */
 #define SQ_NOW_MS "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"

@@ -7,9 +7,10 @@
 #include <string.h>
 
 #define SP(n) "?" #n
-#define STATS_MINUTES                                                                                   \
-    "WITH RECURSIVE minutes(at) AS (SELECT ?1 UNION ALL SELECT at + 60000 FROM minutes WHERE at + 60000 < ?2) "
-#define STATS_SQL_PER_MINUTE STATS_SQL_PROBED
+#define STATS_MINUTES STATS_SQLITE_MINUTES
+#define STATS_HEX12 STATS_SQLITE_HEX12
+#define STATS_ODD STATS_ODD_SQLITE
+#define STATS_INDEXED STATS_SQLITE_INDEXED
 #include "store/stats_sql.h"
 
 enum { SQ_S_EVENTS = SQ_STATS, SQ_S_INBOUND, SQ_S_ATTEMPTS, SQ_S_ENDPOINT_ATTEMPTS, SQ_S_REJECTED, SQ_STATS_END };

@@ -179,6 +179,12 @@ int store_lock_wait(struct store *s, int64_t ms)
     return store_backend(s)->lock_wait ? store_backend(s)->lock_wait(s, ms) : HOOKD_EUNAVAIL;
 }
 
+int store_checkpoint_aside(struct store *s)
+{
+    assert(s);
+    return store_backend(s)->checkpoint_aside ? store_backend(s)->checkpoint_aside(s) : 0;
+}
+
 int store_quiet_outbox(struct store *s)
 {
     assert(s);
@@ -734,6 +740,12 @@ int store_inbox_insert(struct store *s, struct inbox_item *it, struct inbox_outc
 {
     assert(s && it && out);
     FAMILY_CALL(s, inbox, insert, it, out);
+}
+
+int store_inbox_insert_many(struct store *s, struct inbox_item *const *items, size_t n, struct inbox_outcome *outs)
+{
+    assert(s && ((items && outs) || n == 0));
+    FAMILY_CALL(s, inbox, insert_many, items, n, outs);
 }
 
 int store_inbox_get(struct store *s, const char *id, struct inbox_item *out)

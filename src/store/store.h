@@ -28,6 +28,7 @@
  *     watch                 which channel changed watches (outbox rows, the default; or inbox items)
  *     lock_wait             bound how long one statement waits for a lock another connection holds
  *     quiet_outbox          this connection's outbox inserts notify no one (its caller wakes its relay)
+ *     checkpoint_aside      this connection's commits leave the WAL checkpoints to a thread of the store's
  *   meta (hookd_meta)
  *     meta_get/meta_set     small key/value settings
  *   events (hookd_outbox)
@@ -997,6 +998,14 @@ struct store_inbox_ops {
      * Concurrent inserts of one event leave one row, whatever the backend.
      */
     int (*insert)(struct store *s, struct inbox_item *it, struct inbox_outcome *out);
+    /*
+     * The n inserts of a group commit as one call (the receiver's accepts),
+     * each with its own outcome in outs[i], the same as n calls of insert in
+     * that order would give (a second copy of one event in the call is its
+     * duplicate). An error means the call as a whole failed; the caller rolls
+     * back what it did (the writer's savepoint) and runs the inserts alone.
+     */
+    int (*insert_many)(struct store *s, struct inbox_item *const *items, size_t n, struct inbox_outcome *outs);
     int (*get)(struct store *s, const char *id, struct inbox_item *out);
     int (*list)(struct store *s, const struct inbox_filter *f, struct inbox_list *out); /* by id, descending */
     /*
@@ -1210,6 +1219,11 @@ struct store_ops {
      * reconnect. Optional (NULL: nothing to quiet, as on SQLite). Outside a
      * transaction. */
     int (*quiet_outbox)(struct store *s);
+    /* This connection's commits no longer copy the log into the database
+     * themselves (SQLite: the WAL checkpoint, on a thread and a connection
+     * of the store's own, until store_close); durability is unchanged.
+     * Optional (NULL: nothing to move, as on PostgreSQL). */
+    int (*checkpoint_aside)(struct store *s);
 
     /* The table families. */
     const struct store_meta_ops *meta;
@@ -1270,6 +1284,7 @@ int store_changed_fd(struct store *s); /* the descriptor, or -1 (also for a faul
 /* A setting, not a store call: neither counted nor failed by fault injection. */
 STORE_WRAPPER store_lock_wait(struct store *s, int64_t ms);
 STORE_WRAPPER store_quiet_outbox(struct store *s); /* a setting too */
+STORE_WRAPPER store_checkpoint_aside(struct store *s); /* a setting too: 0 when the backend has nothing to move */
 STORE_WRAPPER store_meta_get(struct store *s, const char *key, char **value_out);
 STORE_WRAPPER store_meta_set(struct store *s, const char *key, const char *value);
 STORE_WRAPPER store_event_insert(struct store *s, struct event *ev, struct event *existing);
@@ -1328,6 +1343,8 @@ STORE_WRAPPER store_source_version(struct store *s, int64_t *version);
 #define STORE_CHANNEL_INBOX "hookd_inbox" /* inbox items inserted, or put back to pending */
 STORE_WRAPPER store_watch(struct store *s, const char *channel);
 STORE_WRAPPER store_inbox_insert(struct store *s, struct inbox_item *it, struct inbox_outcome *out);
+STORE_WRAPPER store_inbox_insert_many(struct store *s, struct inbox_item *const *items, size_t n,
+                                      struct inbox_outcome *outs);
 STORE_WRAPPER store_inbox_get(struct store *s, const char *id, struct inbox_item *out);
 STORE_WRAPPER store_inbox_list(struct store *s, const struct inbox_filter *f, struct inbox_list *out);
 STORE_WRAPPER store_inbox_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,

@@ -533,9 +533,8 @@ static struct store_value v_code(int code) { return code ? v_int(code) : v_null(
 
 void store_event_values(struct event *ev, struct store_value v[STORE_EVENT_NVALUES])
 {
-    if (ev->id[0] == '\0')
-        id_new(ev->id, "evt_");
-    ev->created_at = clock_now_ms();
+    /* A new id and created_at share one millisecond (store/stats_sql.h). */
+    ev->created_at = ev->id[0] == '\0' ? id_new_time(ev->id, "evt_") : clock_now_ms();
     ev->dispatched_at = 0;
     v[0] = v_text(ev->id);
     v[1] = v_text(ev->account);
@@ -598,8 +597,12 @@ int store_inbox_values(struct inbox_item *it, struct store_value v[STORE_INBOX_N
 {
     if (it->source[0] == '\0' || !it->event_id || !it->payload || strlen(it->payload_sha256) != SHA256_HEX_LEN - 1)
         return HOOKD_EINVAL;
-    if (it->id[0] == '\0')
-        id_new(it->id, "inb_");
+    /* A new id and received_at share one millisecond (store/stats_sql.h). */
+    if (it->id[0] == '\0') {
+        int64_t at = id_new_time(it->id, "inb_");
+        if (it->received_at == 0)
+            it->received_at = at;
+    }
     if (it->received_at == 0)
         it->received_at = clock_now_ms();
     it->status = INBOX_PENDING;

@@ -245,8 +245,12 @@ static int group_run(struct writer *w, struct write_op *first, size_t n)
 
     if (!args || !results)
         goto alone; /* no room for the group: one by one still works */
-    for (size_t i = 0; i < n; i++, op = op->next)
+    for (size_t i = 0; i < n; i++, op = op->next) {
+        /* An op answered already, or past its bound: alone, each is skipped or answered as it should be. */
+        if (op->answered || op_expired(op, clock_mono_ms()))
+            goto alone;
         args[i] = op->arg;
+    }
     result = store_savepoint(s);
     if (result)
         goto out;
@@ -255,8 +259,9 @@ static int group_run(struct writer *w, struct write_op *first, size_t n)
         result = store_rollback_to(s);
         if (result)
             goto out;
-        if (rc == HOOKD_EBUSY) {
-            /* A lock wait ran out: one by one would wait again each. Their owners try again. */
+        if (rc == HOOKD_EBUSY && !first->bounded) {
+            /* A lock wait ran out: one by one would wait again each. Their owners try again.
+             * (Bounded ops are tried alone instead, each again until its own bound.) */
             stuck_mark(w);
             stuck_check(w);
             op = first;
@@ -534,6 +539,9 @@ int writer_start(const char *dsn, const struct writer_options *opt, struct write
     result = store_open(dsn, &w->s);
     if (result)
         goto fail;
+    /* Its commits are what every caller waits for: no checkpoint on this thread (SQLite). */
+    if (store_checkpoint_aside(w->s) != 0)
+        log_warn(LOG_PART, "cannot move the checkpoints off the writer's connection; its commits run them");
     if (w->opt.lock_wait_ms > 0 && store_lock_wait(w->s, w->opt.lock_wait_ms) != 0)
         log_warn(LOG_PART, "cannot bound the lock wait of the writer's connection");
     if (w->opt.quiet_outbox && (result = store_quiet_outbox(w->s)) != 0) {
@@ -644,6 +652,11 @@ int writer_submit_deferred(struct writer *w, write_fn fn, write_done_fn done, vo
 int writer_submit_grouped(struct writer *w, write_fn fn, write_group_fn group, write_done_fn done, void *arg)
 {
     return submit(w, fn, group, done, arg, true, false);
+}
+
+int writer_submit_bounded_grouped(struct writer *w, write_fn fn, write_group_fn group, write_done_fn done, void *arg)
+{
+    return submit(w, fn, group, done, arg, false, true);
 }
 
 void writer_flush(struct writer *w)

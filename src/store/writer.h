@@ -19,6 +19,9 @@
  *   writer_submit_bounded  an op somebody waits on (an admin API request): when it
  *                  cannot commit within write_timeout_ms it is given up, never
  *                  run, and its done gets HOOKD_EBUSY (so EBUSY means "not applied")
+ *   writer_submit_bounded_grouped  a bounded op that runs in one call with the ops of
+ *                  the same group queued right next to it (the receiver's accepts:
+ *                  one multi-row insert per group commit); it waits for no company
  *   writer_degraded  whether writes are stuck now (a busy episode: /healthz)
  *   writer_flush   let the deferred ops queued so far go now, without waiting for company
  *   writer_exec    queue an op and wait for its committed result (writer_exec_bounded: a bounded one)
@@ -76,6 +79,9 @@ __attribute__((warn_unused_result)) int writer_submit_grouped(struct writer *w, 
                                                               write_done_fn done, void *arg);
 __attribute__((warn_unused_result)) int writer_submit_bounded(struct writer *w, write_fn fn, write_done_fn done,
                                                               void *arg);
+__attribute__((warn_unused_result)) int writer_submit_bounded_grouped(struct writer *w, write_fn fn,
+                                                                      write_group_fn group, write_done_fn done,
+                                                                      void *arg);
 bool writer_degraded(struct writer *w);
 void writer_flush(struct writer *w);
 /* fn's result once committed, or the commit error. */

@@ -279,6 +279,86 @@ FIXTURE static int64_t fixture_sql_int(struct fixture *fx, const char *sql)
     return v;
 }
 
+/*
+ * The plan of sql on fx's store into out (n bytes), one line per node:
+ * SQLite's EXPLAIN QUERY PLAN details (parameters left unbound); PostgreSQL's
+ * generic plan (the one a prepared statement keeps) for the arguments args,
+ * with sequential scans priced out, so a "Seq Scan" left in it means no index
+ * can serve that part at all.
+ */
+FIXTURE static void fixture_plan(struct fixture *fx, const char *sql, const char *args, char *out, size_t n)
+{
+    size_t len = 0;
+
+    out[0] = '\0';
+    if (strncmp(fx->dsn, "sqlite:", 7) == 0) {
+        sqlite3 *db = NULL;
+        sqlite3_stmt *st = NULL;
+        char *q = sqlite3_mprintf("EXPLAIN QUERY PLAN %s", sql);
+        int rc = q ? sqlite3_open(fx->dsn + 7, &db) : SQLITE_NOMEM;
+        if (rc == SQLITE_OK)
+            rc = sqlite3_prepare_v2(db, q, -1, &st, NULL);
+        if (rc != SQLITE_OK)
+            print_error("%s: %s\n", sql, sqlite3_errmsg(db));
+        while (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW && len + 1 < n) {
+            len += (size_t)snprintf(out + len, n - len, "%s\n", (const char *)sqlite3_column_text(st, 3));
+            len = len < n ? len : n - 1;
+        }
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        sqlite3_free(q);
+        assert_int_equal(rc, SQLITE_OK);
+        return;
+    }
+    PGconn *c = PQconnectdb(fx->dsn);
+    size_t qn = strlen(sql) + strlen(args) + 160;
+    char *q = malloc(qn);
+    PGresult *r = NULL;
+
+    assert_non_null(q);
+    snprintf(q, qn, "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off; PREPARE hookd_plan AS %s;"
+                    " EXPLAIN EXECUTE hookd_plan(%s)", sql, args);
+    if (PQstatus(c) == CONNECTION_OK)
+        r = PQexec(c, q);
+    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK)
+        print_error("%s: %s\n", q, PQerrorMessage(c));
+    assert_true(r && PQresultStatus(r) == PGRES_TUPLES_OK);
+    for (int i = 0; i < PQntuples(r) && len + 1 < n; i++) {
+        len += (size_t)snprintf(out + len, n - len, "%s\n", PQgetvalue(r, i, 0));
+        len = len < n ? len : n - 1;
+    }
+    PQclear(r);
+    PQfinish(c);
+    free(q);
+}
+
+/*
+ * Whether a plan of fixture_plan reads table (its name or alias) whole: a
+ * sequential scan, or SQLite's SCAN of it, bare or over an index other than
+ * the partial one named `walk` (NULL: none), which a claim walks in order.
+ */
+FIXTURE static bool plan_scans(const char *plan, const char *table, const char *walk)
+{
+    char pg[96], sq[96];
+    size_t n;
+
+    snprintf(pg, sizeof pg, "Seq Scan on %s ", table);
+    snprintf(sq, sizeof sq, "SCAN %s", table);
+    if (strstr(plan, pg))
+        return true;
+    n = strlen(sq);
+    for (const char *p = plan; (p = strstr(p, sq)) != NULL; p += n) {
+        const char *eol = strchr(p, '\n'), *idx;
+        if (!(p == plan || p[-1] == '\n' || p[-1] == ' ') || !(p[n] == '\n' || p[n] == ' ' || p[n] == '\0'))
+            continue;
+        idx = strstr(p, "INDEX ");
+        if (walk && idx && (!eol || idx < eol) && strncmp(idx + 6, walk, strlen(walk)) == 0)
+            continue;
+        return true;
+    }
+    return false;
+}
+
 FIXTURE static void fresh_store_make(struct fixture *fx, struct fresh_store *f)
 {
     const char *scheme = strstr(fx->dsn, "://"), *path, *query;
