@@ -33,7 +33,7 @@
 /* Rejection writes queued now, and those dropped because too many were (process-wide). */
 static atomic_int rejections_queued;
 static atomic_uint_least64_t rejections_dropped;
-static struct log_limiter drop_log = {.interval_ms = 10000};
+static struct log_limiter drop_log = {.first_ms = 10000}; /* 10 s, then doubling */
 
 /* ---- rejections --------------------------------------------------------------------------- */
 

@@ -312,16 +312,22 @@ void api_sources_rejections(struct http_request *req, struct http_response *res,
         return;
     rc = store_source_get(s, f.source, &rec);
     source_free(&rec);
-    if (rc == 0)
-        rc = store_rejection_list(s, &f, &list);
+    /*
+     * The counts before the list: a rejection's row and its count commit together, and two reads see two
+     * moments, so in this order every rejection counted is also in the list (the other order could show a
+     * count whose row came after the list was read).
+     */
     if (rc == 0)
         rc = store_rejection_counts(s, f.source, &counts);
+    if (rc == 0)
+        rc = store_rejection_list(s, &f, &list);
     api_reader_put(api, s, rc);
     if (rc != 0) {
         char what[SOURCE_NAME_MAX + 16];
         snprintf(what, sizeof what, "source %s", f.source);
         api_reply_store_error(res, rc, what);
         rejection_list_free(&list);
+        rejection_count_list_free(&counts);
         return;
     }
     data = json_array();
