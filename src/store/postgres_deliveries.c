@@ -262,7 +262,7 @@ static int claim_lease(struct store *s, const char *node, int64_t now, int64_t l
                      * heads (z; those another claim holds are left alone).
                      */
                     " w AS (SELECT f.id AS ep, v.tid, v.ready FROM f CROSS JOIN LATERAL ("
-                    "   SELECT d.ctid AS tid, " STORE_ORDER_HEAD_READY("d", "greatest") " AS ready"
+                    "   SELECT d.ctid AS tid, " STORE_ORDER_HEAD_READY("d", "greatest", "least", "$2") " AS ready"
                     "   FROM hookd_deliveries d WHERE d.endpoint_id = f.id AND d.status IN " OPEN_STATUSES
                     "   AND d.next_attempt_at <= $2 AND (d.lease_owner IS NULL OR d.lease_until < $2)"
                     "   ORDER BY d.next_attempt_at, d.id LIMIT least(f.free, $4) + " STORE_ORDER_WALK_MAX_SQL ") v"

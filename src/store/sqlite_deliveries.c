@@ -305,7 +305,7 @@ static int endpoint_picks(struct store *s, const char *endpoint_id, int64_t now,
     size_t n_blocked = 0;
     sqlite3_stmt *st;
     int rc, result = sq_stmt(s, SQ_DELIVERY_DUE_OF_ENDPOINT,
-                             "SELECT d.id, d.next_attempt_at, " STORE_ORDER_HEAD_READY("d", "max")
+                             "SELECT d.id, d.next_attempt_at, " STORE_ORDER_HEAD_READY("d", "max", "min", "?2")
                              " FROM hookd_deliveries d"
                              " INDEXED BY hookd_deliveries_endpoint_due JOIN hookd_outbox o ON o.id = d.event_id"
                              " WHERE d.endpoint_id = ?1 AND d.status IN ('pending', 'retrying')"

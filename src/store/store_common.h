@@ -94,15 +94,24 @@ void store_hex_encode(const void *p, size_t n, char *out);
  * never attempted, which only waited for its turn). A head that ends any
  * other way (SQL, an endpoint deleted) leaves its next row due at the head's
  * lease end or retry time at the latest: later, never lost.
- * STORE_ORDER_HEAD_READY(d, greatest): the SQL value for the delivery aliased
- * d (greatest: the backend's two-argument maximum), NULL when it has no older
- * open delivery (it is first, STORE_ORDER_FIRST).
+ * Behind a head in flight a row waits at most STORE_ORDER_INFLIGHT_RECHECK_MS,
+ * not the whole lease: on a shared store the head's completion (another
+ * connection) can commit after the claim's snapshot and before its move, so
+ * its wake-up finds nothing to wake; the recheck bounds that to a second
+ * (rereading at most a cap's worth of rows per endpoint each second).
+ * STORE_ORDER_HEAD_READY(d, greatest, least, now): the SQL value for the
+ * delivery aliased d (greatest, least: the backend's two-argument maximum
+ * and minimum; now: the claim's time), NULL when it has no older open
+ * delivery (it is first, STORE_ORDER_FIRST).
  */
 #define STORE_ORDER_WALK_MAX 256
 #define STORE_ORDER_WALK_MAX_SQL "256"
-#define STORE_ORDER_HEAD_READY(d, greatest)                                                                      \
+#define STORE_ORDER_INFLIGHT_RECHECK_MS 1000
+#define STORE_ORDER_INFLIGHT_RECHECK_SQL "1000"
+#define STORE_ORDER_HEAD_READY(d, greatest, least, now)                                                          \
     "CASE WHEN " d ".order_key IS NULL THEN NULL ELSE (SELECT " greatest "(COALESCE(p.next_attempt_at, 0),"       \
-    " CASE WHEN p.lease_owner IS NOT NULL THEN COALESCE(p.lease_until, 0) ELSE 0 END) FROM hookd_deliveries p"    \
+    " CASE WHEN p.lease_owner IS NOT NULL THEN " least "(COALESCE(p.lease_until, 0), " now " + "                \
+    STORE_ORDER_INFLIGHT_RECHECK_SQL ") ELSE 0 END) FROM hookd_deliveries p"                                     \
     " WHERE p.endpoint_id = " d ".endpoint_id AND p.order_key = " d ".order_key AND p.order_seq < " d ".order_seq"  \
     " AND p.status IN ('pending', 'retrying') ORDER BY p.order_seq LIMIT 1) END"
 /* What a woken row must be: pending, never attempted, moved behind its head (due later than now). */

@@ -130,8 +130,17 @@ test('three nodes on one PostgreSQL database: 20,000 shuffled events over 500 en
   const { all, distinct } = shuffled(500, 40, 0, 'n');
   const urls = cluster.nodes.map((d) => `http://127.0.0.1:${d.publicPort}/in/shop`);
   await sendAll(urls, all, 24);
-  await waitFor(() => Number(cluster.sql("SELECT count(*) FROM hookd_entities WHERE id LIKE 'n%' AND version = 40")) === 500,
-    { timeoutMs: 400000, intervalMs: 500, what: 'every entity at version 40' });
+  try {
+    await waitFor(() => Number(cluster.sql("SELECT count(*) FROM hookd_entities WHERE id LIKE 'n%' AND version = 40")) === 500,
+      { timeoutMs: 400000, intervalMs: 500, what: 'every entity at version 40' });
+  } catch (e) {
+    // What was left, for the investigation: the entities behind and their open items.
+    const behind = cluster.sql("SELECT id, state, version FROM hookd_entities WHERE id LIKE 'n%' AND version <> 40 ORDER BY id LIMIT 5");
+    const open = cluster.sql("SELECT entity_id, status, result, version, attempts, next_attempt_at, lease_owner, lease_until, error"
+      + " FROM hookd_inbox WHERE source = 'shop' AND status <> 'processed' ORDER BY entity_id, version LIMIT 20");
+    const counts = cluster.sql("SELECT status, count(*) FROM hookd_inbox WHERE source = 'shop' GROUP BY status");
+    throw new Error(`${e.message}\nbehind:\n${behind}\nopen items:\n${open}\nby status:\n${counts}\nnow ${Date.now()}`);
+  }
   assert.equal(cluster.sql("SELECT count(*) FROM hookd_inbox WHERE source = 'shop' AND status = 'processed'"), String(distinct));
   const workers = checkChains(cluster.sql, 'n', 500, 40);
   assert.ok(workers.size >= 2, `more than one node decided (${[...workers].join(', ')})`);

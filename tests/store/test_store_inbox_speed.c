@@ -293,12 +293,13 @@ static void test_checkpoints_aside(void **state)
 {
     struct fixture *fx = *state;
     char source[SOURCE_NAME_MAX], ev[HOOKD_ID_MAX], path[300];
-    char *payload = malloc(4001);
+    char *payload;
     struct stat st = {0};
     struct store *s;
 
     if (strncmp(fx->dsn, "sqlite:", 7) != 0)
         skip(); /* PostgreSQL has no checkpoint on the client's side */
+    payload = malloc(4001);
     assert_non_null(payload);
     memset(payload, 'x', 4000);
     payload[4000] = '\0';
