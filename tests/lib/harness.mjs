@@ -280,7 +280,22 @@ export async function startDaemon(env = {}, opts = {}) {
     encoding: 'utf8', timeout: 10000,
   });
   try {
-    await d.start();
+    // A free port can be taken by someone else (an outgoing connection's source port, another
+    // process) between freePort() and hookd's bind: the first start then tries other ports.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await d.start();
+        break;
+      } catch (e) {
+        const chosen = env.HOOKD_SERVER_ADMIN_LISTEN || env.HOOKD_SERVER_PUBLIC_LISTEN; // the caller's: kept
+        if (attempt >= 3 || chosen || !/Address already in use/.test(e.message)) throw e;
+        d.adminPort = await freePort();
+        d.publicPort = await freePort();
+        d.env.HOOKD_SERVER_ADMIN_LISTEN = `127.0.0.1:${d.adminPort}`;
+        d.env.HOOKD_SERVER_PUBLIC_LISTEN = `127.0.0.1:${d.publicPort}`;
+        if (!env.HOOKD_SERVER_NODE_ID) d.node = `${hostname()}:${d.adminPort}`;
+      }
+    }
   } catch (e) {
     if (!opts.store) store.drop();
     throw e;
