@@ -8,9 +8,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BACKEND, startDaemon, startCountingSink, waitFor, sleep } from '../lib/harness.mjs';
 
-const LEASE_MS = 1000;
+const LEASE_MS = 2000;
 const PROBE_MS = 200;
-const HANG_MS = 4000; // four leases
+const HANG_MS = 6000; // three leases
 
 test(`a probe longer than the lease: still the only one in flight (${BACKEND})`, { timeout: 60000 }, async () => {
   let d, sink;
@@ -44,7 +44,7 @@ test(`a probe longer than the lease: still the only one in flight (${BACKEND})`,
     const before = sink.total;
     await waitFor(() => sink.total > before, { timeoutMs: 10000, intervalMs: 20, what: 'the probe' });
     // The probe hangs four leases; the claims meanwhile (a second apart at most) must send nothing more.
-    await sleep(HANG_MS - 800);
+    await sleep(HANG_MS - 1500);
     assert.equal(sink.total - before, 1,
       `${sink.total - before} requests while the first probe hung (${JSON.stringify(sink.arrivals.slice(1))})`);
     assert.equal(sink.maxOpenByPath.get('/p'), 1, 'one request open at a time');
