@@ -396,6 +396,9 @@ void renewal_finished(struct dispatcher *q)
         j = job_table_find(&q->jobs, r->ids[i]);
         /* The same lease (a claim of ours may have taken the delivery again since, with a later lease). */
         if (j != NULL && j->dj.d.lease_token == r->tokens[i] && j->dj.d.lease_until < r->lease_until) {
+            /* A probe's claimed_until is the breaker's probe_until, which the store moved with it. */
+            if (j->claimed_until == j->dj.d.lease_until)
+                j->claimed_until = r->lease_until;
             j->dj.d.lease_until = r->lease_until;
             renewed++;
         }

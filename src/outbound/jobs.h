@@ -43,7 +43,7 @@ struct job {
     int64_t recorded_now;
     char *supersede_key;    /* latest mode, a retry: its resource's key, whose newer versions then supersede it */
     int64_t sent_mono;      /* when its transfer started (monotonic ms) */
-    int64_t claimed_until;  /* the lease_until its claim gave it (renewals move dj.d.lease_until): a probe's is the breaker's probe_until */
+    int64_t claimed_until;  /* the lease_until its claim gave it, moved by its renewals: a probe's is the breaker's probe_until (the store renews both) */
     bool slow;              /* its transfer outlived SLOW_AFTER: counted in the slow pool */
     bool breaker_opened;    /* set by the record: its endpoint's breaker opened with this batch */
     bool endpoint_disabled; /* set by the record: its endpoint was disabled for failing continuously */

@@ -759,11 +759,24 @@ static int postgres_delivery_renew(struct store *s, const char *node, const char
     result = pg_run(s, PG_DELIVERY_RENEW,
                     "WITH r AS (SELECT * FROM unnest($2, $3) AS r(id, token)),"
                     /* A row another transaction holds is being recorded or taken over: left alone, never waited for. */
-                    " k AS (SELECT d.ctid AS tid FROM r JOIN hookd_deliveries d ON d.id = r.id"
+                    " k AS (SELECT d.ctid AS tid, d.endpoint_id, d.lease_until AS held FROM r"
+                    "  JOIN hookd_deliveries d ON d.id = r.id"
                     "  WHERE d.lease_owner = $1 AND d.lease_token = r.token AND d.status IN " OPEN_STATUSES
                     "  FOR UPDATE OF d SKIP LOCKED),"
+                    /*
+                     * Probes: a half-open breaker's probe_until is its probe's lease, and moves with it (pm);
+                     * a probe whose breaker row is locked right now (never waited for) is not renewed this
+                     * time either, so the two stay in step.
+                     */
+                    " pb AS (SELECT k.tid, k.endpoint_id, k.held FROM k JOIN hookd_endpoint_state st"
+                    "  ON st.endpoint_id = k.endpoint_id AND st.breaker = 'half_open' AND st.probe_until = k.held),"
+                    " pl AS (SELECT st.endpoint_id FROM hookd_endpoint_state st JOIN pb ON st.endpoint_id = pb.endpoint_id"
+                    "  WHERE st.breaker = 'half_open' AND st.probe_until = pb.held FOR UPDATE OF st SKIP LOCKED),"
+                    " pm AS (UPDATE hookd_endpoint_state st SET probe_until = $4 FROM pl"
+                    "  WHERE st.endpoint_id = pl.endpoint_id AND st.probe_until < $4),"
                     " u AS (UPDATE hookd_deliveries d SET lease_until = $4"
-                    "  WHERE d.ctid = ANY (ARRAY(SELECT tid FROM k))"
+                    "  WHERE d.ctid = ANY (ARRAY(SELECT k.tid FROM k WHERE NOT EXISTS (SELECT 1 FROM pb"
+                    "   WHERE pb.tid = k.tid AND NOT EXISTS (SELECT 1 FROM pl WHERE pl.endpoint_id = pb.endpoint_id))))"
                     "  RETURNING d.id, d.endpoint_id, d.lease_owner, d.lease_until),"
                     " i AS (" INFLIGHT_RECORD("u") ")"
                     " SELECT id FROM u",

@@ -28,6 +28,7 @@ enum {
     SQ_DELIVERY_RELEASE,
     SQ_DELIVERY_RELEASE_NODE,
     SQ_DELIVERY_RENEW,
+    SQ_DELIVERY_RENEW_PROBE,
     SQ_DELIVERY_ORDER_DEFER,
     SQ_DELIVERY_ORDER_WAKE_NEXT,
     SQ_DELIVERY_ORDER_WAKE_KEY,
@@ -771,6 +772,24 @@ static int sqlite_delivery_renew(struct store *s, const char *node, const char *
         return result;
     for (size_t i = 0; i < n && result == 0; i++) {
         int changes = 0;
+        /* A half-open breaker's probe (its lease is probe_until) takes probe_until along: first, while the
+         * delivery's lease still tells. */
+        result = sq_stmt(s, SQ_DELIVERY_RENEW_PROBE,
+                         "UPDATE hookd_endpoint_state SET probe_until = ?4 WHERE breaker = 'half_open'"
+                         " AND endpoint_id = (SELECT d.endpoint_id FROM hookd_deliveries d WHERE d.id = ?1"
+                         " AND d.lease_owner = ?2 AND d.lease_token = ?3 AND d.status IN ('pending', 'retrying'))"
+                         " AND probe_until = (SELECT d.lease_until FROM hookd_deliveries d WHERE d.id = ?1)"
+                         " AND probe_until < ?4",
+                         &st);
+        if (result)
+            break;
+        sq_bind_text(st, 1, ids[i]);
+        sq_bind_text(st, 2, node);
+        sqlite3_bind_int64(st, 3, tokens[i]);
+        sqlite3_bind_int64(st, 4, lease_until);
+        result = sq_run(s, st, NULL);
+        if (result)
+            break;
         result = sq_stmt(s, SQ_DELIVERY_RENEW,
                          "UPDATE hookd_deliveries SET lease_until = ?4"
                          " WHERE id = ?1 AND lease_owner = ?2 AND lease_token = ?3"

@@ -923,8 +923,10 @@ struct store_delivery_ops {
      * delivery recorded or released meanwhile, is left alone. A lease past its lease_until that no
      * claim has taken yet is still the caller's and is extended. A row another transaction holds
      * locked right now (a completion being written, another node's claim) may be skipped: never
-     * waited for. renewed[i] tells which were. One statement on PostgreSQL. Runs in the caller's
-     * transaction, or in one of its own.
+     * waited for. renewed[i] tells which were. A half-open breaker's probe (the delivery whose lease
+     * is the breaker's probe_until) takes probe_until along, so the probe stays the only one while
+     * it is renewed; one whose breaker row is locked right now is skipped with it. One statement on
+     * PostgreSQL. Runs in the caller's transaction, or in one of its own.
      */
     int (*renew)(struct store *s, const char *node, const char *const *ids, const int64_t *tokens, size_t n,
                  int64_t lease_until, bool *renewed);

@@ -959,6 +959,78 @@ static void test_status_checks(void **state)
     assert_non_null(strstr(plan, "hookd_deliveries_endpoint_status"));
 }
 
+/*
+ * The probe of a half-open breaker is the delivery whose lease is the
+ * breaker's probe_until: its renewal moves probe_until with it, so no claim
+ * takes a second probe while it is renewed; a renewal of another delivery
+ * leaves the breaker alone. PostgreSQL: a breaker row another transaction
+ * holds is not waited for, and its probe is then not renewed either (the two
+ * stay in step for the next renewal).
+ */
+static void test_renew_probe(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    struct scene a;
+    struct delivery second;
+    struct event ev2;
+    struct job_list jobs, none;
+    char sql[512];
+
+    drain_due(fx);
+    scene_make(fx, now - 1, &a);
+    event_make(fx, "order.paid", &ev2);
+    delivery_make(fx, ev2.id, a.ep.id, now - 1, &second);
+    snprintf(sql, sizeof sql,
+             "INSERT INTO hookd_endpoint_state(endpoint_id, breaker, next_probe_at) VALUES ('%s', 'open', %lld)",
+             a.ep.id, (long long)(now - 1));
+    fixture_sql(fx, sql);
+    assert_int_equal(claim(fx, "node-a", now, now + 1000, &jobs), 1); /* one probe */
+    snprintf(sql, sizeof sql, "SELECT probe_until FROM hookd_endpoint_state WHERE endpoint_id = '%s'", a.ep.id);
+    assert_int_equal(fixture_sql_int(fx, sql), now + 1000);
+    {
+        const char *ids[] = {jobs.items[0].d.id};
+        int64_t tokens[] = {jobs.items[0].d.lease_token};
+        bool renewed[1] = {false};
+        assert_int_equal(store_delivery_renew(fx->s, "node-a", ids, tokens, 1, now + 5000, renewed), 0);
+        assert_true(renewed[0]);
+    }
+    assert_int_equal(fixture_sql_int(fx, sql), now + 5000);
+    /* Past the first lease the probe is still out: no second one. */
+    assert_int_equal(claim(fx, "node-b", now + 2000, now + 3000, &none), 0);
+    job_list_free(&none);
+    if (strncmp(fx->dsn, "sqlite:", 7) != 0) {
+        PGconn *c = PQconnectdb(fx->dsn);
+        char lock[256];
+        snprintf(lock, sizeof lock, "BEGIN; SELECT 1 FROM hookd_endpoint_state WHERE endpoint_id = '%s' FOR UPDATE",
+                 a.ep.id);
+        PGresult *r = PQexec(c, lock);
+        assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+        PQclear(r);
+        const char *ids[] = {jobs.items[0].d.id};
+        int64_t tokens[] = {jobs.items[0].d.lease_token};
+        bool renewed[1] = {true};
+        assert_int_equal(store_delivery_renew(fx->s, "node-a", ids, tokens, 1, now + 9000, renewed), 0);
+        assert_false(renewed[0]); /* its breaker row is held: neither moves */
+        r = PQexec(c, "ROLLBACK");
+        PQclear(r);
+        PQfinish(c);
+        assert_int_equal(fixture_sql_int(fx, sql), now + 5000);
+        assert_int_equal(store_delivery_renew(fx->s, "node-a", ids, tokens, 1, now + 9000, renewed), 0);
+        assert_true(renewed[0]);
+        assert_int_equal(fixture_sql_int(fx, sql), now + 9000);
+    }
+    /* Left as the next tests expect: the probe recorded, the breaker gone, the rest drained. */
+    complete(fx, &jobs.items[0], DELIVERY_DELIVERED, 1, 200, now + 10, 0, 0);
+    snprintf(sql, sizeof sql, "DELETE FROM hookd_endpoint_state WHERE endpoint_id = '%s'", a.ep.id);
+    fixture_sql(fx, sql);
+    drain_due(fx);
+    job_list_free(&jobs);
+    delivery_free(&second);
+    event_free(&ev2);
+    scene_free(&a);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -975,6 +1047,7 @@ int main(void)
         T(test_stale_token_same_owner),
         T(test_release_and_release_node),
         T(test_renew),
+        T(test_renew_probe),
         T(test_disabled_endpoint_not_claimed),
         T(test_next_due),
         T(test_complete_disables_endpoint),
