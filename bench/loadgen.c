@@ -391,12 +391,14 @@ static double median(double *v, size_t n)
 #define ISOLATION_ROUNDS_MAX 100
 
 /*
- * One healthy endpoint (the sink, subscribed to bench.event) and 8 endpoints that accept and never
- * answer (the black hole, subscribed to bench.hung), in one hookd. Three phases, alternating
- * --rounds times so that the machine's drift and the store's growth fall on each alike: 0, 1 and
- * 8 hung endpoints enabled (the others disabled). A phase with hung endpoints first publishes
- * --events events of theirs: a backlog of more than the window, whose requests wait for hookd's
- * timeout (10 s) throughout; a phase without waits until their last requests are gone. Then the
+ * One healthy endpoint (the sink, subscribed to bench.event) and 0, 1 or 8 endpoints that accept
+ * and never answer (the black hole, subscribed to bench.hung), in one hookd. Three phases,
+ * alternating --rounds times so that the machine's drift and the store's growth fall on each
+ * alike. Every phase starts alike: the previous phase's hung endpoints are deleted (their open
+ * deliveries die with them, their breakers go) and their last requests gone (hookd's timeout,
+ * 10 s), then the phase's own are created, fresh: closed breakers and no backlog. A phase with
+ * hung endpoints first publishes --events events of theirs: a backlog of more than the window,
+ * whose requests wait for hookd's timeout throughout, until their breakers open. Then the
  * healthy endpoint's deliveries/s (--events in --batch transactions, first commit to last
  * arrival) and its commit->arrival p99 at a paced --rate. The hung endpoints' own fan-out is not
  * measured (it is load of theirs, sent or not): what is measured is whether their slowness,
@@ -408,29 +410,27 @@ static int run_isolation(struct bench *b)
     static double dps[3][ISOLATION_ROUNDS_MAX], p99s[3][ISOLATION_ROUNDS_MAX];
     char ids[ISOLATION_HUNG_MAX][HOOKD_ID_MAX];
     struct blackhole hole;
-    long enabled = ISOLATION_HUNG_MAX, seq = 0, rounds = b->o.rounds < ISOLATION_ROUNDS_MAX ? b->o.rounds : ISOLATION_ROUNDS_MAX;
+    long made = 0, seq = 0, rounds = b->o.rounds < ISOLATION_ROUNDS_MAX ? b->o.rounds : ISOLATION_ROUNDS_MAX;
     int result = -1;
 
     if (blackhole_start(&hole) != 0 || start_with_endpoints(b) != 0)
         goto out;
-    for (long i = 0; i < ISOLATION_HUNG_MAX; i++)
-        if (create_endpoint_id(&b->nodes.proc[0], b->token, hole.port, b->o.max_in_flight, "bench.hung", ids[i]) != 0)
-            goto out;
     for (long r = 0; r < rounds; r++) {
         for (size_t ph = 0; ph < 3; ph++) {
             struct publisher p = {0};
             long n = b->o.events, before = atomic_load(&b->table.complete), hung = hung_of_phase[ph];
             double p50 = 0, achieved = 0;
-            for (long i = 0; i < ISOLATION_HUNG_MAX; i++)
-                if ((i < hung) != (i < enabled) &&
-                    endpoint_set_enabled(&b->nodes.proc[0], b->token, ids[i], i < hung) != 0)
+            for (; made > 0; made--)
+                if (endpoint_delete(&b->nodes.proc[0], b->token, ids[made - 1]) != 0)
                     goto out;
-            enabled = hung;
+            for (int t = 0; atomic_load(&hole.held) > 0 && t < 300; t++)
+                sleep_ms(50);
+            for (; made < hung; made++)
+                if (create_endpoint_id(&b->nodes.proc[0], b->token, hole.port, b->o.max_in_flight, "bench.hung",
+                                       ids[made]) != 0)
+                    goto out;
             if (hung > 0 && isolation_backlog(b, n) != 0)
                 goto out;
-            /* Without hung endpoints: their last requests (until hookd's timeout) are gone first. */
-            for (int t = 0; hung == 0 && atomic_load(&hole.held) > 0 && t < 300; t++)
-                sleep_ms(50);
             if (publisher_open(&p, b->o.store, b->target, &b->table, b->o.batch, b->o.payload_bytes) != 0) {
                 publisher_close(&p);
                 goto out;

@@ -362,15 +362,14 @@ int create_endpoint_id(const struct hookd_proc *h, const char *token, int sink_p
     return 0;
 }
 
-int endpoint_set_enabled(const struct hookd_proc *h, const char *token, const char *id, bool enabled)
+int endpoint_delete(const struct hookd_proc *h, const char *token, const char *id)
 {
     char url[160], resp[4096];
 
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/endpoints/%.64s/%s", h->admin_port, id,
-             enabled ? "enable" : "disable");
-    long code = http_status("POST", url, token, enabled ? "" : "{\"reason\": \"bench\"}", resp, sizeof resp);
-    if (code != 200) {
-        fprintf(stderr, "loadgen: POST %s answered %ld: %.200s\n", url, code, resp);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/endpoints/%.64s", h->admin_port, id);
+    long code = http_status("DELETE", url, token, NULL, resp, sizeof resp);
+    if (code != 204) {
+        fprintf(stderr, "loadgen: DELETE %s answered %ld: %.200s\n", url, code, resp);
         return -1;
     }
     return 0;

@@ -5,7 +5,7 @@
  *
  *   nodes_start / nodes_stop / nodes_alive     every node of the run
  *   create_endpoints                           POST /v1/endpoints, k times, through one node
- *   create_endpoint_id, endpoint_set_enabled   one endpoint and its id; enable or disable it
+ *   create_endpoint_id, endpoint_delete        one endpoint and its id; delete it (its open deliveries die)
  *   nodes_sample_rss / nodes_peak_mib          peak RSS (sampled VmRSS, VmHWM)
  *   nodes_cpu_s, tree_cpu_s, self_cpu_s        CPU seconds of hookd, a process tree, loadgen
  */
@@ -57,9 +57,8 @@ __attribute__((warn_unused_result)) int create_endpoints(const struct hookd_proc
 __attribute__((warn_unused_result)) int create_endpoint_id(const struct hookd_proc *h, const char *token, int sink_port,
                                                            long max_in_flight, const char *event_type,
                                                            char id[HOOKD_ID_MAX]);
-/* POST /v1/endpoints/{id}/enable or /disable. */
-__attribute__((warn_unused_result)) int endpoint_set_enabled(const struct hookd_proc *h, const char *token, const char *id,
-                                                             bool enabled);
+/* DELETE /v1/endpoints/{id}. */
+__attribute__((warn_unused_result)) int endpoint_delete(const struct hookd_proc *h, const char *token, const char *id);
 
 void nodes_sample_rss(struct nodes *ns);
 /* The HTTP status of one request to hookd (0 when it failed); the body, capped, in resp when given. */

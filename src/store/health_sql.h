@@ -7,24 +7,35 @@
 #ifndef HOOKD_STORE_HEALTH_SQL_H
 #define HOOKD_STORE_HEALTH_SQL_H
 
-#define HEALTH_STATUS_TERM "status IN ('pending', 'retrying', 'dead', 'skipped')"
+/*
+ * The statuses hookd_deliveries_endpoint_status holds (open and failed), in
+ * the form of the backend's index predicate; q qualifies the column ("" or
+ * "d."). A backend defines HEALTH_STATUS_TERM(q) as one of these before it
+ * includes this file. SQLite's are comparisons: it evaluates an IN list of
+ * more than two values through an ephemeral table built for each statement,
+ * and a partial index's predicate runs at every insert of a delivery and at
+ * every change of its status (twice: the old row and the new).
+ */
+#define HEALTH_STATUS_IN(q) q "status IN ('pending', 'retrying', 'dead', 'skipped')"
+#define HEALTH_STATUS_OR(q) \
+    "(" q "status = 'pending' OR " q "status = 'retrying' OR " q "status = 'dead' OR " q "status = 'skipped')"
 
 /* One endpoint's deliveries by status: an index-only scan of hookd_deliveries_endpoint_status. */
 #define HEALTH_SQL_COUNTS                                                                                \
-    "SELECT status, count(*) FROM hookd_deliveries WHERE endpoint_id = " HP(1) " AND " HEALTH_STATUS_TERM \
+    "SELECT status, count(*) FROM hookd_deliveries WHERE endpoint_id = " HP(1) " AND " HEALTH_STATUS_TERM("") \
     " GROUP BY status"
 
 /* The oldest open delivery of endpoint $1 with status s: one probe of the same index. */
 #define HEALTH_SQL_OLDEST_OF(s)                                                                          \
     "SELECT id, event_id, created_at FROM hookd_deliveries WHERE endpoint_id = " HP(1) " AND "           \
-    HEALTH_STATUS_TERM " AND status = '" s "' ORDER BY created_at LIMIT 1"
+    HEALTH_STATUS_TERM("") " AND status = '" s "' ORDER BY created_at LIMIT 1"
 #define HEALTH_SQL_OLDEST_OPEN                                                                           \
     "SELECT * FROM (" HEALTH_SQL_OLDEST_OF("pending") ") p UNION ALL SELECT * FROM ("                     \
     HEALTH_SQL_OLDEST_OF("retrying") ") r ORDER BY 3 LIMIT 1"
 
 /* Of every endpoint, the creation time of its oldest pending and oldest retrying delivery (probes). */
 #define HEALTH_SQL_OLDEST_PROBE(s)                                                                       \
-    "(SELECT d.created_at FROM hookd_deliveries d WHERE d.endpoint_id = e.id AND d." HEALTH_STATUS_TERM   \
+    "(SELECT d.created_at FROM hookd_deliveries d WHERE d.endpoint_id = e.id AND " HEALTH_STATUS_TERM("d.") \
     " AND d.status = '" s "' ORDER BY d.created_at LIMIT 1)"
 #define HEALTH_SQL_OLDEST_ALL                                                                            \
     "SELECT e.id, " HEALTH_SQL_OLDEST_PROBE("pending") ", " HEALTH_SQL_OLDEST_PROBE("retrying")          \

@@ -626,8 +626,6 @@ static int endpoint_disable_of(struct store *s, const char *delivery_id, const c
     return sq_run(s, st, NULL);
 }
 
-/* Fenced: applies only while (lease_owner, lease_token) still match; else
- * ESTALE and nothing changes. No savepoint of its own: the callers' one. */
 /* The delivery id ended: the next open one of its resource, if moved behind it, is due now. */
 static int order_wake_next(struct store *s, const char *id, int64_t now)
 {
@@ -647,11 +645,23 @@ static int order_wake_next(struct store *s, const char *id, int64_t now)
     return sq_run(s, st, NULL);
 }
 
+/* The completion's RETURNING row: whether the delivery has an ordering key. */
+static int ordered_read(const struct store_row *r, void *item)
+{
+    *(bool *)item = !r->ops->null(r, 0);
+    return 0;
+}
+
+/* Fenced: applies only while (lease_owner, lease_token) still match; else
+ * ESTALE and nothing changes. No savepoint of its own: the callers' one. The
+ * update returns the delivery's ordering key, so an unordered delivery (the
+ * most) skips order_wake_next. */
 static int complete_one(struct store *s, const struct delivery_result *r, int64_t now)
 {
     sqlite3_stmt *st;
     int64_t started = r->attempt.started_at ? r->attempt.started_at : now;
-    int changes = 0, result;
+    bool ordered = false;
+    int result;
 
     if (!delivery_result_valid(r))
         return HOOKD_EINVAL;
@@ -660,7 +670,7 @@ static int complete_one(struct store *s, const struct delivery_result *r, int64_
                      " last_status_code = ?7, last_error = ?8, first_attempt_at = COALESCE(first_attempt_at, ?9),"
                      " last_attempt_at = ?9, delivered_at = CASE WHEN ?4 = 'delivered' THEN ?10 ELSE delivered_at END,"
                      " lease_owner = NULL, lease_until = NULL"
-                     " WHERE id = ?1 AND lease_owner = ?2 AND lease_token = ?3",
+                     " WHERE id = ?1 AND lease_owner = ?2 AND lease_token = ?3 RETURNING order_key",
                      &st);
     if (result)
         return result;
@@ -676,14 +686,14 @@ static int complete_one(struct store *s, const struct delivery_result *r, int64_
     sq_bind_text(st, 8, r->attempt.error);
     sqlite3_bind_int64(st, 9, started);
     sqlite3_bind_int64(st, 10, now);
-    result = sq_run(s, st, &changes);
-    if (result == 0 && changes == 0)
+    result = sq_row_read(s, st, ordered_read, &ordered);
+    if (result == HOOKD_ENOTFOUND)
         result = HOOKD_ESTALE;
     if (result == 0)
         result = attempt_insert(s, r, started);
     if (result == 0 && r->disable_endpoint_reason)
         result = endpoint_disable_of(s, r->delivery_id, r->disable_endpoint_reason, now);
-    if (result == 0 && !delivery_status_open(r->status))
+    if (result == 0 && ordered && !delivery_status_open(r->status))
         result = order_wake_next(s, r->delivery_id, now);
     return result;
 }

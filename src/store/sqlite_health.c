@@ -10,6 +10,7 @@
 #include <string.h>
 
 #define HP(n) "?" #n
+#define HEALTH_STATUS_TERM(q) HEALTH_STATUS_OR(q)
 #include "store/health_sql.h"
 
 enum {

@@ -868,6 +868,97 @@ static void test_renew(void **state)
     scene_free(&c);
 }
 
+/* ---- the status checks (SQLite: comparisons, no ephemeral table) ------------ */
+
+/* How many of the opcodes of SQLite's program for sql are `opcode`. */
+static int sqlite_opcodes(struct fixture *fx, const char *sql, const char *opcode)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    char *q = sqlite3_mprintf("EXPLAIN %s", sql);
+    int n = 0, rc = q ? sqlite3_open(fx->dsn + 7, &db) : SQLITE_NOMEM;
+
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(db, q, -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        print_error("%s: %s\n", sql, sqlite3_errmsg(db));
+    while (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        n += strcmp((const char *)sqlite3_column_text(st, 1), opcode) == 0;
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    sqlite3_free(q);
+    assert_int_equal(rc, SQLITE_OK);
+    return n;
+}
+
+/* Whether sql, run on fx's store through a connection of its own, succeeds. */
+static bool sql_ok(struct fixture *fx, const char *sql)
+{
+    bool ok;
+
+    if (strncmp(fx->dsn, "sqlite:", 7) == 0) {
+        sqlite3 *db = NULL;
+        ok = sqlite3_open(fx->dsn + 7, &db) == SQLITE_OK && sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK;
+        sqlite3_close(db);
+    } else {
+        PGconn *c = PQconnectdb(fx->dsn);
+        PGresult *r = PQstatus(c) == CONNECTION_OK ? PQexec(c, sql) : NULL;
+        ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
+        PQclear(r);
+        PQfinish(c);
+    }
+    return ok;
+}
+
+/*
+ * A delivery's status is checked at every write, written by hookd or by SQL:
+ * each status is accepted, anything else refused. On SQLite the check and the
+ * health index's predicate are comparisons (migration
+ * deliveries_status_compare): an IN list of more than two values made SQLite
+ * build an ephemeral table at every insert and completion of a delivery. The
+ * health queries still find their index.
+ */
+static void test_status_checks(void **state)
+{
+    static const char *const statuses[] = {"retrying", "delivered", "dead", "superseded", "skipped", "pending"};
+    static const char *const refused[] = {"bogus", "Pending", "pending ", "", "delivered'); --"};
+    struct fixture *fx = *state;
+    struct scene sc;
+    char sql[512], plan[4096];
+
+    scene_make(fx, clock_now_ms(), &sc);
+    for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++) {
+        snprintf(sql, sizeof sql, "UPDATE hookd_deliveries SET status = '%s' WHERE id = '%s'", statuses[i], sc.d.id);
+        assert_true(sql_ok(fx, sql));
+    }
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char *q = sqlite3_mprintf("UPDATE hookd_deliveries SET status = %Q WHERE id = %Q", refused[i], sc.d.id);
+        assert_non_null(q);
+        assert_false(sql_ok(fx, q));
+        sqlite3_free(q);
+    }
+    snprintf(sql, sizeof sql, "UPDATE hookd_deliveries SET status = NULL WHERE id = '%s'", sc.d.id);
+    assert_false(sql_ok(fx, sql));
+    scene_free(&sc);
+    if (strncmp(fx->dsn, "sqlite:", 7) != 0)
+        return;
+    assert_int_equal(sqlite_opcodes(fx,
+                                    "INSERT INTO hookd_deliveries(id, event_id, endpoint_id, status, created_at)"
+                                    " VALUES ('dlv_x', 'evt_x', 'ep_x', 'pending', 0)",
+                                    "OpenEphemeral"),
+                     0);
+    assert_int_equal(sqlite_opcodes(fx,
+                                    "UPDATE hookd_deliveries SET status = 'delivered', lease_owner = NULL"
+                                    " WHERE id = 'dlv_x'",
+                                    "OpenEphemeral"),
+                     0);
+    fixture_plan(fx,
+                 "SELECT status, count(*) FROM hookd_deliveries WHERE endpoint_id = ?1 AND (status = 'pending'"
+                 " OR status = 'retrying' OR status = 'dead' OR status = 'skipped') GROUP BY status",
+                 "", plan, sizeof plan);
+    assert_non_null(strstr(plan, "hookd_deliveries_endpoint_status"));
+}
+
 /*
  * The probe of a half-open breaker is the delivery whose lease is the
  * breaker's probe_until: its renewal moves probe_until with it, so no claim
@@ -965,6 +1056,7 @@ int main(void)
         T(test_delivery_list_own_endpoints),
         T(test_delivery_list_count_each_status),
         T(test_claim_skips_delivery_without_event),
+        T(test_status_checks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
