@@ -8,6 +8,7 @@
 #include "inbound/receiver.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include "core/clock.h"
 #include "core/ids.h"
 #include "core/json_pointer.h"
+#include "core/mac.h"
 #include "core/signature_scheme.h"
 #include "hub.h"
 #include "inbound/source_cache.h"
@@ -183,16 +185,23 @@ bool receiver_prepare(struct http_request *req, struct http_response *res, void 
 
 /* ---- the request ------------------------------------------------------------------------------ */
 
+/* Fetched once for the process: EVP_sha256() makes every digest fetch it again (a lock and a lookup). */
+static EVP_MD *sha256_impl;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+static void sha256_fetch(void) { sha256_impl = EVP_MD_fetch(NULL, "SHA256", NULL); }
+
 static void sha256_hex(const void *data, size_t len, char out[SHA256_HEX_LEN])
 {
     unsigned char md[32];
     unsigned int n = 0;
 
     out[0] = '\0';
-    if (EVP_Digest(data, len, md, &n, EVP_sha256(), NULL) != 1 || n != sizeof md)
+    if (pthread_once(&sha256_once, sha256_fetch) != 0 || !sha256_impl)
         return;
-    for (size_t i = 0; i < sizeof md; i++)
-        snprintf(out + 2 * i, 3, "%02x", md[i]);
+    if (EVP_Digest(data, len, md, &n, sha256_impl, NULL) != 1 || n != sizeof md)
+        return;
+    hex_encode(md, sizeof md, out);
 }
 
 static const char *request_header(void *ctx, const char *name) { return http_header(ctx, name); }
