@@ -768,6 +768,131 @@ static void test_pool(void **state)
     store_pool_destroy(p);
 }
 
+/* ---- gathering (the receiver's accepts) ---------------------------------------------- */
+
+/* Commits one plain op and returns when its commit has ended: the writer has just been busy. */
+static void commit_one(struct writer *w)
+{
+    struct put_op op;
+
+    put_init(&op);
+    assert_int_equal(writer_exec(w, put_fn, &op), 0);
+}
+
+static int64_t now_ms(void) { return clock_mono_ms(); }
+
+/* While ops keep coming, an accept waits gather_us for company: a second one queued meanwhile joins its group call. */
+static void test_gathering_op_waits_for_company(void **state)
+{
+    struct fixture *fx = *state;
+    const struct writer_options opt = {.gather_us = 400000, .gather_busy_us = 60000000};
+    struct writer *w;
+    struct writer_stats st;
+    struct group_log log = {0};
+    struct grouped_op ops[2];
+    int64_t start;
+
+    for (int i = 0; i < 2; i++)
+        grouped_init(&ops[i], &log);
+    assert_int_equal(writer_start(fx->dsn, &opt, &w), 0);
+    commit_one(w);
+    start = now_ms();
+    assert_int_equal(writer_submit_bounded_grouped(w, grouped_fn, group_a, grouped_done, &ops[0]), 0);
+    usleep(100000);
+    assert_int_equal(atomic_load(&ops[0].done_calls), 0); /* still gathering */
+    assert_int_equal(writer_submit_bounded_grouped(w, grouped_fn, group_a, grouped_done, &ops[1]), 0);
+    while (atomic_load(&ops[0].done_calls) == 0 || atomic_load(&ops[1].done_calls) == 0)
+        usleep(1000);
+    assert_true(now_ms() - start >= 300); /* it waited its time, not less */
+    writer_stats(w, &st);
+    assert_int_equal(st.batches, 2);
+    assert_int_equal(st.ops, 3);
+    writer_stop(w);
+    assert_false(log.overflow);
+    assert_int_equal(log.group_calls, 1);
+    assert_int_equal(log.sizes[0], 2);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(ops[i].done_result, 0);
+        key_expect(fx->reader, ops[i].key, "group");
+    }
+}
+
+/* After a quiet spell an accept goes at once: gathering never delays a lone request. */
+static void test_lone_op_does_not_gather(void **state)
+{
+    struct fixture *fx = *state;
+    const struct writer_options opt = {.gather_us = 5000000, .gather_busy_us = 50000};
+    struct writer *w;
+    struct group_log log = {0};
+    struct grouped_op op;
+    int64_t start;
+
+    grouped_init(&op, &log);
+    assert_int_equal(writer_start(fx->dsn, &opt, &w), 0);
+    commit_one(w);
+    usleep(200000); /* longer than gather_busy_us: quiet */
+    start = now_ms();
+    assert_int_equal(writer_submit_bounded_grouped(w, grouped_fn, group_a, grouped_done, &op), 0);
+    while (atomic_load(&op.done_calls) == 0 && now_ms() - start < 10000)
+        usleep(1000);
+    assert_int_equal(atomic_load(&op.done_calls), 1);
+    assert_true(now_ms() - start < 2500); /* far less than gather_us */
+    assert_int_equal(op.done_result, 0);
+    writer_stop(w);
+    key_expect(fx->reader, op.key, "alone");
+}
+
+/* A full batch ends the gathering: it does not wait out gather_us. */
+static void test_full_batch_ends_gathering(void **state)
+{
+    struct fixture *fx = *state;
+    const struct writer_options opt = {.gather_us = 5000000, .gather_busy_us = 60000000, .max_batch = 4};
+    struct writer *w;
+    struct group_log log = {0};
+    struct grouped_op ops[4];
+    int64_t start;
+
+    for (int i = 0; i < 4; i++)
+        grouped_init(&ops[i], &log);
+    assert_int_equal(writer_start(fx->dsn, &opt, &w), 0);
+    commit_one(w);
+    start = now_ms();
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(writer_submit_bounded_grouped(w, grouped_fn, group_a, grouped_done, &ops[i]), 0);
+    for (int i = 0; i < 4; i++)
+        while (atomic_load(&ops[i].done_calls) == 0 && now_ms() - start < 10000)
+            usleep(1000);
+    assert_true(now_ms() - start < 2500);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(atomic_load(&ops[i].done_calls), 1);
+        assert_int_equal(ops[i].done_result, 0);
+    }
+    writer_stop(w);
+    for (int i = 0; i < 4; i++)
+        key_expect(fx->reader, ops[i].key, "group");
+}
+
+/* Without gather_us (the other writers) an accept waits for no company. */
+static void test_no_gather_by_default(void **state)
+{
+    struct fixture *fx = *state;
+    struct writer *w;
+    struct group_log log = {0};
+    struct grouped_op op;
+    int64_t start;
+
+    grouped_init(&op, &log);
+    assert_int_equal(writer_start(fx->dsn, NULL, &w), 0);
+    commit_one(w);
+    start = now_ms();
+    assert_int_equal(writer_submit_bounded_grouped(w, grouped_fn, group_a, grouped_done, &op), 0);
+    while (atomic_load(&op.done_calls) == 0 && now_ms() - start < 10000)
+        usleep(1000);
+    assert_int_equal(atomic_load(&op.done_calls), 1);
+    assert_int_equal(op.done_result, 0);
+    writer_stop(w);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -787,6 +912,10 @@ int main(void)
         T(test_busy_begin_is_retried),
         T(test_waits_for_foreign_write_lock),
         T(test_bounded_op_given_up_while_locked),
+        T(test_gathering_op_waits_for_company),
+        T(test_lone_op_does_not_gather),
+        T(test_full_batch_ends_gathering),
+        T(test_no_gather_by_default),
         T(test_pool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
