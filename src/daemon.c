@@ -34,8 +34,6 @@
 #include "store/writer.h"
 
 #define sqlite_path secrets_sqlite_path
-/* How long an accept may wait for company while requests keep coming (writer_options.gather_us). */
-#define DAEMON_GATHER_US 300
 
 static void node_name(const struct config *cfg, char *out, size_t n)
 {
@@ -426,12 +424,7 @@ int daemon_run(const struct config *cfg)
     r = store_prepare(d);
     if (r != 0)
         goto out;
-    {
-        /* The state writer gathers the receiver's accepts (writer_options.gather_us); the others inherit none. */
-        struct writer_options sopt = wopt;
-        sopt.gather_us = DAEMON_GATHER_US;
-        r = writer_start(cfg->store, &sopt, &d->writer);
-    }
+    r = writer_start(cfg->store, &wopt, &d->writer);
     if (r != 0) {
         log_error("serve", "cannot start the store writer: %s", hookd_strerror(r));
         goto out;

@@ -22,7 +22,6 @@
 #define BUSY_BACKOFF_MS 20      /* doubled after each attempt */
 #define BUSY_BACKOFF_MAX_MS 100 /* with a write bound: BEGIN is tried again at least this often */
 #define PROBE_MS 200            /* a busy writer with nothing queued checks this often whether it still is */
-#define DEFAULT_GATHER_BUSY_US 1000 /* an op this soon after the last commit finds the writer busy: it may gather */
 #define LOG_PART "writer"
 
 struct write_op {
@@ -34,9 +33,7 @@ struct write_op {
     bool deferred;        /* may wait for company until deadline */
     bool bounded;         /* writer_submit_bounded: given up (EBUSY, never run) at deadline_mono */
     bool answered;        /* done already ran (given up while the batch waited) */
-    bool gather;          /* writer_submit_bounded_grouped: may wait up to gather_us for company */
     int64_t deadline_mono;
-    int64_t submitted_us; /* mono */
     struct timespec deadline;
     struct write_op *next;
 };
@@ -48,11 +45,9 @@ struct writer {
     size_t queued;
     size_t urgent;              /* queued ops that are not deferred */
     bool flush;                 /* writer_flush: take what is queued now */
-    bool gathering;             /* the thread waits for company of a gathering op: only a full batch wakes it */
     bool stopping;
     struct writer_stats stats;  /* under mu */
     struct writer_options opt;
-    int64_t last_commit_us;     /* mono: when the last batch's commit ended (writer thread only) */
     struct store *s;            /* used by the writer thread only */
     pthread_t thread;
     struct log_limiter fail_log;
@@ -421,39 +416,6 @@ static bool deadline_passed(const struct timespec *t)
     return now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
 }
 
-/*
- * Company for an accept at the head of the queue (a gathering op). While
- * requests keep coming (the op came less than gather_busy_us after the last
- * commit ended), the batch waits until gather_us after the op came, or until
- * it is full: at a steady few thousand requests a second, commits of one or
- * two rows each would cost a WAL write of every page they touch (7 b-trees)
- * and a flush each, and the disk, not the rows, would set the pace. An op that
- * already waited that long (the writer was committing) goes at once, and so
- * does one after a quiet spell: gathering never delays a lone request.
- */
-static void gather_wait(struct writer *w)
-{
-    const struct write_op *head = w->head;
-    int64_t until_us;
-
-    if (w->opt.gather_us <= 0 || !head->gather || head->submitted_us - w->last_commit_us >= w->opt.gather_busy_us)
-        return;
-    until_us = head->submitted_us + w->opt.gather_us;
-    w->gathering = true;
-    while (!w->stopping && !w->flush && w->queued < (size_t)w->opt.max_batch) {
-        struct timespec deadline;
-        int64_t left_us = until_us - metrics_now_us();
-        if (left_us <= 0)
-            break;
-        clock_gettime(CLOCK_REALTIME, &deadline);
-        deadline.tv_nsec += (long)(left_us % 1000000) * 1000;
-        deadline.tv_sec += (time_t)(left_us / 1000000) + deadline.tv_nsec / 1000000000;
-        deadline.tv_nsec %= 1000000000;
-        pthread_cond_timedwait(&w->cv, &w->mu, &deadline);
-    }
-    w->gathering = false;
-}
-
 /* Waits (under mu) until an urgent op is queued, the oldest deferred op is due,
  * or stop begins; then, when max_wait_us is set, a little longer so more ops
  * join the batch. Ops are FIFO, so the head is the oldest deferred one. */
@@ -483,8 +445,6 @@ static void batch_wait(struct writer *w)
             break;
         pthread_cond_timedwait(&w->cv, &w->mu, &w->head->deadline);
     }
-    if (w->head && !w->stopping && !w->flush)
-        gather_wait(w);
     if (!w->head || w->opt.max_wait_us <= 0 || w->stopping)
         return;
     clock_gettime(CLOCK_REALTIME, &deadline);
@@ -547,7 +507,6 @@ static void *writer_main(void *arg)
         pthread_mutex_unlock(&w->mu);
 
         batch_commit(w, batch, n);
-        w->last_commit_us = metrics_now_us();
         /* Only now, after the commit, do callers learn their results. */
         for (op = batch; op; op = next) {
             next = op->next;
@@ -580,8 +539,6 @@ int writer_start(const char *dsn, const struct writer_options *opt, struct write
         w->opt.max_wait_us = 0;
     if (w->opt.max_defer_us <= 0)
         w->opt.max_defer_us = DEFAULT_MAX_DEFER_US;
-    if (w->opt.gather_busy_us <= 0)
-        w->opt.gather_busy_us = DEFAULT_GATHER_BUSY_US;
     result = store_open(dsn, &w->s);
     if (result)
         goto fail;
@@ -627,7 +584,7 @@ void writer_stop(struct writer *w)
 }
 
 static int submit(struct writer *w, write_fn fn, write_group_fn group, write_done_fn done, void *arg, bool deferred,
-                  bool bounded, bool gather)
+                  bool bounded)
 {
     struct write_op *op;
     int result = 0;
@@ -642,10 +599,8 @@ static int submit(struct writer *w, write_fn fn, write_group_fn group, write_don
     op->done = done;
     op->arg = arg;
     op->deferred = deferred;
-    op->gather = gather;
     op->bounded = bounded && w->opt.write_timeout_ms > 0;
     op->deadline_mono = clock_mono_ms() + w->opt.write_timeout_ms;
-    op->submitted_us = metrics_now_us();
     if (deferred) {
         clock_gettime(CLOCK_REALTIME, &op->deadline);
         op->deadline.tv_nsec += (long)(w->opt.max_defer_us % 1000000) * 1000;
@@ -663,9 +618,7 @@ static int submit(struct writer *w, write_fn fn, write_group_fn group, write_don
         w->tail = op;
         w->queued++;
         w->urgent += !deferred;
-        /* A thread gathering company wakes at its time, or when the batch is full. */
-        if (!w->gathering || w->queued >= (size_t)w->opt.max_batch)
-            pthread_cond_signal(&w->cv);
+        pthread_cond_signal(&w->cv);
     }
     pthread_mutex_unlock(&w->mu);
     if (result)
@@ -675,12 +628,12 @@ static int submit(struct writer *w, write_fn fn, write_group_fn group, write_don
 
 int writer_submit(struct writer *w, write_fn fn, write_done_fn done, void *arg)
 {
-    return submit(w, fn, NULL, done, arg, false, false, false);
+    return submit(w, fn, NULL, done, arg, false, false);
 }
 
 int writer_submit_bounded(struct writer *w, write_fn fn, write_done_fn done, void *arg)
 {
-    return submit(w, fn, NULL, done, arg, false, true, false);
+    return submit(w, fn, NULL, done, arg, false, true);
 }
 
 bool writer_degraded(struct writer *w)
@@ -696,17 +649,17 @@ bool writer_degraded(struct writer *w)
 
 int writer_submit_deferred(struct writer *w, write_fn fn, write_done_fn done, void *arg)
 {
-    return submit(w, fn, NULL, done, arg, true, false, false);
+    return submit(w, fn, NULL, done, arg, true, false);
 }
 
 int writer_submit_grouped(struct writer *w, write_fn fn, write_group_fn group, write_done_fn done, void *arg)
 {
-    return submit(w, fn, group, done, arg, true, false, false);
+    return submit(w, fn, group, done, arg, true, false);
 }
 
 int writer_submit_bounded_grouped(struct writer *w, write_fn fn, write_group_fn group, write_done_fn done, void *arg)
 {
-    return submit(w, fn, group, done, arg, false, true, true);
+    return submit(w, fn, group, done, arg, false, true);
 }
 
 void writer_flush(struct writer *w)
@@ -757,7 +710,7 @@ static int exec_op(struct writer *w, write_fn fn, void *arg, bool bounded)
         return HOOKD_EINVAL;
     pthread_mutex_init(&c.mu, NULL);
     pthread_cond_init(&c.cv, NULL);
-    result = submit(w, exec_run, NULL, exec_done, &c, false, bounded, false);
+    result = submit(w, exec_run, NULL, exec_done, &c, false, bounded);
     if (result == 0) {
         pthread_mutex_lock(&c.mu);
         while (!c.done)

@@ -21,8 +21,7 @@
  *                  run, and its done gets HOOKD_EBUSY (so EBUSY means "not applied")
  *   writer_submit_bounded_grouped  a bounded op that runs in one call with the ops of
  *                  the same group queued right next to it (the receiver's accepts:
- *                  one multi-row insert per group commit); while ops keep coming
- *                  it waits up to gather_us for company, else for none
+ *                  one multi-row insert per group commit); it waits for no company
  *   writer_degraded  whether writes are stuck now (a busy episode: /healthz)
  *   writer_flush   let the deferred ops queued so far go now, without waiting for company
  *   writer_exec    queue an op and wait for its committed result (writer_exec_bounded: a bounded one)
@@ -55,9 +54,6 @@ struct writer_options {
     int max_batch;         /* ops per transaction; default 512 */
     int64_t max_wait_us;   /* extra time to gather a batch once one op is queued; default 0 */
     int64_t max_defer_us;  /* longest wait of a deferred op for a batch; default 5000 */
-    int64_t gather_us;     /* while ops keep coming, a bounded grouped op (an accept) at the head waits up to
-                            * this long after it came for company; 0: none */
-    int64_t gather_busy_us; /* "keep coming": the op came less than this after the last commit ended; default 1000 */
     bool lazy_commit;      /* commit without waiting for the disk (store_commit_lazy): only for a
                             * writer whose ops acknowledge nothing, such as claims */
     /*
