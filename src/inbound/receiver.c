@@ -354,6 +354,32 @@ static int op_receive_group(struct store *s, void *const *args, size_t n, int *r
     return rc;
 }
 
+/*
+ * The 200's body, {"id": …, "status": "accepted" | "duplicate"}. It is
+ * written on the writer thread, for every accept: an id of hookd's shape
+ * needs no escape and is printed as it is; another (a duplicate of a row
+ * written by SQL) goes through the JSON encoder.
+ */
+static void reply_stored(struct http_response *res, const struct inbox_outcome *out)
+{
+    const char *status = out->duplicate ? "duplicate" : "accepted";
+    char *body;
+    int n;
+
+    if (!id_is_valid(out->id)) {
+        http_reply_json(res, 200, json_pack("{s:s,s:s}", "id", out->id, "status", status));
+        return;
+    }
+    body = malloc(sizeof out->id + 48);
+    if (!body) {
+        reply_unavailable(res, HOOKD_ENOMEM);
+        return;
+    }
+    n = snprintf(body, sizeof out->id + 48, "{\"id\":\"%s\",\"status\":\"%s\"}", out->id, status);
+    http_reply(res, 200, body, (size_t)n);
+    res->content_type = "application/json";
+}
+
 /* Writer thread, after the commit: only now may the sender hear 200. */
 static void receive_done(void *arg, int rc)
 {
@@ -367,8 +393,7 @@ static void receive_done(void *arg, int rc)
             hub_notify(o->api->hub, HUB_INBOX_CHANGED); /* the workers: only items they have work for */
         if (o->out.conflicting)
             log_warn(LOG_PART, "source %s: inbox item %s: a duplicate with a different body", o->it.source, o->out.id);
-        http_reply_json(&res, 200, json_pack("{s:s,s:s}", "id", o->out.id, "status",
-                                             o->out.duplicate ? "duplicate" : "accepted"));
+        reply_stored(&res, &o->out);
     } else if (api_store_down(rc) || rc == HOOKD_ENOMEM) {
         reply_unavailable(&res, rc);
     } else {
