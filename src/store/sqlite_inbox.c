@@ -1,6 +1,6 @@
 /*
- * SQLite backend, inbox: the receiver's insert-or-duplicate (one UPSERT
- * statement, so no check runs outside the write), reads and filtered lists,
+ * SQLite backend, inbox: the receiver's insert-or-duplicate (an insert that skips a
+ * taken key, then the duplicate's count, both in the write), reads and filtered lists,
  * the workers' claims (one entity at a time) and fenced completions, replays.
  */
 #include "store/sqlite_internal.h"
