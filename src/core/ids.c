@@ -49,11 +49,17 @@ static unsigned char id_last_rnd[ID_RANDOM_BYTES];
 /* The time and random part of the next id, after the last one made here. */
 static void id_next(uint64_t *ms, unsigned char rnd[ID_RANDOM_BYTES])
 {
-    bool carry = true;
+    bool carry = true, fresh;
 
-    random_bytes(rnd, ID_RANDOM_BYTES);
+    /* Only an id of a new millisecond draws randomness (outside the lock); one within the last millisecond is
+     * the last one plus one, so the draw would be thrown away (a CSPRNG call per id at thousands a second). */
     pthread_mutex_lock(&id_lock);
-    if (*ms <= id_last_ms) {
+    fresh = *ms > id_last_ms;
+    pthread_mutex_unlock(&id_lock);
+    if (fresh)
+        random_bytes(rnd, ID_RANDOM_BYTES);
+    pthread_mutex_lock(&id_lock);
+    if (!fresh || *ms <= id_last_ms) { /* the last id's millisecond, or another thread's since the look */
         *ms = id_last_ms;
         memcpy(rnd, id_last_rnd, ID_RANDOM_BYTES);
         for (size_t i = ID_RANDOM_BYTES; i-- > 0 && carry;)

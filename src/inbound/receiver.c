@@ -8,6 +8,7 @@
 #include "inbound/receiver.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include "core/clock.h"
 #include "core/ids.h"
 #include "core/json_pointer.h"
+#include "core/mac.h"
 #include "core/signature_scheme.h"
 #include "hub.h"
 #include "inbound/source_cache.h"
@@ -183,16 +185,23 @@ bool receiver_prepare(struct http_request *req, struct http_response *res, void 
 
 /* ---- the request ------------------------------------------------------------------------------ */
 
+/* Fetched once for the process: EVP_sha256() makes every digest fetch it again (a lock and a lookup). */
+static EVP_MD *sha256_impl;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+static void sha256_fetch(void) { sha256_impl = EVP_MD_fetch(NULL, "SHA256", NULL); }
+
 static void sha256_hex(const void *data, size_t len, char out[SHA256_HEX_LEN])
 {
     unsigned char md[32];
     unsigned int n = 0;
 
     out[0] = '\0';
-    if (EVP_Digest(data, len, md, &n, EVP_sha256(), NULL) != 1 || n != sizeof md)
+    if (pthread_once(&sha256_once, sha256_fetch) != 0 || !sha256_impl)
         return;
-    for (size_t i = 0; i < sizeof md; i++)
-        snprintf(out + 2 * i, 3, "%02x", md[i]);
+    if (EVP_Digest(data, len, md, &n, sha256_impl, NULL) != 1 || n != sizeof md)
+        return;
+    hex_encode(md, sizeof md, out);
 }
 
 static const char *request_header(void *ctx, const char *name) { return http_header(ctx, name); }
@@ -345,6 +354,32 @@ static int op_receive_group(struct store *s, void *const *args, size_t n, int *r
     return rc;
 }
 
+/*
+ * The 200's body, {"id": …, "status": "accepted" | "duplicate"}. It is
+ * written on the writer thread, for every accept: an id of hookd's shape
+ * needs no escape and is printed as it is; another (a duplicate of a row
+ * written by SQL) goes through the JSON encoder.
+ */
+static void reply_stored(struct http_response *res, const struct inbox_outcome *out)
+{
+    const char *status = out->duplicate ? "duplicate" : "accepted";
+    char *body;
+    int n;
+
+    if (!id_is_valid(out->id)) {
+        http_reply_json(res, 200, json_pack("{s:s,s:s}", "id", out->id, "status", status));
+        return;
+    }
+    body = malloc(sizeof out->id + 48);
+    if (!body) {
+        reply_unavailable(res, HOOKD_ENOMEM);
+        return;
+    }
+    n = snprintf(body, sizeof out->id + 48, "{\"id\":\"%s\",\"status\":\"%s\"}", out->id, status);
+    http_reply(res, 200, body, (size_t)n);
+    res->content_type = "application/json";
+}
+
 /* Writer thread, after the commit: only now may the sender hear 200. */
 static void receive_done(void *arg, int rc)
 {
@@ -358,8 +393,7 @@ static void receive_done(void *arg, int rc)
             hub_notify(o->api->hub, HUB_INBOX_CHANGED); /* the workers: only items they have work for */
         if (o->out.conflicting)
             log_warn(LOG_PART, "source %s: inbox item %s: a duplicate with a different body", o->it.source, o->out.id);
-        http_reply_json(&res, 200, json_pack("{s:s,s:s}", "id", o->out.id, "status",
-                                             o->out.duplicate ? "duplicate" : "accepted"));
+        reply_stored(&res, &o->out);
     } else if (api_store_down(rc) || rc == HOOKD_ENOMEM) {
         reply_unavailable(&res, rc);
     } else {

@@ -180,20 +180,30 @@ void http_ip_release(struct http_server *s, const struct sockaddr_storage *peer)
 
 /* ---- the loops ------------------------------------------------------------------------- */
 
+/*
+ * Queues r for its loop. Only a post into an empty queue wakes the loop: one
+ * into a queue that holds others finds the loop already woken by the first,
+ * and take_queue takes the whole queue after reading the eventfd, so nothing
+ * queued is left behind (a group commit resumes its requests with one wake-up,
+ * not one system call each).
+ */
 void http_loop_post(struct http_request *r, int events)
 {
     struct http_loop *loop = r->conn->loop;
     uint64_t one = 1;
+    bool wake;
 
     pthread_mutex_lock(&loop->mu);
     r->events |= events;
+    wake = loop->queue == NULL;
     if (!r->queued) {
         r->queued = true;
         r->queue_next = loop->queue;
         loop->queue = r;
     }
     pthread_mutex_unlock(&loop->mu);
-    (void)!write(loop->wakefd, &one, sizeof one);
+    if (wake)
+        (void)!write(loop->wakefd, &one, sizeof one);
 }
 
 static void accept_some(struct http_loop *loop)

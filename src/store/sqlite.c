@@ -620,6 +620,7 @@ const struct store_ops store_sqlite_ops = {
     .changed_fd = sqlite_changed_fd,
     .lock_wait = sqlite_lock_wait,
     .checkpoint_aside = sqlite_checkpoint_aside,
+    .checkpoint_due = sqlite_checkpoint_due,
     .meta = &sqlite_meta_ops,
     .events = &sqlite_event_ops,
     .endpoints = &sqlite_endpoint_ops,

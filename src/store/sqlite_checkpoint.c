@@ -25,11 +25,17 @@
  * commits rarely finds the WAL whole, so SQLite seldom starts it over: past
  * CKPT_WRITER_PAGES the writer checkpoints itself, a short step by then (the
  * thread has copied nearly all of it), after which the WAL starts over.
+ * That step runs after the commit's answers (store_checkpoint_due: the
+ * writer calls it once it has answered the batch), not inside the commit:
+ * it syncs the database file, a flush every request of the batch would
+ * otherwise wait for. Past CKPT_HOOK_PAGES (a connection whose caller never
+ * asks) the commit runs it itself, as SQLite's own hook would.
  * Durability is the commit's own fsync of the WAL, as before; the thread's
  * checkpoints sync the database file before SQLite may reuse the WAL.
  */
 #define CKPT_ASIDE_PAGES 1000
 #define CKPT_WRITER_PAGES 16000
+#define CKPT_HOOK_PAGES (2 * CKPT_WRITER_PAGES)
 #define CKPT_MIN_GAP_MS 20
 
 struct sq_checkpointer {
@@ -37,7 +43,8 @@ struct sq_checkpointer {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool due, stop;
-    int woken_at; /* the WAL's pages when the thread was last woken (writer thread only) */
+    int woken_at;      /* the WAL's pages when the thread was last woken (writer thread only) */
+    bool writer_due;   /* the WAL passed CKPT_WRITER_PAGES: store_checkpoint_due has its step (writer thread only) */
     sqlite3 *db;  /* the thread's own connection */
     struct log_limiter lim;
 };
@@ -69,10 +76,16 @@ static int checkpoint_hook(void *arg, sqlite3 *db, const char *name, int pages)
 {
     struct sq_checkpointer *c = arg;
 
-    if (pages >= CKPT_WRITER_PAGES) {
-        /* What SQLite's own hook does; a failed checkpoint fails no commit (the next one tries again). */
+    if (pages >= CKPT_HOOK_PAGES) {
+        /* Nobody ran the step it was given: what SQLite's own hook does. A failed checkpoint fails no
+         * commit (the next one tries again). */
         (void)sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
         c->woken_at = 0;
+        c->writer_due = false;
+        return SQLITE_OK;
+    }
+    if (pages >= CKPT_WRITER_PAGES) {
+        c->writer_due = true; /* after the answers: store_checkpoint_due */
         return SQLITE_OK;
     }
     if (pages < c->woken_at)
@@ -87,6 +100,21 @@ static int checkpoint_hook(void *arg, sqlite3 *db, const char *name, int pages)
     }
     pthread_mutex_unlock(&c->mu);
     return SQLITE_OK;
+}
+
+void sqlite_checkpoint_due(struct store *s)
+{
+    struct sq_checkpointer *c = s->ckpt;
+    int rc;
+
+    if (!c || !c->writer_due)
+        return;
+    c->writer_due = false;
+    c->woken_at = 0;
+    /* PASSIVE: it waits for no reader; a busy or failed step is tried again after the next commit. */
+    rc = sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_BUSY)
+        log_limited(&c->lim, LOG_WARN, LOG_PART, "sqlite: checkpoint: %s", sqlite3_errmsg(s->db));
 }
 
 void sqlite_checkpoint_stop(struct store *s)

@@ -66,6 +66,7 @@ struct store {
 
 /* store_checkpoint_aside (sqlite_checkpoint.c); the stop is sqlite_close's, before the connection goes. */
 int sqlite_checkpoint_aside(struct store *s);
+void sqlite_checkpoint_due(struct store *s);
 void sqlite_checkpoint_stop(struct store *s);
 
 /* Unix milliseconds in SQL. */

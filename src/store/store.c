@@ -185,6 +185,13 @@ int store_checkpoint_aside(struct store *s)
     return store_backend(s)->checkpoint_aside ? store_backend(s)->checkpoint_aside(s) : 0;
 }
 
+void store_checkpoint_due(struct store *s)
+{
+    assert(s);
+    if (store_backend(s)->checkpoint_due)
+        store_backend(s)->checkpoint_due(s);
+}
+
 int store_quiet_outbox(struct store *s)
 {
     assert(s);

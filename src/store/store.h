@@ -29,6 +29,7 @@
  *     lock_wait             bound how long one statement waits for a lock another connection holds
  *     quiet_outbox          this connection's outbox inserts notify no one (its caller wakes its relay)
  *     checkpoint_aside      this connection's commits leave the WAL checkpoints to a thread of the store's
+ *     checkpoint_due        the checkpoint those commits left to their connection, run after their answers
  *   meta (hookd_meta)
  *     meta_get/meta_set     small key/value settings
  *   events (hookd_outbox)
@@ -1226,6 +1227,13 @@ struct store_ops {
      * of the store's own, until store_close); durability is unchanged.
      * Optional (NULL: nothing to move, as on PostgreSQL). */
     int (*checkpoint_aside)(struct store *s);
+    /* After checkpoint_aside, the part its commits still leave to this
+     * connection (SQLite: the short last step that lets the WAL start over,
+     * once it has grown long), run when the caller chooses: the writer, after
+     * it has answered the batch whose commit asked for it; its failures are
+     * logged (the next commit asks again). Outside a transaction. Optional
+     * (NULL: nothing, as on PostgreSQL). */
+    void (*checkpoint_due)(struct store *s);
 
     /* The table families. */
     const struct store_meta_ops *meta;
@@ -1287,6 +1295,7 @@ int store_changed_fd(struct store *s); /* the descriptor, or -1 (also for a faul
 STORE_WRAPPER store_lock_wait(struct store *s, int64_t ms);
 STORE_WRAPPER store_quiet_outbox(struct store *s); /* a setting too */
 STORE_WRAPPER store_checkpoint_aside(struct store *s); /* a setting too: 0 when the backend has nothing to move */
+void store_checkpoint_due(struct store *s); /* not counted nor failed by fault injection either */
 STORE_WRAPPER store_meta_get(struct store *s, const char *key, char **value_out);
 STORE_WRAPPER store_meta_set(struct store *s, const char *key, const char *value);
 STORE_WRAPPER store_event_insert(struct store *s, struct event *ev, struct event *existing);

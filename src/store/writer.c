@@ -514,6 +514,9 @@ static void *writer_main(void *arg)
                 op->done(op->arg, op->result);
             free(op);
         }
+        /* What the commit left to this connection (SQLite: the WAL's last checkpoint step), now that the
+         * batch has its answers. */
+        store_checkpoint_due(w->s);
     }
     return NULL;
 }

@@ -130,6 +130,26 @@ static void test_id_monotonic(void **state)
     clock_pin_ms(0);
 }
 
+/* Within a millisecond an id follows the last one; a new millisecond draws a fresh random part. */
+static void test_id_fresh_per_millisecond(void **state)
+{
+    char a[HOOKD_ID_MAX], b[HOOKD_ID_MAX], c[HOOKD_ID_MAX];
+    size_t start = strlen("inb_") + 12; /* after the prefix and the 12 digits of the time */
+
+    (void)state;
+    clock_pin_ms(1950000000000);
+    id_new(a, "inb_");
+    id_new(b, "inb_");
+    clock_pin_ms(1950000000001);
+    id_new(c, "inb_");
+    clock_pin_ms(0);
+    /* b is a plus one (the low 64 bits of the random part; a carry out of them has odds of 2^-64). */
+    assert_true(strtoull(b + strlen(b) - 16, NULL, 16) == strtoull(a + strlen(a) - 16, NULL, 16) + 1);
+    assert_true(strcmp(b, c) < 0);
+    assert_string_not_equal(a + start, c + start); /* drawn again, not carried over */
+    assert_memory_not_equal(a + start, c + start, 12);
+}
+
 static void test_id_sortable(void **state)
 {
     char prev[HOOKD_ID_MAX], cur[HOOKD_ID_MAX];
@@ -766,6 +786,7 @@ int main(void)
         cmocka_unit_test(test_custom_headers),
         cmocka_unit_test(test_id_sortable),
         cmocka_unit_test(test_id_monotonic),
+        cmocka_unit_test(test_id_fresh_per_millisecond),
         cmocka_unit_test(test_id_is_valid),
         cmocka_unit_test(test_base64_vectors),
         cmocka_unit_test(test_base64_roundtrip_and_errors),
