@@ -68,6 +68,7 @@ static const struct conf_key conf_keys[] = {
     NUM("server", "idle_timeout", CONF_DURATION, idle_timeout_ms, 1000, DAY_MS, "60s"),
     NUM("server", "connection_memory", CONF_SIZE, connection_memory, 16384, INT64_C(16) << 20, "128KiB"),
     NUM("server", "write_timeout", CONF_DURATION, write_timeout_ms, 100, 3600000, "5s"),
+    NUM("server", "application_share", CONF_FRACTION, application_share, 0, 0.5, "0.2"),
     NUM("server", "drain_timeout", CONF_DURATION, drain_timeout_ms, 0, 3600000, "10s"),
     NUM("server", "metrics_refresh", CONF_DURATION, metrics_refresh_ms, 0, 3600000, "5s"),
     STR("server", "metrics_auth", metrics_auth, "token", false, check_metrics_auth, "metrics_auth (token or none)"),

@@ -76,6 +76,7 @@ struct config {
     int64_t retention_interval_ms;     /* how often the purge looks; 1m */
     int retention_batch;               /* rows per batch (one short writer op each); 500 */
     int64_t retention_pause_ms;        /* at least this between two batches; 10ms */
+    double application_share;          /* SQLite: the writer, busy back to back, leaves the write lock free this share of the time; 0.2 */
     double retention_share;            /* the purge holds the writer at most this fraction of the time; 0.05 */
 };
 

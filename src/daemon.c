@@ -410,6 +410,7 @@ int daemon_run(const struct config *cfg)
     lock_wait = cfg->write_timeout_ms / 10;
     wopt.write_timeout_ms = cfg->write_timeout_ms;
     wopt.lock_wait_ms = lock_wait < 50 ? 50 : lock_wait > 500 ? 500 : lock_wait;
+    wopt.application_share = cfg->application_share;
 
     /* Threads inherit this mask; only sigwait() below sees the stop signals. */
     sigemptyset(&stop);

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "core/clock.h"
+#include "core/ids.h"
 #include "log.h"
 #include "ops/metrics.h"
 
@@ -22,6 +23,24 @@
 #define BUSY_BACKOFF_MS 20      /* doubled after each attempt */
 #define BUSY_BACKOFF_MAX_MS 100 /* with a write bound: BEGIN is tried again at least this often */
 #define PROBE_MS 200            /* a busy writer with nothing queued checks this often whether it still is */
+/*
+ * Room for the application on a store whose write lock is one per file
+ * (SQLite): after RUN_MIN_US to RUN_MIN_US + RUN_JITTER_US of batches back to
+ * back, the writer leaves the lock free before its next BEGIN, for
+ * application_share of the time. SQLite's lock has no queue: an
+ * application's busy handler polls it (after 1, 2, 5, 10 … 100 ms), and a
+ * writer that BEGINs again the moment it commits wins nearly every poll, so
+ * under load an application's outbox insert could wait out its whole busy
+ * timeout and fail. With the lock free a share s of the time each poll wins
+ * with about that chance (the run's length varies, so a poll's phase cannot
+ * lock onto the writer's): at the default 0.2, an application with a 5 s
+ * busy timeout (about 60 polls) fails once in about 500,000 commits. The
+ * batch after a gap is larger, which costs less per op. A writer that finds
+ * nothing queued for as long as a gap has left one by itself.
+ */
+#define RUN_MIN_US 8000
+#define RUN_JITTER_US 4000
+#define GAP_MAX_US 50000 /* after a batch that held the lock far longer than a run */
 #define LOG_PART "writer"
 
 struct write_op {
@@ -56,6 +75,11 @@ struct writer {
     atomic_bool episode;         /* logged as busy; ends with the next clean commit */
     int64_t episode_started;     /* writer thread only */
     uint64_t episode_answers;    /* writer thread only */
+    /* Room for others (single-node stores), writer thread only: */
+    int64_t gap_us;              /* the lock left free after each run (0: never) */
+    int64_t run_since_us;        /* when the current run of batches back to back began (0: none) */
+    int64_t run_max_us;          /* how long this run may last */
+    int64_t last_end_us;         /* when the last batch ended */
 };
 
 /* ---- batches -------------------------------------------------------------- */
@@ -468,6 +492,37 @@ static int probe_run(struct store *s, void *arg)
     return store_outbox_pending(s, &any);
 }
 
+static void run_start(struct writer *w, int64_t now)
+{
+    uint16_t r = 0;
+
+    random_bytes(&r, sizeof r);
+    w->run_since_us = now;
+    w->run_max_us = RUN_MIN_US + (int64_t)r % RUN_JITTER_US;
+}
+
+/* Before a batch: on a single-node store, a gap once the run of batches back to back is long enough. */
+static void leave_room(struct writer *w)
+{
+    int64_t now = metrics_now_us();
+
+    if (w->gap_us <= 0)
+        return;
+    if (w->run_since_us == 0 || now - w->last_end_us >= w->gap_us) {
+        run_start(w, now);
+        return;
+    }
+    if (now - w->run_since_us < w->run_max_us)
+        return;
+    /* The gap follows the run it ends, so the share holds whatever the batches' length. */
+    int64_t gap_us = (now - w->run_since_us) * w->gap_us / (RUN_MIN_US + RUN_JITTER_US / 2);
+    gap_us = gap_us > GAP_MAX_US ? GAP_MAX_US : gap_us;
+    struct timespec gap = {.tv_sec = 0, .tv_nsec = (long)gap_us * 1000L};
+    while (nanosleep(&gap, &gap) == -1 && errno == EINTR) {
+    }
+    run_start(w, metrics_now_us());
+}
+
 static void *writer_main(void *arg)
 {
     struct writer *w = arg;
@@ -506,7 +561,9 @@ static void *writer_main(void *arg)
         last->next = NULL;
         pthread_mutex_unlock(&w->mu);
 
+        leave_room(w);
         batch_commit(w, batch, n);
+        w->last_end_us = metrics_now_us();
         /* Only now, after the commit, do callers learn their results. */
         for (op = batch; op; op = next) {
             next = op->next;
@@ -542,6 +599,10 @@ int writer_start(const char *dsn, const struct writer_options *opt, struct write
     result = store_open(dsn, &w->s);
     if (result)
         goto fail;
+    if (store_backend(w->s)->single_node && w->opt.application_share > 0) {
+        double share = w->opt.application_share > 0.5 ? 0.5 : w->opt.application_share;
+        w->gap_us = (int64_t)((RUN_MIN_US + RUN_JITTER_US / 2) * share / (1 - share));
+    }
     /* Its commits are what every caller waits for: no checkpoint on this thread (SQLite). */
     if (store_checkpoint_aside(w->s) != 0)
         log_warn(LOG_PART, "cannot move the checkpoints off the writer's connection; its commits run them");

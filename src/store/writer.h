@@ -66,6 +66,12 @@ struct writer_options {
     int64_t write_timeout_ms;
     int64_t lock_wait_ms;  /* longest one statement waits for a lock (store_lock_wait); 0: the backend's */
     bool quiet_outbox;     /* its outbox inserts notify no one (store_quiet_outbox): its callers wake the relay */
+    /*
+     * On a store with one write lock per file (SQLite): the share of the time
+     * (0 to 0.5) the writer, with batches back to back, leaves that lock free
+     * for the application's own transactions; 0: never. Ignored elsewhere.
+     */
+    double application_share;
 };
 
 __attribute__((warn_unused_result)) int writer_start(const char *dsn, const struct writer_options *opt,

@@ -16,6 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "core/ids.h"
 #include "core/clock.h"
 #include "store/pool.h"
@@ -768,6 +770,120 @@ static void test_pool(void **state)
     store_pool_destroy(p);
 }
 
+/* ---- room for the application ---------------------------------------------- */
+
+#define SAT_THREADS 4
+#define SAT_APP_COMMITS 12
+#define SAT_APP_TIMEOUT_MS 5000 /* what applications commonly set */
+
+struct sat_thread {
+    struct writer *w;
+    atomic_bool *stop;
+    long ops;
+};
+
+/* Keeps the writer busy: ops of 1 ms each, submitted again the moment they commit. */
+static void *sat_main(void *arg)
+{
+    struct sat_thread *t = arg;
+    struct put_op op;
+
+    while (!atomic_load(t->stop)) {
+        put_init(&op);
+        op.delay_us = 1000;
+        if (writer_exec(t->w, put_fn, &op) == 0)
+            t->ops++;
+    }
+    return NULL;
+}
+
+/* One application transaction as an application writes it: its own connection, its own wait for locks. */
+static int app_commit(sqlite3 *db, struct store *st, int i)
+{
+    char sql[160];
+
+    if (st != NULL) {
+        char key[32];
+        snprintf(key, sizeof key, "app_%d", i);
+        int r = store_begin(st);
+        r = r ? r : store_meta_set(st, key, "v");
+        r = r ? r : store_commit(st);
+        if (r)
+            assert_int_equal(store_rollback(st), 0);
+        return r;
+    }
+    snprintf(sql, sizeof sql, "BEGIN IMMEDIATE; INSERT INTO hookd_meta(key, value) VALUES ('app_%d', 'v'); COMMIT;", i);
+    if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+        print_message("application commit %d: %s\n", i, sqlite3_errmsg(db));
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * The application shares the store (its outbox rows commit in its own
+ * transactions). While hookd's writer has work queued back to back, an
+ * application's transaction still commits within its own lock wait: on
+ * SQLite, whose write lock has no queue, the writer leaves the lock free now
+ * and then (an application's busy handler polls at 1, 2, 5 … 100 ms steps,
+ * and would lose every poll to a writer that BEGINs again at once).
+ */
+static void test_application_writes_while_saturated(void **state)
+{
+    struct fixture *fx = *state;
+    const struct writer_options opt = {.application_share = 0.2}; /* the daemon's default */
+    struct writer *w;
+    struct sat_thread t[SAT_THREADS];
+    pthread_t th[SAT_THREADS];
+    atomic_bool stop = false;
+    sqlite3 *db = NULL;
+    struct store *st = NULL;
+    long total = 0;
+    int64_t longest = 0;
+    int failed = 0;
+
+    if (getenv("HOOKD_TEST_STORE")) {
+        assert_int_equal(store_open(fx->dsn, &st), 0);
+    } else {
+        assert_int_equal(sqlite3_open(fx->dsn + strlen("sqlite:"), &db), SQLITE_OK);
+        sqlite3_busy_timeout(db, SAT_APP_TIMEOUT_MS);
+    }
+    assert_int_equal(writer_start(fx->dsn, &opt, &w), 0);
+    for (int i = 0; i < SAT_THREADS; i++) {
+        t[i] = (struct sat_thread){.w = w, .stop = &stop};
+        assert_int_equal(pthread_create(&th[i], NULL, sat_main, &t[i]), 0);
+    }
+    usleep(100000);
+    for (int i = 0; i < SAT_APP_COMMITS; i++) {
+        int64_t t0 = clock_mono_ms(), waited;
+        if (app_commit(db, st, i) != 0)
+            failed++;
+        waited = clock_mono_ms() - t0;
+        if (waited > SAT_APP_TIMEOUT_MS)
+            failed++; /* a wait past its own bound counts as lost too */
+        longest = waited > longest ? waited : longest;
+        usleep(10000);
+    }
+    print_message("application commits: the longest took %lld ms\n", (long long)longest);
+    atomic_store(&stop, true);
+    for (int i = 0; i < SAT_THREADS; i++) {
+        pthread_join(th[i], NULL);
+        total += t[i].ops;
+    }
+    writer_stop(w);
+    assert_int_equal(failed, 0);
+    assert_true(total > 0); /* the writer kept working meanwhile */
+    for (int i = 0; i < SAT_APP_COMMITS; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "app_%d", i);
+        assert_int_equal(key_lookup(fx->reader, key), 0);
+    }
+    if (db != NULL)
+        sqlite3_close(db);
+    store_close(st);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -788,6 +904,7 @@ int main(void)
         T(test_waits_for_foreign_write_lock),
         T(test_bounded_op_given_up_while_locked),
         T(test_pool),
+        T(test_application_writes_while_saturated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
