@@ -531,6 +531,7 @@ static void *writer_main(void *arg)
         struct write_op *batch, *last, *op, *next;
         size_t n = 1;
 
+        leave_room(w); /* before the batch is taken: what comes meanwhile joins it */
         pthread_mutex_lock(&w->mu);
         batch_wait(w);
         if (!w->head && !w->stopping) {
@@ -561,7 +562,6 @@ static void *writer_main(void *arg)
         last->next = NULL;
         pthread_mutex_unlock(&w->mu);
 
-        leave_room(w);
         batch_commit(w, batch, n);
         w->last_end_us = metrics_now_us();
         /* Only now, after the commit, do callers learn their results. */
