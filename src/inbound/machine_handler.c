@@ -81,23 +81,6 @@ complete:
     return store_inbox_complete(s, &j->r, now);
 }
 
-/*
- * The decisions queued next to one another, in one call (one savepoint for
- * all of them instead of one each). Any of them failing (a lost lease, a
- * settled item taken meanwhile, a store error) fails the call: the writer
- * rolls it back and runs each alone, so a failure still spoils only its own.
- */
-static int op_machine_group(struct store *s, void *const *args, size_t n, int *results)
-{
-    for (size_t i = 0; i < n; i++) {
-        int rc = op_machine(s, args[i]);
-        if (rc < 0) /* EBUSY would answer the whole group busy: each alone instead */
-            return rc == HOOKD_EBUSY ? HOOKD_ESTALE : rc;
-        results[i] = rc;
-    }
-    return 0;
-}
-
 static void op_machine_done(void *arg, int result)
 {
     struct job *j = arg;
@@ -152,7 +135,7 @@ static struct writer *machine_writer(const struct processor *p, const struct job
 static void machine_submit(struct processor *p, struct job *j)
 {
     atomic_fetch_add(&p->outstanding, 1);
-    if (writer_submit_grouped_now(machine_writer(p, j), op_machine, op_machine_group, op_machine_done, j) != 0) {
+    if (writer_submit(machine_writer(p, j), op_machine, op_machine_done, j) != 0) {
         atomic_fetch_sub(&p->outstanding, 1);
         p->in_flight--;
         processor_job_free(j);

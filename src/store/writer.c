@@ -654,11 +654,6 @@ int writer_submit_grouped(struct writer *w, write_fn fn, write_group_fn group, w
     return submit(w, fn, group, done, arg, true, false);
 }
 
-int writer_submit_grouped_now(struct writer *w, write_fn fn, write_group_fn group, write_done_fn done, void *arg)
-{
-    return submit(w, fn, group, done, arg, false, false);
-}
-
 int writer_submit_bounded_grouped(struct writer *w, write_fn fn, write_group_fn group, write_done_fn done, void *arg)
 {
     return submit(w, fn, group, done, arg, false, true);

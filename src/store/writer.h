@@ -16,9 +16,6 @@
  *   writer_submit_grouped  a deferred op that runs in one call with the ops of
  *                  the same group queued right next to it (attempt results:
  *                  one multi-row statement instead of one per delivery)
- *   writer_submit_grouped_now  an op somebody waits on that runs in one call with the
- *                  ops of the same group queued right next to it (the inbox workers'
- *                  machine decisions: one savepoint for the lot); it waits for no company
  *   writer_submit_bounded  an op somebody waits on (an admin API request): when it
  *                  cannot commit within write_timeout_ms it is given up, never
  *                  run, and its done gets HOOKD_EBUSY (so EBUSY means "not applied")
@@ -80,8 +77,6 @@ __attribute__((warn_unused_result)) int writer_submit_deferred(struct writer *w,
                                                                void *arg);
 __attribute__((warn_unused_result)) int writer_submit_grouped(struct writer *w, write_fn fn, write_group_fn group,
                                                               write_done_fn done, void *arg);
-__attribute__((warn_unused_result)) int writer_submit_grouped_now(struct writer *w, write_fn fn, write_group_fn group,
-                                                                  write_done_fn done, void *arg);
 __attribute__((warn_unused_result)) int writer_submit_bounded(struct writer *w, write_fn fn, write_done_fn done,
                                                               void *arg);
 __attribute__((warn_unused_result)) int writer_submit_bounded_grouped(struct writer *w, write_fn fn,

@@ -464,49 +464,6 @@ static void test_grouped_ops_run_in_one_call(void **state)
     key_expect(fx->reader, urgent.key, "v");
 }
 
-static int slow_fn(struct store *s, void *arg)
-{
-    (void)s;
-    (void)arg;
-    usleep(100000);
-    return 0;
-}
-
-/* Grouped ops somebody waits on (writer_submit_grouped_now): one call for those queued together, no waiting for company. */
-static void test_grouped_now_ops_do_not_wait(void **state)
-{
-    struct fixture *fx = *state;
-    struct writer *w;
-    struct group_log log = {0};
-    struct grouped_op ops[4];
-
-    for (int i = 0; i < 4; i++)
-        grouped_init(&ops[i], &log);
-    assert_int_equal(writer_start(fx->dsn, &group_opt, &w), 0);
-    /* The writer busy with a slow op meanwhile: the four queue up behind it, next to one another. */
-    assert_int_equal(writer_submit(w, slow_fn, NULL, NULL), 0);
-    usleep(20000);
-    int64_t t0 = clock_mono_ms();
-    for (int i = 0; i < 4; i++)
-        assert_int_equal(writer_submit_grouped_now(w, grouped_fn, group_a, grouped_done, &ops[i]), 0);
-    for (int n = 0; n < 200 && atomic_load(&ops[3].done_calls) == 0; n++)
-        usleep(10000);
-    int64_t waited = clock_mono_ms() - t0;
-    assert_int_equal(atomic_load(&ops[3].done_calls), 1);
-    assert_true(waited < 2000); /* group_opt defers an op up to 5 s: these did not wait for company */
-    writer_stop(w);
-
-    assert_false(log.overflow);
-    assert_int_equal(log.group_calls, 1);
-    assert_int_equal(log.fn_calls, 0);
-    assert_int_equal(log.sizes[0], 4);
-    for (int i = 0; i < 4; i++) {
-        assert_int_equal(atomic_load(&ops[i].done_calls), 1);
-        assert_int_equal(ops[i].done_result, 0);
-        key_expect(fx->reader, ops[i].key, "group");
-    }
-}
-
 /* A group call that fails as a whole is undone, and each op runs alone through fn with fn's result. */
 static void test_failed_group_runs_ops_alone(void **state)
 {
@@ -823,7 +780,6 @@ int main(void)
         T(test_deferred_ops),
         T(test_stop_drains),
         T(test_grouped_ops_run_in_one_call),
-        T(test_grouped_now_ops_do_not_wait),
         T(test_failed_group_runs_ops_alone),
         T(test_group_split_by_other_ops),
         T(test_commit_failure_reported_to_every_op),
