@@ -5,8 +5,7 @@
  * decision_write: transitions in version order, one emitted event each, the
  * others settled); a version at or below the applied one is stale; a gap is
  * deferred with its transitions row, and nothing is emitted for either; a
- * gap waits for its entity (its next look at max_defer), a transition not
- * allowed for the schedule. The
+ * deferred item waits for a change (its next look at max_defer). The
  * item's own outcome is written as the worker would (here unleased: settled).
  */
 #include <inttypes.h>
@@ -231,11 +230,12 @@ static void test_stale_and_gap(void **state)
 }
 
 /*
- * A gap waits for its entity, not for the schedule: its next look is at
- * max_defer (60 s here), as only an event of the entity fills it and each
- * applied one re-evaluates it at once; a transition not allowed keeps the
- * schedule (1 s: the machine may change). The missing version then lets the
- * gap through in its own step, and the not-allowed one at that version is stale.
+ * A deferred item waits for a change, not for the schedule (1 s here): its
+ * next look is at max_defer (60 s), as each applied event re-evaluates the
+ * entity's waiting items at once (and a machine's update wakes them,
+ * test_store_machines), for a gap and for a transition not allowed alike.
+ * The missing version then lets the gap through in its own step, and the
+ * not-allowed one at that version is stale.
  */
 static void test_gap_waits_for_its_entity(void **state)
 {
@@ -258,7 +258,7 @@ static void test_gap_waits_for_its_entity(void **state)
     decide(fx, &r, wrong2.id, &out);
     assert_int_equal(out.status, INBOX_DEFERRED);
     assert_true(strstr(out.error, "no transition") != NULL);
-    assert_true(out.next_attempt_at >= t0 + 1000 && out.next_attempt_at <= clock_now_ms() + 1000);
+    assert_true(out.next_attempt_at >= t0 + 60000 && out.next_attempt_at <= clock_now_ms() + 60000);
     item_add(fx, &r, "order.paid", 2, &v2);
     decide(fx, &r, v2.id, &out);
     assert_string_equal(out.result, "applied");

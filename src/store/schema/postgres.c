@@ -705,6 +705,17 @@ static const char schema_inbox_notify_handled[] =
  */
 static const char schema_inbox_leased_index_drop[] = "DROP INDEX hookd_inbox_leased;";
 
+/*
+ * The machine a source's definition names (handler.machine), or NULL, also
+ * for a definition that is not JSON (plain SQL can write one): a machine's
+ * update wakes the deferred items of its sources with it.
+ */
+static const char schema_source_machine_function[] =
+    "CREATE OR REPLACE FUNCTION hookd_source_machine(definition text) RETURNS text"
+    " LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$ BEGIN"
+    " RETURN definition::jsonb #>> '{handler,machine}';"
+    " EXCEPTION WHEN others THEN RETURN NULL; END $$;";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -733,6 +744,7 @@ const struct schema_migration postgres_migrations[] = {
     {25, schema_inbox_entity_index},
     {26, schema_inbox_notify_handled},
     {27, schema_inbox_leased_index_drop},
+    {28, schema_source_machine_function},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];
