@@ -276,6 +276,34 @@ static void defer_or_quarantine(const struct machine_step_context *c, const stru
         out->next_attempt_at = since + c->max_defer_ms; /* the last look falls on the limit */
 }
 
+/*
+ * A deferred item waits for something to change: a contiguous gap for an
+ * event of its entity, a transition not allowed for its entity to move or its
+ * machine to change. Each applied event re-evaluates the entity's waiting
+ * items at once (reevaluate), and a machine's update wakes the deferred items
+ * of its sources (store_machine_update): looking at the item on the retry
+ * schedule meanwhile would only defer it again (a claim, a decision and a
+ * transitions row each time). So it comes back when reconciliation is due
+ * (a gap, when the source can reconcile), else at max_defer to be
+ * quarantined. An item the re-evaluation could miss keeps the schedule: the
+ * entity had more open items than a decision reads (ENTITY_OPEN_MAX).
+ */
+static void defer_wait_for_change(const struct machine_step_context *c, const struct inbox_item *it,
+                                  const struct entity_view *e, enum machine_verdict verdict,
+                                  struct machine_outcome *out)
+{
+    int64_t since = it->status == INBOX_DEFERRED && it->deferred_at ? it->deferred_at : c->now;
+    int64_t limit = since + c->max_defer_ms, reconcile = since + c->reconcile_after_ms;
+    bool seen = e->open.n < ENTITY_OPEN_MAX; /* the next applied event's re-evaluation reads this item */
+
+    if (verdict == VERDICT_GAP && c->may_reconcile) {
+        if (reconcile > c->now && (seen || reconcile < out->next_attempt_at))
+            out->next_attempt_at = reconcile < limit ? reconcile : limit;
+    } else if (seen) {
+        out->next_attempt_at = limit;
+    }
+}
+
 int machine_version_order(const void *a, const void *b)
 {
     const struct inbox_item *x = a, *y = b;
@@ -372,13 +400,8 @@ static int decide_and_write(const struct machine *m, const struct machine_step_c
             return decide_and_write(m, c, it, e, &again, out);
     }
     defer_or_quarantine(c, it, d, out);
-    /* A gap comes back when reconciliation is due, if the source can reconcile. */
-    if (out->status == INBOX_DEFERRED && d->verdict == VERDICT_GAP && c->may_reconcile) {
-        int64_t since = it->status == INBOX_DEFERRED && it->deferred_at ? it->deferred_at : c->now;
-        int64_t due = since + c->reconcile_after_ms;
-        if (due > c->now && due < out->next_attempt_at)
-            out->next_attempt_at = due;
-    }
+    if (out->status == INBOX_DEFERRED)
+        defer_wait_for_change(c, it, e, d->verdict, out);
     rc = transition_log(e, c, it, e->rec.state, NULL,
                         out->status == INBOX_QUARANTINED ? TRANSITION_QUARANTINED : TRANSITION_DEFERRED, out->error);
     if (rc == 0 && out->status == INBOX_QUARANTINED)

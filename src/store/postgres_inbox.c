@@ -375,8 +375,9 @@ static int postgres_inbox_release_node(struct store *s, const char *node)
 
     pg_param_text(&p, 1, node);
     return pg_run_command(s, PG_INBOX_RELEASE_NODE,
-                          "UPDATE hookd_inbox SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = $1", &p,
-                          NULL);
+                          "UPDATE hookd_inbox SET lease_owner = NULL, lease_until = NULL"
+                          " WHERE status IN ('pending', 'deferred') AND lease_owner = $1", /* only open items hold leases */
+                          &p, NULL);
 }
 
 const struct store_inbox_ops postgres_inbox_ops = {

@@ -18,6 +18,7 @@ enum {
     PG_MACHINE_GET,
     PG_MACHINE_LIST,
     PG_MACHINE_DELETE,
+    PG_MACHINE_WAKE,
     PG_ENTITY_LOCK,
     PG_ENTITY_GET,
     PG_ENTITY_PUT,
@@ -54,6 +55,17 @@ static int machine_write(struct store *s, const struct machine_record *m, bool u
                             &rows);
     if (result == 0 && rows == 0)
         result = update ? HOOKD_ENOTFOUND : HOOKD_EEXISTS;
+    if (result == 0 && update) {
+        /* The deferred items of its sources are due now (see sqlite_machines.c, machine_wake). */
+        struct pg_params w = {.n = 0};
+        pg_param_text(&w, 1, m->name);
+        pg_param_i64(&w, 2, now);
+        result = pg_run_command(s, PG_MACHINE_WAKE,
+                                "UPDATE hookd_inbox SET next_attempt_at = $2 WHERE status = 'deferred'"
+                                " AND next_attempt_at > $2 AND source IN (SELECT name FROM hookd_sources"
+                                " WHERE definition LIKE '%\"machine\"%' AND hookd_source_machine(definition) = $1)",
+                                &w, NULL);
+    }
     return result;
 }
 

@@ -293,7 +293,9 @@ static int sqlite_inbox_release_node(struct store *s, const char *node)
 {
     sqlite3_stmt *st;
     int result = sq_stmt(s, SQ_INBOX_RELEASE_NODE,
-                         "UPDATE hookd_inbox SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = ?1", &st);
+                         "UPDATE hookd_inbox SET lease_owner = NULL, lease_until = NULL"
+                         " WHERE status IN ('pending', 'deferred') AND lease_owner = ?1", /* only open items hold leases */
+                         &st);
 
     if (result)
         return result;

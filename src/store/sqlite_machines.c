@@ -17,6 +17,7 @@ enum {
     SQ_MACHINE_LIST,
     SQ_MACHINE_LIST_AFTER,
     SQ_MACHINE_DELETE,
+    SQ_MACHINE_WAKE,
     SQ_ENTITY_GET,
     SQ_ENTITY_PUT,
     SQ_ENTITY_OPEN,
@@ -31,6 +32,27 @@ enum {
     SQ_MACHINES_END
 };
 _Static_assert((int)SQ_MACHINES_END <= (int)SQ_REPLAYS, "the machines statements overflow their slots");
+
+/*
+ * A machine changed: the deferred items of its sources are due now (a
+ * transition not allowed before may be allowed now; they wait for a change,
+ * not for the retry schedule, machine_step.c). In the update's transaction.
+ */
+static int machine_wake(struct store *s, const char *name, int64_t now)
+{
+    sqlite3_stmt *st;
+    int result = sq_stmt(s, SQ_MACHINE_WAKE,
+                         "UPDATE hookd_inbox SET next_attempt_at = ?2 WHERE status = 'deferred' AND next_attempt_at > ?2"
+                         " AND source IN (SELECT name FROM hookd_sources WHERE CASE WHEN json_valid(definition)"
+                         " THEN json_extract(definition, '$.handler.machine') END = ?1)",
+                         &st);
+
+    if (result)
+        return result;
+    sq_bind_text(st, 1, name);
+    sqlite3_bind_int64(st, 2, now);
+    return sq_run(s, st, NULL);
+}
 
 static int machine_write(struct store *s, const struct machine_record *m, bool update)
 {
@@ -53,6 +75,8 @@ static int machine_write(struct store *s, const struct machine_record *m, bool u
     result = sq_run(s, st, &changes);
     if (result == 0 && changes == 0)
         result = update ? HOOKD_ENOTFOUND : HOOKD_EEXISTS;
+    if (result == 0 && update)
+        result = machine_wake(s, m->name, now);
     return result;
 }
 
@@ -130,7 +154,11 @@ static int sqlite_entity_get(struct store *s, const char *kind, const char *id, 
  * The write transaction holds the entity already; the open items walk
  * hookd_inbox_entity (the entity's items only: without the INDEXED BY,
  * SQLite, which has no statistics, may prefer the status index and read
- * every open item of every entity).
+ * every open item of every entity). The open statuses are one range of that
+ * index, 'deferred' to 'pending' (the inbox's check allows no other status
+ * between them: 'processed' and 'quarantined' sort after): an IN list that
+ * seeks an index is built into an ephemeral table for every run of the
+ * statement, and this runs for every decision.
  */
 static int sqlite_entity_hold(struct store *s, const char *machine, const char *kind, const char *id,
                               struct entity_hold *out)
@@ -150,7 +178,7 @@ static int sqlite_entity_hold(struct store *s, const char *machine, const char *
     if (result == 0)
         result = sq_stmt(s, SQ_ENTITY_OPEN,
                          "SELECT " STORE_INBOX_OPEN_COLUMNS " FROM hookd_inbox INDEXED BY hookd_inbox_entity"
-                         " WHERE entity_kind = ?1 AND entity_id = ?2 AND status IN ('pending', 'deferred')"
+                         " WHERE entity_kind = ?1 AND entity_id = ?2 AND status >= 'deferred' AND status <= 'pending'"
                          " ORDER BY id DESC LIMIT ?3",
                          &st);
     if (result == 0) {

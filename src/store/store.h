@@ -1041,7 +1041,8 @@ struct store_rejection_ops {
 /* hookd_machines, hookd_entities, hookd_transitions: state machines and what they decided. */
 struct store_machine_ops {
     int (*insert)(struct store *s, const struct machine_record *m); /* EEXISTS when the name is taken */
-    int (*update)(struct store *s, const struct machine_record *m); /* ENOTFOUND; created_at kept */
+    /* ENOTFOUND; created_at kept; the deferred items of the sources naming it become due now (they wait for a change) */
+    int (*update)(struct store *s, const struct machine_record *m);
     int (*get)(struct store *s, const char *name, struct machine_record *out);
     int (*list)(struct store *s, const struct machine_filter *f, struct machine_list *out); /* by name, descending */
     int (*delete)(struct store *s, const char *name);

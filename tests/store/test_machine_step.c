@@ -4,7 +4,8 @@
  * first event lets the waiting ones through in the same step (one
  * decision_write: transitions in version order, one emitted event each, the
  * others settled); a version at or below the applied one is stale; a gap is
- * deferred with its transitions row, and nothing is emitted for either. The
+ * deferred with its transitions row, and nothing is emitted for either; a
+ * deferred item waits for a change (its next look at max_defer). The
  * item's own outcome is written as the worker would (here unleased: settled).
  */
 #include <inttypes.h>
@@ -48,13 +49,11 @@ static void run_setup(struct fixture *fx, struct run *r)
     free(rec.definition);
 }
 
-static void item_add(struct fixture *fx, const struct run *r, const char *type, int64_t version,
-                     struct inbox_outcome *out)
+static void item_add_as(struct fixture *fx, const struct run *r, const char *event_id, const char *type,
+                        int64_t version, struct inbox_outcome *out)
 {
     struct inbox_item it = {0};
-    char event_id[32];
 
-    snprintf(event_id, sizeof event_id, "ev%" PRId64, version);
     snprintf(it.source, sizeof it.source, "%s", r->source);
     it.event_id = strdup(event_id);
     it.event_type = strdup(type);
@@ -66,6 +65,15 @@ static void item_add(struct fixture *fx, const struct run *r, const char *type, 
     snprintf(it.payload_sha256, sizeof it.payload_sha256, "%064d", 0);
     assert_int_equal(store_inbox_insert(fx->s, &it, out), 0);
     inbox_item_free(&it);
+}
+
+static void item_add(struct fixture *fx, const struct run *r, const char *type, int64_t version,
+                     struct inbox_outcome *out)
+{
+    char event_id[32];
+
+    snprintf(event_id, sizeof event_id, "ev%" PRId64, version);
+    item_add_as(fx, r, event_id, type, version, out);
 }
 
 /* One decision on item id, committed with the item's outcome, as the inbox workers run it. */
@@ -221,6 +229,45 @@ static void test_stale_and_gap(void **state)
     machine_free(&r.m);
 }
 
+/*
+ * A deferred item waits for a change, not for the schedule (1 s here): its
+ * next look is at max_defer (60 s), as each applied event re-evaluates the
+ * entity's waiting items at once (and a machine's update wakes them,
+ * test_store_machines), for a gap and for a transition not allowed alike.
+ * The missing version then lets the gap through in its own step, and the
+ * not-allowed one at that version is stale.
+ */
+static void test_gap_waits_for_its_entity(void **state)
+{
+    struct fixture *fx = *state;
+    struct inbox_outcome v1, v3, wrong2, v2;
+    struct machine_outcome out;
+    struct run r;
+
+    run_setup(fx, &r);
+    item_add(fx, &r, "order.created", 1, &v1);
+    decide(fx, &r, v1.id, &out);
+    assert_string_equal(out.result, "applied");
+    item_add(fx, &r, "order.fulfilled", 3, &v3);
+    int64_t t0 = clock_now_ms();
+    decide(fx, &r, v3.id, &out);
+    assert_int_equal(out.status, INBOX_DEFERRED);
+    assert_true(out.next_attempt_at >= t0 + 60000 && out.next_attempt_at <= clock_now_ms() + 60000);
+    item_add_as(fx, &r, "ev2-wrong", "order.fulfilled", 2, &wrong2);
+    t0 = clock_now_ms();
+    decide(fx, &r, wrong2.id, &out);
+    assert_int_equal(out.status, INBOX_DEFERRED);
+    assert_true(strstr(out.error, "no transition") != NULL);
+    assert_true(out.next_attempt_at >= t0 + 60000 && out.next_attempt_at <= clock_now_ms() + 60000);
+    item_add(fx, &r, "order.paid", 2, &v2);
+    decide(fx, &r, v2.id, &out);
+    assert_string_equal(out.result, "applied");
+    assert_int_equal(out.applied, 2);
+    assert_status(fx, v3.id, INBOX_PROCESSED, "applied");
+    assert_status(fx, wrong2.id, INBOX_PROCESSED, "stale");
+    machine_free(&r.m);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -228,6 +275,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_late_first_event_lets_the_chain_through),
         T(test_stale_and_gap),
+        T(test_gap_waits_for_its_entity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "store_fixture.h"
+#include "store/schema/sqlite.h"
 #include "store/writer.h"
 
 #define SHA_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -709,11 +710,119 @@ static void test_inbox_claims_entity_without_kind(void **state)
     claimed_free(&c);
 }
 
+
+/*
+ * The inbox rebuilt with its status check as comparisons (SQLite migration
+ * inbox_check_compare): rows written before it, by SQL, come through with
+ * their rowids and every column; the check still refuses other statuses; the
+ * indexes are the ones the table had, less the lease index dropped before
+ * it (on PostgreSQL, the one change: that index is gone).
+ */
+static void test_inbox_rebuild_keeps_rows(void **state)
+{
+    struct fixture *fx = *state, fresh = *fx;
+    struct fresh_store f;
+    struct store *s;
+    struct inbox_item it;
+
+    fresh_store_make(fx, &f);
+    memcpy(fresh.dsn, f.dsn, strlen(f.dsn) + 1);
+    if (strncmp(f.dsn, "sqlite:", 7) != 0) {
+        assert_int_equal(store_open(f.dsn, &s), 0);
+        assert_int_equal(store_migrate(s), 0);
+        assert_int_equal(fixture_sql_int(&fresh, "SELECT count(*) FROM pg_indexes WHERE indexname = 'hookd_inbox_leased'"), 0);
+        store_close(s);
+        fresh_store_drop(fx, &f);
+        return;
+    }
+    /* The schema as it was before the rebuild, with rows in it. */
+    size_t before = 0;
+    while (before < sqlite_migrations_count && strstr(sqlite_migrations[before].sql, "hookd_inbox_new") == NULL)
+        before++;
+    assert_true(before < sqlite_migrations_count);
+    fixture_sql(&fresh, "CREATE TABLE hookd_schema (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)");
+    for (size_t i = 0; i < before; i++) {
+        char record[96];
+        fixture_sql(&fresh, sqlite_migrations[i].sql);
+        snprintf(record, sizeof record, "INSERT INTO hookd_schema VALUES (%d, 0)", sqlite_migrations[i].version);
+        fixture_sql(&fresh, record);
+    }
+    fixture_sql(&fresh,
+                "INSERT INTO hookd_inbox(rowid, id, source, event_id, event_type, entity_kind, entity_id, version,"
+                " payload, payload_sha256, signature_verified, status, attempts, next_attempt_at, lease_owner,"
+                " lease_until, lease_token, result, error, received_at, processed_at, dup_count, last_dup_at,"
+                " conflict_count, deferred_at) VALUES"
+                " (7, 'inb_a', 's1', 'e1', 'order.paid', 'order', 'o1', 3, '{\"x\":1}', '" SHA_A "', 1, 'deferred', 2,"
+                " 5000, 'n1', 6000, 4, NULL, 'gap', 1000, NULL, 1, 1500, 1, 1200),"
+                " (42, 'inb_b', 's1', 'e2', NULL, NULL, NULL, NULL, '', '" SHA_B "', 0, 'processed', 1, NULL, NULL,"
+                " NULL, 0, 'applied', NULL, 2000, 2500, 0, NULL, 0, NULL)");
+    assert_int_equal(store_open(f.dsn, &s), 0);
+    assert_int_equal(store_migrate(s), 0);
+    fresh.s = s;
+    assert_int_equal(fixture_sql_int(&fresh, "SELECT count(*) FROM hookd_inbox"), 2);
+    assert_int_equal(fixture_sql_int(&fresh, "SELECT rowid FROM hookd_inbox WHERE id = 'inb_b'"), 42);
+    assert_int_equal(fixture_sql_int(&fresh,
+                                     "SELECT count(*) FROM hookd_inbox WHERE rowid = 7 AND source = 's1' AND"
+                                     " event_id = 'e1' AND event_type = 'order.paid' AND entity_kind = 'order' AND"
+                                     " entity_id = 'o1' AND version = 3 AND payload = '{\"x\":1}' AND"
+                                     " payload_sha256 = '" SHA_A "' AND signature_verified = 1 AND"
+                                     " status = 'deferred' AND attempts = 2 AND next_attempt_at = 5000 AND"
+                                     " lease_owner = 'n1' AND lease_until = 6000 AND lease_token = 4 AND"
+                                     " result IS NULL AND error = 'gap' AND received_at = 1000 AND"
+                                     " processed_at IS NULL AND dup_count = 1 AND last_dup_at = 1500 AND"
+                                     " conflict_count = 1 AND deferred_at = 1200"),
+                     1);
+    assert_int_equal(store_inbox_get(s, "inb_b", &it), 0);
+    assert_int_equal(it.status, INBOX_PROCESSED);
+    assert_string_equal(it.result, "applied");
+    inbox_item_free(&it);
+    /* The check as comparisons, refusing what it refused. */
+    assert_int_equal(fixture_sql_int(&fresh, "SELECT count(*) FROM sqlite_master WHERE name = 'hookd_inbox'"
+                                             " AND sql LIKE '%status IN%'"),
+                     0);
+    assert_int_equal(fixture_sql_int(&fresh, "SELECT count(*) FROM sqlite_master WHERE name = 'hookd_inbox'"
+                                             " AND sql LIKE '%status = ''quarantined''%'"),
+                     1);
+    fixture_sql(&fresh, "CREATE TABLE probe(ok INTEGER)");
+    fixture_sql(&fresh, "CREATE TRIGGER probe_t AFTER INSERT ON probe BEGIN"
+                        " UPDATE hookd_inbox SET status = 'bogus' WHERE id = 'inb_a'; END");
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(f.dsn + 7, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "INSERT INTO probe VALUES (1)", NULL, NULL, NULL), SQLITE_CONSTRAINT);
+    sqlite3_close(db);
+    /* Every index of the table, by name and definition (the UNIQUE constraints' own too). */
+    assert_int_equal(fixture_sql_int(&fresh, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND"
+                                             " tbl_name = 'hookd_inbox'"),
+                     9);
+    static const char *const names[] = {"hookd_inbox_due",   "hookd_inbox_source", "hookd_inbox_status",
+                                        "hookd_inbox_retention", "hookd_inbox_entity", "hookd_inbox_odd_id",
+                                        "hookd_inbox_odd_time"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char q[160];
+        snprintf(q, sizeof q, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = '%s'", names[i]);
+        assert_int_equal(fixture_sql_int(&fresh, q), 1);
+    }
+    assert_int_equal(fixture_sql_int(&fresh, "SELECT count(*) FROM sqlite_master WHERE name = 'hookd_inbox_leased'"), 0);
+    assert_int_equal(fixture_sql_int(&fresh, "SELECT count(*) FROM pragma_index_list('hookd_inbox')"
+                                             " WHERE \"unique\" = 1"),
+                     2);
+    /* Ids and (source, event_id) stay unique. */
+    assert_int_equal(sqlite3_open(f.dsn + 7, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "INSERT INTO hookd_inbox(id, source, event_id, payload, payload_sha256,"
+                                      " received_at) VALUES ('inb_c', 's1', 'e1', '', '', 1)",
+                                  NULL, NULL, NULL),
+                     SQLITE_CONSTRAINT);
+    sqlite3_close(db);
+    store_close(s);
+    fresh_store_drop(fx, &f);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_source_crud),
+        T(test_inbox_rebuild_keeps_rows),
         T(test_source_list_cursor),
         T(test_inbox_insert_and_duplicates),
         T(test_inbox_concurrent_copies),

@@ -548,12 +548,71 @@ static void test_quiet_outbox_sqlite_is_a_no_op(void **state)
     event_commit(fx, fx->s);
 }
 
+
+/*
+ * A machine's update makes the deferred items of its sources due now (they
+ * wait for a change, not for the retry schedule): only deferred ones, only of
+ * the sources naming that machine (not another machine's, not a source whose
+ * definition is no JSON), in the update's own transaction.
+ */
+static void test_machine_update_wakes_its_deferred(void **state)
+{
+    struct fixture *fx = *state;
+    struct machine_record m = {0};
+    char mine[SOURCE_NAME_MAX], other[SOURCE_NAME_MAX], broken[SOURCE_NAME_MAX], sql[512];
+    struct inbox_outcome d1, p1, d2, d3;
+    const int64_t later = clock_now_ms() + 3600000;
+
+    id_new(m.name, "mach_");
+    id_new(mine, "src_");
+    id_new(other, "src_");
+    id_new(broken, "src_");
+    m.definition = strdup("{\"name\":\"x\"}");
+    assert_int_equal(store_machine_insert(fx->s, &m), 0);
+    snprintf(sql, sizeof sql,
+             "INSERT INTO hookd_sources(name, definition) VALUES ('%s', '{\"handler\": {\"machine\": \"%s\"}}'),"
+             " ('%s', '{\"handler\": {\"machine\": \"%s-other\"}}'), ('%s', '{\"handler\": \"machine\"')",
+             mine, m.name, other, m.name, broken);
+    fixture_sql(fx, sql);
+    item_add(fx, mine, "e1", "o1", 1, &d1);
+    item_add(fx, mine, "e2", "o2", 1, &p1);
+    item_add(fx, other, "e3", "o3", 1, &d2);
+    item_add(fx, broken, "e4", "o4", 1, &d3);
+    snprintf(sql, sizeof sql,
+             "UPDATE hookd_inbox SET status = 'deferred', next_attempt_at = %lld WHERE id IN ('%s', '%s', '%s')",
+             (long long)later, d1.id, d2.id, d3.id);
+    fixture_sql(fx, sql);
+    snprintf(sql, sizeof sql, "UPDATE hookd_inbox SET next_attempt_at = %lld WHERE id = '%s'", (long long)later,
+             p1.id);
+    fixture_sql(fx, sql);
+
+    int64_t before = clock_now_ms();
+    assert_int_equal(store_begin(fx->s), 0);
+    assert_int_equal(store_machine_update(fx->s, &m), 0);
+    assert_int_equal(store_commit(fx->s), 0);
+    struct inbox_item it;
+    assert_int_equal(store_inbox_get(fx->s, d1.id, &it), 0);
+    assert_true(it.next_attempt_at >= before && it.next_attempt_at <= clock_now_ms());
+    inbox_item_free(&it);
+    const char *const untouched[] = {p1.id, d2.id, d3.id}; /* pending; another machine's; no JSON */
+    for (size_t i = 0; i < sizeof untouched / sizeof untouched[0]; i++) {
+        assert_int_equal(store_inbox_get(fx->s, untouched[i], &it), 0);
+        assert_int_equal(it.next_attempt_at, later);
+        inbox_item_free(&it);
+    }
+    /* Nothing of this test left due for the others' claims (the shared database keeps its rows). */
+    const struct inbox_settle done = {.id = d1.id, .status = INBOX_PROCESSED, .result = "applied"};
+    assert_int_equal(store_inbox_settle(fx->s, &done, clock_now_ms()), 0);
+    machine_record_free(&m);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_machine_crud),
+        T(test_machine_update_wakes_its_deferred),
         T(test_entity_and_transitions),
         T(test_settle_and_audit),
         T(test_decision_write),

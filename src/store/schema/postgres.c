@@ -693,6 +693,29 @@ static const char schema_inbox_notify_handled[] =
     "CREATE TRIGGER hookd_inbox_notify_insert AFTER INSERT ON hookd_inbox REFERENCING NEW TABLE AS added"
     " FOR EACH STATEMENT EXECUTE FUNCTION hookd_inbox_notify_added();";
 
+/*
+ * The inbox's per-node lease index goes. A fenced outcome (WHERE id = $1 AND
+ * lease_owner = $2 AND lease_token = $3) was planned once per connection,
+ * while the inbox was small, on that index rather than the primary key, and
+ * read every item the node held for each outcome (132 buffers an update,
+ * pg_stat_statements, a shuffled machine run); and as an indexed column,
+ * lease_owner made every claim a non-HOT update. The node's release of its
+ * leases at start walks the open items instead (a lease is only ever held on
+ * an open item).
+ */
+static const char schema_inbox_leased_index_drop[] = "DROP INDEX hookd_inbox_leased;";
+
+/*
+ * The machine a source's definition names (handler.machine), or NULL, also
+ * for a definition that is not JSON (plain SQL can write one): a machine's
+ * update wakes the deferred items of its sources with it.
+ */
+static const char schema_source_machine_function[] =
+    "CREATE OR REPLACE FUNCTION hookd_source_machine(definition text) RETURNS text"
+    " LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$ BEGIN"
+    " RETURN definition::jsonb #>> '{handler,machine}';"
+    " EXCEPTION WHEN others THEN RETURN NULL; END $$;";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -720,6 +743,8 @@ const struct schema_migration postgres_migrations[] = {
     {24, schema_stats_by_id},
     {25, schema_inbox_entity_index},
     {26, schema_inbox_notify_handled},
+    {27, schema_inbox_leased_index_drop},
+    {28, schema_source_machine_function},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];

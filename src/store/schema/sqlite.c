@@ -582,6 +582,69 @@ static const char schema_deliveries_status_compare[] =
     "CREATE INDEX hookd_deliveries_endpoint_status ON hookd_deliveries(endpoint_id, status, created_at)"
     " WHERE " HEALTH_STATUS_OR("") ";";
 
+/* Every column of hookd_inbox after migration 8 (inbox_workers), in table order. */
+#define INBOX_REBUILD_COLUMNS                                                                                \
+    "id, source, event_id, event_type, entity_kind, entity_id, version, payload, payload_sha256,"             \
+    " signature_verified, status, attempts, next_attempt_at, lease_owner, lease_until, lease_token, result,"  \
+    " error, received_at, processed_at, dup_count, last_dup_at, conflict_count, deferred_at"
+
+/*
+ * The inbox's per-node lease index goes: every claim inserted an entry and
+ * every outcome deleted it (two b-tree writes per attempt), for one reader,
+ * the node's release of its leases at start, which walks the open items
+ * instead (hookd_inbox_due: a lease is only ever held on an open item).
+ */
+static const char schema_inbox_leased_index_drop[] = "DROP INDEX hookd_inbox_leased;";
+
+/*
+ * The inbox's status check as comparisons (as the transitions log's,
+ * transitions_check_compare): an IN list of four values made SQLite build an
+ * ephemeral table for every insert and every status update of an item (the
+ * receiver's insert, the outcome, the settling of a deferred item). A CHECK
+ * cannot be altered, so the table is rebuilt with every row (rowids kept)
+ * and every index it has at this point.
+ */
+static const char schema_inbox_check_compare[] =
+    "CREATE TABLE hookd_inbox_new ("
+    " id TEXT NOT NULL UNIQUE,"
+    " source TEXT NOT NULL,"
+    " event_id TEXT NOT NULL,"
+    " event_type TEXT,"
+    " entity_kind TEXT,"
+    " entity_id TEXT,"
+    " version INTEGER,"
+    " payload TEXT NOT NULL,"
+    " payload_sha256 TEXT NOT NULL,"
+    " signature_verified INTEGER NOT NULL DEFAULT 0,"
+    " status TEXT NOT NULL DEFAULT 'pending'"
+    "  CHECK (status = 'pending' OR status = 'processed' OR status = 'deferred' OR status = 'quarantined'),"
+    " attempts INTEGER NOT NULL DEFAULT 0,"
+    " next_attempt_at INTEGER,"
+    " lease_owner TEXT,"
+    " lease_until INTEGER,"
+    " lease_token INTEGER NOT NULL DEFAULT 0,"
+    " result TEXT,"
+    " error TEXT,"
+    " received_at INTEGER NOT NULL,"
+    " processed_at INTEGER,"
+    " dup_count INTEGER NOT NULL DEFAULT 0,"
+    " last_dup_at INTEGER,"
+    " conflict_count INTEGER NOT NULL DEFAULT 0,"
+    " deferred_at INTEGER,"
+    " UNIQUE (source, event_id));"
+    "INSERT INTO hookd_inbox_new(rowid, " INBOX_REBUILD_COLUMNS ")"
+    " SELECT rowid, " INBOX_REBUILD_COLUMNS " FROM hookd_inbox ORDER BY rowid;"
+    "DROP TABLE hookd_inbox;"
+    "ALTER TABLE hookd_inbox_new RENAME TO hookd_inbox;"
+    "CREATE INDEX hookd_inbox_due ON hookd_inbox(next_attempt_at, id) WHERE status IN ('pending', 'deferred');"
+    "CREATE INDEX hookd_inbox_source ON hookd_inbox(source, id);"
+    "CREATE INDEX hookd_inbox_status ON hookd_inbox(status, id);"
+    "CREATE INDEX hookd_inbox_retention ON hookd_inbox(processed_at) WHERE status = 'processed' AND payload <> '';"
+    "CREATE INDEX hookd_inbox_entity ON hookd_inbox(entity_kind, entity_id, status, source, id)"
+    " WHERE entity_kind IS NOT NULL;"
+    "CREATE INDEX hookd_inbox_odd_id ON hookd_inbox(id) WHERE " STATS_ODD_SQLITE("inb_", "received_at") ";"
+    "CREATE INDEX hookd_inbox_odd_time ON hookd_inbox(received_at) WHERE " STATS_ODD_SQLITE("inb_", "received_at") ";";
+
 const struct schema_migration sqlite_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -604,6 +667,8 @@ const struct schema_migration sqlite_migrations[] = {
     {19, schema_stats_by_id},
     {20, schema_inbox_entity_index},
     {21, schema_deliveries_status_compare},
+    {22, schema_inbox_leased_index_drop},
+    {23, schema_inbox_check_compare},
 };
 
 const size_t sqlite_migrations_count = sizeof sqlite_migrations / sizeof sqlite_migrations[0];
