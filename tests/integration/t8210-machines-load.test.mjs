@@ -45,8 +45,8 @@ async function sendAll(urls, all, senders, onAck = () => {}) {
         try {
           const res = await fetch(urls[(k + attempt) % urls.length], { method: 'POST', body,
             headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(10000) });
-          await res.arrayBuffer();
-          if (res.status === 200) { onAck(ev); break; }
+          const text = await res.text();
+          if (res.status === 200) { onAck(ev, (k + attempt) % urls.length, text); break; }
         } catch { /* down: try again */ }
         await sleep(50);
       }
@@ -129,7 +129,9 @@ test('three nodes on one PostgreSQL database: 20,000 shuffled events over 500 en
   await sleep(1200); // the other nodes' source caches
   const { all, distinct } = shuffled(500, 40, 0, 'n');
   const urls = cluster.nodes.map((d) => `http://127.0.0.1:${d.publicPort}/in/shop`);
-  await sendAll(urls, all, 24);
+  const acks = new Map(); // event id -> [node index, the 200's body]
+  await sendAll(urls, all, 24, (ev, node, body) => acks.set(ev.id, [node, body]));
+  assert.equal(acks.size, distinct, 'every event acknowledged');
   try {
     await waitFor(() => Number(cluster.sql("SELECT count(*) FROM hookd_entities WHERE id LIKE 'n%' AND version = 40")) === 500,
       { timeoutMs: 400000, intervalMs: 500, what: 'every entity at version 40' });
@@ -139,7 +141,12 @@ test('three nodes on one PostgreSQL database: 20,000 shuffled events over 500 en
     const open = cluster.sql("SELECT entity_id, status, result, version, attempts, next_attempt_at, lease_owner, lease_until, error"
       + " FROM hookd_inbox WHERE source = 'shop' AND status <> 'processed' ORDER BY entity_id, version LIMIT 20");
     const counts = cluster.sql("SELECT status, count(*) FROM hookd_inbox WHERE source = 'shop' GROUP BY status");
-    throw new Error(`${e.message}\nbehind:\n${behind}\nopen items:\n${open}\nby status:\n${counts}\nnow ${Date.now()}`);
+    // An event acknowledged with 200 and not in the inbox would be a durability defect: name them, with the node
+    // that answered and what it answered.
+    const stored = new Set(cluster.sql("SELECT event_id FROM hookd_inbox WHERE source = 'shop'").split('\n').filter(Boolean));
+    const lost = [...acks].filter(([id]) => !stored.has(id)).slice(0, 20).map(([id, [node, body]]) => `${id} node ${node}: ${body}`);
+    throw new Error(`${e.message}\nbehind:\n${behind}\nopen items:\n${open}\nby status:\n${counts}\n`
+      + `acknowledged, not stored (${lost.length}${lost.length === 20 ? '+' : ''}):\n${lost.join('\n')}\nnow ${Date.now()}`);
   }
   assert.equal(cluster.sql("SELECT count(*) FROM hookd_inbox WHERE source = 'shop' AND status = 'processed'"), String(distinct));
   const workers = checkChains(cluster.sql, 'n', 500, 40);
