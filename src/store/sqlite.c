@@ -8,9 +8,12 @@
  */
 #include "store/sqlite_internal.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "core/clock.h"
@@ -599,6 +602,40 @@ static const struct store_meta_ops sqlite_meta_ops = {
     .set = sqlite_meta_set,
 };
 
+/*
+ * Whether another process has the file open: every connection in WAL mode
+ * holds a shared lock on its -shm file for as long as it is open (SQLite's
+ * "dead man switch" byte), and /proc/locks lists each lock with its process
+ * and the file's device and inode. Locks of this process (its own
+ * connections) are not counted; neither is a waiter ("->" lines list the
+ * process waiting, not holding). False when the file or /proc cannot be read.
+ */
+static bool sqlite_others_open(struct store *s)
+{
+    const char *db = sqlite3_db_filename(s->db, "main");
+    char shm[PATH_MAX + 8], line[256];
+    struct stat st;
+    bool others = false;
+    FILE *f;
+
+    if (db == NULL || db[0] == '\0' || snprintf(shm, sizeof shm, "%s-shm", db) >= (int)sizeof shm ||
+        stat(shm, &st) != 0 || (f = fopen("/proc/locks", "r")) == NULL)
+        return false;
+    while (!others && fgets(line, sizeof line, f) != NULL) {
+        unsigned maj, min;
+        unsigned long ino;
+        long pid;
+        char kind[16], mode[16], access[16];
+        /* "12: POSIX  ADVISORY  READ 4242 08:01:1234 128 128" */
+        if (strstr(line, "->") == NULL &&
+            sscanf(line, "%*d: %15s %15s %15s %ld %x:%x:%lu", kind, mode, access, &pid, &maj, &min, &ino) == 7)
+            others = pid != (long)getpid() && ino == (unsigned long)st.st_ino && maj == major(st.st_dev) &&
+                     min == minor(st.st_dev);
+    }
+    fclose(f);
+    return others;
+}
+
 /* ---- the method table ------------------------------------------------------- */
 
 const struct store_ops store_sqlite_ops = {
@@ -621,6 +658,7 @@ const struct store_ops store_sqlite_ops = {
     .lock_wait = sqlite_lock_wait,
     .checkpoint_aside = sqlite_checkpoint_aside,
     .checkpoint_due = sqlite_checkpoint_due,
+    .others_open = sqlite_others_open,
     .meta = &sqlite_meta_ops,
     .events = &sqlite_event_ops,
     .endpoints = &sqlite_endpoint_ops,

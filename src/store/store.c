@@ -192,6 +192,12 @@ void store_checkpoint_due(struct store *s)
         store_backend(s)->checkpoint_due(s);
 }
 
+bool store_others_open(struct store *s)
+{
+    assert(s);
+    return store_backend(s)->others_open ? store_backend(s)->others_open(s) : false;
+}
+
 int store_quiet_outbox(struct store *s)
 {
     assert(s);

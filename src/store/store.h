@@ -30,6 +30,7 @@
  *     quiet_outbox          this connection's outbox inserts notify no one (its caller wakes its relay)
  *     checkpoint_aside      this connection's commits leave the WAL checkpoints to a thread of the store's
  *     checkpoint_due        the checkpoint those commits left to their connection, run after their answers
+ *     others_open           whether another process has the store open (SQLite: its file)
  *   meta (hookd_meta)
  *     meta_get/meta_set     small key/value settings
  *   events (hookd_outbox)
@@ -1235,6 +1236,13 @@ struct store_ops {
      * logged (the next commit asks again). Outside a transaction. Optional
      * (NULL: nothing, as on PostgreSQL). */
     void (*checkpoint_due)(struct store *s);
+    /* Whether a process other than this one has the store open now
+     * (SQLite: holds a lock on the file's shared memory, as every open
+     * connection in WAL mode does, read from /proc/locks); a writer leaves
+     * room for such a process's transactions (writer_options
+     * application_share). Optional (NULL: false, as on PostgreSQL, where
+     * sessions wait for each other's locks in a queue). */
+    bool (*others_open)(struct store *s);
 
     /* The table families. */
     const struct store_meta_ops *meta;
@@ -1297,6 +1305,7 @@ STORE_WRAPPER store_lock_wait(struct store *s, int64_t ms);
 STORE_WRAPPER store_quiet_outbox(struct store *s); /* a setting too */
 STORE_WRAPPER store_checkpoint_aside(struct store *s); /* a setting too: 0 when the backend has nothing to move */
 void store_checkpoint_due(struct store *s); /* not counted nor failed by fault injection either */
+bool store_others_open(struct store *s);     /* nor this */
 STORE_WRAPPER store_meta_get(struct store *s, const char *key, char **value_out);
 STORE_WRAPPER store_meta_set(struct store *s, const char *key, const char *value);
 STORE_WRAPPER store_event_insert(struct store *s, struct event *ev, struct event *existing);

@@ -36,11 +36,15 @@
  * lock onto the writer's): at the default 0.2, an application with a 5 s
  * busy timeout (about 60 polls) fails once in about 500,000 commits. The
  * batch after a gap is larger, which costs less per op. A writer that finds
- * nothing queued for as long as a gap has left one by itself.
+ * nothing queued for as long as a gap has left one by itself. Gaps are left
+ * only while another process has the file open (store_others_open, looked at
+ * every second): with hookd alone on it they would cost a busy writer its
+ * share for nothing.
  */
 #define RUN_MIN_US 8000
 #define RUN_JITTER_US 4000
-#define GAP_MAX_US 50000 /* after a batch that held the lock far longer than a run */
+#define GAP_MAX_US 50000      /* after a batch that held the lock far longer than a run */
+#define OTHERS_CHECK_US 1000000 /* how often the writer looks whether another process has the store open */
 #define LOG_PART "writer"
 
 struct write_op {
@@ -80,6 +84,8 @@ struct writer {
     int64_t run_since_us;        /* when the current run of batches back to back began (0: none) */
     int64_t run_max_us;          /* how long this run may last */
     int64_t last_end_us;         /* when the last batch ended */
+    bool others;                 /* another process has the store open (looked at every OTHERS_CHECK_US) */
+    int64_t others_checked_us;
 };
 
 /* ---- batches -------------------------------------------------------------- */
@@ -508,6 +514,12 @@ static void leave_room(struct writer *w)
 
     if (w->gap_us <= 0)
         return;
+    if (w->others_checked_us == 0 || now - w->others_checked_us >= OTHERS_CHECK_US) {
+        w->others = store_others_open(w->s);
+        w->others_checked_us = now;
+    }
+    if (!w->others)
+        return; /* no application has the file open: nobody to leave room for */
     if (w->run_since_us == 0 || now - w->last_end_us >= w->gap_us) {
         run_start(w, now);
         return;

@@ -16,7 +16,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <limits.h>
 #include <sqlite3.h>
+#include <sys/wait.h>
 
 #include "core/ids.h"
 #include "core/clock.h"
@@ -814,11 +816,78 @@ static int app_commit(sqlite3 *db, struct store *st, int i)
     }
     snprintf(sql, sizeof sql, "BEGIN IMMEDIATE; INSERT INTO hookd_meta(key, value) VALUES ('app_%d', 'v'); COMMIT;", i);
     if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK) {
-        print_message("application commit %d: %s\n", i, sqlite3_errmsg(db));
+        fprintf(stderr, "application commit %d: %s\n", i, sqlite3_errmsg(db));
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
         return -1;
     }
     return 0;
+}
+
+/* The application's commits, spaced; returns how many failed or waited past their bound. */
+static int app_run(sqlite3 *db, struct store *st, int64_t *longest)
+{
+    int failed = 0;
+
+    for (int i = 0; i < SAT_APP_COMMITS; i++) {
+        int64_t t0 = clock_mono_ms(), waited;
+        if (app_commit(db, st, i) != 0)
+            failed++;
+        waited = clock_mono_ms() - t0;
+        if (waited > SAT_APP_TIMEOUT_MS)
+            failed++; /* a wait past its own bound counts as lost too */
+        *longest = waited > *longest ? waited : *longest;
+        usleep(10000);
+    }
+    return failed;
+}
+
+/*
+ * On SQLite, the application: another process with the file open, started
+ * afresh (this binary again, `--application PATH`: a forked copy of a
+ * process that uses SQLite would share its lock state and take no lock of
+ * its own). It opens the file, waits for a byte on stdin, commits, and exits
+ * with the number of commits that failed.
+ */
+static char self_path[PATH_MAX];
+
+static pid_t app_process(const char *path, int *go)
+{
+    int fds[2];
+    pid_t pid;
+
+    assert_int_equal(pipe(fds), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[0], 0);
+        close(fds[0]);
+        close(fds[1]);
+        execl(self_path, self_path, "--application", path, (char *)NULL);
+        _exit(102);
+    }
+    close(fds[0]);
+    *go = fds[1];
+    return pid;
+}
+
+static int application_main(const char *path, bool wait_only)
+{
+    sqlite3 *db = NULL;
+    int64_t longest = 0;
+    char c;
+
+    if (sqlite3_open(path, &db) != SQLITE_OK)
+        return 100;
+    sqlite3_busy_timeout(db, SAT_APP_TIMEOUT_MS);
+    /* One read maps the WAL's shared memory, as an application's connection does at its first statement. */
+    sqlite3_exec(db, "SELECT count(*) FROM hookd_meta", NULL, NULL, NULL);
+    if (read(0, &c, 1) != 1)
+        return 101;
+    int failed = wait_only ? 0 : app_run(db, NULL, &longest);
+    if (!wait_only)
+        fprintf(stderr, "application commits: the longest took %lld ms\n", (long long)longest);
+    sqlite3_close(db);
+    return failed > 99 ? 99 : failed;
 }
 
 /*
@@ -826,8 +895,9 @@ static int app_commit(sqlite3 *db, struct store *st, int i)
  * transactions). While hookd's writer has work queued back to back, an
  * application's transaction still commits within its own lock wait: on
  * SQLite, whose write lock has no queue, the writer leaves the lock free now
- * and then (an application's busy handler polls at 1, 2, 5 … 100 ms steps,
- * and would lose every poll to a writer that BEGINs again at once).
+ * and then while another process has the file open (an application's busy
+ * handler polls at 1, 2, 5 … 100 ms steps, and would lose every poll to a
+ * writer that BEGINs again at once).
  */
 static void test_application_writes_while_saturated(void **state)
 {
@@ -837,35 +907,32 @@ static void test_application_writes_while_saturated(void **state)
     struct sat_thread t[SAT_THREADS];
     pthread_t th[SAT_THREADS];
     atomic_bool stop = false;
-    sqlite3 *db = NULL;
     struct store *st = NULL;
+    pid_t app = -1;
     long total = 0;
     int64_t longest = 0;
-    int failed = 0;
+    int failed = 0, go = -1, status = 0;
 
-    if (getenv("HOOKD_TEST_STORE")) {
+    if (getenv("HOOKD_TEST_STORE"))
         assert_int_equal(store_open(fx->dsn, &st), 0);
-    } else {
-        assert_int_equal(sqlite3_open(fx->dsn + strlen("sqlite:"), &db), SQLITE_OK);
-        sqlite3_busy_timeout(db, SAT_APP_TIMEOUT_MS);
-    }
+    else
+        app = app_process(fx->dsn + strlen("sqlite:"), &go);
     assert_int_equal(writer_start(fx->dsn, &opt, &w), 0);
     for (int i = 0; i < SAT_THREADS; i++) {
         t[i] = (struct sat_thread){.w = w, .stop = &stop};
         assert_int_equal(pthread_create(&th[i], NULL, sat_main, &t[i]), 0);
     }
-    usleep(100000);
-    for (int i = 0; i < SAT_APP_COMMITS; i++) {
-        int64_t t0 = clock_mono_ms(), waited;
-        if (app_commit(db, st, i) != 0)
-            failed++;
-        waited = clock_mono_ms() - t0;
-        if (waited > SAT_APP_TIMEOUT_MS)
-            failed++; /* a wait past its own bound counts as lost too */
-        longest = waited > longest ? waited : longest;
-        usleep(10000);
+    usleep(1200000); /* past the writer's first look for other processes */
+    if (app > 0) {
+        assert_int_equal(write(go, "g", 1), 1);
+        assert_int_equal(waitpid(app, &status, 0), app);
+        close(go);
+        assert_true(WIFEXITED(status));
+        failed = WEXITSTATUS(status);
+    } else {
+        failed = app_run(NULL, st, &longest);
+        print_message("application commits: the longest took %lld ms\n", (long long)longest);
     }
-    print_message("application commits: the longest took %lld ms\n", (long long)longest);
     atomic_store(&stop, true);
     for (int i = 0; i < SAT_THREADS; i++) {
         pthread_join(th[i], NULL);
@@ -879,15 +946,51 @@ static void test_application_writes_while_saturated(void **state)
         snprintf(key, sizeof key, "app_%d", i);
         assert_int_equal(key_lookup(fx->reader, key), 0);
     }
-    if (db != NULL)
-        sqlite3_close(db);
     store_close(st);
+}
+
+/* store_others_open: false with only this process on the store; true while another process has it open. */
+static void test_others_open(void **state)
+{
+    struct fixture *fx = *state;
+    int fds[2], status = 0;
+    pid_t pid;
+
+    assert_false(store_others_open(fx->reader)); /* this process's own connections do not count */
+    if (getenv("HOOKD_TEST_STORE"))
+        return; /* PostgreSQL: false always (sessions queue for locks); checked above */
+    assert_int_equal(pipe(fds), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[0], 0);
+        close(fds[0]);
+        close(fds[1]);
+        execl(self_path, self_path, "--hold", fx->dsn + strlen("sqlite:"), (char *)NULL);
+        _exit(102);
+    }
+    close(fds[0]);
+    bool seen = false;
+    for (int i = 0; i < 200 && !seen; i++) { /* until the child has opened it (bounded: 2 s) */
+        seen = store_others_open(fx->reader);
+        if (!seen)
+            usleep(10000);
+    }
+    assert_int_equal(write(fds[1], "x", 1), 1);
+    close(fds[1]);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(seen);
+    assert_false(store_others_open(fx->reader)); /* gone with it */
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc == 3 && (strcmp(argv[1], "--application") == 0 || strcmp(argv[1], "--hold") == 0))
+        return application_main(argv[2], strcmp(argv[1], "--hold") == 0);
+    if (realpath("/proc/self/exe", self_path) == NULL)
+        return 1;
     const struct CMUnitTest tests[] = {
         T(test_group_commit),
         T(test_failed_op_rolls_back_only_itself),
@@ -905,6 +1008,7 @@ int main(void)
         T(test_bounded_op_given_up_while_locked),
         T(test_pool),
         T(test_application_writes_while_saturated),
+        T(test_others_open),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
