@@ -843,14 +843,14 @@ static int app_run(sqlite3 *db, struct store *st, int64_t *longest)
 
 /*
  * On SQLite, the application: another process with the file open, started
- * afresh (this binary again, `--application PATH`: a forked copy of a
- * process that uses SQLite would share its lock state and take no lock of
- * its own). It opens the file, waits for a byte on stdin, commits, and exits
- * with the number of commits that failed.
+ * afresh (this binary again, `MODE PATH`: a forked copy of a process that
+ * uses SQLite would share its lock state and take no lock of its own). It
+ * opens the file and waits for a byte on *go; then `--application` commits
+ * and exits with the number of commits that failed, `--hold` exits 0.
  */
 static char self_path[PATH_MAX];
 
-static pid_t app_process(const char *path, int *go)
+static pid_t app_process(const char *mode, const char *path, int *go)
 {
     int fds[2];
     pid_t pid;
@@ -862,7 +862,7 @@ static pid_t app_process(const char *path, int *go)
         dup2(fds[0], 0);
         close(fds[0]);
         close(fds[1]);
-        execl(self_path, self_path, "--application", path, (char *)NULL);
+        execl(self_path, self_path, mode, path, (char *)NULL);
         _exit(102);
     }
     close(fds[0]);
@@ -916,7 +916,7 @@ static void test_application_writes_while_saturated(void **state)
     if (getenv("HOOKD_TEST_STORE"))
         assert_int_equal(store_open(fx->dsn, &st), 0);
     else
-        app = app_process(fx->dsn + strlen("sqlite:"), &go);
+        app = app_process("--application", fx->dsn + strlen("sqlite:"), &go);
     assert_int_equal(writer_start(fx->dsn, &opt, &w), 0);
     for (int i = 0; i < SAT_THREADS; i++) {
         t[i] = (struct sat_thread){.w = w, .stop = &stop};
@@ -953,31 +953,21 @@ static void test_application_writes_while_saturated(void **state)
 static void test_others_open(void **state)
 {
     struct fixture *fx = *state;
-    int fds[2], status = 0;
+    int go = -1, status = 0;
     pid_t pid;
 
     assert_false(store_others_open(fx->reader)); /* this process's own connections do not count */
     if (getenv("HOOKD_TEST_STORE"))
         return; /* PostgreSQL: false always (sessions queue for locks); checked above */
-    assert_int_equal(pipe(fds), 0);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        dup2(fds[0], 0);
-        close(fds[0]);
-        close(fds[1]);
-        execl(self_path, self_path, "--hold", fx->dsn + strlen("sqlite:"), (char *)NULL);
-        _exit(102);
-    }
-    close(fds[0]);
+    pid = app_process("--hold", fx->dsn + strlen("sqlite:"), &go);
     bool seen = false;
     for (int i = 0; i < 200 && !seen; i++) { /* until the child has opened it (bounded: 2 s) */
         seen = store_others_open(fx->reader);
         if (!seen)
             usleep(10000);
     }
-    assert_int_equal(write(fds[1], "x", 1), 1);
-    close(fds[1]);
+    assert_int_equal(write(go, "x", 1), 1);
+    close(go);
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(seen);
     assert_false(store_others_open(fx->reader)); /* gone with it */
