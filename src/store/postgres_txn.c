@@ -291,8 +291,19 @@ static int commit_tx(struct store *s, const char *sql)
         return 0;
     }
     result = commit_checked(s, sql);
-    if (result == 0)
-        tx_state_clear(s);
+    /*
+     * A COMMIT that fails has ended the transaction all the same (rolled
+     * back): nothing is left to commit, so a failure the caller would retry
+     * (a lock wait at commit, e.g. for the NOTIFY queue, ran out: EBUSY) is
+     * reported as one it does not. A second COMMIT would find no transaction
+     * and "succeed" with a warning, and the caller would answer for rows
+     * that were never stored.
+     */
+    tx_state_clear(s);
+    if (result == HOOKD_EBUSY) {
+        log_limited(&s->lim, LOG_WARN, LOG_PART, "postgres: a commit gave up waiting for a lock; it was rolled back");
+        result = HOOKD_EIO;
+    }
     return result;
 }
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <limits.h>
+#include <libpq-fe.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
 
@@ -973,6 +974,58 @@ static void test_others_open(void **state)
     assert_false(store_others_open(fx->reader)); /* gone with it */
 }
 
+/*
+ * PostgreSQL: a COMMIT that fails (here a deferred trigger raises
+ * lock_not_available at commit, as a lock wait for the NOTIFY queue that runs
+ * out does) has rolled the transaction back: the op must hear an error, never
+ * 0 for a row that is not there. A retried COMMIT would find no transaction
+ * and "succeed" with a warning: three nodes once acknowledged 18 inbox events
+ * that way (t8210).
+ */
+static int admin_exec(PGconn *c, const char *sql)
+{
+    PGresult *r = PQexec(c, sql);
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+
+    if (!ok)
+        print_message("%s\n", PQerrorMessage(c));
+    PQclear(r);
+    return ok ? 0 : -1;
+}
+
+static void test_failed_commit_is_reported(void **state)
+{
+    struct fixture *fx = *state;
+    struct writer *w;
+    struct put_op op, after;
+    PGconn *admin;
+
+    if (!getenv("HOOKD_TEST_STORE"))
+        skip(); /* SQLite: a COMMIT that finds the file busy keeps its transaction, and trying again is right */
+    admin = PQconnectdb(fx->dsn);
+    assert_int_equal(PQstatus(admin), CONNECTION_OK);
+    assert_int_equal(admin_exec(admin,
+                                    "CREATE OR REPLACE FUNCTION hookd_test_fail_commit() RETURNS trigger LANGUAGE plpgsql AS"
+                                    " $$BEGIN IF NEW.key LIKE 'wkfail%' THEN RAISE EXCEPTION 'lock wait at commit'"
+                                    " USING ERRCODE = '55P03'; END IF; RETURN NULL; END$$;"
+                                    "CREATE CONSTRAINT TRIGGER hookd_test_fail_commit AFTER INSERT ON hookd_meta"
+                                    " DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION hookd_test_fail_commit()"),
+                     0);
+    put_init(&op);
+    memcpy(op.key, "wkfail", 6);
+    assert_int_equal(writer_start(fx->dsn, NULL, &w), 0);
+    assert_int_not_equal(writer_exec(w, put_fn, &op), 0);
+    put_init(&after); /* the writer goes on */
+    assert_int_equal(writer_exec(w, put_fn, &after), 0);
+    writer_stop(w);
+    assert_int_equal(key_lookup(fx->reader, op.key), HOOKD_ENOTFOUND);
+    assert_int_equal(key_lookup(fx->reader, after.key), 0);
+    assert_int_equal(admin_exec(admin, "DROP TRIGGER hookd_test_fail_commit ON hookd_meta;"
+                                       "DROP FUNCTION hookd_test_fail_commit()"),
+                     0);
+    PQfinish(admin);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(int argc, char **argv)
@@ -999,6 +1052,7 @@ int main(int argc, char **argv)
         T(test_pool),
         T(test_application_writes_while_saturated),
         T(test_others_open),
+        T(test_failed_commit_is_reported),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
