@@ -12,9 +12,11 @@
 #include "outbound/dispatcher.h"
 #include "outbound/dispatcher_internal.h"
 #include "outbound/outage.h"
+#include "ops/metrics.h"
 
 #define PART "dispatcher"
 #define CLAIM_BATCH_MAX 256
+#define CLAIM_HELD_ROOM 256 /* endpoints a claim names as held back; beyond, every endpoint counts as held */
 #define CLAIM_IDLE_MS 100   /* earliest re-claim when due rows were left that we could not take */
 #define REWRITE_MIN_MS 250  /* first retry of attempt records the store refused while down */
 #define REWRITE_MAX_MS 2000 /* the retries' longest interval */
@@ -31,7 +33,10 @@ static int op_claim(struct store *s, void *arg)
                                .lease_max = store_backend(s)->single_node ? dispatcher_endpoint_window(q) : 0,
                                .ramp_ms = q->deps.ramp_ms,
                                .capped = (const char (*)[HOOKD_ID_MAX])c->capped,
-                               .n_capped = c->n_capped};
+                               .n_capped = c->n_capped,
+                               .held = c->held,
+                               .held_room = c->held != NULL ? CLAIM_HELD_ROOM : 0,
+                               .n_held = &c->n_held};
     bool more_due = false;
     int64_t at = 0;
     int rc;
@@ -43,6 +48,8 @@ static int op_claim(struct store *s, void *arg)
         if (rc != 0)
             return rc;
     }
+    c->n_held = 0;
+    metrics_count(METRIC_DELIVERY_CLAIMS);
     rc = store_delivery_claim_due(s, q->deps.node, c->now, c->lease_until, c->limit, &lim, &c->jobs);
     if (rc != 0)
         return rc;
@@ -137,7 +144,10 @@ void claims_maybe(struct dispatcher *q, int64_t now)
         !(q->due_held_back && q->freed_since_claim && q->deps.claimer == NULL))
         return;
     free(q->claim.capped);
+    free(q->claim.held);
     memset(&q->claim, 0, sizeof q->claim);
+    /* Without room to name them (out of memory), every endpoint counts as held. */
+    q->claim.held = calloc(CLAIM_HELD_ROOM, sizeof *q->claim.held);
     endpoint_cache_each(&q->cache, capped_count, &pass);
     if (pass.n > 0 && (q->claim.capped = calloc(pass.n, sizeof *q->claim.capped)) != NULL) {
         pass.room = pass.n;
@@ -165,10 +175,54 @@ void claims_maybe(struct dispatcher *q, int64_t now)
         return;
     }
     q->claim_in_flight = true;
+    q->claim_seq++;
     q->freed_since_claim = false;
     q->outstanding_ops++;
     /* Completions committed from now on lower this again; the claim's answer sets the rest. */
     q->next_wake_at = NEVER;
+}
+
+static void held_clear(struct ep_state *st, void *arg)
+{
+    (void)arg;
+    st->held_back = false;
+}
+
+/*
+ * The claim's answer: which endpoints wait for their own slots. Only their
+ * results let a claim take more, so a result of any other endpoint (a healthy
+ * one beside others held at their caps) asks for no claim: before, each did,
+ * and each claim walked the held endpoints' leased rows on the writer, in
+ * front of the healthy endpoint's next fan-out. A held endpoint whose lease
+ * ended while the claim was out may have a slot the claim did not see.
+ */
+static void held_mark(struct dispatcher *q)
+{
+    struct claim *c = &q->claim;
+    bool freed = false;
+
+    endpoint_cache_each(&q->cache, held_clear, NULL);
+    q->held_all = c->held == NULL || c->n_held > CLAIM_HELD_ROOM;
+    for (size_t i = 0; !q->held_all && i < c->n_held; i++) {
+        struct ep_state *st = endpoint_cache_find(&q->cache, c->held[i]);
+        if (st == NULL)
+            continue;
+        st->held_back = true;
+        freed |= st->freed_in_claim == q->claim_seq;
+    }
+    if (!freed && !q->held_all)
+        return;
+    q->freed_since_claim = true;
+    if (q->deps.claimer != NULL && q->due_held_back)
+        q->next_wake_at = 0;
+}
+
+/* A lease of st ends (its result queued, or committed): true when claims wait for st's slots. */
+bool claims_lease_freed(struct dispatcher *q, struct ep_state *st)
+{
+    if (q->claim_in_flight)
+        st->freed_in_claim = q->claim_seq;
+    return q->held_all || st->held_back;
 }
 
 void claims_finished(struct dispatcher *q, int64_t now)
@@ -204,6 +258,7 @@ void claims_finished(struct dispatcher *q, int64_t now)
     }
     dispatcher_jobs_accept(q, &c->jobs, 0);
     q->due_held_back = got < c->limit && c->next_due <= c->now;
+    held_mark(q);
     if (got == c->limit)
         q->next_wake_at = now; /* a full batch: more may be due */
     else if (c->next_due <= c->now)

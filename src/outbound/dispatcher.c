@@ -760,7 +760,8 @@ static void job_record(struct dispatcher *q, struct job *j, const struct request
     int64_t now = clock_now_ms();
 
     job_set_result(j, &j->ep->policy, o, response, started_at, now, rnd01(q), q->deps.node);
-    q->freed_since_claim = true;
+    if (claims_lease_freed(q, j->ep))
+        q->freed_since_claim = true;
     free(j->supersede_key);
     j->supersede_key = NULL;
     if (j->result.status == DELIVERY_RETRYING && j->ep->present && j->ep->ep.ordering == ORDERING_LATEST &&
@@ -843,7 +844,7 @@ static void job_finished(struct dispatcher *q, struct job *j)
             if (j->result.status == DELIVERY_RETRYING)
                 q->next_wake_at = min64(q->next_wake_at, j->result.next_attempt_at);
             /* Claims on a connection of their own see the freed lease only now. */
-            if (q->due_held_back && q->deps.claimer != NULL)
+            if (claims_lease_freed(q, j->ep) && q->due_held_back && q->deps.claimer != NULL)
                 q->next_wake_at = 0;
             if (j->breaker_opened)
                 breaker_opened(q, j->ep);
@@ -1094,7 +1095,7 @@ static void *dispatcher_main(void *arg)
         }
         if (http_engine_run(q->engine) > 0 && !stop_mode) {
             /* Due deliveries wait for the leases these results free: no waiting for company. */
-            if (q->due_held_back && q->deps.claimer != NULL)
+            if (q->due_held_back && q->freed_since_claim && q->deps.claimer != NULL)
                 writer_flush(q->deps.writer);
             continue; /* slots opened: start what waits before sleeping */
         }
@@ -1119,6 +1120,7 @@ static void dispatcher_free(struct dispatcher *q)
     free(q->idle);
     free(q->board);
     free(q->claim.capped);
+    free(q->claim.held);
     renewal_free(q);
     pthread_mutex_destroy(&q->board_mu);
     pthread_mutex_destroy(&q->mu);

@@ -51,6 +51,8 @@ struct claim {
     int limit;
     char (*capped)[HOOKD_ID_MAX]; /* single-node: endpoints not direct (slow, paused, ramping) */
     size_t n_capped;
+    char (*held)[HOOKD_ID_MAX];   /* out: endpoints whose due rows it left for their limits (lease_limits) */
+    size_t n_held;                /* all of them, also beyond CLAIM_HELD_ROOM */
     int64_t now, lease_until;
     struct job_list jobs;
     int64_t next_due; /* NEVER when nothing is scheduled */
@@ -122,7 +124,9 @@ struct dispatcher {
     int64_t next_wake_at;      /* wall ms of the next claim */
     int64_t expire_at;         /* wall ms: the next claim also expires paused endpoints' deliveries (claims.c) */
     bool due_held_back;        /* the last claim left due rows behind (per-endpoint caps) */
-    bool freed_since_claim;    /* an attempt result was queued after the last claim: its lease goes with it */
+    bool held_all;             /* it left more endpoints than it could list: take each as held */
+    bool freed_since_claim;    /* a held endpoint's result was queued after the last claim: its lease goes with it */
+    uint64_t claim_seq;        /* claims started; ep_state.freed_in_claim names one */
     int64_t endpoints_checked_mono;
     struct job_table jobs;
     /* Results of jobs whose fan-out may still roll back: held until it has ended
@@ -146,6 +150,7 @@ void dispatcher_jobs_accept(struct dispatcher *q, struct job_list *list, uint64_
 
 void claims_maybe(struct dispatcher *q, int64_t now);
 void claims_finished(struct dispatcher *q, int64_t now);
+bool claims_lease_freed(struct dispatcher *q, struct ep_state *st);
 void rewrite_later(struct dispatcher *q, struct job *j);
 void rewrite_due(struct dispatcher *q, int64_t mono, bool drop);
 void renewal_maybe(struct dispatcher *q, int64_t now, int64_t mono);

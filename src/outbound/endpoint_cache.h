@@ -46,6 +46,8 @@ struct ep_state {
     int64_t ramp_until_mono;    /* its breaker closed: claims ramp it up until then */
     int64_t answered_mono;      /* its last answer (0: none yet) */
     bool direct;                /* as last put on the dispatcher's board */
+    bool held_back;             /* the last claim left due rows of it behind for its limits */
+    uint64_t freed_in_claim;    /* a lease of it ended while this claim (dispatcher claim_seq) was out */
     bool in_ring;
     bool seen;                  /* reload bookkeeping */
     struct ep_state *ring_next;

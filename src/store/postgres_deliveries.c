@@ -155,6 +155,13 @@ static void array_literal_add(char *buf, size_t cap, size_t *len, const char *v)
     buf[*len] = '\0';
 }
 
+/* The candidates a claim locked, to tell which of them its rows drained (lease_limits.held). */
+#define CLAIM_LOCKED_MAX STORE_LIST_MAX
+struct claim_locked {
+    char ids[CLAIM_LOCKED_MAX][HOOKD_ID_MAX];
+    size_t n;
+};
+
 /*
  * The claim's first statement: the candidates, as a text[] literal (*literal,
  * heap; NULL when none). They are the enabled endpoints with a due, unleased
@@ -165,7 +172,8 @@ static void array_literal_add(char *buf, size_t cap, size_t *len, const char *v)
  * committed. The lock is only tried: an endpoint another claim holds right
  * now is left to it (and no two claims ever wait for each other).
  */
-static int claim_candidates(struct store *s, int64_t now, int limit, int default_cap, char **literal)
+static int claim_candidates(struct store *s, int64_t now, int limit, int default_cap, const struct lease_limits *lim,
+                            char **literal, struct claim_locked *locked)
 {
     struct pg_params p = {.n = 0};
     PGresult *res;
@@ -177,16 +185,17 @@ static int claim_candidates(struct store *s, int64_t now, int limit, int default
     pg_param_int(&p, 2, default_cap);
     pg_param_int(&p, 3, limit);
     result = pg_run(s, PG_DELIVERY_CLAIM_ENDPOINTS,
-                    "SELECT c.id, (c.cap <= 0 AND c.rate <= 0) OR pg_try_advisory_xact_lock(" CLAIM_LOCK_CLASS ", hashtext(c.id))"
-                    " FROM (SELECT * FROM (SELECT e.id, e.cap, e.rate, f.first_at FROM (SELECT id, rate_limit AS rate,"
-                    "    CASE WHEN max_in_flight > 0"
-                    "    THEN max_in_flight WHEN $2 > 0 THEN $2 ELSE 0 END AS cap FROM hookd_endpoints WHERE enabled) e"
-                    "   CROSS JOIN LATERAL (SELECT d.next_attempt_at AS first_at FROM hookd_deliveries d"
-                    "    WHERE d.endpoint_id = e.id AND d.status IN " OPEN_STATUSES " AND d.next_attempt_at <= $1"
-                    "    AND (d.lease_owner IS NULL OR d.lease_until < $1) ORDER BY d.next_attempt_at, d.id LIMIT 1) f"
-                    "   OFFSET 0) due" /* the leases are counted for endpoints with due rows only */
-                    "  WHERE due.cap <= 0 OR " INFLIGHT_COUNT("due.id", "$1") " < due.cap"
-                    "  ORDER BY due.first_at, due.id LIMIT $3 OFFSET 0) c",
+                    /* The leases are counted for endpoints with due rows only; full ones are listed last. */
+                    "WITH due AS MATERIALIZED (SELECT e.id, e.cap, e.rate, f.first_at,"
+                    "  e.cap > 0 AND " INFLIGHT_COUNT("e.id", "$1") " >= e.cap AS full"
+                    "  FROM (SELECT id, rate_limit AS rate, CASE WHEN max_in_flight > 0"
+                    "   THEN max_in_flight WHEN $2 > 0 THEN $2 ELSE 0 END AS cap FROM hookd_endpoints WHERE enabled) e"
+                    "  CROSS JOIN LATERAL (SELECT d.next_attempt_at AS first_at FROM hookd_deliveries d"
+                    "   WHERE d.endpoint_id = e.id AND d.status IN " OPEN_STATUSES " AND d.next_attempt_at <= $1"
+                    "   AND (d.lease_owner IS NULL OR d.lease_until < $1) ORDER BY d.next_attempt_at, d.id LIMIT 1) f)"
+                    " SELECT c.id, (c.cap <= 0 AND c.rate <= 0) OR pg_try_advisory_xact_lock(" CLAIM_LOCK_CLASS ", hashtext(c.id)),"
+                    "  false FROM (SELECT * FROM due WHERE NOT due.full ORDER BY due.first_at, due.id LIMIT $3 OFFSET 0) c"
+                    " UNION ALL SELECT due.id, false, true FROM due WHERE due.full",
                     &p, &res);
     if (result)
         return result;
@@ -206,8 +215,31 @@ static int claim_candidates(struct store *s, int64_t now, int limit, int default
         }
         snprintf(*literal + len, cap - len, "}");
     }
+    /* Full ones, and those another node's claim holds, are held; the locked ones unless they take all that is due. */
+    for (int i = 0; result == 0 && lim->n_held != NULL && i < rows; i++) {
+        if (strcmp(PQgetvalue(res, i, 1), "t") != 0)
+            lease_limits_held(lim, PQgetvalue(res, i, 0));
+        else if (locked->n < CLAIM_LOCKED_MAX)
+            snprintf(locked->ids[locked->n++], HOOKD_ID_MAX, "%s", PQgetvalue(res, i, 0));
+        else
+            lease_limits_held(lim, PQgetvalue(res, i, 0));
+    }
     PQclear(res);
     return result;
+}
+
+/* The locked candidates a claim's rows did not drain (none of its rows says "took less than it may"): held. */
+static void claim_held_after(const struct lease_limits *lim, const struct claim_locked *locked, PGresult *res)
+{
+    int col = PQfnumber(res, "endpoint_id"), rows = PQntuples(res), last = PQnfields(res) - 1;
+
+    for (size_t i = 0; lim->n_held != NULL && i < locked->n; i++) {
+        bool drained = false;
+        for (int r = 0; col >= 0 && r < rows && !drained; r++)
+            drained = strcmp(PQgetvalue(res, r, last), "f") == 0 && strcmp(PQgetvalue(res, r, col), locked->ids[i]) == 0;
+        if (!drained)
+            lease_limits_held(lim, locked->ids[i]);
+    }
 }
 
 /*
@@ -218,8 +250,11 @@ static int claim_candidates(struct store *s, int64_t now, int limit, int default
  * snapshot is checked again) and leased to node, with their events.
  */
 static int claim_lease(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
-                       int default_cap, int64_t ramp_ms, const char *candidates, struct job_list *out, bool *more_due)
+                       int default_cap, const struct lease_limits *lim, const char *candidates,
+                       const struct claim_locked *locked, struct job_list *out)
 {
+    int64_t ramp_ms = lim->ramp_ms;
+    bool *more_due = lim->more_due;
     struct pg_params p = {.n = 0};
     PGresult *res;
     int result;
@@ -330,6 +365,8 @@ static int claim_lease(struct store *s, const char *node, int64_t now, int64_t l
     result = pg_rows_read(res, store_read_job, STORE_ROWS(out, store_free_job));
     for (int r = 0; result == 0 && more_due && r < PQntuples(res); r++)
         *more_due |= strcmp(PQgetvalue(res, r, PQnfields(res) - 1), "t") == 0;
+    if (result == 0)
+        claim_held_after(lim, locked, res);
     PQclear(res);
     return result;
 }
@@ -431,21 +468,28 @@ static int postgres_delivery_claim_due(struct store *s, const char *node, int64_
 {
     int default_cap = lim->default_cap; /* lease_max is for single-node stores: here the leases are the cap */
     char *candidates = NULL;
+    struct claim_locked *locked = malloc(sizeof *locked);
     int result;
 
     out->items = NULL;
     out->n = 0;
-    if (!node || limit <= 0)
+    if (!node || limit <= 0) {
+        free(locked);
         return HOOKD_EINVAL;
+    }
     limit = store_list_limit(limit);
-    result = pg_atomic_begin(s);
-    if (result)
+    if (locked)
+        locked->n = 0;
+    result = locked ? pg_atomic_begin(s) : HOOKD_ENOMEM;
+    if (result) {
+        free(locked);
         return result;
-    result = claim_candidates(s, now, limit, default_cap, &candidates);
+    }
+    result = claim_candidates(s, now, limit, default_cap, lim, &candidates, locked);
     if (result == 0 && candidates)
-        result = claim_lease(s, node, now, lease_until, limit, default_cap, lim->ramp_ms, candidates, out,
-                             lim->more_due);
+        result = claim_lease(s, node, now, lease_until, limit, default_cap, lim, candidates, locked, out);
     free(candidates);
+    free(locked);
     result = pg_atomic_end(s, result);
     if (result)
         job_list_free(out);

@@ -358,10 +358,14 @@ static int claim_pick(struct store *s, int64_t now, const struct lease_limits *l
         int64_t until = full ? p->items[p->n - 1].at : now;
         if (full && ep->first_at > until)
             break; /* this endpoint and every later one start after the worst pick */
-        if (ep->free <= 0)
+        if (ep->free <= 0) {
+            lease_limits_held(lim, ep->id);
             continue;
+        }
         result = endpoint_picks(s, ep->id, now, until, ep->free < (int)p->limit ? ep->free : (int)p->limit, rows,
                                 &n_rows);
+        if (result == 0 && n_rows >= (size_t)ep->free)
+            lease_limits_held(lim, ep->id); /* it took what it may: more may be due */
         if (result == 0)
             picks_merge(p, rows, n_rows);
     }

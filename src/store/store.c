@@ -341,6 +341,15 @@ int store_delivery_claim_due(struct store *s, const char *node, int64_t now, int
     FAMILY_CALL(s, deliveries, claim_due, node, now, lease_until, limit, lim, out);
 }
 
+void lease_limits_held(const struct lease_limits *lim, const char *endpoint_id)
+{
+    if (lim->n_held == NULL)
+        return;
+    if (*lim->n_held < lim->held_room)
+        snprintf(lim->held[*lim->n_held], HOOKD_ID_MAX, "%s", endpoint_id);
+    (*lim->n_held)++;
+}
+
 int store_delivery_slots(struct store *s, int64_t now, const struct lease_limits *lim,
                          const char *const *endpoint_ids, size_t n, int *slots)
 {

@@ -306,7 +306,23 @@ struct lease_limits {
      * may leave it alone: then the caller asks next_due.
      */
     bool *more_due;
+    /*
+     * Out, optional (claims): the endpoints whose due rows this claim left
+     * behind for their own limits (no free slot, a window share, the rate, the
+     * breaker, a ramp, another node's claim holding them), so the caller knows
+     * whose ending leases may let more go: a result of any other endpoint frees
+     * nothing anyone waits for. Up to held_room ids into held; *n_held counts
+     * every such endpoint, those beyond the room too (the caller then takes
+     * every endpoint as held). Endpoints the claim never came to (its limit
+     * was reached first) are not listed: a full claim is followed by another.
+     */
+    char (*held)[HOOKD_ID_MAX];
+    size_t held_room;
+    size_t *n_held;
 };
+
+/* Lists endpoint_id in lim's held endpoints (lease_limits), if it asks for them. */
+void lease_limits_held(const struct lease_limits *lim, const char *endpoint_id);
 
 /* ---- per-endpoint delivery state (hookd_endpoint_state) ---------------- */
 

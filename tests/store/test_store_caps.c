@@ -2,8 +2,8 @@
  * The store conformance suite, part 3: per-endpoint in-flight caps at claim
  * time. Another node's live leases count, expired ones do not, an endpoint's
  * own max_in_flight overrides the default, no cap means no cap, a full
- * endpoint does not hold back others, and two nodes claiming at once do not
- * both fill the same free slots. Uses the store_*() wrappers only (fixture:
+ * endpoint does not hold back others, a claim names the endpoints it held back,
+ * and two nodes claiming at once do not both fill the same free slots. Uses the store_*() wrappers only (fixture:
  * store_fixture.h).
  */
 #include <setjmp.h>
@@ -124,6 +124,75 @@ static void test_cap_claim_reports_more_due(void **state)
     assert_false(more_due);
     job_list_free(&jobs);
     cap_scene_free(&sc);
+}
+
+static bool held_has(char (*held)[HOOKD_ID_MAX], size_t n, const char *id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(held[i], id) == 0)
+            return true;
+    return false;
+}
+
+/*
+ * A claim names the endpoints whose due rows it left for their own limits: a
+ * full one (another node's lease fills it), one that took all its free slots
+ * with rows to spare; not one whose due rows ran out first, capped or not, nor
+ * one with nothing due. The count goes on past the room.
+ */
+static void test_cap_claim_reports_held(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    char held[4][HOOKD_ID_MAX];
+    size_t n_held = 0;
+    struct lease_limits lim = {.default_cap = 0, .held = held, .held_room = 4, .n_held = &n_held};
+    struct cap_scene a, b, c, d;
+    struct event ev;
+    struct delivery leased = {.status = DELIVERY_PENDING, .lease_owner = "node-x", .lease_until = now + 60000,
+                              .lease_token = 1, .next_attempt_at = now - 100};
+    struct job_list jobs;
+
+    drain_due(fx);
+    cap_scene_make(fx, 2, 3, now - 40, &a); /* takes 2 of 3 */
+    cap_scene_make(fx, 0, 1, now - 30, &b); /* uncapped: takes its row */
+    cap_scene_make(fx, 1, 1, now - 20, &c); /* full: another node's lease below */
+    cap_scene_make(fx, 4, 1, now - 10, &d); /* takes its row, 3 slots to spare */
+    event_make(fx, "order.paid", &ev);
+    id_new(leased.id, "dlv_");
+    snprintf(leased.event_id, sizeof leased.event_id, "%s", ev.id);
+    snprintf(leased.endpoint_id, sizeof leased.endpoint_id, "%s", c.ep.id);
+    assert_int_equal(store_delivery_insert(fx->s, &leased), 0);
+
+    assert_int_equal(store_delivery_claim_due(fx->s, "node-a", now, now + 30000, 100, &lim, &jobs), 0);
+    assert_int_equal(jobs.n, 4); /* 2 of a, b's, d's */
+    job_list_free(&jobs);
+    assert_int_equal(n_held, 2);
+    assert_true(held_has(held, n_held, a.ep.id));
+    assert_true(held_has(held, n_held, c.ep.id));
+
+    /* Again: a is full now (1 due, 2 leased), c still; b and d have nothing due. */
+    n_held = 0;
+    assert_int_equal(store_delivery_claim_due(fx->s, "node-a", now, now + 30000, 100, &lim, &jobs), 0);
+    assert_int_equal(jobs.n, 0);
+    job_list_free(&jobs);
+    assert_int_equal(n_held, 2);
+    assert_true(held_has(held, n_held, a.ep.id));
+    assert_true(held_has(held, n_held, c.ep.id));
+
+    /* Room for one: both counted, one named. */
+    n_held = 0;
+    lim.held_room = 1;
+    assert_int_equal(store_delivery_claim_due(fx->s, "node-a", now, now + 30000, 100, &lim, &jobs), 0);
+    job_list_free(&jobs);
+    assert_int_equal(n_held, 2);
+    assert_true(strcmp(held[0], a.ep.id) == 0 || strcmp(held[0], c.ep.id) == 0);
+
+    event_free(&ev);
+    cap_scene_free(&a);
+    cap_scene_free(&b);
+    cap_scene_free(&c);
+    cap_scene_free(&d);
 }
 
 /* A lease that ran out no longer counts: its delivery is claimable again instead. */
@@ -369,6 +438,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_cap_counts_other_nodes_leases),
         T(test_cap_claim_reports_more_due),
+        T(test_cap_claim_reports_held),
         T(test_cap_expired_leases_do_not_count),
         T(test_cap_endpoint_override),
         T(test_cap_zero_is_unlimited),
