@@ -170,7 +170,9 @@ struct claim_locked {
  * taken). Each capped one is locked until the transaction ends, so a second
  * claim for it, on another node, cannot count its leases before these are
  * committed. The lock is only tried: an endpoint another claim holds right
- * now is left to it (and no two claims ever wait for each other).
+ * now is left to it (and no two claims ever wait for each other). The full
+ * ones and those left to another claim are named in lim's held endpoints;
+ * the locked ones go into locked, for claim_held_after.
  */
 static int claim_candidates(struct store *s, int64_t now, int limit, int default_cap, const struct lease_limits *lim,
                             char **literal, struct claim_locked *locked)
@@ -200,9 +202,12 @@ static int claim_candidates(struct store *s, int64_t now, int limit, int default
     if (result)
         return result;
     rows = PQntuples(res);
-    for (int i = 0; i < rows; i++)
+    bool any = false;
+    for (int i = 0; i < rows; i++) {
         cap += 2 * (size_t)PQgetlength(res, i, 0) + 3;
-    if (rows > 0) {
+        any |= strcmp(PQgetvalue(res, i, 1), "t") == 0;
+    }
+    if (any) { /* none locked (full, or another claim's): no second statement */
         *literal = malloc(cap);
         if (!*literal)
             result = HOOKD_ENOMEM;
