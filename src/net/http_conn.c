@@ -19,6 +19,15 @@
 #include "net/http_internal.h"
 
 #define HTTP_BODY_KEEP 65536 /* initial body allocation cap when Content-Length is large */
+/*
+ * A connection's first read buffer: enough for a whole request of most
+ * senders. Every request of a keep-alive connection allocates it again (an
+ * idle connection holds none), and a buffer of buf_cap (128 KiB) cost glibc
+ * a consolidation of its free lists and a heap trim at each free. A request
+ * that does not fit, head and Content-Length body, gets buf_cap once its head
+ * is read (or while it is read), as before.
+ */
+#define HTTP_BUF_FIRST 16384
 #define HTTP_DISCARD_MAX(cap) (4 * (cap) + 65536) /* body dropped past the cap before a 413 */
 
 static const struct {
@@ -165,6 +174,7 @@ static void response_done(struct http_conn *c)
     if (c->len == 0) {
         free(c->buf); /* an idle connection holds no buffer */
         c->buf = NULL;
+        c->buf_size = 0;
     }
     conn_want(c, EPOLLIN);
     conn_process(c);
@@ -575,7 +585,6 @@ static void request_maybe_finish(struct http_conn *c)
         http_conn_close(c);
         return;
     }
-    conn_want(c, 0);
     conn_respond(c, &r->res, false);
 }
 
@@ -583,8 +592,9 @@ static void request_handle(struct http_conn *c)
 {
     struct http_request *r = c->req;
 
+    /* The interest stays as it is (no epoll_ctl per request): it is dropped only if the peer sends while the
+     * handler runs (http_conn_event), and taken up again after the answer. */
     c->state = CONN_HANDLER;
-    conn_want(c, 0);
     if (c->loop->server->pool) {
         http_pool_submit(c->loop->server->pool, r);
         return;
@@ -604,6 +614,23 @@ void http_conn_queued(struct http_request *r, int events)
 }
 
 /* ---- reading ------------------------------------------------------------------------ */
+
+/* The read buffer at its full size (server->buf_cap); false after closing the connection for want of memory. */
+static bool buf_grow(struct http_conn *c)
+{
+    size_t cap = c->loop->server->buf_cap;
+    char *nb;
+
+    if (c->buf_size >= cap)
+        return true;
+    if (!(nb = realloc(c->buf, cap))) {
+        http_conn_close(c);
+        return false;
+    }
+    c->buf = nb;
+    c->buf_size = cap;
+    return true;
+}
 
 /* One step of reading a head: false when nothing more can be done now. */
 static bool head_step(struct http_conn *c)
@@ -631,6 +658,9 @@ static bool head_step(struct http_conn *c)
     }
     c->header_deadline = 0;
     c->pos = p->head_len;
+    /* The request's pointers go into buf from here on: a body that may not fit gets the whole buffer now. */
+    if ((p->chunked || p->head_len + p->content_length > c->buf_size) && !buf_grow(c))
+        return false;
     if (request_begin(c))
         c->state = CONN_BODY;
     return true;
@@ -689,16 +719,22 @@ static void conn_read(struct http_conn *c)
 {
     struct http_server *s = c->loop->server;
 
-    if (!c->buf && !(c->buf = malloc(s->buf_cap))) {
-        http_conn_close(c);
-        return;
+    if (!c->buf) {
+        c->buf_size = s->buf_cap < HTTP_BUF_FIRST ? s->buf_cap : HTTP_BUF_FIRST;
+        if (!(c->buf = malloc(c->buf_size))) {
+            http_conn_close(c);
+            return;
+        }
     }
-    if (c->len == s->buf_cap) {
+    /* A head that fills the first buffer: no pointer into it is taken yet, so it may move. */
+    if (c->len == c->buf_size && c->state == CONN_HEAD && !buf_grow(c))
+        return;
+    if (c->len == c->buf_size) {
         /* Cannot happen: the parser's caps keep a request's buffered part below buf_cap. */
         conn_error(c, 431, "header_too_large", "request too large for the connection buffer", NULL, NULL, true);
         return;
     }
-    ssize_t n = recv(c->fd, c->buf + c->len, s->buf_cap - c->len, 0);
+    ssize_t n = recv(c->fd, c->buf + c->len, c->buf_size - c->len, 0);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         return;
     if (n <= 0) {
@@ -730,6 +766,10 @@ void http_conn_event(struct http_conn *c, uint32_t events)
             /* Reported whatever the interest: leave the set until the handler is done. */
             epoll_ctl(c->loop->epfd, EPOLL_CTL_DEL, c->fd, NULL);
             c->gone = true;
+        } else {
+            /* Bytes (a pipelined request, or the peer's end) while the handler runs: read after the answer;
+             * until then the level-triggered interest would report them again and again. */
+            conn_want(c, 0);
         }
         return;
     }

@@ -90,7 +90,8 @@ struct http_conn {
     bool gone;        /* the peer hung up while the handler ran: close once it is done */
     bool closing;     /* closed: on the loop's closed list until freed */
     bool in_process;  /* conn_process is running: a nested call leaves the work to it */
-    char *buf;        /* server->buf_cap bytes, allocated while a request is buffered; never moves */
+    char *buf;        /* allocated while a request is buffered: HTTP_BUF_FIRST bytes, or server->buf_cap */
+    size_t buf_size;  /* bytes allocated; grows to buf_cap (and moves) only before a head's pointers are taken */
     size_t len;       /* bytes in buf */
     size_t pos;       /* CONN_BODY: bytes of buf consumed (the head stays before them) */
     struct http_request *req;
