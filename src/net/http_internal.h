@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "net/http.h"
 #include "net/http_parse.h"
@@ -36,6 +37,8 @@ struct http_loop {
     bool stop;
     bool accept_paused;         /* out of descriptors: the listen socket is left alone a moment */
     int64_t accept_resume_at;
+    time_t date_at;             /* the second date holds (answers' Date header, formatted once a second) */
+    char date[32];
 };
 
 /* Open connections per client address, for max_connections_per_ip. */

@@ -278,6 +278,14 @@ static void test_server_echo_params_query_headers(void **state)
     assert_int_equal(r.status, 200);
     assert_non_null(strcasestr(r.head, "\r\nContent-Type: application/json"));
     assert_non_null(strcasestr(r.head, "\r\nX-Reply: yes"));
+    /* The status line and an IMF-fixdate of now (RFC 9110 5.6.7). */
+    assert_memory_equal(r.head, "HTTP/1.1 200 OK\r\nDate: ", strlen("HTTP/1.1 200 OK\r\nDate: "));
+    struct tm tm = {0};
+    const char *end = strptime(r.head + strlen("HTTP/1.1 200 OK\r\nDate: "), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    assert_non_null(end);
+    assert_memory_equal(end, "\r\n", 2);
+    time_t at = timegm(&tm), now = time(NULL);
+    assert_true(at <= now && at >= now - 5);
     json_t *j = reply_json(&r);
     assert_string_equal(json_string_value(json_object_get(j, "method")), "GET");
     assert_string_equal(json_string_value(json_object_get(j, "path")), "/echo/ep_42");
