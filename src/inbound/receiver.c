@@ -21,6 +21,7 @@
 #include "core/clock.h"
 #include "core/ids.h"
 #include "core/json_pointer.h"
+#include "core/json_scan.h"
 #include "core/mac.h"
 #include "core/signature_scheme.h"
 #include "hub.h"
@@ -253,57 +254,153 @@ static int verify(const struct api_ctx *api, struct http_request *req, struct ht
 }
 
 /*
+ * The body's values for the locators: a scan (core/json_scan.h) when it
+ * decides the body, or jansson's document. Both give what json_pointer_get
+ * over the document gives.
+ */
+struct body_view {
+    json_t *doc; /* NULL: scanned */
+    struct json_scan_target t[JSON_SCAN_TARGETS_MAX];
+    size_t n;
+};
+
+static void view_free(struct body_view *v)
+{
+    if (v)
+        json_decref(v->doc);
+    free(v);
+}
+
+/* Adds a locator's pointer to the scan's targets (once each); false when there are too many. */
+static bool view_want(struct body_view *v, const struct source_locator *l)
+{
+    enum source_locator_kind kind;
+    const char *rest;
+
+    if (l->kind == LOCATOR_NONE || !source_locator_parse(l->text, &kind, &rest) || kind == LOCATOR_HEADER)
+        return true;
+    for (size_t i = 0; i < v->n; i++)
+        if (strcmp(v->t[i].pointer, rest) == 0)
+            return true;
+    if (v->n == JSON_SCAN_TARGETS_MAX)
+        return false;
+    v->t[v->n++] = (struct json_scan_target){.pointer = rest};
+    return true;
+}
+
+/* Scans the body for every pointer def's locators name; false when it is left to jansson. */
+static bool view_scan(struct body_view *v, const struct source_def *def, const char *body, size_t len)
+{
+    const struct source_locator id = source_def_event_id(def), type = source_def_event_type(def);
+    bool ok = view_want(v, &id) && view_want(v, &type) && view_want(v, &def->entity_id) && view_want(v, &def->version);
+
+    for (size_t i = 0; ok && i < def->n_required; i++)
+        ok = view_want(v, &def->required[i]);
+    return ok && json_scan(body, len, v->t, v->n);
+}
+
+/*
+ * The value at a pointer: 0 with *kind and, for a string or an integer, its text (*len bytes, not
+ * NUL-terminated; an integer's written into number); HOOKD_ENOTFOUND or HOOKD_EINVAL as json_pointer_get.
+ */
+static int view_get(const struct body_view *v, const char *pointer, enum json_scan_kind *kind, const char **text,
+                    size_t *len, char number[24])
+{
+    json_t *j;
+    int rc;
+
+    *text = NULL;
+    *len = 0;
+    if (!v->doc) {
+        for (size_t i = 0; i < v->n; i++) {
+            if (strcmp(v->t[i].pointer, pointer) == 0) {
+                *kind = v->t[i].kind;
+                *text = v->t[i].text;
+                *len = v->t[i].len;
+                return *kind == JSON_SCAN_ABSENT ? HOOKD_ENOTFOUND : 0;
+            }
+        }
+        return HOOKD_EINVAL; /* not scanned for: cannot happen (view_scan wants every locator) */
+    }
+    rc = json_pointer_get(v->doc, pointer, &j, NULL);
+    if (rc)
+        return rc;
+    if (json_is_null(j)) {
+        *kind = JSON_SCAN_NULL;
+    } else if (json_is_integer(j)) {
+        *kind = JSON_SCAN_INTEGER;
+        *len = (size_t)snprintf(number, 24, "%" JSON_INTEGER_FORMAT, json_integer_value(j));
+        *text = number;
+    } else if (json_is_string(j)) {
+        *kind = JSON_SCAN_STRING;
+        *text = json_string_value(j);
+        *len = json_string_length(j);
+    } else {
+        *kind = JSON_SCAN_OTHER;
+    }
+    return 0;
+}
+
+/*
  * The value at a locator as text (a string, or an integer written out).
  * Returns 0 with *out set (heap), HOOKD_ENOTFOUND when absent or null, HOOKD_EINVAL when it is another
  * kind of value or too long.
  */
-static int locate_text(struct http_request *req, const json_t *doc, const struct source_locator *l, char **out)
+static int locate_text(struct http_request *req, const struct body_view *v, const struct source_locator *l,
+                       char **out)
 {
     enum source_locator_kind kind;
+    enum json_scan_kind vk;
     const char *rest, *text = NULL;
     char number[24];
-    json_t *v;
+    size_t len = 0;
 
     *out = NULL;
     if (l->kind == LOCATOR_NONE || !source_locator_parse(l->text, &kind, &rest))
         return HOOKD_ENOTFOUND;
     if (kind == LOCATOR_HEADER) {
         text = http_header(req, rest);
+        len = text ? strlen(text) : 0;
     } else {
-        int rc = json_pointer_get(doc, rest, &v, NULL);
+        int rc = view_get(v, rest, &vk, &text, &len, number);
         if (rc)
             return rc == HOOKD_ENOTFOUND ? rc : HOOKD_EINVAL;
-        if (json_is_null(v))
+        if (vk == JSON_SCAN_NULL)
             return HOOKD_ENOTFOUND;
-        if (json_is_integer(v)) {
-            snprintf(number, sizeof number, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-            text = number;
-        } else if (json_is_string(v) && strlen(json_string_value(v)) == json_string_length(v)) {
-            text = json_string_value(v);
-        } else {
+        if (vk != JSON_SCAN_INTEGER && vk != JSON_SCAN_STRING)
             return HOOKD_EINVAL;
-        }
+        if (memchr(text, '\0', len))
+            return HOOKD_EINVAL; /* a string with a NUL in it */
     }
-    if (!text || !text[0])
+    if (!text || len == 0)
         return HOOKD_ENOTFOUND;
-    if (strlen(text) >= INBOX_TEXT_MAX || !field_text_ok(text, INBOX_TEXT_MAX))
+    if (len >= INBOX_TEXT_MAX)
         return HOOKD_EINVAL;
-    *out = strdup(text);
-    return *out ? 0 : HOOKD_ENOMEM;
+    *out = strndup(text, len);
+    if (!*out)
+        return HOOKD_ENOMEM;
+    if (!field_text_ok(*out, INBOX_TEXT_MAX)) {
+        free(*out);
+        *out = NULL;
+        return HOOKD_EINVAL;
+    }
+    return 0;
 }
 
 /* Whether a required locator names a present, non-null value. */
-static bool present(struct http_request *req, const json_t *doc, const struct source_locator *l)
+static bool present(struct http_request *req, const struct body_view *v, const struct source_locator *l)
 {
     enum source_locator_kind kind;
-    const char *rest;
-    json_t *v;
+    enum json_scan_kind vk;
+    const char *rest, *text;
+    char number[24];
+    size_t len;
 
     if (!source_locator_parse(l->text, &kind, &rest))
         return false;
     if (kind == LOCATOR_HEADER)
         return http_header(req, rest) != NULL;
-    return json_pointer_get(doc, rest, &v, NULL) == 0 && !json_is_null(v);
+    return view_get(v, rest, &vk, &text, &len, number) == 0 && vk != JSON_SCAN_NULL;
 }
 
 /* One accepted request on its way through the writer. */
@@ -420,7 +517,7 @@ static void receive_submit(const struct api_ctx *api, struct http_request *req, 
 
 /* Fills the item's event id, type, entity and version; false after a 400 naming the field. */
 static bool extract(const struct api_ctx *api, struct http_request *req, struct http_response *res,
-                    const struct source_def *def, const json_t *doc, size_t len, const char *sha,
+                    const struct source_def *def, const struct body_view *doc, size_t len, const char *sha,
                     struct inbox_item *it)
 {
     const struct source_locator id = source_def_event_id(def), type = source_def_event_type(def);
@@ -486,7 +583,7 @@ void receiver_handle(struct http_request *req, struct http_response *res, void *
     const struct source_def *def;
     char sha[SHA256_HEX_LEN];
     json_error_t jerr;
-    json_t *doc = NULL;
+    struct body_view *doc = NULL;
     size_t len;
     const char *body = http_body(req, &len);
 
@@ -497,8 +594,12 @@ void receiver_handle(struct http_request *req, struct http_response *res, void *
     sha256_hex(body, len, sha);
     if (verify(api, req, res, def, body, len, sha) != 0)
         goto out;
-    doc = json_loadb(body, len, JSON_DECODE_ANY, &jerr);
-    if (!doc) {
+    if (!(doc = calloc(1, sizeof *doc))) {
+        reply_unavailable(res, HOOKD_ENOMEM);
+        goto out;
+    }
+    /* Most bodies are decided by the scan; the rest, and every malformed one, by jansson. */
+    if (!view_scan(doc, def, body, len) && !(doc->doc = json_loadb(body, len, JSON_DECODE_ANY, &jerr))) {
         refuse(api, req, res, def->name, 400, "malformed_json", len, sha, "malformed JSON at line %d column %d",
                jerr.line, jerr.column);
         goto out;
@@ -515,13 +616,13 @@ void receiver_handle(struct http_request *req, struct http_response *res, void *
     o->it.payload = (char *)body; /* valid until the request is resumed, after the reply */
     snprintf(o->it.payload_sha256, sizeof o->it.payload_sha256, "%s", sha);
     o->it.signature_verified = strcmp(def->scheme, "none") != 0;
-    json_decref(doc);
+    view_free(doc);
     source_cache_put(api->sources, &ref);
     receive_submit(api, req, o);
     return;
 out:
     if (o)
         receive_op_free(o);
-    json_decref(doc);
+    view_free(doc);
     source_cache_put(api->sources, &ref);
 }

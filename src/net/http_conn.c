@@ -19,6 +19,15 @@
 #include "net/http_internal.h"
 
 #define HTTP_BODY_KEEP 65536 /* initial body allocation cap when Content-Length is large */
+/*
+ * A connection's first read buffer: enough for a whole request of most
+ * senders. Every request of a keep-alive connection allocates it again (an
+ * idle connection holds none), and a buffer of buf_cap (128 KiB) cost glibc
+ * a consolidation of its free lists and a heap trim at each free. A request
+ * that does not fit, head and Content-Length body, gets buf_cap once its head
+ * is read (or while it is read), as before.
+ */
+#define HTTP_BUF_FIRST 16384
 #define HTTP_DISCARD_MAX(cap) (4 * (cap) + 65536) /* body dropped past the cap before a 413 */
 
 static const struct {
@@ -165,6 +174,7 @@ static void response_done(struct http_conn *c)
     if (c->len == 0) {
         free(c->buf); /* an idle connection holds no buffer */
         c->buf = NULL;
+        c->buf_size = 0;
     }
     conn_want(c, EPOLLIN);
     conn_process(c);
@@ -211,6 +221,40 @@ static bool header_safe(const char *name, const char *value)
     return true;
 }
 
+/* The Date header's value: formatted again only when the second has changed (strftime cost ~2,000 instructions). */
+static const char *loop_date(struct http_loop *loop)
+{
+    time_t now = time(NULL);
+
+    if (now != loop->date_at) {
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(loop->date, sizeof loop->date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        loop->date_at = now;
+    }
+    return loop->date;
+}
+
+static size_t put(char *out, size_t o, const char *s, size_t n)
+{
+    memcpy(out + o, s, n);
+    return o + n;
+}
+
+static size_t put_str(char *out, size_t o, const char *s) { return put(out, o, s, strlen(s)); }
+
+static size_t put_uint(char *out, size_t o, uint64_t v)
+{
+    char digits[20];
+    size_t n = 0;
+
+    do {
+        digits[sizeof digits - ++n] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0);
+    return put(out, o, digits + sizeof digits - n, n);
+}
+
 /*
  * Serialises res (cleared either way) and starts writing it. close_after
  * ends the connection after it; a client that asked for that, or spoke
@@ -224,14 +268,11 @@ static void conn_respond(struct http_conn *c, struct http_response *res, bool cl
     bool head_only = r && r->method && strcmp(r->method, "HEAD") == 0;
     size_t body_len = res->body && !no_body ? res->body_len : 0;
     const char *type = res->content_type ? res->content_type : "application/json";
-    char date[64];
-    struct tm tm;
-    time_t now = time(NULL);
 
     if (!r || !r->parser.keep_alive)
         close_after = true;
-    gmtime_r(&now, &tm);
-    strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    /* The fixed lines take at most 150 bytes besides the type: status line (a reason is under 40), Date,
+     * Content-Type, Content-Length, Connection. */
     size_t cap = 256 + strlen(type);
     for (int i = 0; i < res->n_headers; i++)
         cap += strlen(res->headers[i][0]) + strlen(res->headers[i][1]) + 4;
@@ -241,11 +282,22 @@ static void conn_respond(struct http_conn *c, struct http_response *res, bool cl
         http_conn_close(c);
         return;
     }
-    size_t o = (size_t)snprintf(out, cap, "HTTP/1.1 %d %s\r\nDate: %s\r\n", status, reason_of(status), date);
+    size_t o = put_str(out, 0, "HTTP/1.1 ");
+    o = put_uint(out, o, (uint64_t)status);
+    o = put_str(out, o, " ");
+    o = put_str(out, o, reason_of(status));
+    o = put_str(out, o, "\r\nDate: ");
+    o = put_str(out, o, loop_date(c->loop));
+    o = put_str(out, o, "\r\n");
     if (!no_body) {
-        if (body_len > 0 || status != 204)
-            o += (size_t)snprintf(out + o, cap - o, "Content-Type: %s\r\n", type);
-        o += (size_t)snprintf(out + o, cap - o, "Content-Length: %zu\r\n", body_len);
+        if (body_len > 0 || status != 204) {
+            o = put_str(out, o, "Content-Type: ");
+            o = put_str(out, o, type);
+            o = put_str(out, o, "\r\n");
+        }
+        o = put_str(out, o, "Content-Length: ");
+        o = put_uint(out, o, body_len);
+        o = put_str(out, o, "\r\n");
     }
     for (int i = 0; i < res->n_headers; i++)
         if (header_safe(res->headers[i][0], res->headers[i][1]))
@@ -575,7 +627,6 @@ static void request_maybe_finish(struct http_conn *c)
         http_conn_close(c);
         return;
     }
-    conn_want(c, 0);
     conn_respond(c, &r->res, false);
 }
 
@@ -583,8 +634,9 @@ static void request_handle(struct http_conn *c)
 {
     struct http_request *r = c->req;
 
+    /* The interest stays as it is (no epoll_ctl per request): it is dropped only if the peer sends while the
+     * handler runs (http_conn_event), and taken up again after the answer. */
     c->state = CONN_HANDLER;
-    conn_want(c, 0);
     if (c->loop->server->pool) {
         http_pool_submit(c->loop->server->pool, r);
         return;
@@ -604,6 +656,23 @@ void http_conn_queued(struct http_request *r, int events)
 }
 
 /* ---- reading ------------------------------------------------------------------------ */
+
+/* The read buffer at its full size (server->buf_cap); false after closing the connection for want of memory. */
+static bool buf_grow(struct http_conn *c)
+{
+    size_t cap = c->loop->server->buf_cap;
+    char *nb;
+
+    if (c->buf_size >= cap)
+        return true;
+    if (!(nb = realloc(c->buf, cap))) {
+        http_conn_close(c);
+        return false;
+    }
+    c->buf = nb;
+    c->buf_size = cap;
+    return true;
+}
 
 /* One step of reading a head: false when nothing more can be done now. */
 static bool head_step(struct http_conn *c)
@@ -631,6 +700,9 @@ static bool head_step(struct http_conn *c)
     }
     c->header_deadline = 0;
     c->pos = p->head_len;
+    /* The request's pointers go into buf from here on: a body that may not fit gets the whole buffer now. */
+    if ((p->chunked || p->head_len + p->content_length > c->buf_size) && !buf_grow(c))
+        return false;
     if (request_begin(c))
         c->state = CONN_BODY;
     return true;
@@ -689,16 +761,22 @@ static void conn_read(struct http_conn *c)
 {
     struct http_server *s = c->loop->server;
 
-    if (!c->buf && !(c->buf = malloc(s->buf_cap))) {
-        http_conn_close(c);
-        return;
+    if (!c->buf) {
+        c->buf_size = s->buf_cap < HTTP_BUF_FIRST ? s->buf_cap : HTTP_BUF_FIRST;
+        if (!(c->buf = malloc(c->buf_size))) {
+            http_conn_close(c);
+            return;
+        }
     }
-    if (c->len == s->buf_cap) {
+    /* A head that fills the first buffer: no pointer into it is taken yet, so it may move. */
+    if (c->len == c->buf_size && c->state == CONN_HEAD && !buf_grow(c))
+        return;
+    if (c->len == c->buf_size) {
         /* Cannot happen: the parser's caps keep a request's buffered part below buf_cap. */
         conn_error(c, 431, "header_too_large", "request too large for the connection buffer", NULL, NULL, true);
         return;
     }
-    ssize_t n = recv(c->fd, c->buf + c->len, s->buf_cap - c->len, 0);
+    ssize_t n = recv(c->fd, c->buf + c->len, c->buf_size - c->len, 0);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         return;
     if (n <= 0) {
@@ -730,6 +808,10 @@ void http_conn_event(struct http_conn *c, uint32_t events)
             /* Reported whatever the interest: leave the set until the handler is done. */
             epoll_ctl(c->loop->epfd, EPOLL_CTL_DEL, c->fd, NULL);
             c->gone = true;
+        } else {
+            /* Bytes (a pipelined request, or the peer's end) while the handler runs: read after the answer;
+             * until then the level-triggered interest would report them again and again. */
+            conn_want(c, 0);
         }
         return;
     }

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "net/http.h"
 #include "net/http_parse.h"
@@ -36,6 +37,8 @@ struct http_loop {
     bool stop;
     bool accept_paused;         /* out of descriptors: the listen socket is left alone a moment */
     int64_t accept_resume_at;
+    time_t date_at;             /* the second date holds (answers' Date header, formatted once a second) */
+    char date[32];
 };
 
 /* Open connections per client address, for max_connections_per_ip. */
@@ -90,7 +93,8 @@ struct http_conn {
     bool gone;        /* the peer hung up while the handler ran: close once it is done */
     bool closing;     /* closed: on the loop's closed list until freed */
     bool in_process;  /* conn_process is running: a nested call leaves the work to it */
-    char *buf;        /* server->buf_cap bytes, allocated while a request is buffered; never moves */
+    char *buf;        /* allocated while a request is buffered: HTTP_BUF_FIRST bytes, or server->buf_cap */
+    size_t buf_size;  /* bytes allocated; grows to buf_cap (and moves) only before a head's pointers are taken */
     size_t len;       /* bytes in buf */
     size_t pos;       /* CONN_BODY: bytes of buf consumed (the head stays before them) */
     struct http_request *req;

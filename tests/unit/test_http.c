@@ -180,8 +180,23 @@ static void h_late(struct http_request *req, struct http_response *res, void *ct
     pthread_detach(t);
 }
 
+/* The body's length and FNV-1a hash, and the x-pad header's length: answers that fit a raw reply for any body. */
+static void h_sum(struct http_request *req, struct http_response *res, void *ctx)
+{
+    size_t len;
+    const unsigned char *body = (const unsigned char *)http_body(req, &len);
+    const char *pad = http_header(req, "x-pad");
+    uint32_t h = 2166136261u;
+
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ body[i]) * 16777619u;
+    http_reply_json(res, 200, json_pack("{s:I,s:I,s:I}", "len", (json_int_t)len, "hash", (json_int_t)h, "pad",
+                                        (json_int_t)(pad ? strlen(pad) : 0)));
+}
+
 static const struct http_route live_routes[] = {
     {"*", "/echo/{id}", h_echo, HTTP_AUTH_NONE, 0, NULL, 0},
+    {"POST", "/sum", h_sum, HTTP_AUTH_NONE, 0, NULL, 0},
     {"GET", "/late/{id}", h_late, HTTP_AUTH_NONE, 0, NULL, 0},
     {"DELETE", "/empty", h_empty, HTTP_AUTH_NONE, 0, NULL, 0},
     {"GET", "/fail", h_fail, HTTP_AUTH_NONE, 0, NULL, 0},
@@ -263,6 +278,14 @@ static void test_server_echo_params_query_headers(void **state)
     assert_int_equal(r.status, 200);
     assert_non_null(strcasestr(r.head, "\r\nContent-Type: application/json"));
     assert_non_null(strcasestr(r.head, "\r\nX-Reply: yes"));
+    /* The status line and an IMF-fixdate of now (RFC 9110 5.6.7). */
+    assert_memory_equal(r.head, "HTTP/1.1 200 OK\r\nDate: ", strlen("HTTP/1.1 200 OK\r\nDate: "));
+    struct tm tm = {0};
+    const char *end = strptime(r.head + strlen("HTTP/1.1 200 OK\r\nDate: "), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    assert_non_null(end);
+    assert_memory_equal(end, "\r\n", 2);
+    time_t at = timegm(&tm), now = time(NULL);
+    assert_true(at <= now && at >= now - 5);
     json_t *j = reply_json(&r);
     assert_string_equal(json_string_value(json_object_get(j, "method")), "GET");
     assert_string_equal(json_string_value(json_object_get(j, "path")), "/echo/ep_42");
@@ -565,6 +588,100 @@ static void test_server_pipelined_late_first_answer(void **state)
     }
 }
 
+/* A request of head_pad bytes of x-pad and a body of body_len bytes (chunked in 1000-byte chunks, or not), appended
+ * to out at *off; its body's expected hash in *hash. */
+static void big_request(char *out, size_t *off, size_t head_pad, size_t body_len, bool chunked, uint32_t *hash)
+{
+    uint32_t h = 2166136261u;
+
+    *off += (size_t)sprintf(out + *off, "POST /sum HTTP/1.1\r\nHost: x\r\nX-Pad: ");
+    memset(out + *off, 'h', head_pad);
+    *off += head_pad;
+    if (chunked)
+        *off += (size_t)sprintf(out + *off, "\r\nTransfer-Encoding: chunked\r\n\r\n");
+    else
+        *off += (size_t)sprintf(out + *off, "\r\nContent-Length: %zu\r\n\r\n", body_len);
+    for (size_t i = 0; i < body_len; i++) {
+        if (chunked && i % 1000 == 0) {
+            /* Each size line with an extension of 900 bytes: a framing line far longer than a head near the cap
+             * leaves room for in the first buffer. */
+            *off += (size_t)sprintf(out + *off, "%s%zx;x=", i ? "\r\n" : "", body_len - i < 1000 ? body_len - i : 1000);
+            memset(out + *off, 'e', 900);
+            *off += 900;
+            *off += (size_t)sprintf(out + *off, "\r\n");
+        }
+        unsigned char b = (unsigned char)('a' + (i * 7 + i / 13) % 26);
+        out[(*off)++] = (char)b;
+        h = (h ^ b) * 16777619u;
+    }
+    if (chunked)
+        *off += (size_t)sprintf(out + *off, "%s0\r\n\r\n", body_len ? "\r\n" : "");
+    *hash = h;
+}
+
+/*
+ * A connection reads into a small buffer first and takes the whole one for a request that does not fit it: heads
+ * near the 16 KiB cap, bodies larger than the first buffer (by length and chunked), a large head arriving behind a
+ * small pipelined request, all on one connection, sent at once and in pieces.
+ */
+static void test_server_buffer_grows(void **state)
+{
+    /* The head of the first is 16,384 bytes, the cap (HTTP_PARSE_HEAD_MAX) and the first buffer's size. */
+    static const struct {
+        size_t pad, body;
+        bool chunked;
+    } reqs[] = {{16384 - 36 - 27, 30000, false}, {10, 3, false}, {15500, 100000, false}, {16000, 0, false},
+                {16200, 20000, true}, {100, 16000, false}, {200, 40000, true}};
+    size_t n = sizeof reqs / sizeof reqs[0];
+    char *raw = malloc(400000);
+    uint32_t hash[sizeof reqs / sizeof reqs[0]];
+
+    assert_non_null(raw);
+    for (unsigned threads = 0; threads <= 1; threads++) {
+        for (size_t piece = 0; piece <= 1; piece++) {
+            struct http_server *s = NULL;
+            int calls = 0;
+            struct http_server_options o = {.listen = "127.0.0.1:0",
+                                            .routes = live_routes,
+                                            .n_routes = sizeof live_routes / sizeof live_routes[0],
+                                            .ctx = &calls,
+                                            .max_body = 200000,
+                                            .threads = threads};
+            size_t off = 0;
+            struct reply r;
+
+            for (size_t i = 0; i < n; i++)
+                big_request(raw, &off, reqs[i].pad, reqs[i].body, reqs[i].chunked, &hash[i]);
+            assert_int_equal(http_server_start(&o, &s), 0);
+            int fd = connect_to(AF_INET, http_server_port(s));
+            assert_true(fd >= 0);
+            /* At once, or in pieces of 7,001 bytes that cut heads and bodies anywhere. */
+            for (size_t sent = 0; sent < off;) {
+                size_t k = piece ? (off - sent < 7001 ? off - sent : 7001) : off;
+                assert_int_equal(send_all(fd, raw + sent, k), 0);
+                sent += k;
+                if (piece) {
+                    struct timespec ts = {0, 2 * 1000 * 1000};
+                    nanosleep(&ts, NULL);
+                }
+            }
+            for (size_t i = 0; i < n; i++) {
+                read_reply(fd, &r);
+                assert_false(r.closed);
+                assert_int_equal(r.status, 200);
+                json_t *j = reply_json(&r);
+                assert_int_equal(json_integer_value(json_object_get(j, "len")), (json_int_t)reqs[i].body);
+                assert_int_equal(json_integer_value(json_object_get(j, "hash")), (json_int_t)hash[i]);
+                assert_int_equal(json_integer_value(json_object_get(j, "pad")), (json_int_t)reqs[i].pad);
+                json_decref(j);
+            }
+            close(fd);
+            http_server_stop(s);
+        }
+    }
+    free(raw);
+}
+
 struct slow_arg {
     int port;
     int status;
@@ -703,6 +820,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_server_expect_continue, live_setup, live_teardown),
         cmocka_unit_test_setup_teardown(test_server_pipelined_and_head, live_setup, live_teardown),
         cmocka_unit_test(test_server_pipelined_late_first_answer),
+        cmocka_unit_test(test_server_buffer_grows),
         cmocka_unit_test_setup_teardown(test_server_sleeping_handler_does_not_block_others, live_setup,
                                         live_teardown),
         cmocka_unit_test(test_server_ipv6_and_bad_listen),
