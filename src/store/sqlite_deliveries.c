@@ -40,6 +40,7 @@ enum {
     SQ_DELIVERY_REPLAY_MANY,
     SQ_DELIVERY_COUNT, /* one per filter combination without the cursor */
     SQ_DELIVERY_COUNT_LAST = SQ_DELIVERY_COUNT + DL_F_BEFORE - 1,
+    SQ_DELIVERY_COMPLETE_ORDERED,
     SQ_DELIVERIES_END
 };
 _Static_assert((int)SQ_DELIVERIES_END <= (int)SQ_ENDPOINT_STATE, "the deliveries statements overflow their slots");
@@ -89,18 +90,24 @@ static int sqlite_delivery_insert_many(struct store *s, const struct delivery *d
     return sq_atomic_end(s, result);
 }
 
-/* Leases the selected rows: lease_token + 1 is the new fencing token. */
+/*
+ * Leases the selected rows: lease_token + 1 is the new fencing token. The
+ * rows were read in this transaction, so their token is known; the update
+ * names it rather than returning it (SQLite runs RETURNING as a trigger, with
+ * a statement journal of every page the update writes).
+ */
 static int jobs_lease(struct store *s, const char *node, int64_t lease_until, struct job_list *jobs)
 {
     sqlite3_stmt *st;
-    int rc, result = sq_stmt(s, SQ_DELIVERY_LEASE,
-                             "UPDATE hookd_deliveries SET lease_owner = ?1, lease_until = ?2,"
-                             " lease_token = lease_token + 1 WHERE id = ?3 RETURNING lease_token",
-                             &st);
+    int result = sq_stmt(s, SQ_DELIVERY_LEASE,
+                         "UPDATE hookd_deliveries SET lease_owner = ?1, lease_until = ?2,"
+                         " lease_token = ?4 + 1 WHERE id = ?3 AND lease_token = ?4",
+                         &st);
 
     for (size_t i = 0; i < jobs->n && result == 0; i++) {
         struct delivery *d = &jobs->items[i].d;
         char *owner = strdup(node);
+        int changes = 0;
         if (!owner) {
             result = HOOKD_ENOMEM;
             break;
@@ -111,13 +118,10 @@ static int jobs_lease(struct store *s, const char *node, int64_t lease_until, st
         sq_bind_text(st, 1, node);
         sqlite3_bind_int64(st, 2, lease_until);
         sq_bind_text(st, 3, d->id);
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW) {
-            d->lease_token = sqlite3_column_int64(st, 0);
-            rc = sqlite3_step(st);
-        }
-        result = rc == SQLITE_DONE ? 0 : sq_error(s, rc);
-        sq_reset(st);
+        sqlite3_bind_int64(st, 4, d->lease_token);
+        result = sq_run(s, st, &changes);
+        if (result == 0 && changes > 0)
+            d->lease_token++;
     }
     return result;
 }
@@ -649,33 +653,22 @@ static int order_wake_next(struct store *s, const char *id, int64_t now)
     return sq_run(s, st, NULL);
 }
 
-/* The completion's RETURNING row: whether the delivery has an ordering key. */
-static int ordered_read(const struct store_row *r, void *item)
-{
-    *(bool *)item = !r->ops->null(r, 0);
-    return 0;
-}
+/* The completion's SET and fence; the unordered and the ordered statements add their own last term. */
+#define COMPLETE_SQL                                                                                            \
+    "UPDATE hookd_deliveries SET status = ?4, attempt_count = ?5, next_attempt_at = ?6,"                        \
+    " last_status_code = ?7, last_error = ?8, first_attempt_at = COALESCE(first_attempt_at, ?9),"               \
+    " last_attempt_at = ?9, delivered_at = CASE WHEN ?4 = 'delivered' THEN ?10 ELSE delivered_at END,"          \
+    " lease_owner = NULL, lease_until = NULL"                                                                   \
+    " WHERE id = ?1 AND lease_owner = ?2 AND lease_token = ?3"
 
-/* Fenced: applies only while (lease_owner, lease_token) still match; else
- * ESTALE and nothing changes. No savepoint of its own: the callers' one. The
- * update returns the delivery's ordering key, so an unordered delivery (the
- * most) skips order_wake_next. */
-static int complete_one(struct store *s, const struct delivery_result *r, int64_t now)
+/* Runs the completion's update (slot, sql) for r; *changed: whether it changed the row. */
+static int complete_update(struct store *s, int slot, const char *sql, const struct delivery_result *r,
+                           int64_t started, int64_t now, bool *changed)
 {
     sqlite3_stmt *st;
-    int64_t started = r->attempt.started_at ? r->attempt.started_at : now;
-    bool ordered = false;
-    int result;
+    int changes = 0, result = sq_stmt(s, slot, sql, &st);
 
-    if (!delivery_result_valid(r))
-        return HOOKD_EINVAL;
-    result = sq_stmt(s, SQ_DELIVERY_COMPLETE,
-                     "UPDATE hookd_deliveries SET status = ?4, attempt_count = ?5, next_attempt_at = ?6,"
-                     " last_status_code = ?7, last_error = ?8, first_attempt_at = COALESCE(first_attempt_at, ?9),"
-                     " last_attempt_at = ?9, delivered_at = CASE WHEN ?4 = 'delivered' THEN ?10 ELSE delivered_at END,"
-                     " lease_owner = NULL, lease_until = NULL"
-                     " WHERE id = ?1 AND lease_owner = ?2 AND lease_token = ?3 RETURNING order_key",
-                     &st);
+    *changed = false;
     if (result)
         return result;
     sq_bind_text(st, 1, r->delivery_id);
@@ -690,9 +683,36 @@ static int complete_one(struct store *s, const struct delivery_result *r, int64_
     sq_bind_text(st, 8, r->attempt.error);
     sqlite3_bind_int64(st, 9, started);
     sqlite3_bind_int64(st, 10, now);
-    result = sq_row_read(s, st, ordered_read, &ordered);
-    if (result == HOOKD_ENOTFOUND)
-        result = HOOKD_ESTALE;
+    result = sq_run(s, st, &changes);
+    *changed = result == 0 && changes > 0;
+    return result;
+}
+
+/*
+ * Fenced: applies only while (lease_owner, lease_token) still match; else
+ * ESTALE and nothing changes. No savepoint of its own: the callers' one.
+ * Whether the delivery has an ordering key (then a final one wakes the next,
+ * order_wake_next) is told by which of two updates matches: the first only an
+ * unordered row (the most), the second, tried when the first changed nothing,
+ * any. Neither has a RETURNING clause: SQLite runs one as a trigger, and a
+ * statement with a trigger keeps a statement journal of every page it writes
+ * (with an ephemeral table for the rows), which cost more than the update.
+ */
+static int complete_one(struct store *s, const struct delivery_result *r, int64_t now)
+{
+    int64_t started = r->attempt.started_at ? r->attempt.started_at : now;
+    bool changed = false, ordered = false;
+    int result;
+
+    if (!delivery_result_valid(r))
+        return HOOKD_EINVAL;
+    result = complete_update(s, SQ_DELIVERY_COMPLETE, COMPLETE_SQL " AND order_key IS NULL", r, started, now,
+                             &changed);
+    if (result == 0 && !changed) {
+        result = complete_update(s, SQ_DELIVERY_COMPLETE_ORDERED, COMPLETE_SQL, r, started, now, &ordered);
+        if (result == 0 && !ordered)
+            result = HOOKD_ESTALE;
+    }
     if (result == 0)
         result = attempt_insert(s, r, started);
     if (result == 0 && r->disable_endpoint_reason)

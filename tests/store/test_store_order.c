@@ -307,6 +307,93 @@ static void test_blocked_keys_bounded_walk(void **state)
     endpoint_free(&ep);
 }
 
+/* The delivery job j with its lease token moved by delta: a completion another claim fenced out. */
+static struct delivery_job fenced_out(const struct delivery_job *j, int64_t delta)
+{
+    struct delivery_job f = *j;
+
+    f.d.lease_token += delta;
+    return f;
+}
+
+/*
+ * A completion is fenced whether its delivery is ordered or not (SQLite tells
+ * which by the update that matches), and only a final ordered one wakes the
+ * next of its key: a fenced-out one changes nothing, an unordered one wakes
+ * nothing. Every claim moves the token by exactly one, so a lease taken over
+ * after it expired fences out its first holder.
+ */
+static void test_completion_fenced_ordered_or_not(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    struct delivery h, n, got;
+    struct job_list jobs, again;
+    struct scene sc;
+    char sql[256];
+
+    drain_due(fx);
+    scene_make(fx, now - 5, &sc);
+    snprintf(sql, sizeof sql, "UPDATE hookd_endpoints SET ordering = 'key' WHERE id = '%s'", sc.ep.id);
+    fixture_sql(fx, sql);
+    ordered_put(fx, &sc.ep, ORDERING_KEY, "F", 1, now - 2, &h);
+    ordered_put(fx, &sc.ep, ORDERING_KEY, "F", 2, now - 1, &n);
+    assert_int_equal(claim(fx, "node-a", now, now + 30000, &jobs), 2); /* the unordered row and h; n waits */
+    assert_true(claimed(&jobs, sc.d.id) && claimed(&jobs, h.id));
+    assert_int_equal(claim(fx, "node-b", now + 1, now + 30000, &again), 0); /* n is put off behind h's lease */
+    job_list_free(&again);
+    assert_int_equal(store_delivery_get(fx->s, n.id, &got), 0);
+    int64_t waiting = got.next_attempt_at;
+    assert_true(waiting > now + 1);
+    delivery_free(&got);
+    for (size_t i = 0; i < jobs.n; i++) {
+        assert_int_equal(jobs.items[i].d.lease_token, 1);
+        struct delivery_job old = fenced_out(&jobs.items[i], -1), ahead = fenced_out(&jobs.items[i], 1);
+        complete(fx, &old, DELIVERY_DELIVERED, 1, 200, now, 0, HOOKD_ESTALE);
+        complete(fx, &ahead, DELIVERY_DELIVERED, 1, 200, now, 0, HOOKD_ESTALE);
+        assert_int_equal(store_delivery_get(fx->s, jobs.items[i].d.id, &got), 0);
+        assert_int_equal(got.status, DELIVERY_PENDING);
+        assert_int_equal(got.attempt_count, 0);
+        assert_non_null(got.lease_owner);
+        delivery_free(&got);
+    }
+    assert_int_equal(store_delivery_get(fx->s, n.id, &got), 0);
+    assert_int_equal(got.next_attempt_at, waiting); /* no fenced-out completion woke it */
+    delivery_free(&got);
+    for (size_t i = 0; i < jobs.n; i++) {
+        if (strcmp(jobs.items[i].d.id, sc.d.id) == 0)
+            complete(fx, &jobs.items[i], DELIVERY_DELIVERED, 1, 200, now + 1, 0, 0);
+    }
+    assert_int_equal(store_delivery_get(fx->s, n.id, &got), 0);
+    assert_int_equal(got.next_attempt_at, waiting); /* nor the unordered one */
+    delivery_free(&got);
+    for (size_t i = 0; i < jobs.n; i++) {
+        if (strcmp(jobs.items[i].d.id, h.id) == 0)
+            complete(fx, &jobs.items[i], DELIVERY_DELIVERED, 1, 200, now + 2, 0, 0);
+    }
+    delivery_expect(fx, h.id, DELIVERY_DELIVERED, 1);
+    assert_int_equal(store_delivery_get(fx->s, n.id, &got), 0);
+    assert_int_equal(got.next_attempt_at, now + 2 + 12); /* the ordered one's completion woke n */
+    delivery_free(&got);
+    job_list_free(&jobs);
+    /* n's first lease expires and another node takes it over: token 1, then 2; the first holder is fenced out. */
+    assert_int_equal(claim(fx, "node-a", now + 20, now + 100, &jobs), 1);
+    assert_string_equal(jobs.items[0].d.id, n.id);
+    assert_int_equal(jobs.items[0].d.lease_token, 1);
+    assert_int_equal(claim(fx, "node-b", now + 101, now + 30000, &again), 1);
+    assert_string_equal(again.items[0].d.id, n.id);
+    assert_int_equal(again.items[0].d.lease_token, 2);
+    complete(fx, &jobs.items[0], DELIVERY_DELIVERED, 1, 200, now + 102, 0, HOOKD_ESTALE);
+    delivery_expect(fx, n.id, DELIVERY_PENDING, 0);
+    complete(fx, &again.items[0], DELIVERY_DELIVERED, 1, 200, now + 103, 0, 0);
+    delivery_expect(fx, n.id, DELIVERY_DELIVERED, 1);
+    job_list_free(&jobs);
+    job_list_free(&again);
+    delivery_free(&h);
+    delivery_free(&n);
+    scene_free(&sc);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -316,6 +403,7 @@ int main(void)
         T(test_claim_oldest_open_per_resource),
         T(test_supersede_latest),
         T(test_blocked_keys_bounded_walk),
+        T(test_completion_fenced_ordered_or_not),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

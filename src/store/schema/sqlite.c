@@ -645,6 +645,15 @@ static const char schema_inbox_check_compare[] =
     "CREATE INDEX hookd_inbox_odd_id ON hookd_inbox(id) WHERE " STATS_ODD_SQLITE("inb_", "received_at") ";"
     "CREATE INDEX hookd_inbox_odd_time ON hookd_inbox(received_at) WHERE " STATS_ODD_SQLITE("inb_", "received_at") ";";
 
+/*
+ * hookd_deliveries_due (next_attempt_at, of the open rows) goes, as it went on
+ * PostgreSQL: every "earliest due" question is asked per endpoint, through
+ * hookd_deliveries_endpoint_due (the claims and next_due name it), and no
+ * statement's plan used this one; it cost an entry at every fan-out insert and
+ * its removal at every final completion.
+ */
+static const char schema_deliveries_due_index_drop[] = "DROP INDEX hookd_deliveries_due;";
+
 const struct schema_migration sqlite_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -669,6 +678,7 @@ const struct schema_migration sqlite_migrations[] = {
     {21, schema_deliveries_status_compare},
     {22, schema_inbox_leased_index_drop},
     {23, schema_inbox_check_compare},
+    {24, schema_deliveries_due_index_drop},
 };
 
 const size_t sqlite_migrations_count = sizeof sqlite_migrations / sizeof sqlite_migrations[0];
