@@ -368,8 +368,11 @@ static int claim_pick(struct store *s, int64_t now, const struct lease_limits *l
         }
         result = endpoint_picks(s, ep->id, now, until, ep->free < (int)p->limit ? ep->free : (int)p->limit, rows,
                                 &n_rows);
-        if (result == 0 && n_rows >= (size_t)ep->free)
+        if (result == 0 && n_rows >= (size_t)ep->free) {
             lease_limits_held(lim, ep->id); /* it took what it may: more may be due */
+            if (lim->more_due)
+                *lim->more_due = true; /* the caller need not ask next_due, which walks every endpoint again */
+        }
         if (result == 0)
             picks_merge(p, rows, n_rows);
     }
