@@ -410,6 +410,58 @@ static int decide_and_write(const struct machine *m, const struct machine_step_c
     return rc;
 }
 
+/*
+ * The entity's pending items of the claimed item's source that still cannot
+ * pass once the step has decided (a gap, or a transition not allowed from
+ * where the entity ends), deferred by this step: their own claim would only
+ * defer them the same way (same source: the same schedule, max_defer and
+ * reconciliation), each a claim, a hold of the entity and an outcome of its
+ * own. Each gets its transitions row and waits for a change like any deferred
+ * item. An item whose source reconciles and that has no version is left to
+ * its claim, which asks the provider first (DESIGN §7 rule 4); items of other
+ * sources keep their own rules; applicable ones (the claimed item was stale,
+ * so nothing was re-evaluated) are left for their claim to apply.
+ */
+static int defer_pending(const struct machine *m, const struct machine_step_context *c,
+                         const struct inbox_item *current, struct entity_view *e, struct machine_outcome *out)
+{
+    int rc = 0;
+
+    for (size_t i = 0; rc == 0 && i < e->open.n; i++) {
+        const struct inbox_item *it = &e->open.items[i];
+        struct machine_outcome o = {.attempts = it->attempts + 1};
+        struct machine_decision d;
+
+        if (e->done[i] || it->status != INBOX_PENDING || strcmp(it->id, current->id) == 0 ||
+            strcmp(it->source, current->source) != 0 || (it->lease_owner && it->lease_until > c->now) ||
+            (c->may_reconcile && !it->has_version))
+            continue;
+        machine_decide(m, e->rec.state, e->rec.has_version, e->rec.version, it->event_type, it->has_version,
+                       it->version, &d);
+        if (d.verdict == VERDICT_APPLY || d.verdict == VERDICT_STALE)
+            continue;
+        defer_or_quarantine(c, it, &d, &o);
+        if (o.status == INBOX_DEFERRED)
+            defer_wait_for_change(c, it, e, d.verdict, &o);
+        rc = transition_log(e, c, it, e->rec.state, NULL,
+                            o.status == INBOX_QUARANTINED ? TRANSITION_QUARANTINED : TRANSITION_DEFERRED, o.error);
+        if (rc == 0 && !grow((void **)&e->w.st, e->w.nst, &e->w.cap_st, sizeof *e->w.st))
+            rc = HOOKD_ENOMEM;
+        if (rc)
+            break;
+        /* The error is the transitions row's reason (owned by it until the step's writes go). */
+        e->w.st[e->w.nst++] = (struct inbox_settle){.id = it->id, .status = o.status,
+                                                    .error = e->w.t[e->w.nt - 1].reason,
+                                                    .next_attempt_at = o.next_attempt_at};
+        e->done[i] = true;
+        out->deferred++;
+        if (o.status == INBOX_QUARANTINED)
+            log_warn(PART, "item %s of %s quarantined by machine %s (deferred past max_defer)", it->id, it->source,
+                     m->name);
+    }
+    return rc;
+}
+
 int machine_step(struct store *s, const struct machine *m, const struct machine_step_context *c,
                  const struct inbox_item *it, struct entity_hold *h, struct machine_outcome *out)
 {
@@ -434,6 +486,8 @@ int machine_step(struct store *s, const struct machine *m, const struct machine_
             out->needs_reconcile = true;
         else
             rc = decide_and_write(m, c, it, &e, &d, out);
+        if (rc == 0 && !out->needs_reconcile)
+            rc = defer_pending(m, c, it, &e, out);
     }
     rc = entity_flush(s, c, &e, out, rc);
     entity_view_free(&e);
@@ -521,6 +575,8 @@ int machine_step_reconciled(struct store *s, const struct machine *m, const stru
     rc = decide_and_write(m, c, it, &e, &d, out);
     if (rc == 0 && d.verdict != VERDICT_APPLY)
         rc = reevaluate(m, c, it, &e, out); /* the versions at or below the provider's turn stale */
+    if (rc == 0)
+        rc = defer_pending(m, c, it, &e, out);
 out:
     rc = entity_flush(s, c, &e, out, rc);
     entity_view_free(&e);

@@ -47,6 +47,7 @@ struct machine_outcome {
     int64_t next_attempt_at;     /* DEFERRED */
     int applied;                 /* events applied by this step, re-evaluated ones included */
     int settled;                 /* deferred items of the entity that this step settled */
+    int deferred;                /* pending items of the entity (same source) that this step deferred */
     int emitted;                 /* outbox events this step inserted (the relay is woken after the commit) */
     bool needs_reconcile;        /* nothing was written: ask the provider, then machine_step_reconciled */
 };

@@ -203,15 +203,13 @@ static void test_stale_and_gap(void **state)
     inbox_item_free(&it);
     item_add(fx, &r, "order.fulfilled", 3, &v3);
     assert_int_equal(store_event_list(fx->s, &f, &before), 0);
+    int64_t t0 = clock_now_ms();
     decide(fx, &r, v1b.id, &out);
     assert_int_equal(out.status, INBOX_PROCESSED);
     assert_string_equal(out.result, "stale");
     assert_int_equal(out.emitted, 0);
-    decide(fx, &r, v3.id, &out);
-    assert_int_equal(out.status, INBOX_DEFERRED);
-    assert_true(out.next_attempt_at > 0);
-    assert_true(strstr(out.error, "gap") || strstr(out.error, "version"));
-    assert_int_equal(out.emitted, 0);
+    /* The gap waiting behind it (pending, same source) is deferred by the same step, not left to its own claim. */
+    assert_int_equal(out.deferred, 1);
     assert_int_equal(store_event_list(fx->s, &f, &after), 0);
     assert_int_equal(after.n, before.n); /* neither emitted anything */
     event_list_free(&before);
@@ -220,12 +218,94 @@ static void test_stale_and_gap(void **state)
     assert_int_equal(l.n, 3);
     assert_string_equal(l.items[1].result, "stale");
     assert_string_equal(l.items[2].result, "deferred");
-    assert_string_equal(l.items[2].reason, out.error);
+    assert_string_equal(l.items[2].inbox_id, v3.id);
+    assert_true(strstr(l.items[2].reason, "gap") || strstr(l.items[2].reason, "version"));
     assert_string_equal(l.items[2].from_state, "created");
     assert_null(l.items[2].to_state);
-    transition_list_free(&l);
     assert_status(fx, v1b.id, INBOX_PROCESSED, "stale");
     assert_status(fx, v3.id, INBOX_DEFERRED, NULL);
+    struct inbox_item it3;
+    assert_int_equal(store_inbox_get(fx->s, v3.id, &it3), 0);
+    assert_string_equal(it3.error, l.items[2].reason);
+    assert_int_equal(it3.attempts, 1);
+    assert_true(it3.deferred_at >= t0);
+    /* It waits for a change like any deferred item: its next look at max_defer (60 s). */
+    assert_true(it3.next_attempt_at >= t0 + 60000 && it3.next_attempt_at <= clock_now_ms() + 60000);
+    inbox_item_free(&it3);
+    transition_list_free(&l);
+    machine_free(&r.m);
+}
+
+/*
+ * What a step defers besides its own item: only the pending items of the
+ * same source that cannot pass from where the entity ends. Another source's
+ * item keeps its own rules (schedule, max_defer), an item the step could
+ * apply is left to its claim (the claimed one was stale: nothing was
+ * re-evaluated), and a leased one is its worker's. A deferred item is not
+ * written again.
+ */
+static void test_step_defers_only_its_sources_waiting_items(void **state)
+{
+    struct fixture *fx = *state;
+    struct inbox_outcome v1, v1b, v2, v4, v5, other;
+    struct machine_outcome out;
+    struct transition_list l = {0};
+    struct inbox_item it = {0};
+    struct inbox_list claimed = {0};
+    struct run r;
+
+    run_setup(fx, &r);
+    item_add(fx, &r, "order.created", 1, &v1);
+    decide(fx, &r, v1.id, &out);
+    assert_string_equal(out.result, "applied");
+    assert_int_equal(out.deferred, 0);
+    /* v4 waits (a gap), deferred by its own claim. */
+    item_add(fx, &r, "order.fulfilled", 4, &v4);
+    decide(fx, &r, v4.id, &out);
+    assert_int_equal(out.status, INBOX_DEFERRED);
+    assert_int_equal(out.deferred, 0);
+    /* Then: a stale copy of v1, v2 (applicable), v5 (a gap) and another source's v5 of the same entity. */
+    item_add_as(fx, &r, "ev1-again", "order.created", 1, &v1b);
+    item_add(fx, &r, "order.paid", 2, &v2);
+    item_add(fx, &r, "order.fulfilled", 5, &v5);
+    id_new(it.source, "src_");
+    it.event_id = strdup("other-ev5");
+    it.event_type = strdup("order.fulfilled");
+    it.entity_kind = strdup("order");
+    it.entity_id = strdup(r.entity);
+    it.has_version = true;
+    it.version = 5;
+    it.payload = strdup("{}");
+    snprintf(it.payload_sha256, sizeof it.payload_sha256, "%064d", 0);
+    assert_int_equal(store_inbox_insert(fx->s, &it, &other), 0);
+    inbox_item_free(&it);
+    decide(fx, &r, v1b.id, &out);
+    assert_string_equal(out.result, "stale");
+    assert_int_equal(out.deferred, 1); /* v5 only */
+    assert_status(fx, v2.id, INBOX_PENDING, NULL);
+    assert_status(fx, v5.id, INBOX_DEFERRED, NULL);
+    assert_status(fx, other.id, INBOX_PENDING, NULL);
+    assert_status(fx, v4.id, INBOX_DEFERRED, NULL);
+    assert_int_equal(store_transition_list(fx->s, "order", r.entity, &l), 0);
+    size_t deferred_rows = 0;
+    for (size_t i = 0; i < l.n; i++)
+        if (strcmp(l.items[i].result, "deferred") == 0) {
+            deferred_rows++;
+            assert_true(strcmp(l.items[i].inbox_id, v4.id) == 0 || strcmp(l.items[i].inbox_id, v5.id) == 0);
+        }
+    assert_int_equal(deferred_rows, 2); /* v4 once (its claim), v5 once (the stale step) */
+    transition_list_free(&l);
+    /* A leased pending item is its worker's: v2 claimed, then another step leaves it alone. */
+    assert_int_equal(store_inbox_claim_due(fx->s, "n2", clock_now_ms(), clock_now_ms() + 60000, 100, &claimed), 0);
+    bool v2_claimed = false;
+    for (size_t i = 0; i < claimed.n; i++)
+        v2_claimed |= strcmp(claimed.items[i].id, v2.id) == 0;
+    assert_true(v2_claimed);
+    inbox_list_free(&claimed);
+    item_add(fx, &r, "order.fulfilled", 6, &v1b); /* pending, a gap */
+    decide(fx, &r, v1b.id, &out);
+    assert_int_equal(out.status, INBOX_DEFERRED);
+    assert_int_equal(out.deferred, 0); /* v2 leased (and applicable), the other source's not this step's */
     machine_free(&r.m);
 }
 
@@ -275,6 +355,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_late_first_event_lets_the_chain_through),
         T(test_stale_and_gap),
+        T(test_step_defers_only_its_sources_waiting_items),
         T(test_gap_waits_for_its_entity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
