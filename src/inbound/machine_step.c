@@ -11,9 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
 #include "log.h"
 
 #define PART "machine"
+/* The emitted event's data: its strings come from one accepted event (each within the body's limit). */
+#define EMITTED_DATA_MAX (64u << 20)
 
 /*
  * What the step writes, gathered as it decides and handed to the store once
@@ -169,30 +172,81 @@ static int transition_log(struct entity_view *e, const struct machine_step_conte
     return transition_add(e, c, it, from, to, it->has_version, it->version, result, reason);
 }
 
+/* Appends the JSON text of a version (or null). */
+static int json_version(struct buf *b, bool has, int64_t v)
+{
+    return has ? buf_printf(b, "%" PRId64, v) : buf_puts(b, "null");
+}
+
+/*
+ * The emitted event's data, {"entity": {"kind", "id"}, "previous_state",
+ * "state", "version", "source", "source_event_id", "inbox_id", "event_type"}
+ * (+ "reconciled": true), written as text: the writer thread builds one per
+ * applied event, and a JSON tree packed and dumped for it cost more than its
+ * insert. Strings are escaped by buf_json_string (an invalid UTF-8 byte as
+ * U+FFFD; the receiver's JSON parse admits none). NULL when out of memory.
+ */
+static char *emitted_data(const struct inbox_item *it, const char *from, const char *to,
+                          const struct machine_snapshot *snap)
+{
+    struct buf b;
+    int rc;
+
+    buf_init(&b, EMITTED_DATA_MAX);
+    rc = buf_puts(&b, "{\"entity\":{\"kind\":");
+    if (rc == 0)
+        rc = buf_json_string(&b, it->entity_kind);
+    if (rc == 0)
+        rc = buf_puts(&b, ",\"id\":");
+    if (rc == 0)
+        rc = buf_json_string(&b, it->entity_id);
+    if (rc == 0)
+        rc = buf_puts(&b, "},\"previous_state\":");
+    if (rc == 0)
+        rc = buf_json_string(&b, from);
+    if (rc == 0)
+        rc = buf_puts(&b, ",\"state\":");
+    if (rc == 0)
+        rc = buf_json_string(&b, to);
+    if (rc == 0)
+        rc = buf_puts(&b, ",\"version\":");
+    if (rc == 0)
+        rc = snap ? json_version(&b, snap->has_version, snap->version) : json_version(&b, it->has_version, it->version);
+    if (rc == 0)
+        rc = buf_puts(&b, ",\"source\":");
+    if (rc == 0)
+        rc = buf_json_string(&b, it->source);
+    if (rc == 0)
+        rc = buf_puts(&b, ",\"source_event_id\":");
+    if (rc == 0)
+        rc = buf_json_string(&b, it->event_id);
+    if (rc == 0)
+        rc = buf_puts(&b, ",\"inbox_id\":");
+    if (rc == 0)
+        rc = buf_json_string(&b, it->id);
+    if (rc == 0)
+        rc = buf_puts(&b, ",\"event_type\":");
+    if (rc == 0)
+        rc = buf_json_string(&b, it->event_type);
+    if (rc == 0)
+        rc = buf_puts(&b, snap ? ",\"reconciled\":true}" : "}");
+    if (rc) {
+        buf_free(&b);
+        return NULL;
+    }
+    return buf_steal(&b);
+}
+
 /* The emitted event: order.status_changed with the entity, both states, the version and the source's event. */
 static int emit(struct entity_view *e, const struct machine *m, const struct inbox_item *it, const char *from,
                 const char *to, const struct machine_step_context *c, const struct machine_snapshot *snap)
 {
     struct step_writes *w = &e->w;
-    json_t *data;
 
     if (!m->emit)
         return 0;
-    data = json_pack("{s:{s:s,s:s},s:o,s:s,s:o,s:s,s:s,s:s,s:o}", "entity", "kind", it->entity_kind, "id",
-                     it->entity_id, "previous_state", from ? json_string(from) : json_null(), "state", to, "version",
-                     it->has_version ? json_integer(it->version) : json_null(), "source", it->source,
-                     "source_event_id", it->event_id, "inbox_id", it->id, "event_type",
-                     it->event_type ? json_string(it->event_type) : json_null());
-    if (data && snap) {
-        json_object_set_new(data, "version", snap->has_version ? json_integer(snap->version) : json_null());
-        json_object_set_new(data, "reconciled", json_true());
-    }
-    if (!data)
+    if (!grow((void **)&w->ev, w->nev, &w->cap_ev, sizeof *w->ev))
         return HOOKD_ENOMEM;
-    if (!grow((void **)&w->ev, w->nev, &w->cap_ev, sizeof *w->ev)) {
-        json_decref(data);
-        return HOOKD_ENOMEM;
-    }
     struct event *ev = &w->ev[w->nev++];
     *ev = (struct event){
         .type = m->emit,
@@ -202,8 +256,7 @@ static int emit(struct entity_view *e, const struct machine *m, const struct inb
         .resource_version = snap ? snap->version : it->version,
         .created_at = c->now,
     };
-    ev->payload = json_dumps(data, JSON_COMPACT);
-    json_decref(data);
+    ev->payload = emitted_data(it, from, to, snap);
     /* One emitted event per applied item, whatever happens: the key makes a second insert a no-op. */
     size_t key_len = strlen("hookd.machine:") + strlen(it->id) + strlen(":reconciled") + 1;
     if ((ev->idempotency_key = malloc(key_len)) != NULL)

@@ -173,6 +173,66 @@ static void test_late_first_event_lets_the_chain_through(void **state)
     machine_free(&r.m);
 }
 
+/*
+ * The emitted event's data is JSON whatever the entity's id holds: quotes,
+ * backslashes, a slash, UTF-8 (a control character cannot be in it: the id is
+ * the event's resource id, which the outbox check refuses so).
+ */
+static void test_emitted_data_is_json(void **state)
+{
+    struct fixture *fx = *state;
+    struct inbox_outcome v1, v2;
+    struct machine_outcome out;
+    struct event_list l = {0};
+    const struct event_filter f = {.limit = 1000};
+    struct run r;
+    json_t *doc = NULL;
+
+    run_setup(fx, &r);
+    snprintf(r.entity, sizeof r.entity, "o\"1\\ \xc3\xa9/%s", "x");
+    item_add(fx, &r, "order.created", 1, &v1);
+    item_add(fx, &r, "order.paid", 2, &v2);
+    decide(fx, &r, v1.id, &out);
+    assert_int_equal(out.applied, 2);
+    assert_int_equal(out.emitted, 2);
+    assert_int_equal(store_event_list(fx->s, &f, &l), 0);
+    char key[HOOKD_ID_MAX + 32];
+    snprintf(key, sizeof key, "hookd.machine:%s", v2.id);
+    for (size_t i = 0; i < l.n; i++)
+        if (l.items[i].idempotency_key && strcmp(l.items[i].idempotency_key, key) == 0) {
+            assert_string_equal(l.items[i].type, "order.status_changed");
+            assert_string_equal(l.items[i].resource_id, r.entity);
+            doc = json_loads(l.items[i].payload, JSON_REJECT_DUPLICATES, NULL);
+        }
+    event_list_free(&l);
+    assert_non_null(doc);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(doc, "entity"), "kind")), "order");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(doc, "entity"), "id")), r.entity);
+    assert_string_equal(json_string_value(json_object_get(doc, "previous_state")), "created");
+    assert_string_equal(json_string_value(json_object_get(doc, "state")), "paid");
+    assert_int_equal(json_integer_value(json_object_get(doc, "version")), 2);
+    assert_string_equal(json_string_value(json_object_get(doc, "source")), r.source);
+    assert_string_equal(json_string_value(json_object_get(doc, "source_event_id")), "ev2");
+    assert_string_equal(json_string_value(json_object_get(doc, "inbox_id")), v2.id);
+    assert_string_equal(json_string_value(json_object_get(doc, "event_type")), "order.paid");
+    assert_null(json_object_get(doc, "reconciled"));
+    assert_int_equal(json_object_size(doc), 8);
+    json_decref(doc);
+    /* The first one's previous state is null. */
+    assert_int_equal(store_event_list(fx->s, &f, &l), 0);
+    snprintf(key, sizeof key, "hookd.machine:%s", v1.id);
+    doc = NULL;
+    for (size_t i = 0; i < l.n; i++)
+        if (l.items[i].idempotency_key && strcmp(l.items[i].idempotency_key, key) == 0)
+            doc = json_loads(l.items[i].payload, 0, NULL);
+    event_list_free(&l);
+    assert_non_null(doc);
+    assert_true(json_is_null(json_object_get(doc, "previous_state")));
+    assert_string_equal(json_string_value(json_object_get(doc, "state")), "created");
+    json_decref(doc);
+    machine_free(&r.m);
+}
+
 static void test_stale_and_gap(void **state)
 {
     struct fixture *fx = *state;
@@ -354,6 +414,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_late_first_event_lets_the_chain_through),
+        T(test_emitted_data_is_json),
         T(test_stale_and_gap),
         T(test_step_defers_only_its_sources_waiting_items),
         T(test_gap_waits_for_its_entity),
