@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/buf.h"
+#include "core/event_check.h"
 #include "log.h"
 
 #define PART "machine"
@@ -515,6 +516,33 @@ static int defer_pending(const struct machine *m, const struct machine_step_cont
     return rc;
 }
 
+/*
+ * An entity the machine's emitted events could not name: its kind and id are
+ * their resource type and id, which the outbox check refuses with a control
+ * character, a NUL, invalid UTF-8 or over 255 bytes (core/event_check.h).
+ * Every decision on it would be undone by that insert and the item looked at
+ * again and again; it is quarantined with the reason instead. Returns true
+ * when it was.
+ */
+static bool entity_unnameable(const struct machine *m, const struct inbox_item *it, struct machine_outcome *out)
+{
+    const char *why = NULL, *what = "kind";
+
+    if (!m->emit || !it->entity_kind || !it->entity_id)
+        return false;
+    if ((why = event_label_problem(it->entity_kind, strlen(it->entity_kind))) == NULL) {
+        what = "id";
+        why = event_label_problem(it->entity_id, strlen(it->entity_id));
+    }
+    if (!why)
+        return false;
+    out->status = INBOX_QUARANTINED;
+    snprintf(out->error, sizeof out->error, "the entity %s %s: machine %s cannot emit an event naming it", what, why,
+             m->name);
+    log_warn(PART, "item %s of %s quarantined: the entity %s %s", it->id, it->source, what, why);
+    return true;
+}
+
 int machine_step(struct store *s, const struct machine *m, const struct machine_step_context *c,
                  const struct inbox_item *it, struct entity_hold *h, struct machine_outcome *out)
 {
@@ -529,6 +557,8 @@ int machine_step(struct store *s, const struct machine *m, const struct machine_
         snprintf(out->error, sizeof out->error, "the event names no entity (the source's entity.id)");
         return 0;
     }
+    if (entity_unnameable(m, it, out))
+        return 0;
     rc = entity_view_take(h, &e);
     if (rc == 0) {
         machine_decide(m, e.rec.state, e.rec.has_version, e.rec.version, it->event_type, it->has_version,
@@ -574,6 +604,8 @@ int machine_step_reconciled(struct store *s, const struct machine *m, const stru
 
     memset(out, 0, sizeof *out);
     out->attempts = it->attempts + 1;
+    if (entity_unnameable(m, it, out))
+        return 0;
     if (!machine_has_state(m, snap->state)) {
         struct machine_decision why = {.verdict = VERDICT_NOT_ALLOWED};
         snprintf(why.reason, sizeof why.reason, "reconciliation: the provider's state is not a state of machine %s",

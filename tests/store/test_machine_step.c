@@ -233,6 +233,38 @@ static void test_emitted_data_is_json(void **state)
     machine_free(&r.m);
 }
 
+/*
+ * An entity id the emitted event could not carry as its resource id (a
+ * control character): the item is quarantined with the reason, once, and
+ * nothing is written for the entity (before, every decision was undone by the
+ * outbox check and the item looked at again every second, for ever).
+ */
+static void test_unnameable_entity_is_quarantined(void **state)
+{
+    struct fixture *fx = *state;
+    struct inbox_outcome v1;
+    struct machine_outcome out;
+    struct transition_list l = {0};
+    struct entity_record e = {0};
+    struct run r;
+
+    run_setup(fx, &r);
+    snprintf(r.entity, sizeof r.entity, "o\r\nX-Injected: yes");
+    item_add(fx, &r, "order.created", 1, &v1);
+    decide(fx, &r, v1.id, &out);
+    assert_int_equal(out.status, INBOX_QUARANTINED);
+    assert_int_equal(out.emitted, 0);
+    assert_non_null(strstr(out.error, "entity id contains control characters"));
+    assert_null(strchr(out.error, '\n')); /* the reason names the rule, never the bytes */
+    assert_status(fx, v1.id, INBOX_QUARANTINED, NULL);
+    assert_int_equal(emitted_for(fx, v1.id), 0);
+    assert_int_equal(store_entity_get(fx->s, "order", r.entity, &e), HOOKD_ENOTFOUND);
+    assert_int_equal(store_transition_list(fx->s, "order", r.entity, &l), 0);
+    assert_int_equal(l.n, 0);
+    transition_list_free(&l);
+    machine_free(&r.m);
+}
+
 static void test_stale_and_gap(void **state)
 {
     struct fixture *fx = *state;
@@ -415,6 +447,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_late_first_event_lets_the_chain_through),
         T(test_emitted_data_is_json),
+        T(test_unnameable_entity_is_quarantined),
         T(test_stale_and_gap),
         T(test_step_defers_only_its_sources_waiting_items),
         T(test_gap_waits_for_its_entity),
