@@ -190,45 +190,25 @@ static int json_version(struct buf *b, bool has, int64_t v)
 static char *emitted_data(const struct inbox_item *it, const char *from, const char *to,
                           const struct machine_snapshot *snap)
 {
+    /* Each member's text up to its value, then the value as a JSON string; the version between the two runs. */
+    const char *const head[][2] = {{"{\"entity\":{\"kind\":", it->entity_kind}, {",\"id\":", it->entity_id},
+                                   {"},\"previous_state\":", from}, {",\"state\":", to}};
+    const char *const tail[][2] = {{",\"source\":", it->source}, {",\"source_event_id\":", it->event_id},
+                                   {",\"inbox_id\":", it->id}, {",\"event_type\":", it->event_type}};
     struct buf b;
-    int rc;
+    int rc = 0;
 
     buf_init(&b, EMITTED_DATA_MAX);
-    rc = buf_puts(&b, "{\"entity\":{\"kind\":");
-    if (rc == 0)
-        rc = buf_json_string(&b, it->entity_kind);
-    if (rc == 0)
-        rc = buf_puts(&b, ",\"id\":");
-    if (rc == 0)
-        rc = buf_json_string(&b, it->entity_id);
-    if (rc == 0)
-        rc = buf_puts(&b, "},\"previous_state\":");
-    if (rc == 0)
-        rc = buf_json_string(&b, from);
-    if (rc == 0)
-        rc = buf_puts(&b, ",\"state\":");
-    if (rc == 0)
-        rc = buf_json_string(&b, to);
+    for (size_t i = 0; rc == 0 && i < sizeof head / sizeof head[0]; i++)
+        if ((rc = buf_puts(&b, head[i][0])) == 0)
+            rc = buf_json_string(&b, head[i][1]);
     if (rc == 0)
         rc = buf_puts(&b, ",\"version\":");
     if (rc == 0)
         rc = snap ? json_version(&b, snap->has_version, snap->version) : json_version(&b, it->has_version, it->version);
-    if (rc == 0)
-        rc = buf_puts(&b, ",\"source\":");
-    if (rc == 0)
-        rc = buf_json_string(&b, it->source);
-    if (rc == 0)
-        rc = buf_puts(&b, ",\"source_event_id\":");
-    if (rc == 0)
-        rc = buf_json_string(&b, it->event_id);
-    if (rc == 0)
-        rc = buf_puts(&b, ",\"inbox_id\":");
-    if (rc == 0)
-        rc = buf_json_string(&b, it->id);
-    if (rc == 0)
-        rc = buf_puts(&b, ",\"event_type\":");
-    if (rc == 0)
-        rc = buf_json_string(&b, it->event_type);
+    for (size_t i = 0; rc == 0 && i < sizeof tail / sizeof tail[0]; i++)
+        if ((rc = buf_puts(&b, tail[i][0])) == 0)
+            rc = buf_json_string(&b, tail[i][1]);
     if (rc == 0)
         rc = buf_puts(&b, snap ? ",\"reconciled\":true}" : "}");
     if (rc) {
@@ -481,7 +461,7 @@ static int defer_pending(const struct machine *m, const struct machine_step_cont
 {
     int rc = 0;
 
-    for (size_t i = 0; rc == 0 && i < e->open.n; i++) {
+    for (size_t i = 0; c->defer_pending && rc == 0 && i < e->open.n; i++) {
         const struct inbox_item *it = &e->open.items[i];
         struct machine_outcome o = {.attempts = it->attempts + 1};
         struct machine_decision d;

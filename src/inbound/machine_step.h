@@ -30,6 +30,16 @@ struct machine_step_context {
     size_t n_schedule;
     bool may_reconcile;          /* the source declares a provider API (reconcile) */
     int64_t reconcile_after_ms;  /* a contiguous gap waits this long before asking it */
+    /*
+     * Also defer the entity's pending items of this source that cannot pass
+     * (machine_step.c, defer_pending): where decisions and claims share the
+     * one writer (SQLite), the next claim takes them at once and defers them
+     * the same way. With decisions on connections of their own (PostgreSQL)
+     * many are still pending when their missing version arrives and are
+     * applied by its chain without a deferral: set there, the shuffled run
+     * deferred 4,974 items instead of 3,671.
+     */
+    bool defer_pending;
 };
 
 /* What the provider's API says the entity is (reconciliation). */

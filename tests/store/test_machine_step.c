@@ -49,12 +49,13 @@ static void run_setup(struct fixture *fx, struct run *r)
     free(rec.definition);
 }
 
-static void item_add_as(struct fixture *fx, const struct run *r, const char *event_id, const char *type,
-                        int64_t version, struct inbox_outcome *out)
+/* An item of the run's entity from source (the run's own: r->source). */
+static void item_add_from(struct fixture *fx, const struct run *r, const char *source, const char *event_id,
+                          const char *type, int64_t version, struct inbox_outcome *out)
 {
     struct inbox_item it = {0};
 
-    snprintf(it.source, sizeof it.source, "%s", r->source);
+    snprintf(it.source, sizeof it.source, "%s", source);
     it.event_id = strdup(event_id);
     it.event_type = strdup(type);
     it.entity_kind = strdup("order");
@@ -67,6 +68,12 @@ static void item_add_as(struct fixture *fx, const struct run *r, const char *eve
     inbox_item_free(&it);
 }
 
+static void item_add_as(struct fixture *fx, const struct run *r, const char *event_id, const char *type,
+                        int64_t version, struct inbox_outcome *out)
+{
+    item_add_from(fx, r, r->source, event_id, type, version, out);
+}
+
 static void item_add(struct fixture *fx, const struct run *r, const char *type, int64_t version,
                      struct inbox_outcome *out)
 {
@@ -77,7 +84,8 @@ static void item_add(struct fixture *fx, const struct run *r, const char *type, 
 }
 
 /* One decision on item id, committed with the item's outcome, as the inbox workers run it. */
-static void decide(struct fixture *fx, struct run *r, const char *id, struct machine_outcome *out)
+static void decide_as(struct fixture *fx, struct run *r, const char *id, bool defer_pending,
+                      struct machine_outcome *out)
 {
     struct entity_hold h = {0};
     struct inbox_item it;
@@ -86,6 +94,7 @@ static void decide(struct fixture *fx, struct run *r, const char *id, struct mac
     assert_int_equal(store_inbox_get(fx->s, id, &it), 0);
     const struct machine_step_context c = {
         .node = "n1", .now = now, .max_defer_ms = 60000, .schedule_ms = schedule, .n_schedule = 2,
+        .defer_pending = defer_pending,
     };
     assert_int_equal(store_begin(fx->s), 0);
     assert_int_equal(store_entity_hold(fx->s, r->m.name, "order", r->entity, &h), 0);
@@ -99,6 +108,12 @@ static void decide(struct fixture *fx, struct run *r, const char *id, struct mac
     assert_int_equal(store_inbox_settle(fx->s, &own, now), 0);
     assert_int_equal(store_commit(fx->s), 0);
     inbox_item_free(&it);
+}
+
+/* As the SQLite node decides (defer_pending: decisions and claims on one writer). */
+static void decide(struct fixture *fx, struct run *r, const char *id, struct machine_outcome *out)
+{
+    decide_as(fx, r, id, true, out);
 }
 
 static void assert_status(struct fixture *fx, const char *id, enum inbox_status status, const char *result)
@@ -281,18 +296,7 @@ static void test_stale_and_gap(void **state)
     assert_string_equal(out.result, "applied");
     assert_int_equal(out.emitted, 1);
     /* The same version again, under another event id: stale. */
-    struct inbox_item it = {0};
-    snprintf(it.source, sizeof it.source, "%s", r.source);
-    it.event_id = strdup("ev1-again");
-    it.event_type = strdup("order.created");
-    it.entity_kind = strdup("order");
-    it.entity_id = strdup(r.entity);
-    it.has_version = true;
-    it.version = 1;
-    it.payload = strdup("{}");
-    snprintf(it.payload_sha256, sizeof it.payload_sha256, "%064d", 0);
-    assert_int_equal(store_inbox_insert(fx->s, &it, &v1b), 0);
-    inbox_item_free(&it);
+    item_add_as(fx, &r, "ev1-again", "order.created", 1, &v1b);
     item_add(fx, &r, "order.fulfilled", 3, &v3);
     assert_int_equal(store_event_list(fx->s, &f, &before), 0);
     int64_t t0 = clock_now_ms();
@@ -342,7 +346,6 @@ static void test_step_defers_only_its_sources_waiting_items(void **state)
     struct inbox_outcome v1, v1b, v2, v4, v5, other;
     struct machine_outcome out;
     struct transition_list l = {0};
-    struct inbox_item it = {0};
     struct inbox_list claimed = {0};
     struct run r;
 
@@ -360,17 +363,9 @@ static void test_step_defers_only_its_sources_waiting_items(void **state)
     item_add_as(fx, &r, "ev1-again", "order.created", 1, &v1b);
     item_add(fx, &r, "order.paid", 2, &v2);
     item_add(fx, &r, "order.fulfilled", 5, &v5);
-    id_new(it.source, "src_");
-    it.event_id = strdup("other-ev5");
-    it.event_type = strdup("order.fulfilled");
-    it.entity_kind = strdup("order");
-    it.entity_id = strdup(r.entity);
-    it.has_version = true;
-    it.version = 5;
-    it.payload = strdup("{}");
-    snprintf(it.payload_sha256, sizeof it.payload_sha256, "%064d", 0);
-    assert_int_equal(store_inbox_insert(fx->s, &it, &other), 0);
-    inbox_item_free(&it);
+    char other_source[SOURCE_NAME_MAX];
+    id_new(other_source, "src_");
+    item_add_from(fx, &r, other_source, "other-ev5", "order.fulfilled", 5, &other);
     decide(fx, &r, v1b.id, &out);
     assert_string_equal(out.result, "stale");
     assert_int_equal(out.deferred, 1); /* v5 only */
@@ -398,6 +393,14 @@ static void test_step_defers_only_its_sources_waiting_items(void **state)
     decide(fx, &r, v1b.id, &out);
     assert_int_equal(out.status, INBOX_DEFERRED);
     assert_int_equal(out.deferred, 0); /* v2 leased (and applicable), the other source's not this step's */
+    /* Without defer_pending (decisions on connections of their own): a waiting pending item is left pending. */
+    struct inbox_outcome v8, v9;
+    item_add(fx, &r, "order.fulfilled", 8, &v8);
+    item_add(fx, &r, "order.fulfilled", 9, &v9);
+    decide_as(fx, &r, v8.id, false, &out);
+    assert_int_equal(out.status, INBOX_DEFERRED);
+    assert_int_equal(out.deferred, 0);
+    assert_status(fx, v9.id, INBOX_PENDING, NULL);
     machine_free(&r.m);
 }
 

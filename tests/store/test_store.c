@@ -362,6 +362,13 @@ static void test_outbox_fetch_mark_pending(void **state)
  * SQL, t1100); a type of 128 goes in, 129 or one ending in a newline not; a
  * label of 255 bytes goes in, 256 or a DEL not.
  */
+/* ev inserted under a new id (the store fills it): the result. */
+static int insert_fresh(struct fixture *fx, struct event *ev)
+{
+    ev->id[0] = '\0';
+    return store_event_insert(fx->s, ev, NULL);
+}
+
 static void test_outbox_check_edges(void **state)
 {
     struct fixture *fx = *state;
@@ -383,31 +390,25 @@ static void test_outbox_check_edges(void **state)
         snprintf(ev.id, sizeof ev.id, "%s", bad_ids[i]);
         assert_int_equal(store_event_insert(fx->s, &ev, NULL), HOOKD_EINVAL);
     }
-    memset(type, 't', 128);
+    memset(type, 't', 129);
     type[128] = '\0';
-    ev.id[0] = '\0';
     ev.type = type;
-    assert_int_equal(store_event_insert(fx->s, &ev, NULL), 0);
+    assert_int_equal(insert_fresh(fx, &ev), 0);
     type[128] = 't';
     type[129] = '\0';
-    ev.id[0] = '\0';
-    assert_int_equal(store_event_insert(fx->s, &ev, NULL), HOOKD_EINVAL);
+    assert_int_equal(insert_fresh(fx, &ev), HOOKD_EINVAL);
     ev.type = "order.paid\n";
-    ev.id[0] = '\0';
-    assert_int_equal(store_event_insert(fx->s, &ev, NULL), HOOKD_EINVAL);
+    assert_int_equal(insert_fresh(fx, &ev), HOOKD_EINVAL);
     ev.type = "order.paid";
-    memset(label, 'r', 255);
+    memset(label, 'r', 256);
     label[255] = '\0';
     ev.resource_id = label;
-    ev.id[0] = '\0';
-    assert_int_equal(store_event_insert(fx->s, &ev, NULL), 0);
+    assert_int_equal(insert_fresh(fx, &ev), 0);
     label[255] = 'r';
     label[256] = '\0';
-    ev.id[0] = '\0';
-    assert_int_equal(store_event_insert(fx->s, &ev, NULL), HOOKD_EINVAL);
+    assert_int_equal(insert_fresh(fx, &ev), HOOKD_EINVAL);
     ev.resource_id = "r\x7f";
-    ev.id[0] = '\0';
-    assert_int_equal(store_event_insert(fx->s, &ev, NULL), HOOKD_EINVAL);
+    assert_int_equal(insert_fresh(fx, &ev), HOOKD_EINVAL);
     drain_outbox(fx);
 }
 
