@@ -61,6 +61,7 @@ static int op_machine(struct store *s, void *arg)
             .node = p->deps.node, .now = now, .max_defer_ms = j->max_defer_ms,
             .schedule_ms = j->schedule_ms, .n_schedule = j->n_schedule,
             .may_reconcile = j->rq != NULL, .reconcile_after_ms = p->deps.reconcile_after_ms,
+            .defer_pending = p->deps.n_deciders <= 0, /* decisions on the one writer, with the claims */
         };
         rc = j->snap.state ? machine_step_reconciled(s, m, &c, &j->it, &j->snap, &h, &j->mo)
                            : machine_step(s, m, &c, &j->it, &h, &j->mo);

@@ -11,9 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
+#include "core/event_check.h"
 #include "log.h"
 
 #define PART "machine"
+/* The emitted event's data: its strings come from one accepted event (each within the body's limit). */
+#define EMITTED_DATA_MAX (64u << 20)
 
 /*
  * What the step writes, gathered as it decides and handed to the store once
@@ -169,30 +173,61 @@ static int transition_log(struct entity_view *e, const struct machine_step_conte
     return transition_add(e, c, it, from, to, it->has_version, it->version, result, reason);
 }
 
+/* Appends the JSON text of a version (or null). */
+static int json_version(struct buf *b, bool has, int64_t v)
+{
+    return has ? buf_printf(b, "%" PRId64, v) : buf_puts(b, "null");
+}
+
+/*
+ * The emitted event's data, {"entity": {"kind", "id"}, "previous_state",
+ * "state", "version", "source", "source_event_id", "inbox_id", "event_type"}
+ * (+ "reconciled": true), written as text: the writer thread builds one per
+ * applied event, and a JSON tree packed and dumped for it cost more than its
+ * insert. Strings are escaped by buf_json_string (an invalid UTF-8 byte as
+ * U+FFFD; the receiver's JSON parse admits none). NULL when out of memory.
+ */
+static char *emitted_data(const struct inbox_item *it, const char *from, const char *to,
+                          const struct machine_snapshot *snap)
+{
+    /* Each member's text up to its value, then the value as a JSON string; the version between the two runs. */
+    const char *const head[][2] = {{"{\"entity\":{\"kind\":", it->entity_kind}, {",\"id\":", it->entity_id},
+                                   {"},\"previous_state\":", from}, {",\"state\":", to}};
+    const char *const tail[][2] = {{",\"source\":", it->source}, {",\"source_event_id\":", it->event_id},
+                                   {",\"inbox_id\":", it->id}, {",\"event_type\":", it->event_type}};
+    struct buf b;
+    int rc = 0;
+
+    buf_init(&b, EMITTED_DATA_MAX);
+    for (size_t i = 0; rc == 0 && i < sizeof head / sizeof head[0]; i++)
+        if ((rc = buf_puts(&b, head[i][0])) == 0)
+            rc = buf_json_string(&b, head[i][1]);
+    if (rc == 0)
+        rc = buf_puts(&b, ",\"version\":");
+    if (rc == 0)
+        rc = snap ? json_version(&b, snap->has_version, snap->version) : json_version(&b, it->has_version, it->version);
+    for (size_t i = 0; rc == 0 && i < sizeof tail / sizeof tail[0]; i++)
+        if ((rc = buf_puts(&b, tail[i][0])) == 0)
+            rc = buf_json_string(&b, tail[i][1]);
+    if (rc == 0)
+        rc = buf_puts(&b, snap ? ",\"reconciled\":true}" : "}");
+    if (rc) {
+        buf_free(&b);
+        return NULL;
+    }
+    return buf_steal(&b);
+}
+
 /* The emitted event: order.status_changed with the entity, both states, the version and the source's event. */
 static int emit(struct entity_view *e, const struct machine *m, const struct inbox_item *it, const char *from,
                 const char *to, const struct machine_step_context *c, const struct machine_snapshot *snap)
 {
     struct step_writes *w = &e->w;
-    json_t *data;
 
     if (!m->emit)
         return 0;
-    data = json_pack("{s:{s:s,s:s},s:o,s:s,s:o,s:s,s:s,s:s,s:o}", "entity", "kind", it->entity_kind, "id",
-                     it->entity_id, "previous_state", from ? json_string(from) : json_null(), "state", to, "version",
-                     it->has_version ? json_integer(it->version) : json_null(), "source", it->source,
-                     "source_event_id", it->event_id, "inbox_id", it->id, "event_type",
-                     it->event_type ? json_string(it->event_type) : json_null());
-    if (data && snap) {
-        json_object_set_new(data, "version", snap->has_version ? json_integer(snap->version) : json_null());
-        json_object_set_new(data, "reconciled", json_true());
-    }
-    if (!data)
+    if (!grow((void **)&w->ev, w->nev, &w->cap_ev, sizeof *w->ev))
         return HOOKD_ENOMEM;
-    if (!grow((void **)&w->ev, w->nev, &w->cap_ev, sizeof *w->ev)) {
-        json_decref(data);
-        return HOOKD_ENOMEM;
-    }
     struct event *ev = &w->ev[w->nev++];
     *ev = (struct event){
         .type = m->emit,
@@ -202,8 +237,7 @@ static int emit(struct entity_view *e, const struct machine *m, const struct inb
         .resource_version = snap ? snap->version : it->version,
         .created_at = c->now,
     };
-    ev->payload = json_dumps(data, JSON_COMPACT);
-    json_decref(data);
+    ev->payload = emitted_data(it, from, to, snap);
     /* One emitted event per applied item, whatever happens: the key makes a second insert a no-op. */
     size_t key_len = strlen("hookd.machine:") + strlen(it->id) + strlen(":reconciled") + 1;
     if ((ev->idempotency_key = malloc(key_len)) != NULL)
@@ -410,6 +444,85 @@ static int decide_and_write(const struct machine *m, const struct machine_step_c
     return rc;
 }
 
+/*
+ * The entity's pending items of the claimed item's source that still cannot
+ * pass once the step has decided (a gap, or a transition not allowed from
+ * where the entity ends), deferred by this step: their own claim would only
+ * defer them the same way (same source: the same schedule, max_defer and
+ * reconciliation), each a claim, a hold of the entity and an outcome of its
+ * own. Each gets its transitions row and waits for a change like any deferred
+ * item. An item whose source reconciles and that has no version is left to
+ * its claim, which asks the provider first (DESIGN §7 rule 4); items of other
+ * sources keep their own rules; applicable ones (the claimed item was stale,
+ * so nothing was re-evaluated) are left for their claim to apply.
+ */
+static int defer_pending(const struct machine *m, const struct machine_step_context *c,
+                         const struct inbox_item *current, struct entity_view *e, struct machine_outcome *out)
+{
+    int rc = 0;
+
+    for (size_t i = 0; c->defer_pending && rc == 0 && i < e->open.n; i++) {
+        const struct inbox_item *it = &e->open.items[i];
+        struct machine_outcome o = {.attempts = it->attempts + 1};
+        struct machine_decision d;
+
+        if (e->done[i] || it->status != INBOX_PENDING || strcmp(it->id, current->id) == 0 ||
+            strcmp(it->source, current->source) != 0 || (it->lease_owner && it->lease_until > c->now) ||
+            (c->may_reconcile && !it->has_version))
+            continue;
+        machine_decide(m, e->rec.state, e->rec.has_version, e->rec.version, it->event_type, it->has_version,
+                       it->version, &d);
+        if (d.verdict == VERDICT_APPLY || d.verdict == VERDICT_STALE)
+            continue;
+        defer_or_quarantine(c, it, &d, &o);
+        if (o.status == INBOX_DEFERRED)
+            defer_wait_for_change(c, it, e, d.verdict, &o);
+        rc = transition_log(e, c, it, e->rec.state, NULL,
+                            o.status == INBOX_QUARANTINED ? TRANSITION_QUARANTINED : TRANSITION_DEFERRED, o.error);
+        if (rc == 0 && !grow((void **)&e->w.st, e->w.nst, &e->w.cap_st, sizeof *e->w.st))
+            rc = HOOKD_ENOMEM;
+        if (rc)
+            break;
+        /* The error is the transitions row's reason (owned by it until the step's writes go). */
+        e->w.st[e->w.nst++] = (struct inbox_settle){.id = it->id, .status = o.status,
+                                                    .error = e->w.t[e->w.nt - 1].reason,
+                                                    .next_attempt_at = o.next_attempt_at};
+        e->done[i] = true;
+        out->deferred++;
+        if (o.status == INBOX_QUARANTINED)
+            log_warn(PART, "item %s of %s quarantined by machine %s (deferred past max_defer)", it->id, it->source,
+                     m->name);
+    }
+    return rc;
+}
+
+/*
+ * An entity the machine's emitted events could not name: its kind and id are
+ * their resource type and id, which the outbox check refuses with a control
+ * character, a NUL, invalid UTF-8 or over 255 bytes (core/event_check.h).
+ * Every decision on it would be undone by that insert and the item looked at
+ * again and again; it is quarantined with the reason instead. Returns true
+ * when it was.
+ */
+static bool entity_unnameable(const struct machine *m, const struct inbox_item *it, struct machine_outcome *out)
+{
+    const char *why = NULL, *what = "kind";
+
+    if (!m->emit || !it->entity_kind || !it->entity_id)
+        return false;
+    if ((why = event_label_problem(it->entity_kind, strlen(it->entity_kind))) == NULL) {
+        what = "id";
+        why = event_label_problem(it->entity_id, strlen(it->entity_id));
+    }
+    if (!why)
+        return false;
+    out->status = INBOX_QUARANTINED;
+    snprintf(out->error, sizeof out->error, "the entity %s %s: machine %s cannot emit an event naming it", what, why,
+             m->name);
+    log_warn(PART, "item %s of %s quarantined: the entity %s %s", it->id, it->source, what, why);
+    return true;
+}
+
 int machine_step(struct store *s, const struct machine *m, const struct machine_step_context *c,
                  const struct inbox_item *it, struct entity_hold *h, struct machine_outcome *out)
 {
@@ -424,6 +537,8 @@ int machine_step(struct store *s, const struct machine *m, const struct machine_
         snprintf(out->error, sizeof out->error, "the event names no entity (the source's entity.id)");
         return 0;
     }
+    if (entity_unnameable(m, it, out))
+        return 0;
     rc = entity_view_take(h, &e);
     if (rc == 0) {
         machine_decide(m, e.rec.state, e.rec.has_version, e.rec.version, it->event_type, it->has_version,
@@ -434,6 +549,8 @@ int machine_step(struct store *s, const struct machine *m, const struct machine_
             out->needs_reconcile = true;
         else
             rc = decide_and_write(m, c, it, &e, &d, out);
+        if (rc == 0 && !out->needs_reconcile)
+            rc = defer_pending(m, c, it, &e, out);
     }
     rc = entity_flush(s, c, &e, out, rc);
     entity_view_free(&e);
@@ -467,6 +584,8 @@ int machine_step_reconciled(struct store *s, const struct machine *m, const stru
 
     memset(out, 0, sizeof *out);
     out->attempts = it->attempts + 1;
+    if (entity_unnameable(m, it, out))
+        return 0;
     if (!machine_has_state(m, snap->state)) {
         struct machine_decision why = {.verdict = VERDICT_NOT_ALLOWED};
         snprintf(why.reason, sizeof why.reason, "reconciliation: the provider's state is not a state of machine %s",
@@ -521,6 +640,8 @@ int machine_step_reconciled(struct store *s, const struct machine *m, const stru
     rc = decide_and_write(m, c, it, &e, &d, out);
     if (rc == 0 && d.verdict != VERDICT_APPLY)
         rc = reevaluate(m, c, it, &e, out); /* the versions at or below the provider's turn stale */
+    if (rc == 0)
+        rc = defer_pending(m, c, it, &e, out);
 out:
     rc = entity_flush(s, c, &e, out, rc);
     entity_view_free(&e);

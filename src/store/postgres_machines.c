@@ -157,7 +157,7 @@ static int postgres_entity_hold(struct store *s, const char *machine, const char
         {PG_ENTITY_GET, entity_get_sql, &key},
         {PG_ENTITY_OPEN,
          "SELECT " STORE_INBOX_OPEN_COLUMNS " FROM hookd_inbox WHERE entity_kind = $1 AND entity_id = $2"
-         " AND status IN ('pending', 'deferred') ORDER BY id DESC LIMIT $3",
+         " AND status IN ('pending', 'deferred') LIMIT $3",
          &open},
     };
     result = pg_run_many(s, st, 4, res);

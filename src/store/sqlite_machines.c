@@ -24,6 +24,7 @@ enum {
     SQ_TRANSITION_INSERT,
     SQ_TRANSITION_LIST,
     SQ_INBOX_SETTLE,
+    SQ_EMITTED_INSERT,
     SQ_AUDIT_TWICE,
     SQ_AUDIT_LOWER,
     SQ_AUDIT_APPLIED_TWICE,
@@ -158,7 +159,10 @@ static int sqlite_entity_get(struct store *s, const char *kind, const char *id, 
  * index, 'deferred' to 'pending' (the inbox's check allows no other status
  * between them: 'processed' and 'quarantined' sort after): an IN list that
  * seeks an index is built into an ephemeral table for every run of the
- * statement, and this runs for every decision.
+ * statement, and this runs for every decision. In the index's order, not
+ * sorted (a sorter for every decision): the step sorts them by version, and
+ * which ENTITY_OPEN_MAX of a larger backlog it reads does not matter (an
+ * entity with more keeps the retry schedule, machine_step.c).
  */
 static int sqlite_entity_hold(struct store *s, const char *machine, const char *kind, const char *id,
                               struct entity_hold *out)
@@ -179,7 +183,7 @@ static int sqlite_entity_hold(struct store *s, const char *machine, const char *
         result = sq_stmt(s, SQ_ENTITY_OPEN,
                          "SELECT " STORE_INBOX_OPEN_COLUMNS " FROM hookd_inbox INDEXED BY hookd_inbox_entity"
                          " WHERE entity_kind = ?1 AND entity_id = ?2 AND status >= 'deferred' AND status <= 'pending'"
-                         " ORDER BY id DESC LIMIT ?3",
+                         " LIMIT ?3",
                          &st);
     if (result == 0) {
         sq_bind_text(st, 1, kind);
@@ -290,6 +294,32 @@ static int sqlite_inbox_settle(struct store *s, const struct inbox_settle *r, in
     return result == 0 && changes == 0 ? HOOKD_ESTALE : result;
 }
 
+/*
+ * An emitted event: inserted unless its idempotency key (hookd.machine:<inbox
+ * id>) is taken, when it was emitted already. Without the RETURNING of the
+ * events family's insert (SQLite gathers a RETURNING statement's rows in an
+ * ephemeral table built for each run): the step needs no seq. *inserted
+ * false when the row was there.
+ */
+static int sqlite_emitted_insert(struct store *s, struct event *ev, bool *inserted)
+{
+    struct store_value v[STORE_EVENT_NVALUES];
+    sqlite3_stmt *st;
+    int changes = 0, result = sq_stmt(s, SQ_EMITTED_INSERT,
+                                      "INSERT INTO hookd_outbox(" STORE_EVENT_INSERT_COLUMNS ")"
+                                      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT DO NOTHING",
+                                      &st);
+
+    *inserted = false;
+    if (result)
+        return result;
+    store_event_values(ev, v);
+    sq_bind_values(st, v, STORE_EVENT_NVALUES);
+    result = sq_run(s, st, &changes);
+    *inserted = result == 0 && changes > 0;
+    return result;
+}
+
 /* One statement per row: SQLite's statements cost no round trip, and each row's is prepared once. */
 static int sqlite_decision_write(struct store *s, struct decision_writes *w, int64_t now)
 {
@@ -298,11 +328,9 @@ static int sqlite_decision_write(struct store *s, struct decision_writes *w, int
     for (size_t i = 0; result == 0 && i < w->n_transitions; i++)
         result = sqlite_transition_insert(s, &w->transitions[i]);
     for (size_t i = 0; result == 0 && i < w->n_events; i++) {
-        result = store_event_insert(s, &w->events[i], NULL);
-        if (result == 0)
-            w->emitted++;
-        else if (result == HOOKD_EEXISTS)
-            result = 0;
+        bool inserted;
+        result = sqlite_emitted_insert(s, &w->events[i], &inserted);
+        w->emitted += inserted;
     }
     if (result == 0 && w->entity)
         result = sqlite_entity_put(s, w->entity);

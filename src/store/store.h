@@ -745,8 +745,8 @@ struct entity_hold {
     bool machine_found;
     struct entity_record entity;   /* known: the row; else zero (the entity is new) */
     bool known;
-    struct inbox_list open;        /* its pending and deferred items, newest id first, at most ENTITY_OPEN_MAX;
-                                    * without their bodies (payload "") */
+    struct inbox_list open;        /* its pending and deferred items, at most ENTITY_OPEN_MAX, in no particular
+                                    * order (the step sorts them by version); without their bodies (payload "") */
 };
 void entity_hold_free(struct entity_hold *h);
 

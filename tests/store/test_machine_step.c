@@ -49,12 +49,13 @@ static void run_setup(struct fixture *fx, struct run *r)
     free(rec.definition);
 }
 
-static void item_add_as(struct fixture *fx, const struct run *r, const char *event_id, const char *type,
-                        int64_t version, struct inbox_outcome *out)
+/* An item of the run's entity from source (the run's own: r->source). */
+static void item_add_from(struct fixture *fx, const struct run *r, const char *source, const char *event_id,
+                          const char *type, int64_t version, struct inbox_outcome *out)
 {
     struct inbox_item it = {0};
 
-    snprintf(it.source, sizeof it.source, "%s", r->source);
+    snprintf(it.source, sizeof it.source, "%s", source);
     it.event_id = strdup(event_id);
     it.event_type = strdup(type);
     it.entity_kind = strdup("order");
@@ -67,6 +68,12 @@ static void item_add_as(struct fixture *fx, const struct run *r, const char *eve
     inbox_item_free(&it);
 }
 
+static void item_add_as(struct fixture *fx, const struct run *r, const char *event_id, const char *type,
+                        int64_t version, struct inbox_outcome *out)
+{
+    item_add_from(fx, r, r->source, event_id, type, version, out);
+}
+
 static void item_add(struct fixture *fx, const struct run *r, const char *type, int64_t version,
                      struct inbox_outcome *out)
 {
@@ -77,7 +84,8 @@ static void item_add(struct fixture *fx, const struct run *r, const char *type, 
 }
 
 /* One decision on item id, committed with the item's outcome, as the inbox workers run it. */
-static void decide(struct fixture *fx, struct run *r, const char *id, struct machine_outcome *out)
+static void decide_as(struct fixture *fx, struct run *r, const char *id, bool defer_pending,
+                      struct machine_outcome *out)
 {
     struct entity_hold h = {0};
     struct inbox_item it;
@@ -86,6 +94,7 @@ static void decide(struct fixture *fx, struct run *r, const char *id, struct mac
     assert_int_equal(store_inbox_get(fx->s, id, &it), 0);
     const struct machine_step_context c = {
         .node = "n1", .now = now, .max_defer_ms = 60000, .schedule_ms = schedule, .n_schedule = 2,
+        .defer_pending = defer_pending,
     };
     assert_int_equal(store_begin(fx->s), 0);
     assert_int_equal(store_entity_hold(fx->s, r->m.name, "order", r->entity, &h), 0);
@@ -99,6 +108,12 @@ static void decide(struct fixture *fx, struct run *r, const char *id, struct mac
     assert_int_equal(store_inbox_settle(fx->s, &own, now), 0);
     assert_int_equal(store_commit(fx->s), 0);
     inbox_item_free(&it);
+}
+
+/* As the SQLite node decides (defer_pending: decisions and claims on one writer). */
+static void decide(struct fixture *fx, struct run *r, const char *id, struct machine_outcome *out)
+{
+    decide_as(fx, r, id, true, out);
 }
 
 static void assert_status(struct fixture *fx, const char *id, enum inbox_status status, const char *result)
@@ -173,6 +188,98 @@ static void test_late_first_event_lets_the_chain_through(void **state)
     machine_free(&r.m);
 }
 
+/*
+ * The emitted event's data is JSON whatever the entity's id holds: quotes,
+ * backslashes, a slash, UTF-8 (a control character cannot be in it: the id is
+ * the event's resource id, which the outbox check refuses so).
+ */
+static void test_emitted_data_is_json(void **state)
+{
+    struct fixture *fx = *state;
+    struct inbox_outcome v1, v2;
+    struct machine_outcome out;
+    struct event_list l = {0};
+    const struct event_filter f = {.limit = 1000};
+    struct run r;
+    json_t *doc = NULL;
+
+    run_setup(fx, &r);
+    snprintf(r.entity, sizeof r.entity, "o\"1\\ \xc3\xa9/%s", "x");
+    item_add(fx, &r, "order.created", 1, &v1);
+    item_add(fx, &r, "order.paid", 2, &v2);
+    decide(fx, &r, v1.id, &out);
+    assert_int_equal(out.applied, 2);
+    assert_int_equal(out.emitted, 2);
+    assert_int_equal(store_event_list(fx->s, &f, &l), 0);
+    char key[HOOKD_ID_MAX + 32];
+    snprintf(key, sizeof key, "hookd.machine:%s", v2.id);
+    for (size_t i = 0; i < l.n; i++)
+        if (l.items[i].idempotency_key && strcmp(l.items[i].idempotency_key, key) == 0) {
+            assert_string_equal(l.items[i].type, "order.status_changed");
+            assert_string_equal(l.items[i].resource_id, r.entity);
+            doc = json_loads(l.items[i].payload, JSON_REJECT_DUPLICATES, NULL);
+        }
+    event_list_free(&l);
+    assert_non_null(doc);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(doc, "entity"), "kind")), "order");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(doc, "entity"), "id")), r.entity);
+    assert_string_equal(json_string_value(json_object_get(doc, "previous_state")), "created");
+    assert_string_equal(json_string_value(json_object_get(doc, "state")), "paid");
+    assert_int_equal(json_integer_value(json_object_get(doc, "version")), 2);
+    assert_string_equal(json_string_value(json_object_get(doc, "source")), r.source);
+    assert_string_equal(json_string_value(json_object_get(doc, "source_event_id")), "ev2");
+    assert_string_equal(json_string_value(json_object_get(doc, "inbox_id")), v2.id);
+    assert_string_equal(json_string_value(json_object_get(doc, "event_type")), "order.paid");
+    assert_null(json_object_get(doc, "reconciled"));
+    assert_int_equal(json_object_size(doc), 8);
+    json_decref(doc);
+    /* The first one's previous state is null. */
+    assert_int_equal(store_event_list(fx->s, &f, &l), 0);
+    snprintf(key, sizeof key, "hookd.machine:%s", v1.id);
+    doc = NULL;
+    for (size_t i = 0; i < l.n; i++)
+        if (l.items[i].idempotency_key && strcmp(l.items[i].idempotency_key, key) == 0)
+            doc = json_loads(l.items[i].payload, 0, NULL);
+    event_list_free(&l);
+    assert_non_null(doc);
+    assert_true(json_is_null(json_object_get(doc, "previous_state")));
+    assert_string_equal(json_string_value(json_object_get(doc, "state")), "created");
+    json_decref(doc);
+    machine_free(&r.m);
+}
+
+/*
+ * An entity id the emitted event could not carry as its resource id (a
+ * control character): the item is quarantined with the reason, once, and
+ * nothing is written for the entity (before, every decision was undone by the
+ * outbox check and the item looked at again every second, for ever).
+ */
+static void test_unnameable_entity_is_quarantined(void **state)
+{
+    struct fixture *fx = *state;
+    struct inbox_outcome v1;
+    struct machine_outcome out;
+    struct transition_list l = {0};
+    struct entity_record e = {0};
+    struct run r;
+
+    run_setup(fx, &r);
+    snprintf(r.entity, sizeof r.entity, "o\r\nX-Injected: yes");
+    item_add(fx, &r, "order.created", 1, &v1);
+    decide(fx, &r, v1.id, &out);
+    assert_int_equal(out.status, INBOX_QUARANTINED);
+    assert_int_equal(out.emitted, 0);
+    assert_non_null(strstr(out.error, "entity id contains control characters"));
+    assert_null(strchr(out.error, '\n')); /* the reason names the rule, never the bytes */
+    assert_status(fx, v1.id, INBOX_QUARANTINED, NULL);
+    assert_int_equal(emitted_for(fx, v1.id), 0);
+    assert_int_equal(store_entity_get(fx->s, "order", r.entity, &e), HOOKD_ENOTFOUND);
+    assert_int_equal(store_transition_list(fx->s, "order", r.entity, &l), 0);
+    assert_int_equal(l.n, 0);
+    transition_list_free(&l);
+    machine_free(&r.m);
+}
+
 static void test_stale_and_gap(void **state)
 {
     struct fixture *fx = *state;
@@ -189,29 +296,16 @@ static void test_stale_and_gap(void **state)
     assert_string_equal(out.result, "applied");
     assert_int_equal(out.emitted, 1);
     /* The same version again, under another event id: stale. */
-    struct inbox_item it = {0};
-    snprintf(it.source, sizeof it.source, "%s", r.source);
-    it.event_id = strdup("ev1-again");
-    it.event_type = strdup("order.created");
-    it.entity_kind = strdup("order");
-    it.entity_id = strdup(r.entity);
-    it.has_version = true;
-    it.version = 1;
-    it.payload = strdup("{}");
-    snprintf(it.payload_sha256, sizeof it.payload_sha256, "%064d", 0);
-    assert_int_equal(store_inbox_insert(fx->s, &it, &v1b), 0);
-    inbox_item_free(&it);
+    item_add_as(fx, &r, "ev1-again", "order.created", 1, &v1b);
     item_add(fx, &r, "order.fulfilled", 3, &v3);
     assert_int_equal(store_event_list(fx->s, &f, &before), 0);
+    int64_t t0 = clock_now_ms();
     decide(fx, &r, v1b.id, &out);
     assert_int_equal(out.status, INBOX_PROCESSED);
     assert_string_equal(out.result, "stale");
     assert_int_equal(out.emitted, 0);
-    decide(fx, &r, v3.id, &out);
-    assert_int_equal(out.status, INBOX_DEFERRED);
-    assert_true(out.next_attempt_at > 0);
-    assert_true(strstr(out.error, "gap") || strstr(out.error, "version"));
-    assert_int_equal(out.emitted, 0);
+    /* The gap waiting behind it (pending, same source) is deferred by the same step, not left to its own claim. */
+    assert_int_equal(out.deferred, 1);
     assert_int_equal(store_event_list(fx->s, &f, &after), 0);
     assert_int_equal(after.n, before.n); /* neither emitted anything */
     event_list_free(&before);
@@ -220,12 +314,93 @@ static void test_stale_and_gap(void **state)
     assert_int_equal(l.n, 3);
     assert_string_equal(l.items[1].result, "stale");
     assert_string_equal(l.items[2].result, "deferred");
-    assert_string_equal(l.items[2].reason, out.error);
+    assert_string_equal(l.items[2].inbox_id, v3.id);
+    assert_true(strstr(l.items[2].reason, "gap") || strstr(l.items[2].reason, "version"));
     assert_string_equal(l.items[2].from_state, "created");
     assert_null(l.items[2].to_state);
-    transition_list_free(&l);
     assert_status(fx, v1b.id, INBOX_PROCESSED, "stale");
     assert_status(fx, v3.id, INBOX_DEFERRED, NULL);
+    struct inbox_item it3;
+    assert_int_equal(store_inbox_get(fx->s, v3.id, &it3), 0);
+    assert_string_equal(it3.error, l.items[2].reason);
+    assert_int_equal(it3.attempts, 1);
+    assert_true(it3.deferred_at >= t0);
+    /* It waits for a change like any deferred item: its next look at max_defer (60 s). */
+    assert_true(it3.next_attempt_at >= t0 + 60000 && it3.next_attempt_at <= clock_now_ms() + 60000);
+    inbox_item_free(&it3);
+    transition_list_free(&l);
+    machine_free(&r.m);
+}
+
+/*
+ * What a step defers besides its own item: only the pending items of the
+ * same source that cannot pass from where the entity ends. Another source's
+ * item keeps its own rules (schedule, max_defer), an item the step could
+ * apply is left to its claim (the claimed one was stale: nothing was
+ * re-evaluated), and a leased one is its worker's. A deferred item is not
+ * written again.
+ */
+static void test_step_defers_only_its_sources_waiting_items(void **state)
+{
+    struct fixture *fx = *state;
+    struct inbox_outcome v1, v1b, v2, v4, v5, other;
+    struct machine_outcome out;
+    struct transition_list l = {0};
+    struct inbox_list claimed = {0};
+    struct run r;
+
+    run_setup(fx, &r);
+    item_add(fx, &r, "order.created", 1, &v1);
+    decide(fx, &r, v1.id, &out);
+    assert_string_equal(out.result, "applied");
+    assert_int_equal(out.deferred, 0);
+    /* v4 waits (a gap), deferred by its own claim. */
+    item_add(fx, &r, "order.fulfilled", 4, &v4);
+    decide(fx, &r, v4.id, &out);
+    assert_int_equal(out.status, INBOX_DEFERRED);
+    assert_int_equal(out.deferred, 0);
+    /* Then: a stale copy of v1, v2 (applicable), v5 (a gap) and another source's v5 of the same entity. */
+    item_add_as(fx, &r, "ev1-again", "order.created", 1, &v1b);
+    item_add(fx, &r, "order.paid", 2, &v2);
+    item_add(fx, &r, "order.fulfilled", 5, &v5);
+    char other_source[SOURCE_NAME_MAX];
+    id_new(other_source, "src_");
+    item_add_from(fx, &r, other_source, "other-ev5", "order.fulfilled", 5, &other);
+    decide(fx, &r, v1b.id, &out);
+    assert_string_equal(out.result, "stale");
+    assert_int_equal(out.deferred, 1); /* v5 only */
+    assert_status(fx, v2.id, INBOX_PENDING, NULL);
+    assert_status(fx, v5.id, INBOX_DEFERRED, NULL);
+    assert_status(fx, other.id, INBOX_PENDING, NULL);
+    assert_status(fx, v4.id, INBOX_DEFERRED, NULL);
+    assert_int_equal(store_transition_list(fx->s, "order", r.entity, &l), 0);
+    size_t deferred_rows = 0;
+    for (size_t i = 0; i < l.n; i++)
+        if (strcmp(l.items[i].result, "deferred") == 0) {
+            deferred_rows++;
+            assert_true(strcmp(l.items[i].inbox_id, v4.id) == 0 || strcmp(l.items[i].inbox_id, v5.id) == 0);
+        }
+    assert_int_equal(deferred_rows, 2); /* v4 once (its claim), v5 once (the stale step) */
+    transition_list_free(&l);
+    /* A leased pending item is its worker's: v2 claimed, then another step leaves it alone. */
+    assert_int_equal(store_inbox_claim_due(fx->s, "n2", clock_now_ms(), clock_now_ms() + 60000, 100, &claimed), 0);
+    bool v2_claimed = false;
+    for (size_t i = 0; i < claimed.n; i++)
+        v2_claimed |= strcmp(claimed.items[i].id, v2.id) == 0;
+    assert_true(v2_claimed);
+    inbox_list_free(&claimed);
+    item_add(fx, &r, "order.fulfilled", 6, &v1b); /* pending, a gap */
+    decide(fx, &r, v1b.id, &out);
+    assert_int_equal(out.status, INBOX_DEFERRED);
+    assert_int_equal(out.deferred, 0); /* v2 leased (and applicable), the other source's not this step's */
+    /* Without defer_pending (decisions on connections of their own): a waiting pending item is left pending. */
+    struct inbox_outcome v8, v9;
+    item_add(fx, &r, "order.fulfilled", 8, &v8);
+    item_add(fx, &r, "order.fulfilled", 9, &v9);
+    decide_as(fx, &r, v8.id, false, &out);
+    assert_int_equal(out.status, INBOX_DEFERRED);
+    assert_int_equal(out.deferred, 0);
+    assert_status(fx, v9.id, INBOX_PENDING, NULL);
     machine_free(&r.m);
 }
 
@@ -274,7 +449,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_late_first_event_lets_the_chain_through),
+        T(test_emitted_data_is_json),
+        T(test_unnameable_entity_is_quarantined),
         T(test_stale_and_gap),
+        T(test_step_defers_only_its_sources_waiting_items),
         T(test_gap_waits_for_its_entity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -354,6 +354,64 @@ static void test_outbox_fetch_mark_pending(void **state)
 }
 
 /* A row that breaks the outbox rules: refused by the table's check; one that got in earlier is marked by reject. */
+/*
+ * The check's edges, the same on both backends (PostgreSQL's tests are a
+ * length and a negated class since migration outbox_check_cheaper): an id of
+ * 63 characters of the class goes in, one ending in a newline or holding a
+ * space, a slash or a non-ASCII letter does not (longer and empty ids: by
+ * SQL, t1100); a type of 128 goes in, 129 or one ending in a newline not; a
+ * label of 255 bytes goes in, 256 or a DEL not.
+ */
+/* ev inserted under a new id (the store fills it): the result. */
+static int insert_fresh(struct fixture *fx, struct event *ev)
+{
+    ev->id[0] = '\0';
+    return store_event_insert(fx->s, ev, NULL);
+}
+
+static void test_outbox_check_edges(void **state)
+{
+    struct fixture *fx = *state;
+    char type[140], label[300];
+    struct event ev;
+
+    drain_outbox(fx);
+    static const char cls[] = "AZaz09_.:-";
+    memset(&ev, 0, sizeof ev);
+    ev.type = "order.paid";
+    ev.payload = "{}";
+    _Static_assert(sizeof ev.id == 64, "an id of 63 characters fills the buffer");
+    for (size_t i = 0; i < 63; i++)
+        ev.id[i] = cls[i % (sizeof cls - 1)];
+    ev.id[63] = '\0';
+    assert_int_equal(store_event_insert(fx->s, &ev, NULL), 0);
+    const char *bad_ids[] = {"evt_a\n", "evt a", "evt_\xc3\xa9", "evt/x"};
+    for (size_t i = 0; i < sizeof bad_ids / sizeof bad_ids[0]; i++) {
+        snprintf(ev.id, sizeof ev.id, "%s", bad_ids[i]);
+        assert_int_equal(store_event_insert(fx->s, &ev, NULL), HOOKD_EINVAL);
+    }
+    memset(type, 't', 129);
+    type[128] = '\0';
+    ev.type = type;
+    assert_int_equal(insert_fresh(fx, &ev), 0);
+    type[128] = 't';
+    type[129] = '\0';
+    assert_int_equal(insert_fresh(fx, &ev), HOOKD_EINVAL);
+    ev.type = "order.paid\n";
+    assert_int_equal(insert_fresh(fx, &ev), HOOKD_EINVAL);
+    ev.type = "order.paid";
+    memset(label, 'r', 256);
+    label[255] = '\0';
+    ev.resource_id = label;
+    assert_int_equal(insert_fresh(fx, &ev), 0);
+    label[255] = 'r';
+    label[256] = '\0';
+    assert_int_equal(insert_fresh(fx, &ev), HOOKD_EINVAL);
+    ev.resource_id = "r\x7f";
+    assert_int_equal(insert_fresh(fx, &ev), HOOKD_EINVAL);
+    drain_outbox(fx);
+}
+
 static void test_outbox_check_and_reject(void **state)
 {
     struct fixture *fx = *state;
@@ -725,6 +783,7 @@ int main(void)
         T(test_outbox_fetch_mark_pending),
         T(test_outbox_take),
         T(test_outbox_check_and_reject),
+        T(test_outbox_check_edges),
         T(test_outbox_take_skips_locked),
         T(test_endpoint_crud),
         T(test_endpoint_list_filters_cursor),

@@ -275,6 +275,12 @@ static const char schema_attempt_bytes[] =
  */
 #define PG_REFUSE(cond, msg) " IF " cond " THEN RAISE EXCEPTION USING ERRCODE = 'check_violation', MESSAGE = '" msg "'; END IF;"
 #define PG_LABEL_BAD(col) "octet_length(NEW." col ") > 255 OR NEW." col " ~ '[\\x01-\\x1f\\x7f]'"
+#define PG_REFUSE_LABELS                                                                                         \
+    PG_REFUSE(PG_LABEL_BAD("account"), "hookd_outbox.account must be at most 255 bytes without control characters") \
+    PG_REFUSE(PG_LABEL_BAD("resource_type"),                                                                      \
+              "hookd_outbox.resource_type must be at most 255 bytes without control characters")                 \
+    PG_REFUSE(PG_LABEL_BAD("resource_id"),                                                                        \
+              "hookd_outbox.resource_id must be at most 255 bytes without control characters")
 static const char schema_outbox_check[] =
     "ALTER TABLE hookd_outbox ADD COLUMN error TEXT;"
     "CREATE OR REPLACE FUNCTION hookd_outbox_check() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
@@ -282,11 +288,7 @@ static const char schema_outbox_check[] =
               "hookd_outbox.id must be 1 to 63 characters of A-Z a-z 0-9 _ . : -")
     PG_REFUSE("NEW.event_type IS NULL OR NEW.event_type COLLATE \"C\" !~ '^[A-Za-z0-9_.-]{1,128}$'",
               "hookd_outbox.event_type must be 1 to 128 characters of A-Z a-z 0-9 _ . -")
-    PG_REFUSE(PG_LABEL_BAD("account"), "hookd_outbox.account must be at most 255 bytes without control characters")
-    PG_REFUSE(PG_LABEL_BAD("resource_type"),
-              "hookd_outbox.resource_type must be at most 255 bytes without control characters")
-    PG_REFUSE(PG_LABEL_BAD("resource_id"),
-              "hookd_outbox.resource_id must be at most 255 bytes without control characters")
+    PG_REFUSE_LABELS
     " RETURN NEW; END $$;"
     "CREATE TRIGGER hookd_outbox_check BEFORE INSERT OR UPDATE OF id, event_type, account, resource_type, resource_id"
     " ON hookd_outbox FOR EACH ROW EXECUTE FUNCTION hookd_outbox_check();";
@@ -716,6 +718,27 @@ static const char schema_source_machine_function[] =
     " RETURN definition::jsonb #>> '{handler,machine}';"
     " EXCEPTION WHEN others THEN RETURN NULL; END $$;";
 
+/*
+ * The outbox check, the same rules in cheaper tests: a bounded repetition
+ * (`^[…]{1,63}$`) makes the regex engine walk a 63-state automaton for
+ * every row, and the check cost about 75 µs a row, more than the rest of
+ * the insert (20,000 emitted-event rows: 2.2–3.1 s against 0.6 s without
+ * the trigger). The length is compared as a number and the characters
+ * against one negated class: 0.7–1.3 s. The class holds only ASCII, so a
+ * byte count is the character count; NULL, empty, too long and any other
+ * character are refused as before, with the same messages.
+ */
+static const char schema_outbox_check_cheaper[] =
+    "CREATE OR REPLACE FUNCTION hookd_outbox_check() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+    PG_REFUSE("NEW.id IS NULL OR octet_length(NEW.id) NOT BETWEEN 1 AND 63"
+              " OR NEW.id COLLATE \"C\" ~ '[^A-Za-z0-9_.:-]'",
+              "hookd_outbox.id must be 1 to 63 characters of A-Z a-z 0-9 _ . : -")
+    PG_REFUSE("NEW.event_type IS NULL OR octet_length(NEW.event_type) NOT BETWEEN 1 AND 128"
+              " OR NEW.event_type COLLATE \"C\" ~ '[^A-Za-z0-9_.-]'",
+              "hookd_outbox.event_type must be 1 to 128 characters of A-Z a-z 0-9 _ . -")
+    PG_REFUSE_LABELS
+    " RETURN NEW; END $$;";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -745,6 +768,7 @@ const struct schema_migration postgres_migrations[] = {
     {26, schema_inbox_notify_handled},
     {27, schema_inbox_leased_index_drop},
     {28, schema_source_machine_function},
+    {29, schema_outbox_check_cheaper},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];
