@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/event_check.h" /* utf8_seq: well-formed UTF-8 as jansson checks it (RFC 3629) */
 #include "core/json_pointer.h"
 
 #define SCAN_DEPTH_MAX 32       /* deeper nesting is left to jansson (its own cap is 2048) */
@@ -25,39 +26,6 @@ struct scan {
     uint16_t seg[JSON_SCAN_TARGETS_MAX][JSON_POINTER_DEPTH_MAX + 1];
     size_t nseg[JSON_SCAN_TARGETS_MAX];
 };
-
-/* The length of the well-formed UTF-8 sequence (RFC 3629, as jansson checks it) at s, of 2-4 bytes; 0 if none. */
-static size_t utf8_seq(const unsigned char *s, size_t avail)
-{
-    unsigned c = s[0];
-    size_t n;
-    uint32_t v;
-
-    if (c >= 0xC2 && c <= 0xDF) {
-        n = 2;
-        v = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        n = 3;
-        v = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4;
-        v = c & 0x07;
-    } else {
-        return 0;
-    }
-    if (avail < n)
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        v = v << 6 | (s[i] & 0x3F);
-    }
-    if (n == 3 && (v < 0x800 || (v >= 0xD800 && v <= 0xDFFF)))
-        return 0;
-    if (n == 4 && (v < 0x10000 || v > 0x10FFFF))
-        return 0;
-    return n;
-}
 
 static int hex_digit(unsigned c)
 {

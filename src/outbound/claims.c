@@ -143,11 +143,11 @@ void claims_maybe(struct dispatcher *q, int64_t now)
     if (!atomic_exchange(&q->claim_wanted, false) && now < q->next_wake_at &&
         !(q->due_held_back && q->freed_since_claim && q->deps.claimer == NULL))
         return;
+    char (*held)[HOOKD_ID_MAX] = q->claim.held; /* kept from claim to claim */
     free(q->claim.capped);
-    free(q->claim.held);
     memset(&q->claim, 0, sizeof q->claim);
     /* Without room to name them (out of memory), every endpoint counts as held. */
-    q->claim.held = calloc(CLAIM_HELD_ROOM, sizeof *q->claim.held);
+    q->claim.held = held != NULL ? held : calloc(CLAIM_HELD_ROOM, sizeof *q->claim.held);
     endpoint_cache_each(&q->cache, capped_count, &pass);
     if (pass.n > 0 && (q->claim.capped = calloc(pass.n, sizeof *q->claim.capped)) != NULL) {
         pass.room = pass.n;
