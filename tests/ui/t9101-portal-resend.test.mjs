@@ -49,6 +49,10 @@ test('keyboard only: to an endpoint, to its dead delivery, resend it; it becomes
     await tabTo(() => document.activeElement.id === 'status-filter');
     await page.keyboard.press('ArrowDown'); // "Failed": the list asks the server for dead ones only
     await waitFor(() => page.url().includes('status=dead'), { what: 'the filter in the URL' });
+    // The filtered view is drawn when it takes the focus back to its heading: until then the old
+    // list is on the page, and a link focused in it would be gone before Enter reached it.
+    await waitFor(() => page.evaluate(() => document.activeElement.tagName === 'H1'),
+      { what: 'the filtered list drawn (its heading focused)' });
     await page.locator('.delivery').first().waitFor();
     assert.equal(await page.locator('.delivery').count(), 1);
     await tabTo(() => document.activeElement.closest('.delivery') && document.activeElement.tagName === 'A');
