@@ -6,7 +6,8 @@
 # Environment: BENCH_RUNS (throughput repeats, 3), BENCH_DIR (scratch parent, build/bench-work),
 # BENCH_THROUGHPUT_ARGS / BENCH_LATENCY_ARGS / BENCH_MEMORY_ARGS (extra loadgen flags, SQLite),
 # BENCH_PG=0 (skip PostgreSQL), BENCH_PG_RUNS (PostgreSQL throughput repeats, BENCH_RUNS),
-# BENCH_PG_NODES (3), BENCH_PG_THROUGHPUT_ARGS / BENCH_PG_LATENCY_ARGS, BENCH_BUDGET_S (540: repeats
+# BENCH_PG_NODES (3), BENCH_PG_THROUGHPUT_ARGS / BENCH_PG_LATENCY_ARGS / BENCH_PG_ISOLATION_ARGS,
+# BENCH_BUDGET_S (780: repeats
 # that would end past this many seconds are skipped, and the summary says so),
 # BENCH_STRICT=1 (exit 1 when a figure misses its target, not only when a scenario fails).
 set -uo pipefail
@@ -22,7 +23,7 @@ TARGET_PG_TPUT=15000 # deliveries/s on PostgreSQL, one node
 TARGET_PG_P99=10     # ms commit->arrival at 1,000 events/s on PostgreSQL, one node
 PG_RUNS=${BENCH_PG_RUNS:-$RUNS}
 PG_NODES=${BENCH_PG_NODES:-3}
-BUDGET=${BENCH_BUDGET_S:-540}
+BUDGET=${BENCH_BUDGET_S:-780}
 START=$SECONDS
 
 # The Makefile's bench rule does not know loadgen's headers: rebuild when one is newer.
@@ -137,6 +138,7 @@ pg_tput() { # pg_tput I: the throughput runs of round I, and a latency run
     v=$(field "pg-latency-$1" p99_ms)
     [ -n "$v" ] && pg_lat+=("$v")
     if [ "$1" = 1 ]; then
+        pg_run isolation pg-isolation --store pg --scenario isolation ${BENCH_PG_ISOLATION_ARGS:-}
         pg_run inbound pg-inbound --store pg --scenario inbound ${BENCH_PG_INBOUND_ARGS:-}
         pg_run inbound-latency pg-inbound-latency --store pg --scenario inbound-latency ${BENCH_PG_INBOUND_LATENCY_ARGS:-}
         # A PostgreSQL store needs the key that seals secrets (sources hold them): one per run.
@@ -171,7 +173,7 @@ ach=$(field latency achieved_rate)
 rss=$(field memory peak_rss_mib)
 pending=$(field memory pending)
 # iso KEY HUNG: the isolation run's median KEY with HUNG hung endpoints.
-iso() { sed -n "s/^RESULT scenario=isolation hung=$2 .* $1=\([^ ]*\).*/\1/p" "$WORK/isolation.out" 2>/dev/null | tail -1; }
+iso() { sed -n "s/^RESULT scenario=isolation hung=$2 .* $1=\([^ ]*\).*/\1/p" "$WORK/${3:-isolation}.out" 2>/dev/null | tail -1; }
 iso_d0=$(iso deliveries_per_s 0); iso_d8=$(iso deliveries_per_s 8); iso_d1=$(iso deliveries_per_s 1)
 iso_p0=$(iso p99_ms 0); iso_p1=$(iso p99_ms 1); iso_p8=$(iso p99_ms 8)
 # within10 A B: PASS when B is within 10 % of A (deliveries/s not below, p99 not above), MISS, or "no figure".
@@ -250,6 +252,15 @@ if [ "$pg_ok" = 1 ]; then
         "-" "<= $TARGET_PG_P99" "$v_pg_lat"
     printf '%-28s %-10s %-32s %-32s %-10s %s\n' "latency p50 (ms)" "${p50:-?}" "${pg_p50:-?} (first run, at ${pg_ach:-?}/s)" \
         "-" "-" "-"
+    pi_d0=$(iso deliveries_per_s 0 pg-isolation); pi_d1=$(iso deliveries_per_s 1 pg-isolation)
+    pi_d8=$(iso deliveries_per_s 8 pg-isolation)
+    pi_p0=$(iso p99_ms 0 pg-isolation); pi_p1=$(iso p99_ms 1 pg-isolation); pi_p8=$(iso p99_ms 8 pg-isolation)
+    printf '%-28s %-10s %-32s %-32s %-10s %s\n' "isolation deliveries/s" "${iso_d0:-?}" \
+        "${pi_d0:-?} alone, ${pi_d1:-?} / ${pi_d8:-?} (1 / 8 hung)" "-" "within 10 %" \
+        "$(within10 "$pi_d0" "$pi_d1" 0) $(within10 "$pi_d0" "$pi_d8" 0)"
+    printf '%-28s %-10s %-32s %-32s %-10s %s\n' "isolation p99 (ms)" "${iso_p0:-?}" \
+        "${pi_p0:-?} alone, ${pi_p1:-?} / ${pi_p8:-?} (1 / 8 hung)" "-" "within 10 %" \
+        "$(within10 "$pi_p0" "$pi_p1" 1) $(within10 "$pi_p0" "$pi_p8" 1)"
     [ -n "$pg_skipped" ] && echo "skipped for the time budget (${BUDGET} s):$pg_skipped"
 fi
 in_acc=$(field inbound accepts_per_s)
