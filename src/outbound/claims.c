@@ -17,7 +17,7 @@
 #define PART "dispatcher"
 #define CLAIM_BATCH_MAX 256
 #define CLAIM_HELD_ROOM 256 /* endpoints a claim names as held back; beyond, every endpoint counts as held */
-#define CLAIM_IDLE_MS 100   /* earliest re-claim when due rows were left that we could not take */
+#define CLAIM_IDLE_MS 100   /* earliest re-claim when due rows were left that time may free (rate, breaker, ramp, others' leases) */
 #define REWRITE_MIN_MS 250  /* first retry of attempt records the store refused while down */
 #define REWRITE_MAX_MS 2000 /* the retries' longest interval */
 #define EXPIRE_EVERY_MAX_MS 30000 /* paused endpoints' deliveries die this late past their window, at most */
@@ -156,6 +156,7 @@ void claims_maybe(struct dispatcher *q, int64_t now)
         q->claim.n_capped = pass.n;
     }
     q->claim.limit = room < CLAIM_BATCH_MAX ? room : CLAIM_BATCH_MAX;
+    q->claim.capped_mono = pass.mono;
     q->claim.now = now;
     if (q->deps.retry.window_ms > 0 && now >= q->expire_at) {
         /* A twentieth of the window late at most (a second at least, EXPIRE_EVERY_MAX_MS at most). */
@@ -189,12 +190,40 @@ static void held_clear(struct ep_state *st, void *arg)
 }
 
 /*
+ * Whether the leases this node holds of st fill all a claim lets it lease:
+ * its cap (the store's: its own max_in_flight, else the default; none, no
+ * cap), or, when the claim did not hold it to its cap, the larger window
+ * share as it is now. Then nothing but their ends lets more of its rows go:
+ * not time (its breaker, a ramp or a rate limit only lower what it may lease
+ * further), nor another node's leases ending (ours alone fill it). Each of
+ * those ends asks for a claim (claims_lease_freed), so no idle re-claim
+ * need look for one.
+ */
+static bool held_by_own_leases(struct dispatcher *q, const struct ep_state *st)
+{
+    int cap = st->present && st->ep.max_in_flight > 0 ? st->ep.max_in_flight : q->deps.endpoint_max_in_flight;
+    int limit = cap;
+
+    if (!st->present || cap <= 0)
+        return false;
+    if (!claim_capped(st, q->claim.capped_mono)) {
+        int share = dispatcher_endpoint_window(q);
+        limit = share > cap ? share : cap;
+    }
+    return st->refs >= limit;
+}
+
+/*
  * The claim's answer: which endpoints wait for their own slots. Only their
  * results let a claim take more, so a result of any other endpoint (a healthy
  * one beside others held at their caps) asks for no claim: before, each did,
  * and each claim walked the held endpoints' leased rows on the writer, in
  * front of the healthy endpoint's next fan-out. A held endpoint whose lease
- * ended while the claim was out may have a slot the claim did not see.
+ * ended while the claim was out may have a slot the claim did not see. When
+ * every held endpoint is full of our own leases (held_own), the next claim
+ * waits for one of those to end instead of looking again every CLAIM_IDLE_MS:
+ * beside 8 hung endpoints that was about ten claims a second, each walking
+ * their leased rows on the writer in front of the healthy endpoint's fan-out.
  */
 static void held_mark(struct dispatcher *q)
 {
@@ -203,12 +232,16 @@ static void held_mark(struct dispatcher *q)
 
     endpoint_cache_each(&q->cache, held_clear, NULL);
     q->held_all = c->held == NULL || c->n_held > CLAIM_HELD_ROOM;
+    q->held_own = !q->held_all && c->n_held > 0;
     for (size_t i = 0; !q->held_all && i < c->n_held; i++) {
         struct ep_state *st = endpoint_cache_find(&q->cache, c->held[i]);
-        if (st == NULL)
+        if (st == NULL) {
+            q->held_own = false;
             continue;
+        }
         st->held_back = true;
         freed |= st->freed_in_claim == q->claim_seq;
+        q->held_own = q->held_own && held_by_own_leases(q, st);
     }
     if (!freed && !q->held_all)
         return;
@@ -261,10 +294,11 @@ void claims_finished(struct dispatcher *q, int64_t now)
     held_mark(q);
     if (got == c->limit)
         q->next_wake_at = now; /* a full batch: more may be due */
-    else if (c->next_due <= c->now)
-        q->next_wake_at = min64(q->next_wake_at, now + CLAIM_IDLE_MS); /* due, yet not ours to take */
-    else
+    else if (c->next_due > c->now)
         q->next_wake_at = min64(q->next_wake_at, c->next_due);
+    else if (!q->held_own)
+        q->next_wake_at = min64(q->next_wake_at, now + CLAIM_IDLE_MS); /* due, yet not ours to take */
+    /* Else due, yet held by our own leases only: the next claim waits for one of them to end (held_mark). */
     q->next_wake_at = min64(q->next_wake_at, now + SAFETY_POLL_MS);
 }
 

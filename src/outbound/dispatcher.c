@@ -890,7 +890,14 @@ static void job_finished(struct dispatcher *q, struct job *j)
             log_limited(&q->lim_writer, LOG_WARN, PART, "cannot record the attempt of %s: %s (it will be retried)",
                         j->dj.d.id, hookd_strerror(j->op_result));
         }
-    } else if (j->op_result != 0 && j->op_result != HOOKD_ESTALE) {
+    } else if (j->op_result == 0) {
+        /* A lease given back ends as a result's does: a held endpoint's rows may go (claims.c, held_own). */
+        if (claims_lease_freed(q, j->ep)) {
+            q->freed_since_claim = true;
+            if (q->due_held_back && q->deps.claimer != NULL)
+                q->next_wake_at = 0;
+        }
+    } else if (j->op_result != HOOKD_ESTALE) {
         log_limited(&q->lim_writer, LOG_WARN, PART, "cannot release %s: %s (its lease will expire)", j->dj.d.id,
                     hookd_strerror(j->op_result));
     }

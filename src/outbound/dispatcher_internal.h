@@ -54,6 +54,7 @@ struct claim {
     char (*held)[HOOKD_ID_MAX];   /* out: endpoints whose due rows it left for their limits (lease_limits) */
     size_t n_held;                /* all of them, also beyond CLAIM_HELD_ROOM */
     int64_t now, lease_until;
+    int64_t capped_mono;          /* when capped was judged (claim_capped) */
     struct job_list jobs;
     int64_t next_due; /* NEVER when nothing is scheduled */
     int64_t expire_window_ms; /* > 0: first, paused endpoints' deliveries past this window become dead */
@@ -125,6 +126,7 @@ struct dispatcher {
     int64_t expire_at;         /* wall ms: the next claim also expires paused endpoints' deliveries (claims.c) */
     bool due_held_back;        /* the last claim left due rows behind (per-endpoint caps) */
     bool held_all;             /* it left more endpoints than it could list: take each as held */
+    bool held_own;             /* every endpoint it held is full of this node's leases: only their ends free a slot */
     bool freed_since_claim;    /* a held endpoint's result was queued after the last claim: its lease goes with it */
     uint64_t claim_seq;        /* claims started; ep_state.freed_in_claim names one */
     int64_t endpoints_checked_mono;
