@@ -62,6 +62,7 @@ struct store {
     int64_t busy_since_ms; /* start of the current wait for a lock (sqlite_busy_wait) */
     int64_t busy_timeout_ms; /* sqlite_lock_wait; 0: BUSY_TIMEOUT_MS */
     struct sq_checkpointer *ckpt; /* sqlite_checkpoint_aside; NULL: SQLite's own checkpoints */
+    int shm_fd;           /* SQLite's descriptor of the -shm file, found by sqlite_others_open; -1: not yet */
 };
 
 /* store_checkpoint_aside (sqlite_checkpoint.c); the stop is sqlite_close's, before the connection goes. */

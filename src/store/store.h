@@ -1254,7 +1254,7 @@ struct store_ops {
     void (*checkpoint_due)(struct store *s);
     /* Whether a process other than this one has the store open now
      * (SQLite: holds a lock on the file's shared memory, as every open
-     * connection in WAL mode does, read from /proc/locks); a writer leaves
+     * connection in WAL mode does, asked with F_GETLK); a writer leaves
      * room for such a process's transactions (writer_options
      * application_share). Optional (NULL: false, as on PostgreSQL, where
      * sessions wait for each other's locks in a queue). */
