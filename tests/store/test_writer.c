@@ -953,8 +953,8 @@ static void test_application_writes_while_saturated(void **state)
 /*
  * SQLite: the writer leaves the application's share of the lock free only
  * while another process commits. While the application only holds the file
- * open, a saturated writer leaves just its rare long probes (under a tenth
- * of the time; the share would be a fifth); the application's first commit
+ * open, a saturated writer leaves just its rare long probes (9 % of the
+ * time; the share would be a fifth); the application's first commit
  * gets in in one of them, and its commits then turn the share's gaps on.
  */
 static void test_room_only_while_application_writes(void **state)
@@ -997,7 +997,8 @@ static void test_room_only_while_application_writes(void **state)
                   (unsigned long long)(s2.room_gaps - s1.room_gaps));
     assert_true(s1.ops > s0.ops);                    /* saturated meanwhile */
     assert_int_equal(s1.room_gaps, s0.room_gaps);    /* held open only: no share */
-    assert_true((int64_t)(s1.room_us - s0.room_us) / 1000 < held_ms / 10);
+    /* At most two probes fall in 3 s (one each 2.2 s at the least): 400 ms; the share would be 600. */
+    assert_true((int64_t)(s1.room_us - s0.room_us) / 1000 <= 400);
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 0);        /* every application commit went through in time */
     assert_true(s2.room_gaps > s1.room_gaps);        /* its commits turned the share on */
