@@ -234,26 +234,36 @@ static void claim_endpoint_limit(struct claim_endpoint *ep, const struct lease_l
     }
 }
 
+/*
+ * An endpoint's earliest due row that holds no lease: the first entry of the
+ * claims' index at or before now (leased rows are not in it), and of the rows
+ * whose lease ran out (few; through the leases' index, lease_until < now).
+ */
+#define SQ_FIRST_UNLEASED(endpoint, now)                                                                     \
+    "(SELECT d.next_attempt_at FROM hookd_deliveries d INDEXED BY hookd_deliveries_endpoint_due"            \
+    " WHERE d.endpoint_id = " endpoint " AND d.status IN ('pending', 'retrying') AND d.lease_owner IS NULL"  \
+    " AND d.next_attempt_at <= " now " ORDER BY d.next_attempt_at LIMIT 1)"
+#define SQ_FIRST_EXPIRED(endpoint, now)                                                                      \
+    "(SELECT min(x.next_attempt_at) FROM hookd_deliveries x INDEXED BY hookd_deliveries_leased"             \
+    " WHERE x.endpoint_id = " endpoint " AND x.lease_owner IS NOT NULL AND x.lease_until < " now            \
+    " AND x.status IN ('pending', 'retrying') AND x.next_attempt_at <= " now ")"
+
 /* Enabled endpoints with a due, unleased delivery, earliest first, each with what it may lease now. */
 static int claim_endpoints(struct store *s, int64_t now, const struct lease_limits *lim,
                            struct claim_endpoint_list *out)
 {
     sqlite3_stmt *st;
     int result = sq_stmt(s, SQ_DELIVERY_CLAIM_ENDPOINTS,
-                             "SELECT c.id, c.cap, CASE WHEN c.cap > 0 THEN (SELECT count(*)"
+                             "WITH c AS MATERIALIZED (SELECT e.id, e.rate_limit, CASE WHEN e.max_in_flight > 0"
+                             "  THEN e.max_in_flight WHEN ?2 > 0 THEN ?2 ELSE 0 END AS cap, " SQ_FIRST_UNLEASED("e.id", "?1")
+                             "  AS a, " SQ_FIRST_EXPIRED("e.id", "?1") " AS b FROM hookd_endpoints e WHERE e.enabled)"
+                             " SELECT c.id, c.cap, CASE WHEN c.cap > 0 THEN (SELECT count(*)"
                              "  FROM hookd_deliveries x INDEXED BY hookd_deliveries_leased"
                              "  WHERE x.endpoint_id = c.id AND x.lease_owner IS NOT NULL AND x.lease_until >= ?1) END,"
-                             " c.first_at, c.rate_limit, s.breaker, s.next_probe_at, s.probe_until, s.closed_at,"
-                             " s.tokens_milli, s.tokens_at"
-                             " FROM (SELECT e.id, e.rate_limit, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"
-                             "  WHEN ?2 > 0 THEN ?2 ELSE 0 END AS cap,"
-                             "  (SELECT d.next_attempt_at FROM hookd_deliveries d INDEXED BY hookd_deliveries_endpoint_due"
-                             "   WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'retrying')"
-                             "   AND d.next_attempt_at <= ?1 AND (d.lease_owner IS NULL OR d.lease_until < ?1)"
-                             "   ORDER BY d.next_attempt_at LIMIT 1) AS first_at"
-                             "  FROM hookd_endpoints e WHERE e.enabled) c"
-                             " LEFT JOIN hookd_endpoint_state s ON s.endpoint_id = c.id"
-                             " WHERE c.first_at IS NOT NULL ORDER BY c.first_at",
+                             " min(COALESCE(c.a, c.b), COALESCE(c.b, c.a)) AS first_at, c.rate_limit, s.breaker,"
+                             " s.next_probe_at, s.probe_until, s.closed_at, s.tokens_milli, s.tokens_at"
+                             " FROM c LEFT JOIN hookd_endpoint_state s ON s.endpoint_id = c.id"
+                             " WHERE c.a IS NOT NULL OR c.b IS NOT NULL ORDER BY first_at",
                              &st);
 
     out->items = NULL;
@@ -313,9 +323,14 @@ static int endpoint_picks(struct store *s, const char *endpoint_id, int64_t now,
                              "SELECT d.id, d.next_attempt_at, " STORE_ORDER_HEAD_READY("d", "max", "min", "?2")
                              " FROM hookd_deliveries d"
                              " INDEXED BY hookd_deliveries_endpoint_due JOIN hookd_outbox o ON o.id = d.event_id"
-                             " WHERE d.endpoint_id = ?1 AND d.status IN ('pending', 'retrying')"
-                             " AND d.next_attempt_at <= ?3 AND (d.lease_owner IS NULL OR d.lease_until < ?2)"
-                             " ORDER BY d.next_attempt_at, d.id LIMIT ?4",
+                             " WHERE d.endpoint_id = ?1 AND d.status IN ('pending', 'retrying') AND d.lease_owner IS NULL"
+                             " AND d.next_attempt_at <= ?3"
+                             " UNION ALL SELECT d.id, d.next_attempt_at, " STORE_ORDER_HEAD_READY("d", "max", "min", "?2")
+                             " FROM hookd_deliveries d"
+                             " INDEXED BY hookd_deliveries_leased JOIN hookd_outbox o ON o.id = d.event_id"
+                             " WHERE d.endpoint_id = ?1 AND d.lease_owner IS NOT NULL AND d.lease_until < ?2"
+                             " AND d.status IN ('pending', 'retrying') AND d.next_attempt_at <= ?3"
+                             " ORDER BY 2, 1 LIMIT ?4",
                              &st);
 
     *n = 0;
@@ -496,9 +511,8 @@ static int sqlite_delivery_slots(struct store *s, int64_t now, const struct leas
                          "SELECT CASE WHEN c.rate_limit > 0 OR EXISTS (SELECT 1 FROM hookd_endpoint_state s WHERE s.endpoint_id = c.id"
                          "   AND (s.breaker <> 'closed' OR s.closed_at > ?2 - ?5)) THEN 0"
                          "  WHEN c.cap <= 0 THEN -1"
-                         "  WHEN EXISTS (SELECT 1 FROM hookd_deliveries d INDEXED BY hookd_deliveries_endpoint_due"
-                         "   WHERE d.endpoint_id = c.id AND d.status IN ('pending', 'retrying') AND d.next_attempt_at <= ?2"
-                         "   AND (d.lease_owner IS NULL OR d.lease_until < ?2)) THEN 0"
+                         "  WHEN " SQ_FIRST_UNLEASED("c.id", "?2") " IS NOT NULL OR " SQ_FIRST_EXPIRED("c.id", "?2")
+                         "   IS NOT NULL THEN 0"
                          "  ELSE max(max(c.cap, ?4) - (SELECT count(*) FROM hookd_deliveries x INDEXED BY hookd_deliveries_leased"
                          "   WHERE x.endpoint_id = c.id AND x.lease_owner IS NOT NULL AND x.lease_until >= ?2), 0) END"
                          " FROM (SELECT e.id, e.rate_limit, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"
@@ -531,14 +545,18 @@ static int sqlite_delivery_next_due(struct store *s, int64_t *at)
 {
     sqlite3_stmt *st;
     int rc, result = sq_stmt(s, SQ_DELIVERY_NEXT_DUE,
-                             "SELECT min(CASE WHEN s.breaker IS NULL OR s.breaker = 'closed' THEN x.at"
+                             "WITH c AS MATERIALIZED (SELECT e.id, (SELECT d.next_attempt_at FROM hookd_deliveries d"
+                             "   INDEXED BY hookd_deliveries_endpoint_due WHERE d.endpoint_id = e.id"
+                             "   AND d.status IN ('pending', 'retrying') AND d.lease_owner IS NULL"
+                             "   AND d.next_attempt_at IS NOT NULL ORDER BY d.next_attempt_at LIMIT 1) AS a,"
+                             "  (SELECT min(x.next_attempt_at) FROM hookd_deliveries x INDEXED BY hookd_deliveries_leased"
+                             "   WHERE x.endpoint_id = e.id AND x.lease_owner IS NOT NULL AND x.lease_until < ?1"
+                             "   AND x.status IN ('pending', 'retrying')) AS b"
+                             "  FROM hookd_endpoints e WHERE e.enabled)"
+                             " SELECT min(CASE WHEN s.breaker IS NULL OR s.breaker = 'closed' THEN x.at"
                              "  WHEN s.breaker = 'open' THEN max(x.at, COALESCE(s.next_probe_at, 0))"
                              "  ELSE max(x.at, COALESCE(s.probe_until, 0)) END)"
-                             " FROM (SELECT e.id, (SELECT d.next_attempt_at FROM hookd_deliveries d"
-                             "   INDEXED BY hookd_deliveries_endpoint_due WHERE d.endpoint_id = e.id"
-                             "   AND d.status IN ('pending', 'retrying') AND d.next_attempt_at IS NOT NULL"
-                             "   AND (d.lease_owner IS NULL OR d.lease_until < ?1) ORDER BY d.next_attempt_at LIMIT 1) AS at"
-                             "  FROM hookd_endpoints e WHERE e.enabled) x"
+                             " FROM (SELECT c.id, min(COALESCE(c.a, c.b), COALESCE(c.b, c.a)) AS at FROM c) x"
                              " LEFT JOIN hookd_endpoint_state s ON s.endpoint_id = x.id WHERE x.at IS NOT NULL",
                              &st);
 

@@ -25,26 +25,46 @@
 #define PROBE_MS 200            /* a busy writer with nothing queued checks this often whether it still is */
 /*
  * Room for the application on a store whose write lock is one per file
- * (SQLite): after RUN_MIN_US to RUN_MIN_US + RUN_JITTER_US of batches back to
- * back, the writer leaves the lock free before its next BEGIN, for
- * application_share of the time. SQLite's lock has no queue: an
- * application's busy handler polls it (after 1, 2, 5, 10 … 100 ms), and a
- * writer that BEGINs again the moment it commits wins nearly every poll, so
+ * (SQLite). SQLite's lock has no queue: an application's busy handler polls
+ * it (after 1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, then every 100 ms), and
+ * a writer that BEGINs again the moment it commits wins nearly every poll, so
  * under load an application's outbox insert could wait out its whole busy
- * timeout and fail. With the lock free a share s of the time each poll wins
- * with about that chance (the run's length varies, so a poll's phase cannot
- * lock onto the writer's): at the default 0.2, an application with a 5 s
- * busy timeout (about 60 polls) fails once in about 500,000 commits. The
- * batch after a gap is larger, which costs less per op. A writer that finds
- * nothing queued for as long as a gap has left one by itself. Gaps are left
- * only while another process has the file open (store_others_open, looked at
- * every second): with hookd alone on it they would cost a busy writer its
- * share for nothing.
+ * timeout and fail. So while another process has the file open
+ * (store_others_open, looked at every second), a writer running batches back
+ * to back leaves the lock free now and then, in one of two ways:
+ *
+ * - Sharing: while another connection has committed in the last
+ *   APP_RECENT_US (SQLite's data_version on the writer's connection moved;
+ *   the daemon's only writing connection on SQLite is this one), after each
+ *   run of RUN_MIN_US to RUN_MIN_US + RUN_JITTER_US of batches back to back,
+ *   a gap of application_share of the time. With the lock free a share s of
+ *   the time each poll wins with about that chance (the run's length varies,
+ *   so a poll's phase cannot lock onto the writer's): at the default 0.2, an
+ *   application with a 5 s busy timeout (about 60 polls) fails once in about
+ *   500,000 commits. The batch after a gap is larger, which costs less per op.
+ * - Probing: otherwise (the other processes only hold the file open, or
+ *   their last commit is older), one gap of PROBE_GAP_US after each
+ *   PROBE_EVERY_US of batches back to back: longer than the busy handler's
+ *   longest sleep (and its wake-up, up to 100 ms late), so an application
+ *   that began to wait before it gets the lock in it. Within the common 5 s
+ *   busy timeout (its polls every 100 ms after the first 228 ms) come two
+ *   such gaps: a wait of about 2.2 s, 4.4 s if a wake-up that came later
+ *   still missed the first. Its commit then turns sharing on. That costs a
+ *   saturated writer about 9 % instead of the share (with 150 ms gaps an
+ *   ASan test's application, beside four busy threads on a loaded box,
+ *   once missed the first and waited 3.3 s).
+ *
+ * A run ends by itself when the writer finds nothing queued for as long as
+ * the gap it would leave. With hookd alone on the file no gaps are left:
+ * they would cost a busy writer its share for nothing.
  */
 #define RUN_MIN_US 8000
 #define RUN_JITTER_US 4000
 #define GAP_MAX_US 50000      /* after a batch that held the lock far longer than a run */
 #define OTHERS_CHECK_US 1000000 /* how often the writer looks whether another process has the store open */
+#define APP_RECENT_US 2000000   /* sharing lasts this long after another connection's last commit was seen */
+#define PROBE_EVERY_US 2000000  /* probing: a run of batches back to back this long, then */
+#define PROBE_GAP_US 200000     /* this gap (the busy handler sleeps 100 ms at most, plus its wake-up) */
 #define LOG_PART "writer"
 
 struct write_op {
@@ -84,6 +104,9 @@ struct writer {
     int64_t run_since_us;        /* when the current run of batches back to back began (0: none) */
     int64_t run_max_us;          /* how long this run may last */
     int64_t last_end_us;         /* when the last batch ended */
+    int64_t room_gap_us;         /* the gap the current way of leaving room leaves (sharing or probing) */
+    int64_t app_commit_us;       /* when another connection's commit was last seen (0: not yet) */
+    bool version_known;          /* store_changed has been asked once: its next answers are news */
     bool others;                 /* another process has the store open (looked at every OTHERS_CHECK_US) */
     int64_t others_checked_us;
 };
@@ -507,10 +530,19 @@ static void run_start(struct writer *w, int64_t now)
     w->run_max_us = RUN_MIN_US + (int64_t)r % RUN_JITTER_US;
 }
 
+static void gap_sleep(int64_t us)
+{
+    struct timespec gap = {.tv_sec = (time_t)(us / 1000000), .tv_nsec = (long)(us % 1000000) * 1000L};
+
+    while (nanosleep(&gap, &gap) == -1 && errno == EINTR) {
+    }
+}
+
 /* Before a batch: on a single-node store, a gap once the run of batches back to back is long enough. */
 static void leave_room(struct writer *w)
 {
     int64_t now = metrics_now_us();
+    bool changed = false;
 
     if (w->gap_us <= 0)
         return;
@@ -518,21 +550,44 @@ static void leave_room(struct writer *w)
         w->others = store_others_open(w->s);
         w->others_checked_us = now;
     }
-    if (!w->others)
+    if (!w->others) {
+        w->room_gap_us = 0;
         return; /* no application has the file open: nobody to leave room for */
-    if (w->run_since_us == 0 || now - w->last_end_us >= w->gap_us) {
+    }
+    /* Another connection committed since the last look (the first look only learns where things stand). */
+    if (store_changed(w->s, &changed) == 0) {
+        if (changed && w->version_known)
+            w->app_commit_us = now;
+        w->version_known = true;
+    }
+    bool sharing = w->app_commit_us != 0 && now - w->app_commit_us < APP_RECENT_US;
+    w->room_gap_us = sharing ? w->gap_us : PROBE_GAP_US;
+    if (w->run_since_us == 0) {
         run_start(w, now);
         return;
     }
-    if (now - w->run_since_us < w->run_max_us)
+    if (now - w->run_since_us < (sharing ? w->run_max_us : PROBE_EVERY_US))
         return;
-    /* The gap follows the run it ends, so the share holds whatever the batches' length. */
-    int64_t gap_us = (now - w->run_since_us) * w->gap_us / (RUN_MIN_US + RUN_JITTER_US / 2);
-    gap_us = gap_us > GAP_MAX_US ? GAP_MAX_US : gap_us;
-    struct timespec gap = {.tv_sec = 0, .tv_nsec = (long)gap_us * 1000L};
-    while (nanosleep(&gap, &gap) == -1 && errno == EINTR) {
+    int64_t gap_us = PROBE_GAP_US;
+    if (sharing) {
+        /* The gap follows the run it ends, so the share holds whatever the batches' length. */
+        gap_us = (now - w->run_since_us) * w->gap_us / (RUN_MIN_US + RUN_JITTER_US / 2);
+        gap_us = gap_us > GAP_MAX_US ? GAP_MAX_US : gap_us;
     }
+    gap_sleep(gap_us);
+    pthread_mutex_lock(&w->mu);
+    w->stats.room_gaps += sharing;
+    w->stats.room_probes += !sharing;
+    w->stats.room_us += (uint64_t)gap_us;
+    pthread_mutex_unlock(&w->mu);
     run_start(w, metrics_now_us());
+}
+
+/* As a batch begins: the lock was free since the last one ended; long enough, and the run is over. */
+static void batch_begins(struct writer *w)
+{
+    if (w->room_gap_us > 0 && w->run_since_us != 0 && metrics_now_us() - w->last_end_us >= w->room_gap_us)
+        w->run_since_us = 0;
 }
 
 static void *writer_main(void *arg)
@@ -574,6 +629,7 @@ static void *writer_main(void *arg)
         last->next = NULL;
         pthread_mutex_unlock(&w->mu);
 
+        batch_begins(w);
         batch_commit(w, batch, n);
         w->last_end_us = metrics_now_us();
         /* Only now, after the commit, do callers learn their results. */

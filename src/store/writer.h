@@ -100,6 +100,10 @@ struct writer_stats {
     uint64_t ops;
     uint64_t failed_commits;
     uint64_t busy_answers;  /* bounded ops answered HOOKD_EBUSY: not applied */
+    /* Room left for other processes (application_share, single-node stores): */
+    uint64_t room_gaps;     /* gaps of the share, while another connection commits */
+    uint64_t room_probes;   /* long gaps while the others only hold the file open */
+    uint64_t room_us;       /* the lock left free by both, in all */
 };
 void writer_stats(struct writer *w, struct writer_stats *out);
 #endif

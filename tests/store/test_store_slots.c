@@ -147,6 +147,52 @@ static void test_slots_count_claimed_leases(void **state)
 
 /* Due rows that wait unleased (pending or retrying, due now or earlier, never leased or lease run out)
  * leave no slots: claims serve them first. Rows due later and final rows do not hold anything back. */
+/*
+ * Rows whose lease ran out are claimed, counted and reported due in the one
+ * due order with the rows that hold none (on SQLite they are found through
+ * the leases' index, the others through the claims' index); a live lease
+ * stays out of all three.
+ */
+static void test_expired_leases_in_due_order(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms(), at = 0;
+    struct endpoint ep;
+    struct job_list jobs;
+
+    drain_due(fx);
+    endpoint_make_capped(fx, 0, &ep);
+    delivery_put(fx, ep.id, DELIVERY_PENDING, now - 40, "node-x", now + 60000); /* live: not due */
+    delivery_put(fx, ep.id, DELIVERY_RETRYING, now - 30, NULL, 0);
+    delivery_put(fx, ep.id, DELIVERY_PENDING, now - 20, "node-x", now - 1); /* ran out */
+    delivery_put(fx, ep.id, DELIVERY_PENDING, now - 10, NULL, 0);
+    delivery_put(fx, ep.id, DELIVERY_RETRYING, now - 5, "node-y", now - 100); /* ran out */
+    assert_int_equal(store_delivery_next_due(fx->s, &at), 0);
+    assert_int_equal(at, now - 30);
+    assert_int_equal(slots_of(fx, now, 5, ep.id), 0); /* due rows wait */
+
+    const int64_t want[] = {now - 30, now - 20, now - 10, now - 5};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(store_delivery_claim_due(fx->s, "node-c", now, now + 30000, 1, &(struct lease_limits){0}, &jobs),
+                         0);
+        assert_int_equal(jobs.n, 1);
+        assert_int_equal(jobs.items[0].d.next_attempt_at, want[i]);
+        assert_string_equal(jobs.items[0].d.lease_owner, "node-c");
+        job_list_free(&jobs);
+    }
+    assert_int_equal(claim(fx, "node-c", now, now + 30000, &jobs), 0); /* the live lease stays out */
+    job_list_free(&jobs);
+    assert_int_equal(store_delivery_next_due(fx->s, &at), HOOKD_ENOTFOUND);
+    /* Once node-c's leases run out they are due again, the earliest first. */
+    assert_int_equal(store_delivery_claim_due(fx->s, "node-d", now + 30001, now + 40000, 2, &(struct lease_limits){0}, &jobs),
+                     0);
+    assert_int_equal(jobs.n, 2);
+    assert_int_equal(jobs.items[0].d.next_attempt_at, now - 30);
+    assert_int_equal(jobs.items[1].d.next_attempt_at, now - 20);
+    job_list_free(&jobs);
+    endpoint_free(&ep);
+}
+
 static void test_slots_due_unleased_first(void **state)
 {
     struct fixture *fx = *state;
@@ -452,6 +498,7 @@ int main(void)
         T(test_slots_count_live_leases),
         T(test_slots_count_claimed_leases),
         T(test_slots_due_unleased_first),
+        T(test_expired_leases_in_due_order),
         T(test_slots_due_unleased_first_uncapped),
         T(test_slots_unknown_and_disabled),
         T(test_slots_many_by_position),

@@ -951,6 +951,60 @@ static void test_application_writes_while_saturated(void **state)
     store_close(st);
 }
 
+/*
+ * SQLite: the writer leaves the application's share of the lock free only
+ * while another process commits. While the application only holds the file
+ * open, a saturated writer leaves just its rare long probes (9 % of the
+ * time; the share would be a fifth); the application's first commit
+ * gets in in one of them, and its commits then turn the share's gaps on.
+ */
+static void test_room_only_while_application_writes(void **state)
+{
+    struct fixture *fx = *state;
+    const struct writer_options opt = {.application_share = 0.2};
+    struct writer *w;
+    struct writer_stats s0, s1, s2;
+    struct sat_thread t[SAT_THREADS];
+    pthread_t th[SAT_THREADS];
+    atomic_bool stop = false;
+    int go = -1, status = 0;
+    pid_t app;
+
+    if (getenv("HOOKD_TEST_STORE"))
+        skip(); /* PostgreSQL: no gaps at all (its locks are per row) */
+    app = app_process("--application", fx->dsn + strlen("sqlite:"), &go); /* holds the file open, then commits */
+    assert_int_equal(writer_start(fx->dsn, &opt, &w), 0);
+    for (int i = 0; i < SAT_THREADS; i++) {
+        t[i] = (struct sat_thread){.w = w, .stop = &stop};
+        assert_int_equal(pthread_create(&th[i], NULL, sat_main, &t[i]), 0);
+    }
+    usleep(1200000); /* past the writer's first look for other processes */
+    writer_stats(w, &s0);
+    int64_t t0 = clock_mono_ms();
+    usleep(3000000);
+    writer_stats(w, &s1);
+    int64_t held_ms = clock_mono_ms() - t0;
+    assert_int_equal(write(go, "g", 1), 1);
+    assert_int_equal(waitpid(app, &status, 0), app);
+    close(go);
+    writer_stats(w, &s2);
+    atomic_store(&stop, true);
+    for (int i = 0; i < SAT_THREADS; i++)
+        pthread_join(th[i], NULL);
+    writer_stop(w);
+    print_message("held open: %llu share gaps, %llu probes, %llu of %lld ms free; writing: %llu share gaps\n",
+                  (unsigned long long)(s1.room_gaps - s0.room_gaps), (unsigned long long)(s1.room_probes - s0.room_probes),
+                  (unsigned long long)(s1.room_us - s0.room_us) / 1000, (long long)held_ms,
+                  (unsigned long long)(s2.room_gaps - s1.room_gaps));
+    assert_true(s1.ops > s0.ops);                    /* saturated meanwhile */
+    assert_int_equal(s1.room_gaps, s0.room_gaps);    /* held open only: no share */
+    /* At most two probes fall in 3 s (one each 2.2 s at the least): 400 ms; the share would be 600. */
+    assert_true((int64_t)(s1.room_us - s0.room_us) / 1000 <= 400);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);        /* every application commit went through in time */
+    assert_true(s2.room_gaps > s1.room_gaps);        /* its commits turned the share on */
+}
+
 /* store_others_open: false with only this process on the store; true while another process has it open. */
 static void test_others_open(void **state)
 {
@@ -1093,6 +1147,7 @@ int main(int argc, char **argv)
         T(test_bounded_op_given_up_while_locked),
         T(test_pool),
         T(test_application_writes_while_saturated),
+        T(test_room_only_while_application_writes),
         T(test_others_open),
         T(test_others_open_is_cheap),
         T(test_failed_commit_is_reported),

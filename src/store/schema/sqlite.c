@@ -654,6 +654,27 @@ static const char schema_inbox_check_compare[] =
  */
 static const char schema_deliveries_due_index_drop[] = "DROP INDEX hookd_deliveries_due;";
 
+/*
+ * A leased row leaves the claims' index: the earliest due rows of an endpoint
+ * are its first entries, where before every claim, slot count and next_due
+ * stepped over the endpoint's leased rows at the head of the due order (a
+ * table lookup each, for lease_owner and lease_until). A row whose lease ran
+ * out is found through hookd_deliveries_leased (lease_until < now) instead,
+ * and its release puts it back. next_attempt_at keeps its meaning.
+ *
+ * The leases' index carries lease_owner: the lease counts name it (the
+ * index's own condition), and SQLite looked each counted row up in the table
+ * for it although the condition then needs no test; with it the count reads
+ * the index alone.
+ */
+static const char schema_deliveries_due_unleased[] =
+    "DROP INDEX hookd_deliveries_endpoint_due;"
+    "CREATE INDEX hookd_deliveries_endpoint_due ON hookd_deliveries(endpoint_id, next_attempt_at, id)"
+    " WHERE status IN ('pending', 'retrying') AND lease_owner IS NULL;"
+    "DROP INDEX hookd_deliveries_leased;"
+    "CREATE INDEX hookd_deliveries_leased ON hookd_deliveries(endpoint_id, lease_until, lease_owner)"
+    " WHERE lease_owner IS NOT NULL;";
+
 const struct schema_migration sqlite_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -679,6 +700,7 @@ const struct schema_migration sqlite_migrations[] = {
     {22, schema_inbox_leased_index_drop},
     {23, schema_inbox_check_compare},
     {24, schema_deliveries_due_index_drop},
+    {25, schema_deliveries_due_unleased},
 };
 
 const size_t sqlite_migrations_count = sizeof sqlite_migrations / sizeof sqlite_migrations[0];
