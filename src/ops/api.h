@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include "net/http.h"
 
+struct processor;
+
 struct config;
 struct writer;
 struct store_pool;
@@ -30,6 +32,7 @@ struct api_ctx {
     struct source_cache *sources; /* the receiver's definitions (inbound/source_cache.h) */
     struct token_cache *tokens;   /* live account tokens (ops/token_cache.h) */
     const char *node;           /* this process's lease owner name */
+    struct processor *processor; /* the inbox workers: decide machine items in their accept (NULL: none) */
     const char *admin_token;    /* the effective token, for routes that check it themselves (/metrics) */
     int64_t started_at;
 };
