@@ -583,6 +583,58 @@ static void test_accept_decides_before_insert(void **state)
     machine_free(&r.m);
 }
 
+/*
+ * A decision at accept that fails after it may have written returns the
+ * error: the receiver rolls back to before the call and inserts the item as
+ * usual (here the same steps by hand), so the accept stands, the item waits
+ * pending for the workers, and nothing of the decision is left.
+ */
+static void test_accept_decision_failure_leaves_the_item_pending(void **state)
+{
+    struct fixture *fx = *state;
+    struct machine_cache *mc;
+    struct machine_outcome out;
+    struct inbox_item it = {0};
+    struct inbox_outcome plain;
+    struct entity_record e = {0};
+    bool decided = true;
+    struct run r;
+
+    if (strcmp(store_backend(fx->s)->name, "sqlite") != 0)
+        skip(); /* no decisions at accept elsewhere (test_accept_decides_before_insert) */
+    run_setup(fx, &r);
+    assert_int_equal(machine_cache_create(&mc), 0);
+    const struct machine_step_context c = {
+        .node = "n1", .now = clock_now_ms(), .max_defer_ms = 60000, .schedule_ms = schedule, .n_schedule = 2,
+        .defer_pending = true,
+    };
+    snprintf(it.source, sizeof it.source, "%s", r.source);
+    it.event_id = strdup("ev1");
+    it.event_type = strdup("order.created");
+    it.entity_kind = strdup("order");
+    it.entity_id = strdup(r.entity);
+    it.has_version = true;
+    it.version = 1;
+    it.payload = strdup("{}");
+    snprintf(it.payload_sha256, sizeof it.payload_sha256, "%064d", 0);
+    assert_int_equal(store_begin(fx->s), 0);
+    assert_int_equal(store_savepoint(fx->s), 0);
+    store_fault_inject("inbox_insert_decided", 1, HOOKD_EIO); /* after the decision's writes */
+    assert_int_equal(machine_accept_insert(fx->s, mc, r.m.name, &c, &it, &out, &decided), HOOKD_EIO);
+    store_fault_inject(NULL, 0, 0);
+    assert_false(decided);
+    assert_int_equal(store_rollback_to(fx->s), 0);
+    assert_int_equal(store_inbox_insert(fx->s, &it, &plain), 0);
+    assert_int_equal(store_commit(fx->s), 0);
+    assert_status(fx, plain.id, INBOX_PENDING, NULL);
+    assert_int_equal(transitions_of(fx, &r, "applied"), 0);
+    assert_int_equal(store_entity_get(fx->s, "order", r.entity, &e), HOOKD_ENOTFOUND);
+    assert_int_equal(emitted_for(fx, plain.id), 0);
+    inbox_item_free(&it);
+    machine_cache_destroy(mc);
+    machine_free(&r.m);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -595,6 +647,7 @@ int main(void)
         T(test_step_defers_only_its_sources_waiting_items),
         T(test_gap_waits_for_its_entity),
         T(test_accept_decides_before_insert),
+        T(test_accept_decision_failure_leaves_the_item_pending),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
