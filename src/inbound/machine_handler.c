@@ -136,32 +136,10 @@ static struct writer *machine_writer(const struct processor *p, const struct job
     return p->deps.deciders[h % (uint32_t)p->deps.n_deciders];
 }
 
-/*
- * The decisions queued next to each other on one connection, in one call and
- * one savepoint instead of one each. A savepoint makes SQLite copy every page
- * an op changes that was there before it (the sub-journal, so that ROLLBACK
- * TO can restore it): the same hot pages (the inbox indexes' right edges, the
- * transitions and outbox tables') were copied again for every decision. On
- * PostgreSQL it saves a SAVEPOINT and a RELEASE round trip each. A decision
- * that fails (a lost lease included) fails the call: the writer undoes the
- * group and runs each decision alone (op_machine), as before.
- */
-static int op_machine_group(struct store *s, void *const *args, size_t n, int *results)
-{
-    for (size_t i = 0; i < n; i++) {
-        int rc = op_machine(s, args[i]);
-        if (rc < 0)
-            return rc;
-        results[i] = rc;
-    }
-    return 0;
-}
-
 static void machine_submit(struct processor *p, struct job *j)
 {
     atomic_fetch_add(&p->outstanding, 1);
-    p->decisions_queued = true; /* hand_overs lets them go together (writer_flush) */
-    if (writer_submit_grouped(machine_writer(p, j), op_machine, op_machine_group, op_machine_done, j) != 0) {
+    if (writer_submit(machine_writer(p, j), op_machine, op_machine_done, j) != 0) {
         atomic_fetch_sub(&p->outstanding, 1);
         p->in_flight--;
         processor_job_free(j);

@@ -354,17 +354,6 @@ static bool job_start(struct processor *p, struct job *j)
 
 /* ---- the loop ------------------------------------------------------------------------------------------- */
 
-/* The machine decisions are grouped ops, which wait for company: the ones handed over now go together, now. */
-static void decisions_flush(struct processor *p)
-{
-    if (!p->decisions_queued)
-        return;
-    p->decisions_queued = false;
-    writer_flush(p->deps.writer);
-    for (int i = 0; i < p->deps.n_deciders; i++)
-        writer_flush(p->deps.deciders[i]);
-}
-
 static void hand_overs(struct processor *p)
 {
     struct inbox_list claimed = {0};
@@ -435,7 +424,6 @@ static void hand_overs(struct processor *p)
         p->in_flight++;
         worked += job_start(p, j);
     }
-    decisions_flush(p);
     /* A full batch: there may be more, unless it was all items nothing processes (they wait for the poll). */
     if (claimed.n >= (size_t)p->claim_limit && worked > 0)
         p->want_claim = true;
@@ -483,7 +471,6 @@ static void *processor_main(void *arg)
         http_engine_run(p->engine);
         hand_overs(p);
         claim_maybe(p);
-        decisions_flush(p); /* those of reconciliations answered during the run */
         int64_t relay_wait = relay_wake_maybe(p);
         now = clock_now_ms();
         wait = last_poll + PROCESSOR_POLL_MS - now;
