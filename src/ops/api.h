@@ -11,9 +11,8 @@
 #include <stdint.h>
 #include "net/http.h"
 
-struct processor;
-
 struct config;
+struct processor;
 struct writer;
 struct store_pool;
 struct hub;
