@@ -319,7 +319,7 @@ static int listeners_start(struct daemon *d)
         return HOOKD_ENOMEM;
     *api = (struct api_ctx){
         .cfg = &d->cfg, .writer = d->writer, .readers = d->readers, .hub = d->hub, .sources = d->sources,
-        .tokens = d->tokens, .node = d->node, .admin_token = d->admin_token,
+        .tokens = d->tokens, .node = d->node, .admin_token = d->admin_token, .processor = d->processor,
         .started_at = d->started_at,
     };
     d->api = api;

@@ -9,8 +9,11 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "inbound/machine_accept.h"
 #include "inbound/processor_internal.h"
+#include "inbound/source_cache.h"
 #include "log.h"
+#include "ops/metrics.h"
 #include "net/http_client.h"
 #include "store/writer.h"
 
@@ -292,6 +295,53 @@ void machine_start(struct processor *p, struct job *j, const struct source_def *
         machine_reconcile_start(p, j);
     else
         machine_submit(p, j);
+}
+
+/* ---- decisions at accept: where the accepts and the decisions share the one writer ---------------------- */
+
+/* Deciders of their own (a shared store): an entity's lock would be waited for inside the accepts' transaction. */
+bool processor_decides_accepts(const struct processor *p)
+{
+    return p && p->deps.n_deciders <= 0 && !atomic_load(&p->stopping);
+}
+
+int processor_accept_insert(struct processor *p, struct store *s, struct inbox_item *it,
+                            struct processor_accepted *out)
+{
+    struct machine_outcome mo;
+    struct source_ref ref;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    if (!processor_decides_accepts(p) || source_cache_get(p->deps.sources, it->source, &ref) != 0)
+        return 0;
+    const struct source_def *def = ref.def;
+    size_t n_schedule = def->n_retry_schedule ? def->n_retry_schedule : p->deps.retry.n_schedule;
+    const struct machine_step_context c = {
+        .node = p->deps.node, .now = clock_now_ms(),
+        .max_defer_ms = def->max_defer_ms ? def->max_defer_ms : p->deps.max_defer_ms,
+        .schedule_ms = def->n_retry_schedule ? def->retry_schedule_ms : p->deps.retry.schedule_ms,
+        .n_schedule = n_schedule > RETRY_MAX_SCHEDULE ? RETRY_MAX_SCHEDULE : n_schedule,
+        .may_reconcile = def->reconcile_url != NULL, .reconcile_after_ms = p->deps.reconcile_after_ms,
+        .defer_pending = true, /* the one writer, as the workers' decisions there */
+    };
+    rc = def->machine ? machine_accept_insert(s, p->machines, def->machine, &c, it, &mo, &out->decided) : 0;
+    source_cache_put(p->deps.sources, &ref);
+    if (out->decided) {
+        out->emitted = mo.emitted > 0;
+        out->status = (int)mo.status;
+    }
+    return rc;
+}
+
+void processor_accept_done(struct processor *p, const struct processor_accepted *a)
+{
+    if (!p || !a->decided)
+        return;
+    metrics_inbox_outcome((enum inbox_status)a->status);
+    /* The loop wakes the relay (at most every PROCESSOR_RELAY_WAKE_MS): one wake-up of the loop per gap. */
+    if (a->emitted && !atomic_exchange(&p->accept_emitted, true))
+        http_engine_wakeup(p->engine);
 }
 
 /* One claimed item: its source decides what runs. False when nothing ran for it. */

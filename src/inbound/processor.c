@@ -399,7 +399,7 @@ static void hand_overs(struct processor *p)
         emitted = emitted || j->emitted;
         processor_job_free(j);
     }
-    p->outbox_wake = p->outbox_wake || emitted;
+    p->outbox_wake = p->outbox_wake || emitted || atomic_exchange(&p->accept_emitted, false);
     if (!finished)
         return;
     if (atomic_load(&p->stopping)) {

@@ -7,6 +7,8 @@
  *   processor_start   the thread and its engine; items are claimed at once
  *   processor_wake    new or replayed items (hub topic inbox_changed); any thread, cheap
  *   processor_stop    end the loop; transfers in flight are dropped (their leases expire)
+ *   processor_accept_insert  decide a machine source's item in its accept, then insert it (one writer: SQLite)
+ *   processor_accept_done    after that commit: the outcome's metric and the relay's wake-up
  */
 #ifndef HOOKD_INBOUND_PROCESSOR_H
 #define HOOKD_INBOUND_PROCESSOR_H
@@ -19,6 +21,8 @@ struct writer;
 struct source_cache;
 struct hub;
 struct processor;
+struct store;
+struct inbox_item;
 
 #define PROCESSOR_POLL_MS 1000        /* safety poll: items other nodes or plain SQL made due */
 #define PROCESSOR_NO_HANDLER_MS 60000 /* a source without a handler: its items are looked at again after this */
@@ -57,6 +61,30 @@ struct processor_deps {
 __attribute__((warn_unused_result)) int processor_start(const struct processor_deps *deps, struct processor **out);
 void processor_wake(void *processor);
 void processor_stop(struct processor *p);
+
+/*
+ * Where the accepts and the decisions share one writer (SQLite: no deciders),
+ * an item of a machine source is decided by the op that accepts it, before
+ * its insert, and inserted with its outcome (machine_accept_insert): no
+ * claim, lease, outcome op or status change of its own, and the sender's 200
+ * comes after the entity moved. processor_decides_accepts says whether p
+ * does (NULL: no). processor_accept_insert runs inside the accept's op on the
+ * writer thread: with out->decided false and 0 returned nothing was written
+ * and the caller inserts the item as usual; any other return means the
+ * decision failed after it may have written: the caller rolls back to
+ * before the call, then inserts the item as usual.
+ */
+struct processor_accepted {
+    bool decided;
+    bool emitted; /* the decision inserted outbox events */
+    int status;   /* enum inbox_status: the item's outcome */
+};
+bool processor_decides_accepts(const struct processor *p);
+__attribute__((warn_unused_result)) int processor_accept_insert(struct processor *p, struct store *s,
+                                                                struct inbox_item *it,
+                                                                struct processor_accepted *out);
+/* After the commit of a decided accept (any thread): the outcome's metric, the relay woken for its events. */
+void processor_accept_done(struct processor *p, const struct processor_accepted *a);
 
 /* What one forward's answer means (the classifier of the forward requests; exposed for tests). */
 enum forward_outcome { FORWARD_OK, FORWARD_DEFER, FORWARD_REJECT, FORWARD_RETRY };

@@ -83,6 +83,7 @@ struct processor {
     int64_t claim_done_at;  /* loop thread: monotonic ms when the last claim's items were handed over */
     int64_t claim_held_until; /* loop thread: a claim waits for claim_gather_ms until then (0: none) */
     bool outbox_wake;       /* loop thread: decisions committed outbox events the relay has not been told of */
+    atomic_bool accept_emitted; /* decisions at accept committed outbox events (processor_accept_done) */
     int64_t outbox_woken_at; /* loop thread: monotonic ms of the last relay wake-up */
     int claim_result, claim_limit;
     struct inbox_list claimed;

@@ -25,6 +25,7 @@
 #include "core/mac.h"
 #include "core/signature_scheme.h"
 #include "hub.h"
+#include "inbound/processor.h"
 #include "inbound/source_cache.h"
 #include "log.h"
 #include "ops/metrics.h"
@@ -408,8 +409,10 @@ struct receive_op {
     const struct api_ctx *api;
     struct http_request *req; /* suspended until the reply */
     bool has_handler;
+    bool has_machine;
     struct inbox_item it;
     struct inbox_outcome out;
+    struct processor_accepted decided; /* a machine source's item decided in its accept (processor.h) */
 };
 
 static void receive_op_free(struct receive_op *o)
@@ -419,11 +422,38 @@ static void receive_op_free(struct receive_op *o)
     free(o);
 }
 
-static int op_receive(struct store *s, void *arg)
+/*
+ * The item inserted pending for the workers, or, where the store has one
+ * writer, decided by its machine first and inserted with its outcome
+ * (processor_accept_insert). A decision that fails is undone: with
+ * own_savepoint by this call, which then inserts the item as usual; in a
+ * group by the writer, which runs each accept alone again.
+ */
+static int receive_one(struct store *s, struct receive_op *o, bool own_savepoint)
 {
-    struct receive_op *o = arg;
+    struct processor *p = o->api->processor;
+    int rc;
+
+    o->decided = (struct processor_accepted){0};
+    if (o->has_machine && processor_decides_accepts(p)) {
+        if (own_savepoint && (rc = store_savepoint(s)) != 0)
+            return rc;
+        rc = processor_accept_insert(p, s, &o->it, &o->decided);
+        if (rc == 0 && o->decided.decided) {
+            memset(&o->out, 0, sizeof o->out);
+            snprintf(o->out.id, sizeof o->out.id, "%s", o->it.id);
+            return own_savepoint ? store_release(s) : 0;
+        }
+        o->decided = (struct processor_accepted){0};
+        if (!own_savepoint && rc)
+            return rc;
+        if (own_savepoint && (rc = rc ? store_rollback_to(s) : store_release(s)) != 0)
+            return rc;
+    }
     return store_inbox_insert(s, &o->it, &o->out);
 }
+
+static int op_receive(struct store *s, void *arg) { return receive_one(s, arg, true); }
 
 /*
  * The accepts queued one after another in a batch, as one call of the store
@@ -433,10 +463,24 @@ static int op_receive(struct store *s, void *arg)
  */
 static int op_receive_group(struct store *s, void *const *args, size_t n, int *results)
 {
-    struct inbox_item **items = calloc(n, sizeof *items);
-    struct inbox_outcome *outs = malloc(n * sizeof *outs);
+    struct inbox_item **items;
+    struct inbox_outcome *outs;
+    bool machines = false;
     int rc = HOOKD_ENOMEM;
 
+    for (size_t i = 0; i < n; i++)
+        machines = machines || ((struct receive_op *)args[i])->has_machine;
+    if (machines && processor_decides_accepts(((struct receive_op *)args[0])->api->processor)) {
+        /* One writer (its inserts are one statement each anyway): some items are decided before theirs. */
+        for (size_t i = 0; i < n; i++) {
+            if ((rc = receive_one(s, args[i], false)) != 0)
+                return rc;
+            results[i] = 0;
+        }
+        return 0;
+    }
+    items = calloc(n, sizeof *items);
+    outs = malloc(n * sizeof *outs);
     if (items && outs) {
         for (size_t i = 0; i < n; i++)
             items[i] = &((struct receive_op *)args[i])->it;
@@ -486,8 +530,9 @@ static void receive_done(void *arg, int rc)
 
     if (rc == 0) {
         metrics_inbound_stored(o->out.duplicate);
-        if (!o->out.duplicate && o->has_handler)
+        if (!o->out.duplicate && o->has_handler && !o->decided.decided)
             hub_notify(o->api->hub, HUB_INBOX_CHANGED); /* the workers: only items they have work for */
+        processor_accept_done(o->api->processor, &o->decided);
         if (o->out.conflicting)
             log_warn(LOG_PART, "source %s: inbox item %s: a duplicate with a different body", o->it.source, o->out.id);
         reply_stored(&res, &o->out);
@@ -610,6 +655,7 @@ void receiver_handle(struct http_request *req, struct http_response *res, void *
     }
     o->api = api;
     o->has_handler = def->forward_url != NULL || def->machine != NULL;
+    o->has_machine = def->machine != NULL;
     snprintf(o->it.source, sizeof o->it.source, "%s", def->name);
     if (!extract(api, req, res, def, doc, len, sha, &o->it))
         goto out;

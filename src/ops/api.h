@@ -12,6 +12,7 @@
 #include "net/http.h"
 
 struct config;
+struct processor;
 struct writer;
 struct store_pool;
 struct hub;
@@ -30,6 +31,7 @@ struct api_ctx {
     struct source_cache *sources; /* the receiver's definitions (inbound/source_cache.h) */
     struct token_cache *tokens;   /* live account tokens (ops/token_cache.h) */
     const char *node;           /* this process's lease owner name */
+    struct processor *processor; /* the inbox workers: decide machine items in their accept (NULL: none) */
     const char *admin_token;    /* the effective token, for routes that check it themselves (/metrics) */
     int64_t started_at;
 };

@@ -25,6 +25,8 @@ enum {
     SQ_TRANSITION_LIST,
     SQ_INBOX_SETTLE,
     SQ_EMITTED_INSERT,
+    SQ_INBOX_TAKEN,
+    SQ_INBOX_INSERT_DECIDED,
     SQ_AUDIT_TWICE,
     SQ_AUDIT_LOWER,
     SQ_AUDIT_APPLIED_TWICE,
@@ -320,6 +322,60 @@ static int sqlite_emitted_insert(struct store *s, struct event *ev, bool *insert
     return result;
 }
 
+static int sqlite_inbox_taken(struct store *s, const char *source, const char *event_id, bool *taken)
+{
+    sqlite3_stmt *st;
+    int rc, result = sq_stmt(s, SQ_INBOX_TAKEN, "SELECT 1 FROM hookd_inbox WHERE source = ?1 AND event_id = ?2", &st);
+
+    if (result)
+        return result;
+    sq_bind_text(st, 1, source);
+    sq_bind_text(st, 2, event_id);
+    rc = sqlite3_step(st);
+    *taken = rc == SQLITE_ROW;
+    result = rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : sq_error(s, rc);
+    sq_reset(st);
+    return result;
+}
+
+/*
+ * The accepted item inserted with the outcome its machine decided in this
+ * transaction: one write of the row instead of an insert and a status change
+ * (a status change follows four indexes). The receiver's columns and values
+ * (store_inbox_values) with the status, the next look and the outcome's.
+ */
+static int sqlite_inbox_insert_decided(struct store *s, struct inbox_item *it, const struct inbox_settle *r,
+                                       int attempts, int64_t now)
+{
+    struct store_value v[STORE_INBOX_NVALUES];
+    bool open = r->status == INBOX_PENDING || r->status == INBOX_DEFERRED;
+    sqlite3_stmt *st;
+    int result = store_inbox_values(it, v);
+
+    if (result)
+        return result;
+    it->status = r->status;
+    it->next_attempt_at = open ? (r->next_attempt_at ? r->next_attempt_at : now) : 0;
+    v[10] = (struct store_value){.type = STORE_V_TEXT, .text = inbox_status_name(r->status)};
+    v[11] = (struct store_value){.type = STORE_V_I64, .null = !open, .num = it->next_attempt_at};
+    result = sq_stmt(s, SQ_INBOX_INSERT_DECIDED,
+                     "INSERT INTO hookd_inbox(" STORE_INBOX_INSERT_COLUMNS ", attempts, result, error, processed_at,"
+                     " deferred_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,"
+                     " ?17, ?18)",
+                     &st);
+    if (result)
+        return result;
+    sq_bind_values(st, v, STORE_INBOX_NVALUES);
+    sqlite3_bind_int(st, 14, attempts);
+    sq_bind_text(st, 15, r->result);
+    sq_bind_text(st, 16, r->error);
+    if (r->status == INBOX_PROCESSED)
+        sqlite3_bind_int64(st, 17, now);
+    if (r->status == INBOX_DEFERRED)
+        sqlite3_bind_int64(st, 18, now);
+    return sq_run(s, st, NULL);
+}
+
 /* One statement per row: SQLite's statements cost no round trip, and each row's is prepared once. */
 static int sqlite_decision_write(struct store *s, struct decision_writes *w, int64_t now)
 {
@@ -420,5 +476,7 @@ const struct store_machine_ops sqlite_machine_ops = {
     .transition_list = sqlite_transition_list,
     .settle = sqlite_inbox_settle,
     .decision_write = sqlite_decision_write,
+    .inbox_taken = sqlite_inbox_taken,
+    .inbox_insert_decided = sqlite_inbox_insert_decided,
     .audit = sqlite_audit,
 };

@@ -1067,6 +1067,20 @@ int store_inbox_settle(struct store *s, const struct inbox_settle *r, int64_t no
     FAMILY_CALL(s, machines, settle, r, now);
 }
 
+int store_inbox_taken(struct store *s, const char *source, const char *event_id, bool *taken)
+{
+    assert(s && source && event_id && taken);
+    *taken = false;
+    FAMILY_CALL(s, machines, inbox_taken, source, event_id, taken);
+}
+
+int store_inbox_insert_decided(struct store *s, struct inbox_item *it, const struct inbox_settle *r, int attempts,
+                               int64_t now)
+{
+    assert(s && it && it->id[0] && r);
+    FAMILY_CALL(s, machines, inbox_insert_decided, it, r, attempts, now);
+}
+
 int store_decision_write(struct store *s, struct decision_writes *w, int64_t now)
 {
     assert(s && w && (w->n_transitions == 0 || w->transitions) && (w->n_events == 0 || w->events) &&

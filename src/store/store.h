@@ -1092,6 +1092,17 @@ struct store_machine_ops {
      * not open and unleased any more; on any error the caller rolls back.
      */
     int (*decision_write)(struct store *s, struct decision_writes *w, int64_t now);
+    /*
+     * An item decided by its machine in the transaction that accepts it
+     * (SQLite only: the accept and the decisions on one writer). taken: whether
+     * (source, event_id) names an item already, asked before the decision
+     * writes anything; insert_decided: the new item with its outcome r
+     * (attempts after the step; processed_at or deferred_at now), it->id and
+     * received_at set by the caller. NULL where the store has no such path.
+     */
+    int (*inbox_taken)(struct store *s, const char *source, const char *event_id, bool *taken);
+    int (*inbox_insert_decided)(struct store *s, struct inbox_item *it, const struct inbox_settle *r, int attempts,
+                                int64_t now);
     /* source NULL: every source. */
     int (*audit)(struct store *s, const char *source, int64_t since, int64_t until, struct audit_report *out);
 };
@@ -1407,6 +1418,9 @@ STORE_WRAPPER store_entity_put(struct store *s, const struct entity_record *e);
 STORE_WRAPPER store_transition_insert(struct store *s, struct transition_record *t);
 STORE_WRAPPER store_transition_list(struct store *s, const char *kind, const char *id, struct transition_list *out);
 STORE_WRAPPER store_inbox_settle(struct store *s, const struct inbox_settle *r, int64_t now);
+STORE_WRAPPER store_inbox_taken(struct store *s, const char *source, const char *event_id, bool *taken);
+STORE_WRAPPER store_inbox_insert_decided(struct store *s, struct inbox_item *it, const struct inbox_settle *r,
+                                         int attempts, int64_t now);
 STORE_WRAPPER store_decision_write(struct store *s, struct decision_writes *w, int64_t now);
 STORE_WRAPPER store_audit(struct store *s, const char *source, int64_t since, int64_t until, struct audit_report *out);
 STORE_WRAPPER store_delivery_count(struct store *s, const struct delivery_filter *f, int64_t *n);

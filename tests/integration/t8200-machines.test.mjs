@@ -292,3 +292,39 @@ test('rows written by SQL: an unreadable machine quarantines its events, a stran
   assert.ok(r.status >= 500, `an unreadable definition is not a 200 (${r.status})`);
   assert.equal((await d.api('GET', '/v1/machines')).status, 200);
 });
+
+test('SQLite decides a machine item in its accept: the 200 comes after the entity moved; PostgreSQL through the claims', { timeout: 60000 }, async () => {
+  const { d, sink, send, entity, item, emitted } = await setup();
+  const leaseTokens = (order) => d.sql(`SELECT lease_token FROM hookd_inbox WHERE entity_id = '${order}' ORDER BY version`);
+  const i2 = await send('a2', 'order.paid', 'a1', 2);
+  const i1 = await send('a1', 'order.created', 'a1', 1);
+  if (BACKEND === 'sqlite') {
+    // Decided by the accepts' commits, never claimed (a claim moves lease_token): no wait needed.
+    assert.equal((await item(i1)).status, 'processed');
+    assert.equal((await item(i2)).status, 'processed');
+    assert.equal((await item(i2)).result, 'applied');
+    assert.equal((await entity('a1')).version, 2);
+    assert.equal(leaseTokens('a1'), '0\n0');
+    // An early item is inserted deferred, with its transitions row.
+    const i4 = await send('a4', 'order.refunded', 'a1', 4);
+    const it4 = await item(i4);
+    assert.equal(it4.status, 'deferred');
+    assert.equal(it4.attempts, 1);
+    assert.equal(d.sql(`SELECT count(*) FROM hookd_transitions WHERE inbox_id = '${i4}' AND result = 'deferred'`), '1');
+    const i3 = await send('a3', 'order.fulfilled', 'a1', 3);
+    assert.equal((await item(i3)).status, 'processed');
+    assert.equal((await item(i4)).result, 'applied');
+    assert.equal((await entity('a1')).state, 'refunded');
+  } else {
+    await waitFor(async () => (await entity('a1'))?.version === 2, { what: 'entity at version 2' });
+    assert.equal((await item(i1)).status, 'processed');
+    assert.notEqual(leaseTokens('a1'), '0\n0'); // claimed by the workers
+    const i4 = await send('a4', 'order.refunded', 'a1', 4);
+    await waitFor(async () => (await item(i4)).status === 'deferred', { what: '4 deferred' });
+    await send('a3', 'order.fulfilled', 'a1', 3);
+    await waitFor(async () => (await entity('a1'))?.version === 4, { what: 'entity at version 4' });
+    assert.equal((await entity('a1')).state, 'refunded');
+  }
+  assert.equal(emitted('a1'), 4);
+  await sink.waitCount(4);
+});

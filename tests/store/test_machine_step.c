@@ -20,6 +20,8 @@
 #include "store_fixture.h"
 
 #include "inbound/machine.h"
+#include "inbound/machine_accept.h"
+#include "inbound/machine_cache.h"
 #include "inbound/machine_step.h"
 
 static const int64_t schedule[] = {1000, 5000};
@@ -443,6 +445,196 @@ static void test_gap_waits_for_its_entity(void **state)
     machine_free(&r.m);
 }
 
+/*
+ * An accepted item decided before its insert (machine_accept_insert), in the
+ * accept's transaction, as the receiver runs it where the accepts and the
+ * decisions share one writer: the item is inserted with its outcome, or, when
+ * the call leaves it (decided false), nothing was written and it is inserted
+ * pending as usual. Returns whether it was decided; *id: the item's id.
+ */
+static bool accept_as(struct fixture *fx, struct run *r, struct machine_cache *mc, const char *event_id,
+                      const char *type, int64_t version, struct machine_outcome *out, char id[HOOKD_ID_MAX])
+{
+    struct inbox_item it = {0};
+    struct inbox_outcome plain;
+    bool decided = false;
+    const struct machine_step_context c = {
+        .node = "n1", .now = clock_now_ms(), .max_defer_ms = 60000, .schedule_ms = schedule, .n_schedule = 2,
+        .defer_pending = true,
+    };
+
+    snprintf(it.source, sizeof it.source, "%s", r->source);
+    it.event_id = strdup(event_id);
+    it.event_type = strdup(type);
+    it.entity_kind = strdup("order");
+    it.entity_id = strdup(r->entity);
+    it.has_version = true;
+    it.version = version;
+    it.payload = strdup("{}");
+    snprintf(it.payload_sha256, sizeof it.payload_sha256, "%064d", 0);
+    assert_int_equal(store_begin(fx->s), 0);
+    assert_int_equal(machine_accept_insert(fx->s, mc, r->m.name, &c, &it, out, &decided), 0);
+    if (decided) {
+        snprintf(id, HOOKD_ID_MAX, "%s", it.id);
+    } else {
+        assert_int_equal(store_inbox_insert(fx->s, &it, &plain), 0);
+        snprintf(id, HOOKD_ID_MAX, "%s", plain.id);
+    }
+    assert_int_equal(store_commit(fx->s), 0);
+    inbox_item_free(&it);
+    return decided;
+}
+
+static size_t transitions_of(struct fixture *fx, const struct run *r, const char *result)
+{
+    struct transition_list l = {0};
+    size_t n = 0;
+
+    assert_int_equal(store_transition_list(fx->s, "order", r->entity, &l), 0);
+    for (size_t i = 0; i < l.n; i++)
+        n += strcmp(l.items[i].result, result) == 0;
+    transition_list_free(&l);
+    return n;
+}
+
+/*
+ * Decided at accept (SQLite): v1 is inserted applied, v3 (a gap) inserted
+ * deferred with its transitions row and its next look at max_defer, v2 applied
+ * and lets v3 through at once; a duplicate, and an item of an entity a worker
+ * holds, are left to the plain insert with nothing written. PostgreSQL has no
+ * such path (its accepts would wait on entity locks): every item is left to
+ * the plain insert, pending for the workers, and nothing else is written.
+ */
+static void test_accept_decides_before_insert(void **state)
+{
+    struct fixture *fx = *state;
+    bool one_writer = strcmp(store_backend(fx->s)->name, "sqlite") == 0;
+    char v1[HOOKD_ID_MAX], v2[HOOKD_ID_MAX], v3[HOOKD_ID_MAX], dup[HOOKD_ID_MAX], held[HOOKD_ID_MAX];
+    struct machine_cache *mc;
+    struct machine_outcome out;
+    struct entity_record e = {0};
+    struct inbox_item it;
+    struct run r;
+
+    run_setup(fx, &r);
+    assert_int_equal(machine_cache_create(&mc), 0);
+    assert_int_equal(accept_as(fx, &r, mc, "ev1", "order.created", 1, &out, v1), one_writer);
+    assert_int_equal(accept_as(fx, &r, mc, "ev3", "order.fulfilled", 3, &out, v3), one_writer);
+    if (!one_writer) {
+        assert_status(fx, v1, INBOX_PENDING, NULL);
+        assert_status(fx, v3, INBOX_PENDING, NULL);
+        assert_int_equal(transitions_of(fx, &r, "applied") + transitions_of(fx, &r, "deferred"), 0);
+        assert_int_equal(store_entity_get(fx->s, "order", r.entity, &e), HOOKD_ENOTFOUND);
+        assert_int_equal(emitted_for(fx, v1), 0);
+        machine_cache_destroy(mc);
+        machine_free(&r.m);
+        return;
+    }
+    assert_int_equal(out.status, INBOX_DEFERRED);
+    assert_int_equal(store_inbox_get(fx->s, v3, &it), 0);
+    assert_int_equal(it.status, INBOX_DEFERRED);
+    assert_int_equal(it.attempts, 1);
+    assert_true(it.deferred_at > 0);
+    assert_true(it.next_attempt_at >= it.deferred_at + 60000 - 1000); /* waits for a change, not the schedule */
+    assert_null(it.lease_owner);
+    inbox_item_free(&it);
+    assert_int_equal(store_inbox_get(fx->s, v1, &it), 0);
+    assert_int_equal(it.status, INBOX_PROCESSED);
+    assert_string_equal(it.result, "applied");
+    assert_int_equal(it.attempts, 1);
+    assert_true(it.processed_at > 0);
+    assert_int_equal(it.lease_token, 0); /* never claimed */
+    inbox_item_free(&it);
+    assert_int_equal(transitions_of(fx, &r, "deferred"), 1);
+    assert_true(emitted_for(fx, v1) > 0);
+    assert_int_equal(emitted_for(fx, v3), 0);
+    /* The late v2: applied, and v3 through with it, in version order. */
+    assert_true(accept_as(fx, &r, mc, "ev2", "order.paid", 2, &out, v2));
+    assert_int_equal(out.status, INBOX_PROCESSED);
+    assert_int_equal(out.applied, 2);
+    assert_int_equal(out.settled, 1);
+    assert_status(fx, v2, INBOX_PROCESSED, "applied");
+    assert_status(fx, v3, INBOX_PROCESSED, "applied");
+    assert_int_equal(store_entity_get(fx->s, "order", r.entity, &e), 0);
+    assert_string_equal(e.state, "fulfilled");
+    assert_int_equal(e.version, 3);
+    entity_record_free(&e);
+    assert_int_equal(transitions_of(fx, &r, "applied"), 3);
+    int64_t s1 = emitted_for(fx, v1), s2 = emitted_for(fx, v2), s3 = emitted_for(fx, v3);
+    assert_true(s1 > 0 && s1 < s2 && s2 < s3);
+    /* A duplicate: left to the plain insert, which counts it on the stored row. */
+    assert_false(accept_as(fx, &r, mc, "ev2", "order.paid", 2, &out, dup));
+    assert_string_equal(dup, v2);
+    assert_int_equal(store_inbox_get(fx->s, v2, &it), 0);
+    assert_int_equal(it.dup_count, 1);
+    inbox_item_free(&it);
+    /* An entity one of whose items a worker holds stays that worker's: the new item waits, pending. */
+    struct inbox_outcome o4;
+    struct inbox_list claimed = {0};
+    item_add(fx, &r, "order.paid", 5, &o4); /* a gap: pending, then claimed by n2 */
+    assert_int_equal(store_inbox_claim_due(fx->s, "n2", clock_now_ms(), clock_now_ms() + 60000, 100, &claimed), 0);
+    assert_int_equal(claimed.n, 1);
+    inbox_list_free(&claimed);
+    assert_false(accept_as(fx, &r, mc, "ev4", "order.paid", 4, &out, held));
+    assert_status(fx, held, INBOX_PENDING, NULL);
+    assert_int_equal(transitions_of(fx, &r, "applied"), 3);
+    assert_int_equal(transitions_of(fx, &r, "deferred"), 1);
+    machine_cache_destroy(mc);
+    machine_free(&r.m);
+}
+
+/*
+ * A decision at accept that fails after it may have written returns the
+ * error: the receiver rolls back to before the call and inserts the item as
+ * usual (here the same steps by hand), so the accept stands, the item waits
+ * pending for the workers, and nothing of the decision is left.
+ */
+static void test_accept_decision_failure_leaves_the_item_pending(void **state)
+{
+    struct fixture *fx = *state;
+    struct machine_cache *mc;
+    struct machine_outcome out;
+    struct inbox_item it = {0};
+    struct inbox_outcome plain;
+    struct entity_record e = {0};
+    bool decided = true;
+    struct run r;
+
+    if (strcmp(store_backend(fx->s)->name, "sqlite") != 0)
+        skip(); /* no decisions at accept elsewhere (test_accept_decides_before_insert) */
+    run_setup(fx, &r);
+    assert_int_equal(machine_cache_create(&mc), 0);
+    const struct machine_step_context c = {
+        .node = "n1", .now = clock_now_ms(), .max_defer_ms = 60000, .schedule_ms = schedule, .n_schedule = 2,
+        .defer_pending = true,
+    };
+    snprintf(it.source, sizeof it.source, "%s", r.source);
+    it.event_id = strdup("ev1");
+    it.event_type = strdup("order.created");
+    it.entity_kind = strdup("order");
+    it.entity_id = strdup(r.entity);
+    it.has_version = true;
+    it.version = 1;
+    it.payload = strdup("{}");
+    snprintf(it.payload_sha256, sizeof it.payload_sha256, "%064d", 0);
+    assert_int_equal(store_begin(fx->s), 0);
+    assert_int_equal(store_savepoint(fx->s), 0);
+    store_fault_inject("inbox_insert_decided", 1, HOOKD_EIO); /* after the decision's writes */
+    assert_int_equal(machine_accept_insert(fx->s, mc, r.m.name, &c, &it, &out, &decided), HOOKD_EIO);
+    store_fault_inject(NULL, 0, 0);
+    assert_false(decided);
+    assert_int_equal(store_rollback_to(fx->s), 0);
+    assert_int_equal(store_inbox_insert(fx->s, &it, &plain), 0);
+    assert_int_equal(store_commit(fx->s), 0);
+    assert_status(fx, plain.id, INBOX_PENDING, NULL);
+    assert_int_equal(transitions_of(fx, &r, "applied"), 0);
+    assert_int_equal(store_entity_get(fx->s, "order", r.entity, &e), HOOKD_ENOTFOUND);
+    assert_int_equal(emitted_for(fx, plain.id), 0);
+    inbox_item_free(&it);
+    machine_cache_destroy(mc);
+    machine_free(&r.m);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -454,6 +646,8 @@ int main(void)
         T(test_stale_and_gap),
         T(test_step_defers_only_its_sources_waiting_items),
         T(test_gap_waits_for_its_entity),
+        T(test_accept_decides_before_insert),
+        T(test_accept_decision_failure_leaves_the_item_pending),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

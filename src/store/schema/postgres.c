@@ -739,6 +739,16 @@ static const char schema_outbox_check_cheaper[] =
     PG_REFUSE_LABELS
     " RETURN NEW; END $$;";
 
+/*
+ * Room on each page for the new versions of an item's row: the claim's lease
+ * changes no indexed column and can be a HOT update (no entry in the nine
+ * indexes) only while the row's page has room for its new version, and every
+ * item's row is written again two or three times (lease, outcome, settle).
+ * At 80, 10 % of the updates of a shuffled machine run were HOT. New pages
+ * only: existing rows move as they are updated.
+ */
+static const char schema_inbox_fillfactor[] = "ALTER TABLE hookd_inbox SET (fillfactor = 50);";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -769,6 +779,7 @@ const struct schema_migration postgres_migrations[] = {
     {27, schema_inbox_leased_index_drop},
     {28, schema_source_machine_function},
     {29, schema_outbox_check_cheaper},
+    {30, schema_inbox_fillfactor},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];

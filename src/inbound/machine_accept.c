@@ -1,0 +1,66 @@
+/*
+ * A machine source's item decided and inserted with its outcome in its
+ * accept's transaction (one writer: SQLite), instead of an insert, a claim,
+ * a decision op and an outcome op.
+ */
+#include "inbound/machine_accept.h"
+
+#include <string.h>
+
+#include "core/ids.h"
+
+/* Another open item of the entity that a worker holds: the entity is that worker's until it is done. */
+static bool entity_leased(const struct entity_hold *h, int64_t now)
+{
+    for (size_t i = 0; i < h->open.n; i++)
+        if (h->open.items[i].lease_owner && h->open.items[i].lease_until > now)
+            return true;
+    return false;
+}
+
+int machine_accept_insert(struct store *s, struct machine_cache *mc, const char *machine,
+                          const struct machine_step_context *c, struct inbox_item *it, struct machine_outcome *out,
+                          bool *decided)
+{
+    struct entity_hold h = {0};
+    const struct machine *m = NULL;
+    bool taken = false;
+    int rc;
+
+    *decided = false;
+    memset(out, 0, sizeof *out);
+    if (!machine || !machine[0] || !it->entity_kind || !it->entity_id || (c->may_reconcile && !it->has_version))
+        return 0;
+    /* One writer: nothing can take the key between this read and the insert. */
+    if (store_inbox_taken(s, it->source, it->event_id, &taken) != 0 || taken)
+        return 0;
+    if (it->id[0] == '\0') {
+        int64_t at = id_new_time(it->id, "inb_"); /* id and received_at share one millisecond (stats_sql.h) */
+        if (it->received_at == 0)
+            it->received_at = at;
+    }
+    if (it->received_at == 0)
+        it->received_at = c->now;
+    it->status = INBOX_PENDING;
+    it->attempts = 0;
+    it->next_attempt_at = it->received_at;
+    it->deferred_at = 0;
+    if (store_entity_hold(s, machine, it->entity_kind, it->entity_id, &h) != 0)
+        return 0; /* only read: the plain insert meets the store's trouble itself */
+    rc = 0;
+    if (h.machine_found && !entity_leased(&h, c->now) && machine_cache_get(mc, &h.machine, &m) == 0) {
+        rc = machine_step(s, m, c, it, &h, out);
+        if (rc == 0 && !out->needs_reconcile) {
+            const struct inbox_settle own = {.id = it->id, .status = out->status, .result = out->result,
+                                             .error = out->error[0] ? out->error : NULL,
+                                             .next_attempt_at = out->next_attempt_at};
+            rc = store_inbox_insert_decided(s, it, &own, out->attempts, c->now);
+            *decided = rc == 0;
+        }
+    }
+    machine_cache_put(mc, m);
+    entity_hold_free(&h);
+    if (!*decided)
+        memset(out, 0, sizeof *out);
+    return rc;
+}
