@@ -105,6 +105,7 @@ struct writer {
     int64_t run_max_us;          /* how long this run may last */
     int64_t last_end_us;         /* when the last batch ended */
     int64_t room_gap_us;         /* the gap the current way of leaving room leaves (sharing or probing) */
+    int64_t run_free_us;         /* the lock free between this run's batches, shorter each than a gap */
     int64_t app_commit_us;       /* when another connection's commit was last seen (0: not yet) */
     bool version_known;          /* store_changed has been asked once: its next answers are news */
     bool others;                 /* another process has the store open (looked at every OTHERS_CHECK_US) */
@@ -528,6 +529,7 @@ static void run_start(struct writer *w, int64_t now)
     random_bytes(&r, sizeof r);
     w->run_since_us = now;
     w->run_max_us = RUN_MIN_US + (int64_t)r % RUN_JITTER_US;
+    w->run_free_us = 0;
 }
 
 static void gap_sleep(int64_t us)
@@ -568,11 +570,27 @@ static void leave_room(struct writer *w)
     }
     if (now - w->run_since_us < (sharing ? w->run_max_us : PROBE_EVERY_US))
         return;
-    int64_t gap_us = PROBE_GAP_US;
+    /*
+     * The lock was already free between the run's batches for run_free_us:
+     * each poll of the application wins with that share too, whatever the
+     * pieces' length. A writer that left the share free by itself leaves no
+     * gap (the probe's long stall would only delay hookd's own commits).
+     */
+    int64_t run_us = now - w->run_since_us, gap_us = PROBE_GAP_US;
+    int64_t share_us = run_us * w->gap_us / (RUN_MIN_US + RUN_JITTER_US / 2); /* the gap this run asks for */
     if (sharing) {
         /* The gap follows the run it ends, so the share holds whatever the batches' length. */
-        gap_us = (now - w->run_since_us) * w->gap_us / (RUN_MIN_US + RUN_JITTER_US / 2);
+        gap_us = share_us - w->run_free_us;
         gap_us = gap_us > GAP_MAX_US ? GAP_MAX_US : gap_us;
+    } else if (w->run_free_us >= share_us) {
+        gap_us = 0;
+    }
+    if (gap_us <= 0) {
+        pthread_mutex_lock(&w->mu);
+        w->stats.room_free_runs++;
+        pthread_mutex_unlock(&w->mu);
+        run_start(w, now);
+        return;
     }
     gap_sleep(gap_us);
     pthread_mutex_lock(&w->mu);
@@ -586,8 +604,13 @@ static void leave_room(struct writer *w)
 /* As a batch begins: the lock was free since the last one ended; long enough, and the run is over. */
 static void batch_begins(struct writer *w)
 {
-    if (w->room_gap_us > 0 && w->run_since_us != 0 && metrics_now_us() - w->last_end_us >= w->room_gap_us)
+    if (w->room_gap_us <= 0 || w->run_since_us == 0)
+        return;
+    int64_t free_us = metrics_now_us() - w->last_end_us;
+    if (free_us >= w->room_gap_us)
         w->run_since_us = 0;
+    else if (w->last_end_us >= w->run_since_us)
+        w->run_free_us += free_us; /* free, though too briefly to end the run: it counts toward the share */
 }
 
 static void *writer_main(void *arg)

@@ -104,6 +104,7 @@ struct writer_stats {
     uint64_t room_gaps;     /* gaps of the share, while another connection commits */
     uint64_t room_probes;   /* long gaps while the others only hold the file open */
     uint64_t room_us;       /* the lock left free by both, in all */
+    uint64_t room_free_runs; /* runs that needed no gap: the lock was free between their batches for the share */
 };
 void writer_stats(struct writer *w, struct writer_stats *out);
 #endif
