@@ -173,7 +173,7 @@ ach=$(field latency achieved_rate)
 rss=$(field memory peak_rss_mib)
 pending=$(field memory pending)
 # iso KEY HUNG: the isolation run's median KEY with HUNG hung endpoints.
-iso() { sed -n "s/^RESULT scenario=isolation hung=$2 .* $1=\([^ ]*\).*/\1/p" "$WORK/${3:-isolation}.out" 2>/dev/null | tail -1; }
+iso() { sed -n "s/^RESULT scenario=isolation hung=$2 \(.* \)*$1=\([^ ]*\).*/\2/p" "$WORK/${3:-isolation}.out" 2>/dev/null | tail -1; }
 iso_d0=$(iso deliveries_per_s 0); iso_d8=$(iso deliveries_per_s 8); iso_d1=$(iso deliveries_per_s 1)
 iso_p0=$(iso p99_ms 0); iso_p1=$(iso p99_ms 1); iso_p8=$(iso p99_ms 8)
 # within10 A B: PASS when B is within 10 % of A (deliveries/s not below, p99 not above), MISS, or "no figure".
