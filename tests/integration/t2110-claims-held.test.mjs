@@ -10,7 +10,7 @@
 // is left is the idle re-claim of held rows (about ten a second).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BACKEND, startDaemon, startCountingSink, waitFor, TOKEN } from '../lib/harness.mjs';
+import { BACKEND, startDaemon, startCountingSink, waitFor, metricValue } from '../lib/harness.mjs';
 
 const WINDOW = 64;
 const CAP = 4;
@@ -26,13 +26,7 @@ const env = {
   HOOKD_SERVER_LOG_LEVEL: process.env.T_LOG || 'warn',
 };
 
-async function claims(d) {
-  const res = await fetch(`http://127.0.0.1:${d.adminPort}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } });
-  assert.equal(res.status, 200);
-  const line = (await res.text()).split('\n').find((l) => l.startsWith('hookd_delivery_claims_total '));
-  assert.ok(line, 'hookd_delivery_claims_total is exported');
-  return Number(line.split(' ')[1]);
-}
+const claims = (d) => metricValue(d, 'hookd_delivery_claims_total');
 
 test(`results of an endpoint no claim waits for ask for no claim (${BACKEND})`, { timeout: 120000 }, async () => {
   let d, sink;

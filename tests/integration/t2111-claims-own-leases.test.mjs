@@ -12,7 +12,7 @@
 // hookd_delivery_claims_total counts the claims.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BACKEND, startDaemon, startCountingSink, waitFor, sleep, TOKEN } from '../lib/harness.mjs';
+import { BACKEND, startDaemon, startCountingSink, waitFor, sleep, metricValue } from '../lib/harness.mjs';
 
 const WINDOW = 64;
 const CAP = 4;
@@ -29,13 +29,7 @@ const env = {
   HOOKD_SERVER_LOG_LEVEL: process.env.T_LOG || 'warn',
 };
 
-async function claims(d) {
-  const res = await fetch(`http://127.0.0.1:${d.adminPort}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } });
-  assert.equal(res.status, 200);
-  const line = (await res.text()).split('\n').find((l) => l.startsWith('hookd_delivery_claims_total '));
-  assert.ok(line, 'hookd_delivery_claims_total is exported');
-  return Number(line.split(' ')[1]);
-}
+const claims = (d) => metricValue(d, 'hookd_delivery_claims_total');
 
 function backlog(d, type, n) {
   d.sql(`WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < ${n})

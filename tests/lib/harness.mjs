@@ -17,6 +17,15 @@ export const HOOKD = process.env.HOOKD_BIN || join(ROOT, 'build/hookd');
 export const TOOLS = join(process.env.HOOKD_TEST_LIB || join(ROOT, 'build-asan'), 'tests/tools');
 /** At least 32 characters: hookd refuses a shorter admin token. */
 export const TOKEN = 'test-admin-token-0123456789abcdef';
+
+// One unlabelled sample of a daemon's /metrics (a counter or gauge), as a number.
+export async function metricValue(d, name) {
+  const res = await fetch(`http://127.0.0.1:${d.adminPort}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  if (res.status !== 200) throw new Error(`GET /metrics: ${res.status}`);
+  const line = (await res.text()).split('\n').find((l) => l.startsWith(`${name} `));
+  if (!line) throw new Error(`${name} is not exported`);
+  return Number(line.split(' ')[1]);
+}
 /** 'sqlite' (default) or 'postgres' (HOOKD_TEST_BACKEND=postgres; needs HOOKD_TEST_PG). */
 export const BACKEND = process.env.HOOKD_TEST_BACKEND === 'postgres' ? 'postgres' : 'sqlite';
 /** The test cluster's URL (scripts/pg.sh start prints it), or ''. */
