@@ -784,9 +784,11 @@ struct sat_thread {
     struct writer *w;
     atomic_bool *stop;
     long ops;
+    int op_us;    /* how long each op holds the lock (0: 1 ms) */
+    int pause_us; /* nothing between one op's commit and the next (0: submitted again at once) */
 };
 
-/* Keeps the writer busy: ops of 1 ms each, submitted again the moment they commit. */
+/* Keeps the writer busy: ops of 1 ms each, submitted again the moment they commit (or after a pause). */
 static void *sat_main(void *arg)
 {
     struct sat_thread *t = arg;
@@ -794,9 +796,11 @@ static void *sat_main(void *arg)
 
     while (!atomic_load(t->stop)) {
         put_init(&op);
-        op.delay_us = 1000;
+        op.delay_us = t->op_us ? t->op_us : 1000;
         if (writer_exec(t->w, put_fn, &op) == 0)
             t->ops++;
+        if (t->pause_us)
+            usleep((useconds_t)t->pause_us);
     }
     return NULL;
 }
@@ -1018,22 +1022,6 @@ static void test_room_only_while_application_writes(void **state)
     assert_true(s2.room_gaps > s1.room_gaps);        /* its commits turned the share on */
 }
 
-/* Keeps the writer busy part of the time: ops of 0.5 ms, each followed by 5 ms of nothing. */
-static void *paced_main(void *arg)
-{
-    struct sat_thread *t = arg;
-    struct put_op op;
-
-    while (!atomic_load(t->stop)) {
-        put_init(&op);
-        op.delay_us = 500;
-        if (writer_exec(t->w, put_fn, &op) == 0)
-            t->ops++;
-        usleep(5000);
-    }
-    return NULL;
-}
-
 /*
  * SQLite: a writer whose batches come close together (too close to end its
  * run) but that leaves the lock free between them for more than the share
@@ -1057,8 +1045,8 @@ static void test_no_gap_when_the_lock_is_free_anyway(void **state)
         skip(); /* PostgreSQL: no gaps at all (its locks are per row) */
     app = app_process("--application", fx->dsn + strlen("sqlite:"), &go); /* holds the file open, then commits */
     assert_int_equal(writer_start(fx->dsn, &opt, &w), 0);
-    t = (struct sat_thread){.w = w, .stop = &stop};
-    assert_int_equal(pthread_create(&th, NULL, paced_main, &t), 0);
+    t = (struct sat_thread){.w = w, .stop = &stop, .op_us = 500, .pause_us = 5000}; /* busy part of the time */
+    assert_int_equal(pthread_create(&th, NULL, sat_main, &t), 0);
     usleep(1200000); /* past the writer's first look for other processes */
     writer_stats(w, &s0);
     usleep(3000000);
