@@ -189,6 +189,17 @@ static int conn_read(struct conn *c, int *status)
     return 1;
 }
 
+static int conn_reopen(int ep, struct conn *c, int port, uint64_t index)
+{
+    struct epoll_event e = {.events = EPOLLIN, .data.u64 = index};
+
+    close(c->fd);
+    c->fd = conn_open(port);
+    c->got = 0;
+    c->sent = 0;
+    return c->fd < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &e) != 0 ? -1 : 0;
+}
+
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -256,6 +267,16 @@ int inbound_send(const struct inbound_load *l, struct inbound_figures *f)
         int n = epoll_wait(ep, evs, 64, timeout_ms);
         for (int k = 0; k < n; k++) {
             struct conn *c = &conns[evs[k].data.u64];
+            if (c->req < 0) {
+                /* An idle connection closed by hookd (a first request owed within its header timeout, which
+                 * the connections at the bottom of the idle stack never send at a low rate): a keep-alive
+                 * client opens another; it is still on the idle stack. */
+                if (conn_reopen(ep, c, l->public_port, evs[k].data.u64) != 0) {
+                    fprintf(stderr, "loadgen: cannot reconnect to the public listener\n");
+                    goto out;
+                }
+                continue;
+            }
             int status = 0, r = conn_read(c, &status);
             if (r < 0) {
                 fprintf(stderr, "loadgen: connection closed by hookd\n");
