@@ -289,7 +289,7 @@ void claims_finished(struct dispatcher *q, int64_t now)
         job_list_free(&c->jobs);
         return;
     }
-    dispatcher_jobs_accept(q, &c->jobs, 0);
+    dispatcher_jobs_accept(q, &c->jobs, 0, false);
     q->due_held_back = got < c->limit && c->next_due <= c->now;
     held_mark(q);
     if (got == c->limit)

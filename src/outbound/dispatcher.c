@@ -17,6 +17,7 @@
  */
 #include "outbound/dispatcher.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,6 +169,44 @@ void dispatcher_endpoint_view(struct dispatcher *q, const char *endpoint_id, str
 bool dispatcher_window_moving(struct dispatcher *q) { return clock_mono_ms() - atomic_load(&q->last_answer_mono) < ANSWERING_MS; }
 
 /* Frees what the job owns and gives its slot in the window back. */
+/*
+ * The breaker opens in the store, when the attempts' record commits. Until
+ * then an endpoint answering nothing but quick errors would get a new attempt
+ * for each failed one: hundreds within one write. Once its failures here since
+ * its last success reach the threshold, it starts nothing new while any of
+ * them is unrecorded; then the breaker is open (its queue goes back to the
+ * store) or, when a success elsewhere reset the stored count, it goes on.
+ */
+static void breaker_streak_note(struct dispatcher *q, struct job *j)
+{
+    struct ep_state *st = j->ep;
+
+    if (j->result.status == DELIVERY_DELIVERED) {
+        st->fail_streak = 0;
+    } else {
+        if (st->fail_streak < INT_MAX)
+            st->fail_streak++;
+        st->failures_unrecorded++;
+        j->failure_unrecorded = true;
+    }
+    st->breaker_due = q->deps.breaker.failures > 0 && st->fail_streak >= q->deps.breaker.failures &&
+                      st->failures_unrecorded > 0;
+}
+
+/* j's record ended (committed, refused or dropped): a held endpoint may start again. */
+static void breaker_failure_settled(struct dispatcher *q, struct job *j)
+{
+    struct ep_state *st = j->ep;
+
+    if (!j->failure_unrecorded)
+        return;
+    j->failure_unrecorded = false;
+    if (--st->failures_unrecorded == 0 && st->breaker_due) {
+        st->breaker_due = false;
+        endpoint_cache_mark_ready(&q->cache, st);
+    }
+}
+
 void dispatcher_job_free(struct dispatcher *q, struct job *j)
 {
     job_table_remove(&q->jobs, j);
@@ -175,6 +214,7 @@ void dispatcher_job_free(struct dispatcher *q, struct job *j)
     free(j->result.attempt.response);
     free(j->supersede_key);
     if (j->ep != NULL) {
+        breaker_failure_settled(q, j);
         endpoint_cache_unref(&q->cache, j->ep);
         board_sync(q, j->ep, false);
     }
@@ -421,6 +461,22 @@ void dispatcher_job_submit(struct dispatcher *q, struct job *j, enum job_phase p
     q->outstanding_ops++;
 }
 
+/* The job's write for phase, held back (parked) while the fan-out that handed it over may not have committed: the write would not find the row. */
+static void job_write(struct dispatcher *q, struct job *j, enum job_phase phase)
+{
+    if (j->fanout <= q->fanouts_decided) {
+        dispatcher_job_submit(q, j, phase);
+        return;
+    }
+    j->phase = phase;
+    j->next = NULL;
+    if (q->parked_tail != NULL)
+        q->parked_tail->next = j;
+    else
+        q->parked = j;
+    q->parked_tail = j;
+}
+
 /* ---- scheduling --------------------------------------------------------- */
 
 static void fifo_push(struct dispatcher *q, struct ep_state *st, struct job *j)
@@ -553,7 +609,7 @@ static void endpoint_release_all(struct dispatcher *q, struct ep_state *st)
     while ((j = fifo_pop(q, st)) != NULL) {
         log_debug(PART, "releasing %s: endpoint %s is %s", j->dj.d.id, st->id,
                   !st->present ? "gone" : st->ep.enabled ? "paused" : "disabled");
-        dispatcher_job_submit(q, j, JOB_RELEASING);
+        job_write(q, j, JOB_RELEASING);
     }
 }
 
@@ -702,8 +758,8 @@ static bool lease_renewed(struct dispatcher *q, struct job *fresh)
     return true;
 }
 
-/* Files handed-over jobs under their endpoints; unknown endpoints trigger one reload. */
-void dispatcher_jobs_accept(struct dispatcher *q, struct job_list *list, uint64_t fanout)
+/* Files claimed or handed-over jobs under their endpoints; unknown endpoints trigger one reload. */
+void dispatcher_jobs_accept(struct dispatcher *q, struct job_list *list, uint64_t fanout, bool handed)
 {
     bool reloaded = false;
 
@@ -743,6 +799,13 @@ void dispatcher_jobs_accept(struct dispatcher *q, struct job_list *list, uint64_
         j->ep = st;
         endpoint_cache_ref(&q->cache, st);
         board_sync(q, st, false);
+        if (st->paused && (handed || (q->claim_seq <= st->paused_claims && j->claimed_until != st->probe_until_seen))) {
+            /* Handed over by the relay, or claimed, before the breaker opened (later claims take only the
+             * probe): the delivery waits in the store, unsent. */
+            log_debug(PART, "releasing %s: endpoint %s is paused", j->dj.d.id, st->id);
+            job_write(q, j, JOB_RELEASING);
+            continue;
+        }
         j->phase = JOB_QUEUED;
         fifo_push(q, st, j);
     }
@@ -760,6 +823,7 @@ static void job_record(struct dispatcher *q, struct job *j, const struct request
     int64_t now = clock_now_ms();
 
     job_set_result(j, &j->ep->policy, o, response, started_at, now, rnd01(q), q->deps.node);
+    breaker_streak_note(q, j);
     if (claims_lease_freed(q, j->ep))
         q->freed_since_claim = true;
     free(j->supersede_key);
@@ -767,18 +831,7 @@ static void job_record(struct dispatcher *q, struct job *j, const struct request
     if (j->result.status == DELIVERY_RETRYING && j->ep->present && j->ep->ep.ordering == ORDERING_LATEST &&
         delivery_order_key(ORDERING_LATEST, &j->dj.ev, &j->supersede_key) != 0)
         log_limited(&q->lim_alloc, LOG_ERROR, PART, "out of memory: %s is retried, not superseded", j->dj.d.id);
-    if (j->fanout > q->fanouts_decided) {
-        /* Its fan-out may not have committed yet: the write would not find the row. */
-        j->phase = JOB_RECORDING;
-        j->next = NULL;
-        if (q->parked_tail != NULL)
-            q->parked_tail->next = j;
-        else
-            q->parked = j;
-        q->parked_tail = j;
-        return;
-    }
-    dispatcher_job_submit(q, j, JOB_RECORDING);
+    job_write(q, j, JOB_RECORDING);
 }
 
 /*
@@ -797,7 +850,7 @@ static void parked_release(struct dispatcher *q, uint64_t decided, bool drop_res
         struct job *next = j->next;
         j->next = NULL;
         if (j->fanout <= q->fanouts_decided) {
-            dispatcher_job_submit(q, j, JOB_RECORDING);
+            dispatcher_job_submit(q, j, j->phase);
         } else if (drop_rest) {
             dispatcher_job_free(q, j);
         } else {
@@ -818,9 +871,12 @@ static void endpoint_release_all(struct dispatcher *q, struct ep_state *st);
 /* Its breaker opened: what waits here goes back to the store (no attempt spent), where the probes come from. */
 static void breaker_opened(struct dispatcher *q, struct ep_state *st)
 {
-    if (!st->paused)
+    if (!st->paused) {
         log_warn(PART, "endpoint %s keeps failing: breaker open, %zu queued deliveries wait in the store", st->id,
                  st->queued);
+        st->paused_claims = q->claim_seq;
+        st->probe_until_seen = 0;
+    }
     st->paused = true;
     endpoint_release_all(q, st);
     board_sync(q, st, false);
@@ -848,6 +904,7 @@ static void job_finished(struct dispatcher *q, struct job *j)
                 q->next_wake_at = 0;
             if (j->breaker_opened)
                 breaker_opened(q, j->ep);
+            breaker_failure_settled(q, j);
             if (j->result.status == DELIVERY_DELIVERED && j->ep->paused) {
                 /* A probe (or a late answer) got through: the breaker closed, claims ramp the backlog up. */
                 j->ep->paused = false;
@@ -941,7 +998,7 @@ static void inbox_drain(struct dispatcher *q, int64_t now)
             atomic_fetch_sub(&q->held, (int)batches->jobs.n);
             job_list_free(&batches->jobs);
         } else {
-            dispatcher_jobs_accept(q, &batches->jobs, batches->fanout);
+            dispatcher_jobs_accept(q, &batches->jobs, batches->fanout, true);
         }
         free(batches);
         batches = next;
@@ -969,6 +1026,8 @@ static void breaker_seen(struct ep_state *st, const struct endpoint_state *es, v
         struct job *j, *keep = NULL, *keep_tail = NULL;
         size_t released = 0;
         st->paused = true;
+        st->paused_claims = q->claim_seq;
+        st->probe_until_seen = es->breaker == BREAKER_HALF_OPEN ? es->probe_until : 0;
         while ((j = fifo_pop(q, st)) != NULL) {
             if (es->breaker == BREAKER_HALF_OPEN && j->claimed_until == es->probe_until) {
                 if (keep_tail != NULL)
@@ -978,7 +1037,7 @@ static void breaker_seen(struct ep_state *st, const struct endpoint_state *es, v
                 keep_tail = j;
                 continue;
             }
-            dispatcher_job_submit(q, j, JOB_RELEASING);
+            job_write(q, j, JOB_RELEASING);
             released++;
         }
         while ((j = keep) != NULL) {
@@ -992,6 +1051,7 @@ static void breaker_seen(struct ep_state *st, const struct endpoint_state *es, v
         board_sync(q, st, false);
     } else if (es->breaker == BREAKER_CLOSED && st->paused) {
         st->paused = false;
+        st->fail_streak = 0;
         st->ramp_until_mono = clock_mono_ms() + q->deps.ramp_ms;
         board_sync(q, st, false);
         log_info(PART, "endpoint %s answers again: its breaker closed (seen in the store)", st->id);

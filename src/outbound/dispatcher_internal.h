@@ -8,7 +8,8 @@
  *   dispatcher_job_free           drop a job and give its window slot back
  *   dispatcher_job_submit         queue a job's writer op for its phase (record, grouped; or release)
  *   dispatcher_jobs_accept        file claimed or handed-over jobs under their endpoints (fanout: see
- *                                 dispatcher_enqueue_tentative; 0 for claims)
+ *                                 dispatcher_enqueue_tentative; 0 for claims; handed: the relay's, which a
+ *                                 paused endpoint gives back at once)
  *   claims_maybe / claims_finished   start a claim when due and room allows; take its answer
  *   rewrite_later / rewrite_due   keep a refused result; resubmit (or drop at stop) when due
  *   renewal_maybe / renewal_finished   extend the leases of the held jobs every third of the lease; take the answer
@@ -148,7 +149,7 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 bool dispatcher_inbox_wake_needed(struct dispatcher *q);
 void dispatcher_job_free(struct dispatcher *q, struct job *j);
 void dispatcher_job_submit(struct dispatcher *q, struct job *j, enum job_phase phase);
-void dispatcher_jobs_accept(struct dispatcher *q, struct job_list *list, uint64_t fanout);
+void dispatcher_jobs_accept(struct dispatcher *q, struct job_list *list, uint64_t fanout, bool handed);
 
 void claims_maybe(struct dispatcher *q, int64_t now);
 void claims_finished(struct dispatcher *q, int64_t now);

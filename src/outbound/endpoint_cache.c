@@ -315,7 +315,9 @@ static bool can_start(const struct ep_state *st)
 {
     if (st->queued == 0)
         return false;
-    return !st->present || !st->ep.enabled || st->in_flight < st->cap;
+    if (!st->present || !st->ep.enabled)
+        return true;
+    return !st->breaker_due && st->in_flight < st->cap;
 }
 
 void endpoint_cache_mark_ready(struct endpoint_cache *c, struct ep_state *st)

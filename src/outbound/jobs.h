@@ -45,6 +45,7 @@ struct job {
     int64_t sent_mono;      /* when its transfer started (monotonic ms) */
     int64_t claimed_until;  /* the lease_until its claim gave it, moved by its renewals: a probe's is the breaker's probe_until (the store renews both) */
     bool slow;              /* its transfer outlived SLOW_AFTER: counted in the slow pool */
+    bool failure_unrecorded; /* a failed attempt counted in its endpoint's failures_unrecorded until the record ends */
     bool breaker_opened;    /* set by the record: its endpoint's breaker opened with this batch */
     bool endpoint_disabled; /* set by the record: its endpoint was disabled for failing continuously */
     char error_class[16];
