@@ -799,9 +799,9 @@ void dispatcher_jobs_accept(struct dispatcher *q, struct job_list *list, uint64_
         j->ep = st;
         endpoint_cache_ref(&q->cache, st);
         board_sync(q, st, false);
-        if (st->paused && (handed || (q->claim_seq <= st->paused_claims && j->claimed_until != st->probe_until_seen))) {
-            /* Handed over by the relay, or claimed, before the breaker opened (later claims take only the
-             * probe): the delivery waits in the store, unsent. */
+        if (st->paused && (handed || q->claim_seq <= st->paused_claims)) {
+            /* Handed over by the relay, or claimed before our record opened the breaker (a claim then
+             * takes only the probe, and not before the probe interval): it waits in the store, unsent. */
             log_debug(PART, "releasing %s: endpoint %s is paused", j->dj.d.id, st->id);
             job_write(q, j, JOB_RELEASING);
             continue;
@@ -875,7 +875,6 @@ static void breaker_opened(struct dispatcher *q, struct ep_state *st)
         log_warn(PART, "endpoint %s keeps failing: breaker open, %zu queued deliveries wait in the store", st->id,
                  st->queued);
         st->paused_claims = q->claim_seq;
-        st->probe_until_seen = 0;
     }
     st->paused = true;
     endpoint_release_all(q, st);
@@ -1026,8 +1025,8 @@ static void breaker_seen(struct ep_state *st, const struct endpoint_state *es, v
         struct job *j, *keep = NULL, *keep_tail = NULL;
         size_t released = 0;
         st->paused = true;
-        st->paused_claims = q->claim_seq;
-        st->probe_until_seen = es->breaker == BREAKER_HALF_OPEN ? es->probe_until : 0;
+        /* A claim out now may bring the probe, taken after this read: what claims bring stays. */
+        st->paused_claims = 0;
         while ((j = fifo_pop(q, st)) != NULL) {
             if (es->breaker == BREAKER_HALF_OPEN && j->claimed_until == es->probe_until) {
                 if (keep_tail != NULL)

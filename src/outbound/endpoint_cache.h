@@ -43,8 +43,7 @@ struct ep_state {
     int refs;                   /* jobs that point here (what it holds of the window) */
     bool busy;                  /* queued or in flight: counted in n_busy */
     bool paused;                /* its breaker opened (we saw it): queued jobs went back to the store */
-    uint64_t paused_claims;     /* the dispatcher's claim_seq when it paused: jobs of claims up to it predate the pause */
-    int64_t probe_until_seen;   /* paused on seeing the store's half-open breaker: its probe's lease (0: none) */
+    uint64_t paused_claims;     /* our record opened its breaker while claims up to this claim_seq were out (0: none) */
     int fail_streak;            /* failed attempts here since its last success */
     int failures_unrecorded;    /* attempts of it that failed and whose record has not committed yet */
     bool breaker_due;           /* the streak reached the breaker's threshold while failures are unrecorded: no new attempt until the store decides */
