@@ -168,7 +168,6 @@ void dispatcher_endpoint_view(struct dispatcher *q, const char *endpoint_id, str
 
 bool dispatcher_window_moving(struct dispatcher *q) { return clock_mono_ms() - atomic_load(&q->last_answer_mono) < ANSWERING_MS; }
 
-/* Frees what the job owns and gives its slot in the window back. */
 /*
  * The breaker opens in the store, when the attempts' record commits. Until
  * then an endpoint answering nothing but quick errors would get a new attempt
@@ -207,6 +206,7 @@ static void breaker_failure_settled(struct dispatcher *q, struct job *j)
     }
 }
 
+/* Frees what the job owns and gives its slot in the window back. */
 void dispatcher_job_free(struct dispatcher *q, struct job *j)
 {
     job_table_remove(&q->jobs, j);
