@@ -4,6 +4,7 @@
 
 #include "cli/cli.h"
 #include "hookd.h"
+#include "store/store.h"
 
 struct command {
     const char *name;
@@ -58,6 +59,7 @@ static int cmd_help(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    store_process_owned();
     if (argc < 2) {
         cmd_help(0, NULL);
         return 2;

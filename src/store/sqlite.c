@@ -379,6 +379,13 @@ static int sqlite_busy_wait(void *arg, int count)
     return 1;
 }
 
+void store_sqlite_process_owned(void)
+{
+    /* Fails (SQLITE_MISUSE) only once the library is initialised: then the statistics stay on. */
+    if (sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) != SQLITE_OK)
+        log_debug(LOG_PART, "sqlite: memory statistics stay on (the library was initialised first)");
+}
+
 static int sqlite_open(const char *dsn, struct store **out)
 {
     const char *path = strncmp(dsn, "sqlite:", 7) == 0 ? dsn + 7 : dsn;

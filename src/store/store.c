@@ -36,6 +36,8 @@ const struct store_ops *store_find(const char *dsn)
     return NULL;
 }
 
+void store_process_owned(void) { store_sqlite_process_owned(); }
+
 int store_open(const char *dsn, struct store **out)
 {
     const struct store_ops *ops = store_find(dsn);

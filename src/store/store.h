@@ -1291,6 +1291,13 @@ struct store_ops {
 
 extern const struct store_ops store_sqlite_ops;
 extern const struct store_ops store_postgres_ops;
+/*
+ * For a process that owns its store libraries (the hookd binary, never an application linking
+ * libhookd, whose SQLite settings are its own): process-wide settings, before the first open.
+ * SQLite: no memory statistics (hookd reads none), so an allocation takes no global mutex.
+ */
+void store_sqlite_process_owned(void);
+void store_process_owned(void);
 
 /* ---- wrappers (the only way callers reach a backend) ------------------- */
 
