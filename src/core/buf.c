@@ -201,6 +201,24 @@ int buf_json_string(struct buf *b, const char *s)
     return rc;
 }
 
+size_t i64_digits(int64_t v, char out[I64_DIGITS_MAX])
+{
+    char tmp[I64_DIGITS_MAX];
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    size_t n = 0, len = 0;
+
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    if (v < 0)
+        out[len++] = '-';
+    while (n > 0)
+        out[len++] = tmp[--n];
+    out[len] = '\0';
+    return len;
+}
+
 char *buf_steal(struct buf *b)
 {
     char *p = b->data;

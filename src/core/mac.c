@@ -2,9 +2,13 @@
 #include "core/mac.h"
 
 #include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
@@ -17,6 +21,55 @@
  */
 static EVP_MAC_CTX *hmac_template[2]; /* by enum mac_algorithm */
 static pthread_once_t hmac_once = PTHREAD_ONCE_INIT;
+
+size_t mac_len(enum mac_algorithm alg) { return alg == MAC_SHA512 ? 64 : 32; }
+
+/*
+ * Keyed contexts, per thread: keying an HMAC hashes the key's two pads (two
+ * blocks) and sets up a context, which for a short webhook message cost as
+ * much as the message itself. A thread that signs with the same few keys (the
+ * dispatcher: each endpoint's secret) keeps one context per key and re-inits
+ * it with the key it holds. Direct-mapped by a hash of the key; a slot taken
+ * by another key is replaced. Each thread's table is on a global list so it
+ * stays reachable, and is freed (keys wiped) when its thread exits.
+ */
+#define KEYED_SLOTS 64
+#define KEYED_KEY_MAX 64
+
+struct keyed_slot {
+    EVP_MAC_CTX *ctx; /* NULL: free */
+    int alg;
+    size_t key_len;
+    unsigned char key[KEYED_KEY_MAX];
+};
+
+struct keyed_table {
+    struct keyed_table *next, *prev; /* keyed_all */
+    struct keyed_slot slot[KEYED_SLOTS];
+};
+
+static pthread_mutex_t keyed_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct keyed_table *keyed_all;
+static pthread_key_t keyed_key;
+static __thread struct keyed_table *keyed_mine;
+
+static void keyed_table_free(void *arg)
+{
+    struct keyed_table *t = arg;
+
+    pthread_mutex_lock(&keyed_mu);
+    if (t->prev != NULL)
+        t->prev->next = t->next;
+    else
+        keyed_all = t->next;
+    if (t->next != NULL)
+        t->next->prev = t->prev;
+    pthread_mutex_unlock(&keyed_mu);
+    for (size_t i = 0; i < KEYED_SLOTS; i++)
+        EVP_MAC_CTX_free(t->slot[i].ctx); /* cleanses the key copy OpenSSL holds */
+    explicit_bzero(t, sizeof *t);
+    free(t);
+}
 
 static void hmac_fetch(void)
 {
@@ -37,22 +90,92 @@ static void hmac_fetch(void)
         hmac_template[alg] = ctx;
     }
     EVP_MAC_free(impl); /* each context holds its own reference */
+    if (pthread_key_create(&keyed_key, keyed_table_free) != 0)
+        keyed_key = (pthread_key_t)-1;
 }
 
-size_t mac_len(enum mac_algorithm alg) { return alg == MAC_SHA512 ? 64 : 32; }
+/* This thread's table, made on first use; NULL when it cannot be (then nothing is kept). */
+static struct keyed_table *keyed_table(void)
+{
+    struct keyed_table *t = keyed_mine;
+
+    if (t != NULL || keyed_key == (pthread_key_t)-1)
+        return t;
+    t = calloc(1, sizeof *t);
+    if (t == NULL)
+        return NULL;
+    if (pthread_setspecific(keyed_key, t) != 0) {
+        free(t);
+        return NULL;
+    }
+    pthread_mutex_lock(&keyed_mu);
+    t->next = keyed_all;
+    if (keyed_all != NULL)
+        keyed_all->prev = t;
+    keyed_all = t;
+    pthread_mutex_unlock(&keyed_mu);
+    keyed_mine = t;
+    return t;
+}
+
+static size_t keyed_index(int alg, const unsigned char *key, size_t key_len)
+{
+    uint32_t h = 2166136261u ^ (uint32_t)alg; /* FNV-1a */
+
+    for (size_t i = 0; i < key_len; i++)
+        h = (h ^ key[i]) * 16777619u;
+    return h % KEYED_SLOTS;
+}
+
+/*
+ * A context keyed with key, ready for updates, and whether the caller frees
+ * it (*owned: a context not kept in the table). NULL when OpenSSL fails.
+ */
+static EVP_MAC_CTX *keyed_ctx(int alg, const void *key, size_t key_len, bool *owned)
+{
+    struct keyed_table *t = key_len <= KEYED_KEY_MAX ? keyed_table() : NULL;
+    EVP_MAC_CTX *ctx;
+
+    *owned = false;
+    if (t != NULL) {
+        struct keyed_slot *s = &t->slot[keyed_index(alg, key, key_len)];
+        if (s->ctx != NULL && s->alg == alg && s->key_len == key_len && CRYPTO_memcmp(s->key, key, key_len) == 0)
+            return EVP_MAC_init(s->ctx, NULL, 0, NULL) == 1 ? s->ctx : NULL; /* back to the keyed start */
+        ctx = EVP_MAC_CTX_dup(hmac_template[alg]);
+        if (ctx == NULL || EVP_MAC_init(ctx, key_len > 0 ? key : (const void *)"", key_len, NULL) != 1) {
+            EVP_MAC_CTX_free(ctx);
+            return NULL;
+        }
+        EVP_MAC_CTX_free(s->ctx);
+        s->ctx = ctx;
+        s->alg = alg;
+        s->key_len = key_len;
+        explicit_bzero(s->key, sizeof s->key);
+        memcpy(s->key, key, key_len);
+        return ctx;
+    }
+    ctx = EVP_MAC_CTX_dup(hmac_template[alg]);
+    /* An empty key is legal HMAC; OpenSSL wants a non-NULL pointer for it. */
+    if (ctx == NULL || EVP_MAC_init(ctx, key_len > 0 ? key : (const void *)"", key_len, NULL) != 1) {
+        EVP_MAC_CTX_free(ctx);
+        return NULL;
+    }
+    *owned = true;
+    return ctx;
+}
 
 int mac_hmac(enum mac_algorithm alg, const void *key, size_t key_len, const struct mac_part *parts, size_t n_parts,
              unsigned char *out)
 {
     EVP_MAC_CTX *ctx = NULL;
     size_t out_len = 0, want = mac_len(alg);
-    int rc = HOOKD_EIO;
+    int a = alg == MAC_SHA512, rc = HOOKD_EIO;
+    bool owned = false;
 
-    if (pthread_once(&hmac_once, hmac_fetch) != 0 || hmac_template[alg == MAC_SHA512] == NULL)
+    if (pthread_once(&hmac_once, hmac_fetch) != 0 || hmac_template[a] == NULL)
         goto out;
-    ctx = EVP_MAC_CTX_dup(hmac_template[alg == MAC_SHA512]);
-    /* An empty key is legal HMAC; OpenSSL wants a non-NULL pointer for it. */
-    if (ctx == NULL || EVP_MAC_init(ctx, key_len > 0 ? key : (const void *)"", key_len, NULL) != 1)
+    ctx = keyed_ctx(a, key, key_len, &owned);
+    if (ctx == NULL)
         goto out;
     for (size_t i = 0; i < n_parts; i++) {
         if (parts[i].n > 0 && EVP_MAC_update(ctx, parts[i].p, parts[i].n) != 1)
@@ -62,7 +185,8 @@ int mac_hmac(enum mac_algorithm alg, const void *key, size_t key_len, const stru
         goto out;
     rc = 0;
 out:
-    EVP_MAC_CTX_free(ctx); /* frees the key copy OpenSSL holds, cleansed */
+    if (owned)
+        EVP_MAC_CTX_free(ctx); /* frees the key copy OpenSSL holds, cleansed */
     return rc;
 }
 

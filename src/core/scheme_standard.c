@@ -13,6 +13,7 @@
 #include <openssl/crypto.h>
 
 #include "core/base64.h"
+#include "core/buf.h"
 #include "core/ed25519.h"
 #include "core/mac.h"
 #include "core/scheme_impl.h"
@@ -73,7 +74,7 @@ static void sw_key_wipe(struct sw_key *k) { explicit_bzero(k, sizeof *k); }
 int standard_webhooks_sign(const struct signature_message *msg, const char *const *secrets, size_t n_secrets,
                            char *out, size_t out_len)
 {
-    char ts[24], entry[4 + V1A_B64_LEN + 1];
+    char ts[I64_DIGITS_MAX], entry[4 + V1A_B64_LEN + 1];
     unsigned char sig[ED25519_SIG_LEN];
     struct sw_key key;
     size_t used = 0;
@@ -82,9 +83,9 @@ int standard_webhooks_sign(const struct signature_message *msg, const char *cons
     if (msg == NULL || msg->id == NULL || out == NULL || out_len == 0 || (msg->body == NULL && msg->body_len > 0))
         return HOOKD_EINVAL;
     out[0] = '\0';
-    snprintf(ts, sizeof ts, "%" PRId64, msg->timestamp_s);
+    size_t ts_len = i64_digits(msg->timestamp_s, ts);
     const struct mac_part parts[] = {
-        {msg->id, strlen(msg->id)}, {".", 1}, {ts, strlen(ts)}, {".", 1}, {msg->body, msg->body_len},
+        {msg->id, strlen(msg->id)}, {".", 1}, {ts, ts_len}, {".", 1}, {msg->body, msg->body_len},
     };
     for (size_t i = 0; i < n_secrets && rc == 0; i++) {
         /* A secret that does not decode (or a public key) was refused where it was set; skip it. */
@@ -106,11 +107,15 @@ int standard_webhooks_sign(const struct signature_message *msg, const char *cons
         sw_key_wipe(&key);
         if (rc != 0 || (kind != KEY_HMAC && kind != KEY_SEED))
             continue;
-        int n = snprintf(out + used, out_len - used, "%s%s", used > 0 ? " " : "", entry);
-        if (n < 0 || (size_t)n >= out_len - used)
+        size_t sep = used > 0, n = strlen(entry);
+        if (sep + n >= out_len - used) {
             rc = HOOKD_EINVAL;
-        else
-            used += (size_t)n;
+        } else {
+            if (sep)
+                out[used] = ' ';
+            memcpy(out + used + sep, entry, n + 1);
+            used += sep + n;
+        }
     }
     explicit_bzero(sig, sizeof sig);
     explicit_bzero(entry, sizeof entry);

@@ -21,7 +21,8 @@
 
 /*
  * The three headers that change per request live in lines of a fixed size,
- * allocated once and rewritten with snprintf, so a request costs no
+ * allocated once and rewritten in place (copies, not snprintf: formatting was
+ * a tenth of the dispatcher's own work per request), so a request costs no
  * allocation. Sizes hold the longest possible value.
  */
 #define SLOT_ID_LEN (sizeof "webhook-id: " + HOOKD_ID_MAX)
@@ -29,6 +30,18 @@
 /* Every live key's entry: a v1a (ed25519) entry is the longer of the two kinds. */
 _Static_assert(SIGNATURE_V1A_ENTRY_LEN >= SIGNATURE_V1_LEN, "a v1a entry is the longest");
 #define SLOT_SIGNATURE_LEN (sizeof "webhook-signature: " + ENDPOINT_MAX_SECRETS * SIGNATURE_V1A_ENTRY_LEN)
+
+/* Copies n bytes of src after the first at bytes of a slot of size cap, NUL-terminated, cut to fit; the new length. */
+static size_t slot_put(char *slot, size_t cap, size_t at, const char *src, size_t n)
+{
+    if (at >= cap)
+        return at;
+    if (n > cap - 1 - at)
+        n = cap - 1 - at;
+    memcpy(slot + at, src, n);
+    slot[at + n] = '\0';
+    return at + n;
+}
 
 int request_new(struct request **out)
 {
@@ -77,20 +90,21 @@ static int sign_all(struct request *r, const struct endpoint *ep, const char *ms
                                           .body_len = r->body.len};
     const char *secrets[ENDPOINT_MAX_SECRETS];
     size_t n = 0;
-    int off;
+    size_t off, hlen = strlen(scheme->header);
 
     for (size_t i = 0; i < ep->n_secrets && i < ENDPOINT_MAX_SECRETS; i++) {
         const struct endpoint_secret *s = &ep->secrets[i];
         if (s->key != NULL && (s->expires_at == 0 || s->expires_at > now_ms))
             secrets[n++] = s->key;
     }
-    off = snprintf(r->slot_signature, SLOT_SIGNATURE_LEN, "%s:%s", scheme->header, n > 0 ? " " : "");
-    if (off < 0 || (size_t)off >= SLOT_SIGNATURE_LEN)
+    if (hlen + 2 >= SLOT_SIGNATURE_LEN)
         return HOOKD_EINVAL;
+    off = slot_put(r->slot_signature, SLOT_SIGNATURE_LEN, 0, scheme->header, hlen);
+    off = slot_put(r->slot_signature, SLOT_SIGNATURE_LEN, off, ": ", n > 0 ? 2 : 1);
     if (n == 0)
         return 0;
     /* The slot fits every secret's entry, so a refusal cannot be for room. */
-    return scheme->sign(&msg, secrets, n, r->slot_signature + off, SLOT_SIGNATURE_LEN - (size_t)off);
+    return scheme->sign(&msg, secrets, n, r->slot_signature + off, SLOT_SIGNATURE_LEN - off);
 }
 
 int request_prepare(struct request *r, const struct endpoint *ep, const struct event *ev, int64_t timeout_ms,
@@ -118,8 +132,11 @@ int request_prepare(struct request *r, const struct endpoint *ep, const struct e
     rc = envelope_build(&in, &r->body);
     if (rc != 0)
         return rc;
-    snprintf(r->slot_id, SLOT_ID_LEN, "webhook-id: %s", ev->id);
-    snprintf(r->slot_timestamp, SLOT_TIMESTAMP_LEN, "webhook-timestamp: %" PRId64, ts_s);
+    char digits[I64_DIGITS_MAX];
+    size_t nd = i64_digits(ts_s, digits);
+    slot_put(r->slot_id, SLOT_ID_LEN, slot_put(r->slot_id, SLOT_ID_LEN, 0, "webhook-id: ", 12), ev->id, strlen(ev->id));
+    slot_put(r->slot_timestamp, SLOT_TIMESTAMP_LEN, slot_put(r->slot_timestamp, SLOT_TIMESTAMP_LEN, 0, "webhook-timestamp: ", 19),
+             digits, nd);
     rc = sign_all(r, ep, ev->id, ts_s, now_ms);
     if (rc != 0)
         return rc;
