@@ -490,6 +490,8 @@ static int sqlite_migrate(struct store *s)
         if (result == 0)
             log_info(LOG_PART, "sqlite: schema migrated to version %d", m->version);
     }
+    /* A migration that stopped between its copy's two pragmas must not leave the connection without checks. */
+    sqlite3_exec(s->db, "PRAGMA ignore_check_constraints = OFF", NULL, NULL, NULL);
     if (result == 0 && latest > 0 && version > sqlite_migrations[latest - 1].version)
         log_warn(LOG_PART, "sqlite: schema version %d is newer than this build knows (%d)", version,
                  sqlite_migrations[latest - 1].version);

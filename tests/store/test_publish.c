@@ -17,6 +17,7 @@
 #include "core/clock.h"
 #include "hookd.h"
 #include "json_corpus.h"
+#include "store/schema/sqlite.h"
 #include "store/store.h"
 
 struct fixture {
@@ -243,6 +244,99 @@ static void test_no_schema(void **state)
     unlink(path);
 }
 
+
+/* The value of a one-column, one-row query on db, as text ("" for none). */
+static void query_text(sqlite3 *db, const char *sql, char *out, size_t cap)
+{
+    sqlite3_stmt *st = NULL;
+
+    out[0] = '\0';
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) != NULL)
+        snprintf(out, cap, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+}
+
+/*
+ * Migration 26 moves the outbox's rules from triggers into CHECK constraints
+ * by rebuilding the table: a file at version 25 with rows (one written before
+ * the rules, as the trigger-less schema let it) keeps every row and seq, the
+ * rules hold on insert and update with the column named, the legacy row can
+ * still be marked (the relay's rejection), and the indexes are back.
+ */
+static void test_outbox_rules_move_into_the_table(void **state)
+{
+    struct fixture *fx = *state;
+    char path[160], dsn[176], v[256], *err = NULL;
+    struct store *s;
+    sqlite3 *db;
+
+    snprintf(path, sizeof path, "%s/v25.db", fx->dir);
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "CREATE TABLE hookd_schema (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)",
+                                  NULL, NULL, NULL), SQLITE_OK);
+    for (size_t i = 0; i < sqlite_migrations_count && sqlite_migrations[i].version <= 25; i++) {
+        char rec[96];
+        assert_int_equal(sqlite3_exec(db, sqlite_migrations[i].sql, NULL, NULL, &err), SQLITE_OK);
+        snprintf(rec, sizeof rec, "INSERT INTO hookd_schema VALUES (%d, 0)", sqlite_migrations[i].version);
+        assert_int_equal(sqlite3_exec(db, rec, NULL, NULL, NULL), SQLITE_OK);
+    }
+    assert_int_equal(sqlite3_exec(db,
+                                  "INSERT INTO hookd_outbox(seq, id, event_type, idempotency_key) VALUES (7, 'evt_a', 'a.b', 'k1');"
+                                  "DROP TRIGGER hookd_outbox_check_insert;"
+                                  "INSERT INTO hookd_outbox(seq, id, event_type) VALUES (9, 'evt_bad' || char(13) || char(10), 'a.b');",
+                                  NULL, NULL, &err), SQLITE_OK);
+    snprintf(dsn, sizeof dsn, "sqlite:%s", path);
+    assert_int_equal(store_open(dsn, &s), 0);
+    assert_int_equal(store_migrate(s), 0);
+    store_close(s);
+
+    query_text(db, "SELECT max(version) FROM hookd_schema", v, sizeof v);
+    assert_string_equal(v, "26");
+    query_text(db, "SELECT group_concat(seq || ':' || length(id), ',') FROM (SELECT * FROM hookd_outbox ORDER BY seq)", v,
+               sizeof v);
+    assert_string_equal(v, "7:5,9:9");
+    query_text(db, "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'hookd_outbox'", v, sizeof v);
+    assert_string_equal(v, "0");
+    query_text(db,
+               "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE type = 'index'"
+               " AND tbl_name = 'hookd_outbox' AND name LIKE 'hookd_%' ORDER BY name)",
+               v, sizeof v);
+    assert_string_equal(v, "hookd_outbox_idempotency,hookd_outbox_odd_id,hookd_outbox_odd_time,hookd_outbox_resource,"
+                           "hookd_outbox_undispatched");
+
+    /* The rules, on insert and on update, name the column. */
+    static const struct {
+        const char *sql, *rule;
+    } refused[] = {
+        {"INSERT INTO hookd_outbox(id, event_type) VALUES ('evt_x' || char(10), 'a.b')", "hookd_outbox.id must be"},
+        {"INSERT INTO hookd_outbox(event_type) VALUES ('a b')", "hookd_outbox.event_type must be"},
+        {"INSERT INTO hookd_outbox(event_type, account) VALUES ('a.b', 'acme' || char(127))", "hookd_outbox.account"},
+        {"INSERT INTO hookd_outbox(event_type, resource_type) VALUES ('a.b', char(27))", "hookd_outbox.resource_type"},
+        {"INSERT INTO hookd_outbox(event_type, resource_id) VALUES ('a.b', 'r' || char(0) || 'x')", "hookd_outbox.resource_id"},
+        {"UPDATE hookd_outbox SET id = 'evt_a' || char(13) WHERE seq = 7", "hookd_outbox.id must be"},
+        {"INSERT INTO hookd_outbox(event_type, idempotency_key) VALUES ('a.b', 'k1')", "UNIQUE"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        assert_int_not_equal(sqlite3_exec(db, refused[i].sql, NULL, NULL, &err), SQLITE_OK);
+        assert_non_null(strstr(err, refused[i].rule));
+        sqlite3_free(err);
+        err = NULL;
+    }
+    /* The legacy row can be marked as the relay rejects it; good rows go in bare. */
+    assert_int_equal(sqlite3_exec(db,
+                                  "UPDATE hookd_outbox SET dispatched_at = 1, error = 'event id contains control characters'"
+                                  " WHERE seq = 9;"
+                                  "INSERT INTO hookd_outbox(event_type, account) VALUES ('order.paid', 'Müller GmbH');",
+                                  NULL, NULL, &err), SQLITE_OK);
+    query_text(db, "SELECT count(*) || ' ' || max(seq) FROM hookd_outbox", v, sizeof v);
+    assert_string_equal(v, "3 10");
+    query_text(db, "PRAGMA ignore_check_constraints", v, sizeof v);
+    assert_string_equal(v, "0");
+    sqlite3_close(db);
+    unlink(path);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -250,7 +344,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_rollback_leaves_no_event), T(test_commit_stores_the_event), T(test_caller_id),
         T(test_bare_sql_insert),          T(test_invalid_input),           T(test_json_corpus),
-        T(test_no_schema),
+        T(test_no_schema),                T(test_outbox_rules_move_into_the_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
