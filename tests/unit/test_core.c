@@ -438,6 +438,12 @@ static void test_rfc3339(void **state)
     assert_string_equal(out, "1969-12-31T23:59:59.999Z");
     rfc3339_format(951782400000, out); /* 2000 is a leap year */
     assert_string_equal(out, "2000-02-29T00:00:00.000Z");
+    rfc3339_format(253402300799999, out); /* the last instant written digit by digit */
+    assert_string_equal(out, "9999-12-31T23:59:59.999Z");
+    rfc3339_format(253402300800000, out); /* five-digit years take the general path */
+    assert_string_equal(out, "10000-01-01T00:00:00.000Z");
+    rfc3339_format(-62167219200001, out);
+    assert_string_equal(out, "-001-12-31T23:59:59.999Z");
 
     /* Roundtrip over random instants between 1900 and 2400. */
     for (int i = 0; i < 2000; i++) {
