@@ -127,6 +127,19 @@ static size_t keyed_index(int alg, const unsigned char *key, size_t key_len)
     return h % KEYED_SLOTS;
 }
 
+/* A new context of alg keyed with key; NULL when OpenSSL fails. */
+static EVP_MAC_CTX *keyed_new(int alg, const void *key, size_t key_len)
+{
+    EVP_MAC_CTX *ctx = EVP_MAC_CTX_dup(hmac_template[alg]);
+
+    /* An empty key is legal HMAC; OpenSSL wants a non-NULL pointer for it. */
+    if (ctx != NULL && EVP_MAC_init(ctx, key_len > 0 ? key : (const void *)"", key_len, NULL) != 1) {
+        EVP_MAC_CTX_free(ctx);
+        ctx = NULL;
+    }
+    return ctx;
+}
+
 /*
  * A context keyed with key, ready for updates, and whether the caller frees
  * it (*owned: a context not kept in the table). NULL when OpenSSL fails.
@@ -141,11 +154,9 @@ static EVP_MAC_CTX *keyed_ctx(int alg, const void *key, size_t key_len, bool *ow
         struct keyed_slot *s = &t->slot[keyed_index(alg, key, key_len)];
         if (s->ctx != NULL && s->alg == alg && s->key_len == key_len && CRYPTO_memcmp(s->key, key, key_len) == 0)
             return EVP_MAC_init(s->ctx, NULL, 0, NULL) == 1 ? s->ctx : NULL; /* back to the keyed start */
-        ctx = EVP_MAC_CTX_dup(hmac_template[alg]);
-        if (ctx == NULL || EVP_MAC_init(ctx, key_len > 0 ? key : (const void *)"", key_len, NULL) != 1) {
-            EVP_MAC_CTX_free(ctx);
+        ctx = keyed_new(alg, key, key_len);
+        if (ctx == NULL)
             return NULL;
-        }
         EVP_MAC_CTX_free(s->ctx);
         s->ctx = ctx;
         s->alg = alg;
@@ -154,13 +165,8 @@ static EVP_MAC_CTX *keyed_ctx(int alg, const void *key, size_t key_len, bool *ow
         memcpy(s->key, key, key_len);
         return ctx;
     }
-    ctx = EVP_MAC_CTX_dup(hmac_template[alg]);
-    /* An empty key is legal HMAC; OpenSSL wants a non-NULL pointer for it. */
-    if (ctx == NULL || EVP_MAC_init(ctx, key_len > 0 ? key : (const void *)"", key_len, NULL) != 1) {
-        EVP_MAC_CTX_free(ctx);
-        return NULL;
-    }
-    *owned = true;
+    ctx = keyed_new(alg, key, key_len);
+    *owned = ctx != NULL;
     return ctx;
 }
 

@@ -10,21 +10,24 @@
 /* Unix milliseconds now, in SQL (julianday of the epoch is 2440587.5). */
 #define SQL_NOW_MS "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
 
+/* The outbox's columns as version 1 made them (the rebuild of version 26 starts from them). */
+#define SQ_OUTBOX_V1_COLUMNS                                                                                    \
+    " seq INTEGER PRIMARY KEY,"                                                                                 \
+    " id TEXT NOT NULL UNIQUE DEFAULT ('evt_' || printf('%012x', " SQL_NOW_MS ") || lower(hex(randomblob(10)))),"   \
+    " account TEXT,"                                                                                            \
+    " event_type TEXT NOT NULL,"                                                                                \
+    " resource_type TEXT,"                                                                                      \
+    " resource_id TEXT,"                                                                                        \
+    " resource_version INTEGER,"                                                                                \
+    " payload TEXT NOT NULL DEFAULT '{}',"                                                                      \
+    " idempotency_key TEXT,"                                                                                    \
+    " created_at INTEGER NOT NULL DEFAULT (" SQL_NOW_MS "),"                                                    \
+    " dispatched_at INTEGER"
+
 static const char schema_v1[] =
     /* The outbox is the public contract: a bare INSERT of event_type and
      * payload from any application gets an evt_ id and created_at. */
-    "CREATE TABLE hookd_outbox ("
-    " seq INTEGER PRIMARY KEY,"
-    " id TEXT NOT NULL UNIQUE DEFAULT ('evt_' || printf('%012x', " SQL_NOW_MS ") || lower(hex(randomblob(10)))),"
-    " account TEXT,"
-    " event_type TEXT NOT NULL,"
-    " resource_type TEXT,"
-    " resource_id TEXT,"
-    " resource_version INTEGER,"
-    " payload TEXT NOT NULL DEFAULT '{}',"
-    " idempotency_key TEXT,"
-    " created_at INTEGER NOT NULL DEFAULT (" SQL_NOW_MS "),"
-    " dispatched_at INTEGER);"
+    "CREATE TABLE hookd_outbox (" SQ_OUTBOX_V1_COLUMNS ");"
     /* Partial: rows without a key cost no index entry. */
     "CREATE UNIQUE INDEX hookd_outbox_idempotency ON hookd_outbox(idempotency_key)"
     " WHERE idempotency_key IS NOT NULL;"
@@ -700,18 +703,7 @@ static const char schema_deliveries_due_unleased[] =
 static const char schema_outbox_checks_inline[] =
     "DROP TRIGGER IF EXISTS hookd_outbox_check_insert;" /* IF EXISTS: an operator may have dropped one */
     "DROP TRIGGER IF EXISTS hookd_outbox_check_update;"
-    "CREATE TABLE hookd_outbox_rebuilt ("
-    " seq INTEGER PRIMARY KEY,"
-    " id TEXT NOT NULL UNIQUE DEFAULT ('evt_' || printf('%012x', " SQL_NOW_MS ") || lower(hex(randomblob(10)))),"
-    " account TEXT,"
-    " event_type TEXT NOT NULL,"
-    " resource_type TEXT,"
-    " resource_id TEXT,"
-    " resource_version INTEGER,"
-    " payload TEXT NOT NULL DEFAULT '{}',"
-    " idempotency_key TEXT,"
-    " created_at INTEGER NOT NULL DEFAULT (" SQL_NOW_MS "),"
-    " dispatched_at INTEGER,"
+    "CREATE TABLE hookd_outbox_rebuilt (" SQ_OUTBOX_V1_COLUMNS ","
     " error TEXT,"
     " CONSTRAINT \"hookd_outbox.id must be 1 to 63 characters of A-Z a-z 0-9 _ . : -\""
     "  CHECK (typeof(id) = 'text' AND " SQ_BYTES_COL("id") " BETWEEN 1 AND 63"
