@@ -191,20 +191,34 @@ static int claim_candidates(struct store *s, int64_t now, int limit, int default
                             char **literal, struct claim_locked *locked)
 {
     struct pg_params p = {.n = 0};
+    struct pg_array full = {0};
+    const char *full_literal;
     PGresult *res;
     size_t cap = 3, len = 1;
     int rows, result;
 
     *literal = NULL;
+    /* The caller's endpoints full of its own leases (lease_limits.full): held, with rows due, and not walked. */
+    for (size_t i = 0; i < lim->n_full; i++) {
+        pg_array_text(&full, lim->full[i]);
+        lease_limits_held(lim, lim->full[i]);
+    }
+    full_literal = pg_array_end(&full);
+    if (!full_literal) {
+        pg_array_free(&full);
+        return HOOKD_ENOMEM;
+    }
     pg_param_i64(&p, 1, now);
     pg_param_int(&p, 2, default_cap);
     pg_param_int(&p, 3, limit);
+    pg_param_text_array(&p, 4, full_literal);
     result = pg_run(s, PG_DELIVERY_CLAIM_ENDPOINTS,
                     /* The leases are counted for endpoints with due rows only; full ones are listed last. */
                     "WITH due AS MATERIALIZED (SELECT e.id, e.cap, e.rate, f.first_at,"
                     "  e.cap > 0 AND " INFLIGHT_COUNT("e.id", "$1") " >= e.cap AS full"
                     "  FROM (SELECT id, rate_limit AS rate, CASE WHEN max_in_flight > 0"
-                    "   THEN max_in_flight WHEN $2 > 0 THEN $2 ELSE 0 END AS cap FROM hookd_endpoints WHERE enabled) e"
+                    "   THEN max_in_flight WHEN $2 > 0 THEN $2 ELSE 0 END AS cap FROM hookd_endpoints"
+                    "   WHERE enabled AND id <> ALL ($4::text[])) e"
                     "  CROSS JOIN LATERAL (SELECT d.next_attempt_at AS first_at FROM hookd_deliveries d"
                     "   WHERE d.endpoint_id = e.id AND d.status IN " OPEN_STATUSES " AND d.next_attempt_at <= $1"
                     "   AND (d.lease_owner IS NULL OR d.lease_until < $1) ORDER BY d.next_attempt_at, d.id LIMIT 1) f)"
@@ -212,6 +226,7 @@ static int claim_candidates(struct store *s, int64_t now, int limit, int default
                     "  false FROM (SELECT * FROM due WHERE NOT due.full ORDER BY due.first_at, due.id LIMIT $3 OFFSET 0) c"
                     " UNION ALL SELECT due.id, false, true FROM due WHERE due.full",
                     &p, &res);
+    pg_array_free(&full);
     if (result)
         return result;
     rows = PQntuples(res);
