@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/ids.h"
 #include "store/postgres_internal.h"
 #include "store/store.h"
@@ -502,6 +503,60 @@ static void test_completion_wakes_by_key(void **state)
     assert_false(other);
 }
 
+/*
+ * A claim finds each endpoint's earliest due row through
+ * hookd_deliveries_endpoint_due, whatever the statistics said when its
+ * generic plan was made. Here they were taken before the endpoints that now
+ * have backlogs existed (their ids are not among the common values), and the
+ * due index has grown dead entries since: a plan free to sort chose another
+ * index of each endpoint's rows and a sort, reading every open row of every
+ * endpoint in each claim.
+ */
+static void test_claim_walks_the_due_index(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    struct lease_limits lim = {.default_cap = 64};
+    struct job_list jobs;
+    char sql[256];
+    PGresult *res;
+    bool due_index = false, sorted = false;
+
+    session_exec(fx->s, "ALTER TABLE hookd_deliveries SET (autovacuum_enabled = false)");
+    session_exec(fx->s, "INSERT INTO hookd_deliveries(id, event_id, endpoint_id, status, next_attempt_at)"
+                        " SELECT 'd' || g, 'e' || g, 'ep_old' || (g % 9), 'delivered', g FROM generate_series(1, 20000) g");
+    session_exec(fx->s, "ANALYZE hookd_deliveries");
+    session_exec(fx->s, "INSERT INTO hookd_endpoints(id, url, enabled, created_at, updated_at)"
+                        " SELECT 'ep_new' || g, 'http://127.0.0.1:9/', true, 0, 0 FROM generate_series(1, 9) g");
+    for (int round = 0; round < 3; round++) {
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO hookd_deliveries(id, event_id, endpoint_id, status, next_attempt_at)"
+                 " SELECT 'r%d_' || g, 'f%d_' || g, 'ep_new' || (1 + g %% 9), 'pending', g FROM generate_series(1, 20000) g",
+                 round, round);
+        session_exec(fx->s, sql);
+        if (round < 2)
+            session_exec(fx->s, "UPDATE hookd_deliveries SET status = 'delivered' WHERE status = 'pending'");
+    }
+    /* Prepares the statements (the plans are made now); the rows have no events, so none is taken. */
+    assert_int_equal(store_delivery_claim_due(fx->s, "n1", now, now + 30000, 10, &lim, &jobs), 0);
+    job_list_free(&jobs);
+    res = PQexec(fx->s->conn, "SELECT name FROM pg_prepared_statements WHERE statement LIKE 'WITH due AS MATERIALIZED%'");
+    assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+    assert_int_equal(PQntuples(res), 1);
+    snprintf(sql, sizeof sql, "EXPLAIN EXECUTE %s(%lld, 64, 10, '{}')", PQgetvalue(res, 0, 0), (long long)now);
+    PQclear(res);
+    res = PQexec(fx->s->conn, sql);
+    assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+    for (int i = 0; i < PQntuples(res); i++) {
+        const char *line = PQgetvalue(res, i, 0);
+        due_index |= strstr(line, "using hookd_deliveries_endpoint_due on hookd_deliveries d ") != NULL;
+        sorted |= strstr(line, "Sort Key: d.next_attempt_at") != NULL;
+    }
+    PQclear(res);
+    assert_true(due_index);
+    assert_false(sorted);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -517,6 +572,7 @@ int main(void)
         T(test_pipelined_statements),
         T(test_status_list_uses_undelivered_index),
         T(test_completion_wakes_by_key),
+        T(test_claim_walks_the_due_index),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
