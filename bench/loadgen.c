@@ -387,6 +387,25 @@ static double median(double *v, size_t n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/*
+ * LOADGEN_PHASE_CMD, when set, runs (through sh, and is waited for) at each measured part's edges
+ * with the round, the phase's hung endpoints and the edge ("backlog", "burst", "paced", "end")
+ * as arguments: a way to reset and read per-phase counters (pg_stat_statements, perf) exactly at
+ * the edges. Its time falls between the parts, outside what they measure.
+ */
+static void isolation_phase_edge(long round, long hung, const char *edge)
+{
+    const char *cmd = getenv("LOADGEN_PHASE_CMD");
+    char line[1024];
+
+    if (cmd == NULL || cmd[0] == '\0')
+        return;
+    snprintf(line, sizeof line, "%s %ld %ld %s", cmd, round, hung, edge);
+    fflush(NULL);
+    if (system(line) != 0)
+        fprintf(stderr, "loadgen: LOADGEN_PHASE_CMD failed at round %ld, %ld hung, %s\n", round, hung, edge);
+}
+
 #define ISOLATION_HUNG_MAX 8
 #define ISOLATION_ROUNDS_MAX 100
 
@@ -429,8 +448,10 @@ static int run_isolation(struct bench *b)
                 if (create_endpoint_id(&b->nodes.proc[0], b->token, hole.port, b->o.max_in_flight, "bench.hung",
                                        ids[made]) != 0)
                     goto out;
+            isolation_phase_edge(r + 1, hung, "backlog");
             if (hung > 0 && isolation_backlog(b, n) != 0)
                 goto out;
+            isolation_phase_edge(r + 1, hung, "burst");
             if (publisher_open(&p, b->o.store, b->target, &b->table, b->o.batch, b->o.payload_bytes) != 0) {
                 publisher_close(&p);
                 goto out;
@@ -444,8 +465,10 @@ static int run_isolation(struct bench *b)
                 goto out;
             dps[ph][r] = (double)n / ((double)(atomic_load(&b->table.last_arrival_ns) - first) / 1e9);
             long held = atomic_load(&hole.held);
+            isolation_phase_edge(r + 1, hung, "paced");
             if (isolation_paced(b, seq, &p50, &p99s[ph][r], &achieved) != 0)
                 goto out;
+            isolation_phase_edge(r + 1, hung, "end");
             seq += b->o.rate * (b->o.seconds + b->o.warmup) * b->o.publishers;
             printf("isolation round %ld: %ld hung endpoint%s (%ld requests held): healthy %.0f deliveries/s; "
                    "at %.0f/s p50 %.3f ms, p99 %.3f ms\n",

@@ -24,6 +24,8 @@
 
 /* ---- claims (op_claim on the writer thread; the rest on the loop) ----------- */
 
+static bool held_by_own_leases(struct dispatcher *q, const struct ep_state *st);
+
 static int op_claim(struct store *s, void *arg)
 {
     struct dispatcher *q = arg;
@@ -36,7 +38,9 @@ static int op_claim(struct store *s, void *arg)
                                .n_capped = c->n_capped,
                                .held = c->held,
                                .held_room = c->held != NULL ? CLAIM_HELD_ROOM : 0,
-                               .n_held = &c->n_held};
+                               .n_held = &c->n_held,
+                               .full = (const char (*)[HOOKD_ID_MAX])c->full,
+                               .n_full = c->n_full};
     bool more_due = false;
     int64_t at = 0;
     int rc;
@@ -57,8 +61,9 @@ static int op_claim(struct store *s, void *arg)
      * A full batch is followed by the next claim at once (claims_finished): its answer would go unused.
      * An endpoint that used up its slots may have more rows due now: that is the answer, or close
      * enough (the claim after the next results finds out), and spares a walk past its leased rows.
+     * So do the ones left out as full of our own leases: the last claim left rows of theirs due.
      */
-    if (c->jobs.n >= (size_t)c->limit || more_due) {
+    if (c->jobs.n >= (size_t)c->limit || more_due || c->n_full > 0) {
         c->next_due = c->now;
         return 0;
     }
@@ -107,6 +112,37 @@ struct capped_pass {
     size_t n, room; /* counted (or collected) so far; room in c->capped */
 };
 
+/*
+ * Shared store: the endpoints the last claim held that our own leases now
+ * fill. The claim leaves them out (lease_limits.full): beside hung endpoints
+ * at their caps, each claim walked past their leased rows (64 each, on every
+ * claim of the healthy endpoint's backlog) only to learn that they were full.
+ */
+struct full_pass {
+    struct dispatcher *q;
+    size_t n, room; /* counted (or collected) so far; room in q->claim.full */
+};
+
+static bool claim_full(struct dispatcher *q, const struct ep_state *st)
+{
+    return st->held_back && held_by_own_leases(q, st);
+}
+
+static void full_count(struct ep_state *st, void *arg)
+{
+    struct full_pass *p = arg;
+
+    p->n += claim_full(p->q, st);
+}
+
+static void full_collect(struct ep_state *st, void *arg)
+{
+    struct full_pass *p = arg;
+
+    if (p->n < p->room && claim_full(p->q, st))
+        snprintf(p->q->claim.full[p->n++], HOOKD_ID_MAX, "%s", st->id);
+}
+
 static void capped_collect(struct ep_state *st, void *arg)
 {
     struct capped_pass *p = arg;
@@ -125,6 +161,7 @@ static void capped_count(struct ep_state *st, void *arg)
 void claims_maybe(struct dispatcher *q, int64_t now)
 {
     struct capped_pass pass = {.c = &q->claim, .mono = clock_mono_ms()};
+    struct full_pass fp = {.q = q};
     int room, rc;
 
     if (q->claim_in_flight || atomic_load(&q->stopping))
@@ -145,6 +182,7 @@ void claims_maybe(struct dispatcher *q, int64_t now)
         return;
     char (*held)[HOOKD_ID_MAX] = q->claim.held; /* kept from claim to claim */
     free(q->claim.capped);
+    free(q->claim.full);
     memset(&q->claim, 0, sizeof q->claim);
     /* Without room to name them (out of memory), every endpoint counts as held. */
     q->claim.held = held != NULL ? held : calloc(CLAIM_HELD_ROOM, sizeof *q->claim.held);
@@ -157,6 +195,15 @@ void claims_maybe(struct dispatcher *q, int64_t now)
     }
     q->claim.limit = room < CLAIM_BATCH_MAX ? room : CLAIM_BATCH_MAX;
     q->claim.capped_mono = pass.mono;
+    /* Judged at capped_mono, as held_mark judges them (held_by_own_leases); a claim writer of its own means a shared store. */
+    if (q->deps.claimer != NULL)
+        endpoint_cache_each(&q->cache, full_count, &fp);
+    if (fp.n > 0 && (q->claim.full = calloc(fp.n, sizeof *q->claim.full)) != NULL) {
+        fp.room = fp.n;
+        fp.n = 0;
+        endpoint_cache_each(&q->cache, full_collect, &fp);
+        q->claim.n_full = fp.n;
+    }
     q->claim.now = now;
     if (q->deps.retry.window_ms > 0 && now >= q->expire_at) {
         /* A twentieth of the window late at most (a second at least, EXPIRE_EVERY_MAX_MS at most). */

@@ -1186,6 +1186,7 @@ static void dispatcher_free(struct dispatcher *q)
     free(q->idle);
     free(q->board);
     free(q->claim.capped);
+    free(q->claim.full);
     free(q->claim.held);
     renewal_free(q);
     pthread_mutex_destroy(&q->board_mu);

@@ -56,6 +56,8 @@ struct claim {
     size_t n_held;                /* all of them, also beyond CLAIM_HELD_ROOM */
     int64_t now, lease_until;
     int64_t capped_mono;          /* when capped was judged (claim_capped) */
+    char (*full)[HOOKD_ID_MAX];   /* shared store: held endpoints full of our own leases (lease_limits.full) */
+    size_t n_full;
     struct job_list jobs;
     int64_t next_due; /* NEVER when nothing is scheduled */
     int64_t expire_window_ms; /* > 0: first, paused endpoints' deliveries past this window become dead */

@@ -28,6 +28,8 @@ enum {
     PG_DELIVERY_GET,
     PG_DELIVERY_REPLAY,
     PG_ATTEMPT_LIST,
+    PG_DELIVERY_SORT_OFF,
+    PG_DELIVERY_SORT_RESET,
     PG_DELIVERY_LIST,
     PG_DELIVERY_LIST_LAST = PG_DELIVERY_LIST + DL_F_COMBINATIONS - 1,
     PG_DELIVERY_REPLAY_MANY,
@@ -68,6 +70,19 @@ _Static_assert((int)PG_DELIVERIES_END <= (int)PG_ENDPOINT_STATE, "the deliveries
 #define BACKLOG_OF(ep, now)                                                                          \
     "(SELECT true FROM hookd_deliveries d WHERE d.endpoint_id = " ep " AND d.status IN " OPEN_STATUSES \
     " AND d.next_attempt_at <= " now " AND (d.lease_owner IS NULL OR d.lease_until < " now ") LIMIT 1)"
+/*
+ * The rows an ended ordered delivery wakes (STORE_ORDER_WAKEABLE), found by
+ * key, their status a parameter (the statement's placeholder pending, bound
+ * to 'pending'). Written as the literal, the condition matches the status
+ * index (and implies the open-status partial indexes' predicate), and a
+ * generic plan made while pending rows were rare (after an ANALYZE that saw
+ * mostly delivered ones) walks every pending delivery with the keys as a
+ * filter: beside 8 hung endpoints' backlogs, 83,000 rows and 5,500 buffers in
+ * every completion, whether or not any row was ordered. A parameter implies
+ * no index predicate and matches no index column, so the keys' index is the
+ * only way in.
+ */
+#define WAKEABLE_BY_KEY(d, now, pending) STORE_ORDER_WAKEABLE_AS(d, now, pending)
 /* First key of the claim's per-endpoint pg_advisory_xact_lock(int, int) ("hkdp"). */
 #define CLAIM_LOCK_CLASS "1751868528"
 
@@ -155,6 +170,20 @@ static void array_literal_add(char *buf, size_t cap, size_t *len, const char *v)
     buf[*len] = '\0';
 }
 
+/* The claim's candidates (claim_candidates); the leases are counted for endpoints with due rows only, full ones listed last. */
+#define CLAIM_ENDPOINTS_SQL                                                                                      \
+    "WITH due AS MATERIALIZED (SELECT e.id, e.cap, e.rate, f.first_at,"                                          \
+    "  e.cap > 0 AND " INFLIGHT_COUNT("e.id", "$1") " >= e.cap AS full"                                          \
+    "  FROM (SELECT id, rate_limit AS rate, CASE WHEN max_in_flight > 0"                                         \
+    "   THEN max_in_flight WHEN $2 > 0 THEN $2 ELSE 0 END AS cap FROM hookd_endpoints"                          \
+    "   WHERE enabled AND id <> ALL ($4::text[])) e"                                                             \
+    "  CROSS JOIN LATERAL (SELECT d.next_attempt_at AS first_at FROM hookd_deliveries d"                         \
+    "   WHERE d.endpoint_id = e.id AND d.status IN " OPEN_STATUSES " AND d.next_attempt_at <= $1"                \
+    "   AND (d.lease_owner IS NULL OR d.lease_until < $1) ORDER BY d.next_attempt_at, d.id LIMIT 1) f)"          \
+    " SELECT c.id, (c.cap <= 0 AND c.rate <= 0) OR pg_try_advisory_xact_lock(" CLAIM_LOCK_CLASS ", hashtext(c.id)),"  \
+    "  false FROM (SELECT * FROM due WHERE NOT due.full ORDER BY due.first_at, due.id LIMIT $3 OFFSET 0) c"     \
+    " UNION ALL SELECT due.id, false, true FROM due WHERE due.full"
+
 /* The candidates a claim locked, to tell which of them its rows drained (lease_limits.held). */
 #define CLAIM_LOCKED_MAX STORE_LIST_MAX
 struct claim_locked {
@@ -178,27 +207,54 @@ static int claim_candidates(struct store *s, int64_t now, int limit, int default
                             char **literal, struct claim_locked *locked)
 {
     struct pg_params p = {.n = 0};
-    PGresult *res;
+    struct pg_array full = {0};
+    const char *full_literal;
+    PGresult *piped[3] = {NULL, NULL, NULL}, *res;
     size_t cap = 3, len = 1;
     int rows, result;
 
     *literal = NULL;
+    /* The caller's endpoints full of its own leases (lease_limits.full): held, with rows due, and not walked. */
+    for (size_t i = 0; i < lim->n_full; i++) {
+        pg_array_text(&full, lim->full[i]);
+        lease_limits_held(lim, lim->full[i]);
+    }
+    full_literal = pg_array_end(&full);
+    if (!full_literal) {
+        pg_array_free(&full);
+        return HOOKD_ENOMEM;
+    }
     pg_param_i64(&p, 1, now);
     pg_param_int(&p, 2, default_cap);
     pg_param_int(&p, 3, limit);
-    result = pg_run(s, PG_DELIVERY_CLAIM_ENDPOINTS,
-                    /* The leases are counted for endpoints with due rows only; full ones are listed last. */
-                    "WITH due AS MATERIALIZED (SELECT e.id, e.cap, e.rate, f.first_at,"
-                    "  e.cap > 0 AND " INFLIGHT_COUNT("e.id", "$1") " >= e.cap AS full"
-                    "  FROM (SELECT id, rate_limit AS rate, CASE WHEN max_in_flight > 0"
-                    "   THEN max_in_flight WHEN $2 > 0 THEN $2 ELSE 0 END AS cap FROM hookd_endpoints WHERE enabled) e"
-                    "  CROSS JOIN LATERAL (SELECT d.next_attempt_at AS first_at FROM hookd_deliveries d"
-                    "   WHERE d.endpoint_id = e.id AND d.status IN " OPEN_STATUSES " AND d.next_attempt_at <= $1"
-                    "   AND (d.lease_owner IS NULL OR d.lease_until < $1) ORDER BY d.next_attempt_at, d.id LIMIT 1) f)"
-                    " SELECT c.id, (c.cap <= 0 AND c.rate <= 0) OR pg_try_advisory_xact_lock(" CLAIM_LOCK_CLASS ", hashtext(c.id)),"
-                    "  false FROM (SELECT * FROM due WHERE NOT due.full ORDER BY due.first_at, due.id LIMIT $3 OFFSET 0) c"
-                    " UNION ALL SELECT due.id, false, true FROM due WHERE due.full",
-                    &p, &res);
+    pg_param_text_array(&p, 4, full_literal);
+    /*
+     * Sorts priced out for this statement, in its pipeline (its generic plan
+     * is made, and made again after an ANALYZE, at its run between the two
+     * set_config calls): each endpoint's earliest due row then comes from
+     * hookd_deliveries_endpoint_due, the one index in that order, never from
+     * another index of the endpoint's rows and a sort. Statistics taken
+     * before an endpoint's backlog (its id not among their common values: a
+     * new endpoint, or a bench phase's) made that sort look like one row an
+     * endpoint, and it read every open row of every endpoint in each claim
+     * (9,700-13,000 buffers a claim beside 8 paused endpoints' backlogs). The
+     * candidates' own sort has no other way and stays; the session's own
+     * setting comes back after it (transaction-local, so an op rolled back
+     * takes it back too).
+     */
+    result = pg_run_many(s,
+                         (const struct pg_stmt[]){
+                             {PG_DELIVERY_SORT_OFF, "SELECT set_config('enable_sort', 'off', true)", NULL},
+                             {PG_DELIVERY_CLAIM_ENDPOINTS, CLAIM_ENDPOINTS_SQL, &p},
+                             {PG_DELIVERY_SORT_RESET,
+                              "SELECT set_config('enable_sort', reset_val, true) FROM pg_settings"
+                              " WHERE name = 'enable_sort'",
+                              NULL}},
+                         3, piped);
+    PQclear(piped[0]);
+    PQclear(piped[2]);
+    res = piped[1];
+    pg_array_free(&full);
     if (result)
         return result;
     rows = PQntuples(res);
@@ -683,6 +739,7 @@ static int postgres_delivery_complete_many(struct store *s, const struct deliver
             pg_param_text_array(&p, c + 1, literal);
     }
     pg_param_i64(&p, CM_COLUMNS + 1, now);
+    pg_param_text(&p, CM_COLUMNS + 2, "pending"); /* WAKEABLE_BY_KEY */
     if (result == 0)
         result = pg_run(s, PG_DELIVERY_COMPLETE_MANY,
                         "WITH r AS (SELECT * FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
@@ -704,7 +761,7 @@ static int postgres_delivery_complete_many(struct store *s, const struct deliver
                         /* By key, not a join (INFLIGHT_DROP says why). */
                         " wk AS (UPDATE hookd_deliveries n SET next_attempt_at = $16"
                         "  WHERE n.id = ANY (ARRAY(SELECT id FROM nx WHERE id IS NOT NULL))"
-                        "  AND" STORE_ORDER_WAKEABLE("n", "$16") "),"
+                        "  AND" WAKEABLE_BY_KEY("n", "$16", "$17") "),"
                         " f AS (" INFLIGHT_DROP("u") "),"
                         " a AS (INSERT INTO hookd_attempts(delivery_id, n, started_at, duration_ms, status_code,"
                         "  error_class, error, response_body, node, response_truncated)"

@@ -319,6 +319,16 @@ struct lease_limits {
     char (*held)[HOOKD_ID_MAX];
     size_t held_room;
     size_t *n_held;
+    /*
+     * In, optional (claims on a shared store): endpoints the caller's last
+     * claim held whose own leases now fill all their cap allows. Nothing but
+     * the end of one of those leases lets another of their rows go (no other
+     * node may lease past the cap), so the claim need not walk past their
+     * leased rows to learn that: it may leave them out and list them as held,
+     * with rows due now. A backend may ignore it and look for itself.
+     */
+    const char (*full)[HOOKD_ID_MAX];
+    size_t n_full;
 };
 
 /* Lists endpoint_id in lim's held endpoints (lease_limits), if it asks for them. */

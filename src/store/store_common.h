@@ -114,9 +114,14 @@ void store_hex_encode(const void *p, size_t n, char *out);
     STORE_ORDER_INFLIGHT_RECHECK_SQL ") ELSE 0 END) FROM hookd_deliveries p"                                     \
     " WHERE p.endpoint_id = " d ".endpoint_id AND p.order_key = " d ".order_key AND p.order_seq < " d ".order_seq"  \
     " AND p.status IN ('pending', 'retrying') ORDER BY p.order_seq LIMIT 1) END"
-/* What a woken row must be: pending, never attempted, moved behind its head (due later than now). */
-#define STORE_ORDER_WAKEABLE(d, now) \
-    " " d ".status = 'pending' AND " d ".attempt_count = 0 AND " d ".next_attempt_at > " now
+/*
+ * What a woken row must be: pending, never attempted, moved behind its head
+ * (due later than now). STORE_ORDER_WAKEABLE_AS takes the status as an SQL
+ * expression (a parameter holding 'pending': postgres_deliveries.c says why).
+ */
+#define STORE_ORDER_WAKEABLE_AS(d, now, pending) \
+    " " d ".status = " pending " AND " d ".attempt_count = 0 AND " d ".next_attempt_at > " now
+#define STORE_ORDER_WAKEABLE(d, now) STORE_ORDER_WAKEABLE_AS(d, now, "'pending'")
 #define STORE_ORDER_RANK(d) "(COALESCE(" d ".order_version, -9223372036854775807 - 1), " d ".order_seq)"
 #define STORE_ORDER_NEWER(n, d) STORE_ORDER_RANK(n) " > " STORE_ORDER_RANK(d)
 /* The latest-mode superseding of one (endpoint, key), its three placeholders given as text ("$1"…/"?1"…). */

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/ids.h"
 #include "store/postgres_internal.h"
 #include "store/store.h"
@@ -433,6 +434,129 @@ static void test_status_list_uses_undelivered_index(void **state)
     free(plan);
 }
 
+/* Runs sql on the store's own session (the test's database). */
+static void session_exec(struct store *s, const char *sql)
+{
+    PGresult *r = PQexec(s->conn, sql);
+    ExecStatusType st = PQresultStatus(r);
+
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", sql, PQerrorMessage(s->conn));
+    PQclear(r);
+}
+
+/*
+ * An ended ordered delivery wakes its resource's next row by key: the
+ * completion's generic plan reads no status index, whatever the statistics
+ * said when it was made. Here an ANALYZE saw delivered rows only, and pending
+ * ones came after it (a backlog after a quiet spell): with the status written
+ * as the literal 'pending', that plan walked every pending delivery through
+ * hookd_deliveries_status, with the keys as a filter, in every completion
+ * (83,000 rows beside 8 hung endpoints' backlogs).
+ */
+static void test_completion_wakes_by_key(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = 1700000000000;
+    struct delivery_result r = {.delivery_id = "dl_none", .lease_owner = "n1", .lease_token = 1,
+                                .status = DELIVERY_DELIVERED,
+                                .attempt = {.n = 1, .started_at = now, .duration_ms = 1, .status_code = 200}};
+    char sql[640];
+    int one = -1;
+    PGresult *res;
+    bool by_key = false, other = false;
+
+    session_exec(fx->s, "ALTER TABLE hookd_deliveries SET (autovacuum_enabled = false)");
+    session_exec(fx->s, "INSERT INTO hookd_deliveries(id, event_id, endpoint_id, status, next_attempt_at)"
+                        " SELECT 'dl_' || g, 'ev_' || g, 'ep_a', 'delivered', NULL FROM generate_series(1, 3000) g");
+    session_exec(fx->s, "ANALYZE hookd_deliveries");
+    session_exec(fx->s, "INSERT INTO hookd_deliveries(id, event_id, endpoint_id, status, next_attempt_at)"
+                        " SELECT 'dl_' || g, 'ev_' || g, 'ep_b', 'pending', 0 FROM generate_series(3001, 6000) g");
+    /* Prepares the statement (its generic plan is made now) and fences the result out: no such lease. */
+    assert_int_equal(store_delivery_complete_many(fx->s, &r, 1, now, &one), 0);
+    assert_int_equal(one, HOOKD_ESTALE);
+    res = PQexec(fx->s->conn, "SELECT name FROM pg_prepared_statements WHERE statement LIKE 'WITH r AS (SELECT * FROM unnest(%'"
+                              " AND statement LIKE '%INSERT INTO hookd_attempts%'");
+    assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+    assert_int_equal(PQntuples(res), 1);
+    snprintf(sql, sizeof sql,
+             "EXPLAIN EXECUTE %s('{dl_none}', '{n1}', '{1}', '{delivered}', '{1}', '{0}', '{200}', '{NULL}', '{%lld}',"
+             " '{1}', '{NULL}', '{NULL}', '{n1}', '{NULL}', '{0}', %lld, 'pending')",
+             PQgetvalue(res, 0, 0), (long long)now, (long long)now);
+    PQclear(res);
+    res = PQexec(fx->s->conn, sql);
+    assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+    /* The wake-up's rows (alias n) come from the primary key, and from no other index. */
+    for (int i = 0; i < PQntuples(res); i++) {
+        const char *line = PQgetvalue(res, i, 0);
+        if (strstr(line, "Scan") == NULL || strstr(line, " on hookd_deliveries n ") == NULL)
+            continue;
+        if (strstr(line, "using hookd_deliveries_pkey on") != NULL) {
+            by_key = true;
+        } else {
+            other = true;
+            print_message("%s\n", line);
+        }
+    }
+    PQclear(res);
+    assert_true(by_key);
+    assert_false(other);
+}
+
+/*
+ * A claim finds each endpoint's earliest due row through
+ * hookd_deliveries_endpoint_due, whatever the statistics said when its
+ * generic plan was made. Here they were taken before the endpoints that now
+ * have backlogs existed (their ids are not among the common values), and the
+ * due index has grown dead entries since: a plan free to sort chose another
+ * index of each endpoint's rows and a sort, reading every open row of every
+ * endpoint in each claim.
+ */
+static void test_claim_walks_the_due_index(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    struct lease_limits lim = {.default_cap = 64};
+    struct job_list jobs;
+    char sql[256];
+    PGresult *res;
+    bool due_index = false, sorted = false;
+
+    session_exec(fx->s, "ALTER TABLE hookd_deliveries SET (autovacuum_enabled = false)");
+    session_exec(fx->s, "INSERT INTO hookd_deliveries(id, event_id, endpoint_id, status, next_attempt_at)"
+                        " SELECT 'd' || g, 'e' || g, 'ep_old' || (g % 9), 'delivered', g FROM generate_series(1, 20000) g");
+    session_exec(fx->s, "ANALYZE hookd_deliveries");
+    session_exec(fx->s, "INSERT INTO hookd_endpoints(id, url, enabled, created_at, updated_at)"
+                        " SELECT 'ep_new' || g, 'http://127.0.0.1:9/', true, 0, 0 FROM generate_series(1, 9) g");
+    for (int round = 0; round < 3; round++) {
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO hookd_deliveries(id, event_id, endpoint_id, status, next_attempt_at)"
+                 " SELECT 'r%d_' || g, 'f%d_' || g, 'ep_new' || (1 + g %% 9), 'pending', g FROM generate_series(1, 20000) g",
+                 round, round);
+        session_exec(fx->s, sql);
+        if (round < 2)
+            session_exec(fx->s, "UPDATE hookd_deliveries SET status = 'delivered' WHERE status = 'pending'");
+    }
+    /* Prepares the statements (the plans are made now); the rows have no events, so none is taken. */
+    assert_int_equal(store_delivery_claim_due(fx->s, "n1", now, now + 30000, 10, &lim, &jobs), 0);
+    job_list_free(&jobs);
+    res = PQexec(fx->s->conn, "SELECT name FROM pg_prepared_statements WHERE statement LIKE 'WITH due AS MATERIALIZED%'");
+    assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+    assert_int_equal(PQntuples(res), 1);
+    snprintf(sql, sizeof sql, "EXPLAIN EXECUTE %s(%lld, 64, 10, '{}')", PQgetvalue(res, 0, 0), (long long)now);
+    PQclear(res);
+    res = PQexec(fx->s->conn, sql);
+    assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+    for (int i = 0; i < PQntuples(res); i++) {
+        const char *line = PQgetvalue(res, i, 0);
+        due_index |= strstr(line, "using hookd_deliveries_endpoint_due on hookd_deliveries d ") != NULL;
+        sorted |= strstr(line, "Sort Key: d.next_attempt_at") != NULL;
+    }
+    PQclear(res);
+    assert_true(due_index);
+    assert_false(sorted);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -447,6 +571,8 @@ int main(void)
         T(test_session_planner_settings),
         T(test_pipelined_statements),
         T(test_status_list_uses_undelivered_index),
+        T(test_completion_wakes_by_key),
+        T(test_claim_walks_the_due_index),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -431,6 +431,47 @@ static void test_cap_concurrent_claim_and_late_insert(void **state)
     cap_scene_free(&sc);
 }
 
+/*
+ * An endpoint the caller names as full of its own leases (lease_limits.full)
+ * is held, with none of its rows leased, and the claim goes on with the
+ * others; a backend may take the hint or look for itself: the answer is the
+ * same.
+ */
+static void test_cap_claim_full_of_own_leases(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    char held[4][HOOKD_ID_MAX], full[1][HOOKD_ID_MAX];
+    size_t n_held = 0;
+    struct lease_limits lim = {.default_cap = 0, .held = held, .held_room = 4, .n_held = &n_held};
+    struct cap_scene a, b;
+    struct job_list jobs;
+
+    drain_due(fx);
+    cap_scene_make(fx, 2, 3, now - 40, &a); /* the first claim takes 2 of 3: full of node-a's leases */
+    assert_int_equal(store_delivery_claim_due(fx->s, "node-a", now, now + 30000, 100, &lim, &jobs), 0);
+    assert_int_equal(jobs.n, 2);
+    job_list_free(&jobs);
+    assert_int_equal(n_held, 1);
+    assert_true(held_has(held, n_held, a.ep.id));
+
+    cap_scene_make(fx, 0, 1, now - 30, &b); /* uncapped, due after a's rows */
+    snprintf(full[0], sizeof full[0], "%s", a.ep.id);
+    lim.full = (const char (*)[HOOKD_ID_MAX])full;
+    lim.n_full = 1;
+    n_held = 0;
+    assert_int_equal(store_delivery_claim_due(fx->s, "node-a", now, now + 30000, 100, &lim, &jobs), 0);
+    assert_int_equal(jobs.n, 1);
+    assert_string_equal(jobs.items[0].d.endpoint_id, b.ep.id);
+    job_list_free(&jobs);
+    assert_int_equal(n_held, 1);
+    assert_true(held_has(held, n_held, a.ep.id));
+    assert_int_equal(leased_count(fx, a.ep.id), 2);
+
+    cap_scene_free(&a);
+    cap_scene_free(&b);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -439,6 +480,7 @@ int main(void)
         T(test_cap_counts_other_nodes_leases),
         T(test_cap_claim_reports_more_due),
         T(test_cap_claim_reports_held),
+        T(test_cap_claim_full_of_own_leases),
         T(test_cap_expired_leases_do_not_count),
         T(test_cap_endpoint_override),
         T(test_cap_zero_is_unlimited),
