@@ -402,6 +402,12 @@ int daemon_run(const struct config *cfg)
         log_set_level(lvl);
     node_name(cfg, d->node, sizeof d->node);
     d->started_at = clock_now_ms();
+    /* Tests only: a store call that fails or kills the process at an exact point (store.h). */
+    if (store_fault_from_env(getenv("HOOKD_TEST_STORE_FAULT")) != 0) {
+        log_error("serve", "HOOKD_TEST_STORE_FAULT must be METHOD:N or METHOD:N:kill");
+        free(d);
+        return 1;
+    }
     /*
      * Writes are bounded: a batch that finds the store locked is tried again,
      * each try waiting at most lock_wait for the lock, so that ops waiting

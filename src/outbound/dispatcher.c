@@ -752,6 +752,7 @@ static bool lease_renewed(struct dispatcher *q, struct job *fresh)
     d = &held->dj.d;
     d->lease_token = fresh->dj.d.lease_token;
     d->lease_until = fresh->dj.d.lease_until;
+    d->unrecorded = fresh->dj.d.unrecorded; /* a claim's copy has its row: its pending one, written meanwhile */
     held->claimed_until = fresh->dj.d.lease_until;
     log_debug(PART, "%s: lease renewed while queued (token %lld)", d->id, (long long)d->lease_token);
     dispatcher_job_free(q, fresh);
@@ -929,6 +930,7 @@ static void job_finished(struct dispatcher *q, struct job *j)
             log_debug(PART, "%s: recording the attempt again with its renewed lease (token %lld)", j->dj.d.id,
                       (long long)j->dj.d.lease_token);
             j->result.lease_token = j->dj.d.lease_token;
+            j->result.unrecorded = j->dj.d.unrecorded ? &j->dj.d : NULL;
             dispatcher_job_submit(q, j, JOB_RECORDING);
             return;
         } else if (j->op_result == HOOKD_ESTALE) {

@@ -162,6 +162,7 @@ void job_set_result(struct job *j, const struct retry_policy *policy, const stru
     res->status = next_status[dec.next];
     res->next_attempt_at = dec.next == NEXT_RETRY ? dec.next_attempt_at_ms : 0;
     res->disable_endpoint_reason = dec.disable_endpoint ? "endpoint answered 410 Gone" : NULL;
+    res->unrecorded = d->unrecorded ? d : NULL; /* its first result writes its row */
     res->attempt.n = d->attempt_count + 1;
     res->attempt.started_at = started_at;
     res->attempt.duration_ms = o->duration_ms;

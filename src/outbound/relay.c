@@ -418,6 +418,7 @@ static int fanout_rows(struct relay *r, struct store *s, int limit, size_t *fetc
             if (d.status == DELIVERY_PENDING && leased) {
                 (*free_slots)--;
                 room--;
+                d.unrecorded = true; /* only its lease is written now; its first result writes its row */
                 rc = job_add(r, &d, ev);
             } else if (d.status == DELIVERY_PENDING) {
                 left++;

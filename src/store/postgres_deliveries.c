@@ -7,6 +7,7 @@
  */
 #include "store/postgres_internal.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,9 @@ enum {
     PG_DELIVERY_SLOTS_LOCK,
     PG_DELIVERY_SLOTS,
     PG_DELIVERY_COMPLETE_MANY,
+    PG_DELIVERY_RECORD_FIRST,
+    PG_DELIVERY_HOLD_MANY,
+    PG_DELIVERY_RECOVER,
     PG_DELIVERY_RELEASE,
     PG_DELIVERY_RELEASE_NODE,
     PG_DELIVERY_RENEW,
@@ -61,6 +65,20 @@ _Static_assert((int)PG_DELIVERIES_END <= (int)PG_ENDPOINT_STATE, "the deliveries
 /* Live leases of the endpoint whose id is the SQL expression ep, at time now (a parameter). */
 #define INFLIGHT_COUNT(ep, now) \
     "(SELECT count(*)::int FROM hookd_inflight x WHERE x.endpoint_id = " ep " AND x.lease_until >= " now ")"
+/*
+ * Unrecorded deliveries (hold_unrecorded) whose lease ends without a result:
+ * given back unsent, their node starting again, or their lease run out (the
+ * node is gone). The CTE bodies ux and uw drop the leases that match cond
+ * and write their rows pending, due at now, unleased, for the claims, with
+ * the event's account from its outbox row. A row present already is kept.
+ */
+#define UNRECORDED_WRITE_PENDING(cond, now)                                                                  \
+    " ux AS (DELETE FROM hookd_inflight WHERE event_id IS NOT NULL AND " cond                               \
+    "  RETURNING delivery_id, endpoint_id, event_id, created_at, lease_token),"                              \
+    " uw AS (INSERT INTO hookd_deliveries(id, event_id, endpoint_id, account, status, attempt_count,"       \
+    "  next_attempt_at, created_at, lease_token)"                                                             \
+    "  SELECT ux.delivery_id, ux.event_id, ux.endpoint_id, o.account, 'pending', 0, " now ", ux.created_at," \
+    "  ux.lease_token FROM ux JOIN hookd_outbox o ON o.id = ux.event_id ON CONFLICT DO NOTHING RETURNING id)"
 /*
  * Whether the endpoint whose id is the SQL expression ep has a due, unleased
  * delivery at time now: true or NULL. A scalar subquery that stops at the
@@ -135,11 +153,82 @@ static int insert_rows(struct store *s, const struct delivery *ds, size_t n, int
     return result;
 }
 
+/*
+ * The leases of unrecorded deliveries (struct delivery.unrecorded), one
+ * statement: each is a hookd_inflight row that also holds what writing the
+ * delivery's row takes (its event, its creation time), and counts for the
+ * caps as any lease does; the delivery's row is written by its first result
+ * (complete_unrecorded), or, when the lease ends without one, pending
+ * (UNRECORDED_WRITE_PENDING).
+ */
+static int hold_unrecorded(struct store *s, const struct delivery *ds, size_t n)
+{
+    enum { H_ID, H_ENDPOINT, H_OWNER, H_UNTIL, H_TOKEN, H_EVENT, H_CREATED, H_COLUMNS };
+    struct pg_array a[H_COLUMNS] = {{0}};
+    struct pg_params p = {.n = 0};
+    int64_t now = clock_now_ms();
+    size_t held = 0;
+    int result = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        const struct delivery *d = &ds[i];
+        if (!d->unrecorded)
+            continue;
+        held++;
+        pg_array_text(&a[H_ID], d->id);
+        pg_array_text(&a[H_ENDPOINT], d->endpoint_id);
+        pg_array_text(&a[H_OWNER], d->lease_owner);
+        pg_array_i64(&a[H_UNTIL], d->lease_until);
+        pg_array_i64(&a[H_TOKEN], d->lease_token);
+        pg_array_text(&a[H_EVENT], d->event_id);
+        pg_array_i64(&a[H_CREATED], d->created_at > 0 ? d->created_at : now);
+    }
+    for (int c = 0; held > 0 && c < H_COLUMNS; c++) {
+        const char *literal = pg_array_end(&a[c]);
+        if (!literal)
+            result = HOOKD_ENOMEM;
+        else if (c == H_UNTIL || c == H_TOKEN || c == H_CREATED)
+            pg_param_i64_array(&p, c + 1, literal);
+        else
+            pg_param_text_array(&p, c + 1, literal);
+    }
+    if (result == 0 && held > 0)
+        result = pg_run_command(s, PG_DELIVERY_HOLD_MANY,
+                                "INSERT INTO hookd_inflight(delivery_id, endpoint_id, owner, lease_until, lease_token,"
+                                " event_id, created_at) SELECT * FROM unnest($1, $2, $3, $4, $5, $6, $7)",
+                                &p, NULL);
+    for (int c = 0; c < H_COLUMNS; c++)
+        pg_array_free(&a[c]);
+    return result;
+}
+
+/* Unrecorded deliveries have only their lease written here (hold_unrecorded); the rest their rows. */
 static int postgres_delivery_insert_many(struct store *s, const struct delivery *ds, size_t n)
 {
+    struct delivery *rows = NULL;
+    size_t n_rows = 0;
     int64_t inserted;
+    int result;
 
-    return insert_rows(s, ds, n, &inserted);
+    for (size_t i = 0; i < n; i++) {
+        if (ds[i].unrecorded && (!delivery_insertable(&ds[i]) || ds[i].lease_owner == NULL ||
+                                 ds[i].status != DELIVERY_PENDING || ds[i].order_key != NULL))
+            return HOOKD_EINVAL;
+        n_rows += !ds[i].unrecorded;
+    }
+    if (n_rows == n)
+        return insert_rows(s, ds, n, &inserted);
+    rows = malloc((n_rows + 1) * sizeof *rows);
+    if (!rows)
+        return HOOKD_ENOMEM;
+    n_rows = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!ds[i].unrecorded)
+            rows[n_rows++] = ds[i];
+    }
+    result = insert_rows(s, rows, n_rows, &inserted);
+    free(rows);
+    return result == 0 ? hold_unrecorded(s, ds, n) : result;
 }
 
 /* The one-row case of the same statement: one plan and one text to keep right. */
@@ -524,6 +613,32 @@ static int postgres_delivery_slots(struct store *s, int64_t now, const struct le
 
 /* Both statements run in one transaction (the caller's, or one of its own), so
  * the endpoint locks last until the new leases are committed. */
+/* How often a node's claims look for unrecorded deliveries whose lease ran out (their node is gone). */
+#define UNRECORDED_CHECK_MS 1000
+
+/*
+ * Writes those deliveries' rows pending (UNRECORDED_WRITE_PENDING), in the
+ * claim's transaction, so that the claim can take them at once. A scan of
+ * hookd_inflight, which holds only the leases live now (and the dead rows
+ * vacuum has not cleared yet): once a second, not per claim.
+ */
+static int unrecorded_recover(struct store *s, int64_t now)
+{
+    struct pg_params p = {.n = 0};
+    PGresult *res = NULL;
+    int result;
+
+    pg_param_i64(&p, 1, now);
+    result = pg_run(s, PG_DELIVERY_RECOVER,
+                    "WITH" UNRECORDED_WRITE_PENDING("lease_until < $1", "$1") " SELECT count(*) FROM uw", &p, &res);
+    if (result == 0 && pg_col_i64(res, 0, 0) > 0)
+        log_limited(&s->lim, LOG_INFO, "store",
+                    "postgres: %" PRId64 " deliveries sent without their record by a node whose lease ran out are due again",
+                    pg_col_i64(res, 0, 0));
+    PQclear(res);
+    return result;
+}
+
 static int postgres_delivery_claim_due(struct store *s, const char *node, int64_t now, int64_t lease_until, int limit,
                                        const struct lease_limits *lim, struct job_list *out)
 {
@@ -546,7 +661,13 @@ static int postgres_delivery_claim_due(struct store *s, const char *node, int64_
         free(locked);
         return result;
     }
-    result = claim_candidates(s, now, limit, default_cap, lim, &candidates, locked);
+    if (now - s->unrecorded_checked_at >= UNRECORDED_CHECK_MS || now < s->unrecorded_checked_at) {
+        result = unrecorded_recover(s, now);
+        if (result == 0)
+            s->unrecorded_checked_at = now;
+    }
+    if (result == 0)
+        result = claim_candidates(s, now, limit, default_cap, lim, &candidates, locked);
     if (result == 0 && candidates)
         result = claim_lease(s, node, now, lease_until, limit, default_cap, lim, candidates, locked, out);
     free(candidates);
@@ -633,14 +754,17 @@ out:
 
 /* ---- completion and release -------------------------------------------------- */
 
-/* The columns of a batch of results, one element per valid result. */
+/* The columns of a batch of results, one element per valid result; an unrecorded one's row also needs the last four. */
 enum { CM_ID, CM_OWNER, CM_TOKEN, CM_STATUS, CM_N, CM_NEXT, CM_CODE, CM_ERROR, CM_STARTED, CM_DURATION,
-       CM_CLASS, CM_RESPONSE, CM_NODE, CM_DISABLE, CM_TRUNCATED, CM_COLUMNS };
+       CM_CLASS, CM_RESPONSE, CM_NODE, CM_DISABLE, CM_TRUNCATED, CM_COLUMNS,
+       CM_EVENT = CM_COLUMNS, CM_ENDPOINT, CM_ACCOUNT, CM_CREATED, CM_ROW_COLUMNS };
 
 static int id_cmp(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
-/* results[i] from the ids the statement returned (the deliveries it changed); the rest were fenced out. */
-static int complete_many_results(const PGresult *res, const struct delivery_result *rs, size_t n, int *results)
+/* results[i] of the results in set (the others are another statement's) from the ids the statement
+ * returned (the deliveries it changed); the rest were fenced out. */
+static int complete_many_results(const PGresult *res, const struct delivery_result *rs, size_t n, bool unrecorded,
+                                 int *results)
 {
     int rows = PQntuples(res);
     const char **done = malloc(((size_t)rows + 1) * sizeof *done);
@@ -651,20 +775,14 @@ static int complete_many_results(const PGresult *res, const struct delivery_resu
         done[i] = PQgetvalue(res, i, 0);
     qsort(done, (size_t)rows, sizeof *done, id_cmp);
     for (size_t i = 0; i < n; i++) {
-        if (results[i] != 0)
-            continue; /* invalid: never sent */
+        if (results[i] != 0 || (rs[i].unrecorded != NULL) != unrecorded)
+            continue; /* invalid (never sent), or not of this set */
         results[i] = bsearch(&rs[i].delivery_id, done, (size_t)rows, sizeof *done, id_cmp) ? 0 : HOOKD_ESTALE;
     }
     free(done);
     return 0;
 }
 
-/*
- * One statement for the whole batch (atomic without a transaction of its
- * own): the arrays become rows, the fenced update keeps those whose lease is
- * still theirs, and only those get their attempt row, their lease dropped from
- * hookd_inflight and (410) the endpoint disabled.
- */
 /* The snippet's bytes as hex text in *buf (grown as needed); false without a snippet or memory. */
 static bool response_hex(const struct attempt *at, char **buf, size_t *cap)
 {
@@ -688,57 +806,71 @@ static bool response_hex(const struct attempt *at, char **buf, size_t *cap)
     return true;
 }
 
-static int postgres_delivery_complete_many(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,
-                                    int *results)
+/* Adds r to the columns (with its row's, when unrecorded); HOOKD_ENOMEM when its snippet could not be. */
+static int result_columns(struct pg_array *a, const struct delivery_result *r, int64_t now, char **hex, size_t *hex_cap)
 {
-    struct pg_array a[CM_COLUMNS] = {{0}};
-    struct pg_params p = {.n = 0};
-    PGresult *res = NULL;
-    size_t valid = 0, hex_cap = 0;
-    char *hex = NULL;
+    const struct attempt *at = &r->attempt;
+    bool has_response = response_hex(at, hex, hex_cap);
+
+    pg_array_text(&a[CM_ID], r->delivery_id);
+    pg_array_text(&a[CM_OWNER], r->lease_owner);
+    pg_array_i64(&a[CM_TOKEN], r->lease_token);
+    pg_array_text(&a[CM_STATUS], delivery_status_name(r->status));
+    pg_array_i64(&a[CM_N], at->n);
+    pg_array_time(&a[CM_NEXT], delivery_status_open(r->status) ? (r->next_attempt_at ? r->next_attempt_at : now) : 0);
+    pg_array_time(&a[CM_CODE], at->status_code);
+    pg_array_text(&a[CM_ERROR], at->error);
+    pg_array_i64(&a[CM_STARTED], at->started_at ? at->started_at : now);
+    pg_array_i64(&a[CM_DURATION], at->duration_ms);
+    pg_array_text(&a[CM_CLASS], at->error_class);
+    pg_array_text(&a[CM_RESPONSE], has_response ? *hex : NULL);
+    pg_array_text(&a[CM_NODE], at->node ? at->node : r->lease_owner);
+    pg_array_text(&a[CM_DISABLE], r->disable_endpoint_reason);
+    pg_array_i64(&a[CM_TRUNCATED], at->response_truncated);
+    if (r->unrecorded != NULL) {
+        const struct delivery *d = r->unrecorded;
+        pg_array_text(&a[CM_EVENT], d->event_id);
+        pg_array_text(&a[CM_ENDPOINT], d->endpoint_id);
+        pg_array_text(&a[CM_ACCOUNT], d->account);
+        pg_array_i64(&a[CM_CREATED], d->created_at > 0 ? d->created_at : now);
+    }
+    return at->response && !has_response ? HOOKD_ENOMEM : 0;
+}
+
+/* The columns as the statement's parameters $1…$ncol, then now ($ncol + 1). */
+static int result_params(struct pg_array *a, int ncol, int64_t now, struct pg_params *p)
+{
+    static const bool number[CM_ROW_COLUMNS] = {[CM_TOKEN] = true, [CM_N] = true, [CM_NEXT] = true,
+                                                [CM_CODE] = true, [CM_STARTED] = true, [CM_DURATION] = true,
+                                                [CM_TRUNCATED] = true, [CM_CREATED] = true};
     int result = 0;
 
-    for (size_t i = 0; i < n; i++) {
-        const struct delivery_result *r = &rs[i];
-        const struct attempt *at = &r->attempt;
-        results[i] = delivery_result_valid(r) ? 0 : HOOKD_EINVAL;
-        if (results[i])
-            continue;
-        valid++;
-        pg_array_text(&a[CM_ID], r->delivery_id);
-        pg_array_text(&a[CM_OWNER], r->lease_owner);
-        pg_array_i64(&a[CM_TOKEN], r->lease_token);
-        pg_array_text(&a[CM_STATUS], delivery_status_name(r->status));
-        pg_array_i64(&a[CM_N], at->n);
-        pg_array_time(&a[CM_NEXT], delivery_status_open(r->status) ? (r->next_attempt_at ? r->next_attempt_at : now) : 0);
-        pg_array_time(&a[CM_CODE], at->status_code);
-        pg_array_text(&a[CM_ERROR], at->error);
-        pg_array_i64(&a[CM_STARTED], at->started_at ? at->started_at : now);
-        pg_array_i64(&a[CM_DURATION], at->duration_ms);
-        pg_array_text(&a[CM_CLASS], at->error_class);
-        pg_array_text(&a[CM_RESPONSE], response_hex(at, &hex, &hex_cap) ? hex : NULL);
-        if (at->response && !hex)
-            result = HOOKD_ENOMEM;
-        pg_array_text(&a[CM_NODE], at->node ? at->node : r->lease_owner);
-        pg_array_text(&a[CM_DISABLE], r->disable_endpoint_reason);
-        pg_array_i64(&a[CM_TRUNCATED], at->response_truncated);
-    }
-    free(hex);
-    if (valid == 0)
-        goto out;
-    for (int c = 0; c < CM_COLUMNS; c++) {
-        static const bool number[CM_COLUMNS] = {[CM_TOKEN] = true, [CM_N] = true, [CM_NEXT] = true,
-                                                [CM_CODE] = true, [CM_STARTED] = true, [CM_DURATION] = true,
-                                                [CM_TRUNCATED] = true};
+    for (int c = 0; c < ncol; c++) {
         const char *literal = pg_array_end(&a[c]);
         if (!literal)
             result = HOOKD_ENOMEM;
         else if (number[c])
-            pg_param_i64_array(&p, c + 1, literal);
+            pg_param_i64_array(p, c + 1, literal);
         else
-            pg_param_text_array(&p, c + 1, literal);
+            pg_param_text_array(p, c + 1, literal);
     }
-    pg_param_i64(&p, CM_COLUMNS + 1, now);
+    pg_param_i64(p, ncol + 1, now);
+    return result;
+}
+
+/*
+ * One statement for the batch's recorded deliveries (atomic without a
+ * transaction of its own): the arrays become rows, the fenced update keeps
+ * those whose lease is still theirs, and only those get their attempt row,
+ * their lease dropped from hookd_inflight and (410) the endpoint disabled.
+ */
+static int complete_recorded(struct store *s, struct pg_array *a, int64_t now, const struct delivery_result *rs,
+                             size_t n, int *results)
+{
+    struct pg_params p = {.n = 0};
+    PGresult *res = NULL;
+    int result = result_params(a, CM_COLUMNS, now, &p);
+
     pg_param_text(&p, CM_COLUMNS + 2, "pending"); /* WAKEABLE_BY_KEY */
     if (result == 0)
         result = pg_run(s, PG_DELIVERY_COMPLETE_MANY,
@@ -774,11 +906,88 @@ static int postgres_delivery_complete_many(struct store *s, const struct deliver
                         " SELECT id FROM u",
                         &p, &res);
     if (result == 0)
-        result = complete_many_results(res, rs, n, results);
+        result = complete_many_results(res, rs, n, false, results);
     PQclear(res);
-out:
+    return result;
+}
+
+/*
+ * The first results of unrecorded deliveries, one statement: a lease still
+ * theirs (its hookd_inflight row, found by key, owner and token match) is
+ * dropped, and the delivery row is written in the state this attempt left it
+ * in, with its attempt row (and a 410's endpoint disabled). A lease that is
+ * gone was taken over (its row written pending by another node, or by this
+ * one's restart): the result is fenced out, as a completion's would be.
+ * Unordered deliveries only, so no resource waits for them.
+ */
+static int complete_unrecorded(struct store *s, struct pg_array *a, int64_t now, const struct delivery_result *rs,
+                               size_t n, int *results)
+{
+    struct pg_params p = {.n = 0};
+    PGresult *res = NULL;
+    int result = result_params(a, CM_ROW_COLUMNS, now, &p);
+
+    if (result == 0)
+        result = pg_run(s, PG_DELIVERY_RECORD_FIRST,
+                        "WITH r AS (SELECT * FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
+                        "  $15, $16, $17, $18, $19) AS r(id, owner, token, status, n, next_at, code, error, started,"
+                        "  duration, class, response, node, disable, truncated, event_id, endpoint_id, account,"
+                        "  created_at)),"
+                        " x AS (DELETE FROM hookd_inflight i WHERE i.delivery_id = ANY ($1) AND i.event_id IS NOT NULL"
+                        "  AND (i.delivery_id, i.owner, i.lease_token) IN (SELECT r.id, r.owner, r.token FROM r)"
+                        "  RETURNING i.delivery_id),"
+                        " u AS (INSERT INTO hookd_deliveries(id, event_id, endpoint_id, account, status, attempt_count,"
+                        "  next_attempt_at, last_status_code, last_error, first_attempt_at, last_attempt_at,"
+                        "  delivered_at, created_at, lease_token)"
+                        "  SELECT r.id, r.event_id, r.endpoint_id, r.account, r.status, r.n, r.next_at, r.code, r.error,"
+                        "  r.started, r.started, CASE WHEN r.status = 'delivered' THEN $20 END, r.created_at, r.token"
+                        "  FROM r WHERE r.id IN (SELECT delivery_id FROM x) ON CONFLICT DO NOTHING RETURNING id),"
+                        " a AS (INSERT INTO hookd_attempts(delivery_id, n, started_at, duration_ms, status_code,"
+                        "  error_class, error, response_body, node, response_truncated)"
+                        "  SELECT r.id, r.n, r.started, r.duration, r.code, r.class, r.error, decode(r.response, 'hex'),"
+                        "  r.node, r.truncated <> 0 FROM r WHERE r.id IN (SELECT id FROM u)),"
+                        " e AS (UPDATE hookd_endpoints e SET enabled = false, disabled_reason = z.disable, updated_at = $20,"
+                        "  disabled_at = COALESCE(e.disabled_at, $20)"
+                        "  FROM (SELECT endpoint_id, min(disable) AS disable FROM r WHERE disable IS NOT NULL"
+                        "   AND r.id IN (SELECT id FROM u) GROUP BY endpoint_id) z WHERE e.id = z.endpoint_id)"
+                        " SELECT id FROM u",
+                        &p, &res);
+    if (result == 0)
+        result = complete_many_results(res, rs, n, true, results);
+    PQclear(res);
+    return result;
+}
+
+static int postgres_delivery_complete_many(struct store *s, const struct delivery_result *rs, size_t n, int64_t now,
+                                           int *results)
+{
+    struct pg_array a[CM_COLUMNS] = {{0}}, u[CM_ROW_COLUMNS] = {{0}};
+    size_t recorded = 0, unrecorded = 0, hex_cap = 0;
+    char *hex = NULL;
+    int result = 0;
+
+    for (size_t i = 0; i < n && result == 0; i++) {
+        const struct delivery_result *r = &rs[i];
+        results[i] = delivery_result_valid(r) ? 0 : HOOKD_EINVAL;
+        if (results[i])
+            continue;
+        if (r->unrecorded != NULL) {
+            unrecorded++;
+            result = result_columns(u, r, now, &hex, &hex_cap);
+        } else {
+            recorded++;
+            result = result_columns(a, r, now, &hex, &hex_cap);
+        }
+    }
+    free(hex);
+    if (result == 0 && recorded > 0)
+        result = complete_recorded(s, a, now, rs, n, results);
+    if (result == 0 && unrecorded > 0)
+        result = complete_unrecorded(s, u, now, rs, n, results);
     for (int c = 0; c < CM_COLUMNS; c++)
         pg_array_free(&a[c]);
+    for (int c = 0; c < CM_ROW_COLUMNS; c++)
+        pg_array_free(&u[c]);
     return result;
 }
 
@@ -801,11 +1010,14 @@ static int postgres_delivery_release(struct store *s, const char *id, const char
     pg_param_text(&p, 1, id);
     pg_param_text(&p, 2, owner);
     pg_param_i64(&p, 3, token);
+    pg_param_i64(&p, 4, clock_now_ms());
+    /* An unrecorded delivery given back gets its row, pending, so that a claim can send it. */
     result = pg_run(s, PG_DELIVERY_RELEASE,
                     "WITH u AS (UPDATE hookd_deliveries SET lease_owner = NULL, lease_until = NULL"
                     "  WHERE id = $1 AND lease_owner = $2 AND lease_token = $3 RETURNING id),"
-                    " f AS (" INFLIGHT_DROP("u") ")"
-                    " SELECT count(*) FROM u",
+                    " f AS (" INFLIGHT_DROP("u") "),"
+                    UNRECORDED_WRITE_PENDING("delivery_id = $1 AND owner = $2 AND lease_token = $3", "$4::bigint")
+                    " SELECT (SELECT count(*) FROM u) + (SELECT count(*) FROM ux)",
                     &p, &res);
     if (result)
         return result;
@@ -820,8 +1032,12 @@ static int postgres_delivery_release_node(struct store *s, const char *node)
     struct pg_params p = {.n = 0};
 
     pg_param_text(&p, 1, node);
+    pg_param_i64(&p, 2, clock_now_ms());
+    /* Its unrecorded deliveries may have been sent or not: their rows are written pending, to be sent again. */
     return pg_run_command(s, PG_DELIVERY_RELEASE_NODE,
-                          "WITH x AS (DELETE FROM hookd_inflight WHERE owner = $1 RETURNING delivery_id)"
+                          "WITH x AS (DELETE FROM hookd_inflight WHERE owner = $1 AND event_id IS NULL"
+                          "  RETURNING delivery_id),"
+                          UNRECORDED_WRITE_PENDING("owner = $1", "$2::bigint")
                           " UPDATE hookd_deliveries d SET lease_owner = NULL, lease_until = NULL FROM x"
                           " WHERE d.id = x.delivery_id AND d.lease_owner = $1 AND d.status IN " OPEN_STATUSES,
                           &p, NULL);
@@ -884,8 +1100,14 @@ static int postgres_delivery_renew(struct store *s, const char *node, const char
                     "  WHERE d.ctid = ANY (ARRAY(SELECT k.tid FROM k WHERE NOT EXISTS (SELECT 1 FROM pb"
                     "   WHERE pb.tid = k.tid AND NOT EXISTS (SELECT 1 FROM pl WHERE pl.endpoint_id = pb.endpoint_id))))"
                     "  RETURNING d.id, d.endpoint_id, d.lease_owner, d.lease_until),"
-                    " i AS (" INFLIGHT_RECORD("u") ")"
-                    " SELECT id FROM u",
+                    " i AS (" INFLIGHT_RECORD("u") "),"
+                    /* Unrecorded deliveries: their lease is only the hookd_inflight row. */
+                    " uk AS (SELECT x.ctid AS tid FROM r JOIN hookd_inflight x ON x.delivery_id = r.id"
+                    "  WHERE x.event_id IS NOT NULL AND x.owner = $1 AND x.lease_token = r.token"
+                    "  FOR UPDATE OF x SKIP LOCKED),"
+                    " uu AS (UPDATE hookd_inflight x SET lease_until = $4 WHERE x.ctid = ANY (ARRAY(SELECT tid FROM uk))"
+                    "  RETURNING x.delivery_id)"
+                    " SELECT id FROM u UNION ALL SELECT delivery_id FROM uu",
                     &p, &res);
     if (result)
         goto out;

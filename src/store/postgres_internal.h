@@ -61,6 +61,7 @@ struct store {
     int64_t lock_wait_ms;        /* store_lock_wait's bound (0: the connection options'), set again after a reconnect */
     bool quiet_outbox;           /* store_quiet_outbox was called: set again after a reconnect */
     bool session_stale;          /* those settings could not be made again on the new session yet */
+    int64_t unrecorded_checked_at; /* the claims' last look for unrecorded leases run out (ms) */
     struct log_limiter lim;
 };
 

@@ -6,7 +6,9 @@
 #include "store/store.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +92,16 @@ static bool fault_polling(const char *method)
 }
 
 /* Returns the injected error when this call is the armed one, else 0. */
+/* Whether the armed method names this wrapper (under fault_mu): the same name, or a prefix ending in '*'. */
+static bool fault_names(const char *method)
+{
+    size_t n = strlen(fault_method);
+
+    if (n > 0 && fault_method[n - 1] == '*')
+        return strncmp(fault_method, method, n - 1) == 0;
+    return strcmp(fault_method, method) == 0;
+}
+
 static int fault_check(const char *method)
 {
     int err = 0;
@@ -103,14 +115,45 @@ static int fault_check(const char *method)
     if (!atomic_load_explicit(&fault_armed, memory_order_relaxed))
         return 0;
     pthread_mutex_lock(&fault_mu);
-    if (fault_countdown > 0 && (fault_method[0] == '\0' ? !polling : strcmp(fault_method, method) == 0)) {
+    if (fault_countdown > 0 && (fault_method[0] == '\0' ? !polling : fault_names(method))) {
         if (--fault_countdown == 0) {
             err = fault_err;
             atomic_store(&fault_armed, false);
         }
     }
     pthread_mutex_unlock(&fault_mu);
+    if (err == STORE_FAULT_KILL) {
+        raise(SIGKILL);
+        _exit(137); /* not reached */
+    }
     return err;
+}
+
+int store_fault_from_env(const char *spec)
+{
+    char method[64];
+    const char *colon, *end;
+    long n;
+
+    if (spec == NULL || spec[0] == '\0')
+        return 0;
+    colon = strchr(spec, ':');
+    if (colon == NULL || colon == spec || (size_t)(colon - spec) >= sizeof method)
+        return HOOKD_EINVAL;
+    memcpy(method, spec, (size_t)(colon - spec));
+    method[colon - spec] = '\0';
+    errno = 0;
+    n = strtol(colon + 1, (char **)&end, 10);
+    if (errno != 0 || end == colon + 1 || n < 1 || n > 1000000)
+        return HOOKD_EINVAL;
+    if (*end == '\0') {
+        store_fault_inject(method, (int)n, HOOKD_EIO);
+        return 0;
+    }
+    if (strcmp(end, ":kill") != 0)
+        return HOOKD_EINVAL;
+    store_fault_inject(method, (int)n, STORE_FAULT_KILL);
+    return 0;
 }
 
 /* ---- wrappers ----------------------------------------------------------- */

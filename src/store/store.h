@@ -236,6 +236,13 @@ struct delivery {
     int64_t order_seq;
     bool has_order_version;
     int64_t order_version;
+    /*
+     * Leased at fan-out without its row (a shared store's fast path, DESIGN §3
+     * "Unrecorded deliveries"; given to delivery_insert_many with a lease):
+     * the store keeps only the lease until the first result, which writes the
+     * row (delivery_result.unrecorded). A backend may write the row at once.
+     */
+    bool unrecorded;
 };
 void delivery_free(struct delivery *d);
 /*
@@ -279,6 +286,9 @@ struct delivery_result {
     int64_t next_attempt_at;     /* for RETRYING */
     struct attempt attempt;      /* n = attempt_count after this attempt */
     const char *disable_endpoint_reason; /* non-NULL: also disable the endpoint (410) */
+    /* Non-NULL: the first result of an unrecorded delivery (this one, as leased): its row is written now, in
+     * the result's state, fenced by the lease the fan-out recorded. */
+    const struct delivery *unrecorded;
 };
 /* What delivery_complete requires: the delivery, the lease and a valid status. */
 bool delivery_result_valid(const struct delivery_result *r);
@@ -1322,9 +1332,19 @@ const struct store_ops *store_backend(struct store *s);
  * Fault injection for tests: the n-th call (1-based) from now of the wrapper
  * named `method` (e.g. "delivery_complete"; NULL: any but changed and
  * changed_fd) returns err instead of
- * reaching the backend. n = 0 clears it.
+ * reaching the backend. n = 0 clears it. A method ending in '*' names every
+ * wrapper it is a prefix of ("delivery_complete*": the one and the many). err
+ * STORE_FAULT_KILL kills the process at that call instead (SIGKILL): a crash
+ * at an exact point, for tests that start hookd with HOOKD_TEST_STORE_FAULT.
  */
+#define STORE_FAULT_KILL (-100000)
 void store_fault_inject(const char *method, int n, int err);
+/*
+ * Arms a fault from a test's environment: "METHOD:N" (that call fails with
+ * HOOKD_EIO) or "METHOD:N:kill". Returns 0 (also when spec is NULL or empty)
+ * or HOOKD_EINVAL for anything else.
+ */
+__attribute__((warn_unused_result)) int store_fault_from_env(const char *spec);
 /* Torture tests (each store call failed in turn): whether the armed fault has
  * not fired yet; how many calls the wrappers have counted (the polling ones,
  * changed and changed_fd, are neither counted nor hit by a NULL method); and a

@@ -178,7 +178,9 @@ test('a completion that arrives after its lease was taken by another node is fen
     await a.createEndpoint({ url: sink.url('/f'), event_types: ['fence.*'] });
     const ev = await a.publish({ type: 'fence.x', data: { f: 1 } });
     await waitFor(() => sink.total >= 1, { what: 'A to send' });
-    a.sql(`UPDATE hookd_deliveries SET lease_owner = 'elsewhere', lease_token = lease_token + 1, lease_until = 1
+    // Its first attempt is unrecorded (DESIGN §3): the lease is its hookd_inflight row; the takeover then writes
+    // the delivery's row pending, and B's claim takes it.
+    a.sql(`UPDATE hookd_inflight SET owner = 'elsewhere', lease_token = lease_token + 1, lease_until = 1
       WHERE event_id = '${ev.id}'`);
     b = await startDaemon(env, { store: cluster.store });
     await waitFor(() => sink.total >= 2, { timeoutMs: 8000, what: 'B to send after A\'s lease ran out' });

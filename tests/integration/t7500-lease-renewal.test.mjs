@@ -37,7 +37,11 @@ test('attempts longer than the lease: each sent once, the lease kept alive meanw
     // Two leases into the attempts: every lease still runs, held by the node that sends it.
     await sleep(2 * LEASE_MS);
     const now = Date.now();
-    const leases = a.sql(`SELECT lease_owner, lease_until FROM hookd_deliveries WHERE status IN ('pending', 'retrying')`)
+    // On PostgreSQL a first attempt is unrecorded (DESIGN §3): its lease is its hookd_inflight row, and the
+    // delivery's row is written with its result.
+    const leases = a.sql(BACKEND === 'postgres'
+      ? 'SELECT owner, lease_until FROM hookd_inflight'
+      : `SELECT lease_owner, lease_until FROM hookd_deliveries WHERE status IN ('pending', 'retrying')`)
       .split('\n').filter(Boolean).map((l) => l.split('|'));
     assert.equal(leases.length, EVENTS, 'every delivery still open (in flight)');
     for (const [owner, until] of leases) {
@@ -77,12 +81,14 @@ test('a node killed mid-attempt: another takes the delivery over after the lease
       // Renewed while it hangs: past two leases, the sending node still holds it and nobody sent it again.
       await sleep(2 * LEASE_MS);
       assert.equal(sink.total, 1, 'not sent again while its node renews the lease');
-      const owner = cluster.sql("SELECT lease_owner FROM hookd_deliveries WHERE status = 'pending'");
+      // Its first attempt is unrecorded (DESIGN §3): the lease is a hookd_inflight row, no delivery row yet.
+      assert.equal(cluster.sql('SELECT count(*) FROM hookd_deliveries'), '0', 'no row before its first result');
+      const owner = cluster.sql('SELECT owner FROM hookd_inflight WHERE event_id IS NOT NULL');
       const victim = cluster.nodes.find((d) => d.node === owner);
       assert.ok(victim, `a node holds it (${owner})`);
       await victim.kill9();
       const killedAt = Date.now();
-      const until = Number(cluster.sql('SELECT lease_until FROM hookd_deliveries'));
+      const until = Number(cluster.sql('SELECT lease_until FROM hookd_inflight'));
       assert.ok(until - killedAt <= LEASE_MS + 100, `the lease ends within the lease (${until - killedAt} ms)`);
       await waitFor(() => sink.total >= 2, { timeoutMs: 10000, intervalMs: 20, what: 'the takeover' });
       const [[, , firstId], [at, , secondId]] = sink.arrivals;

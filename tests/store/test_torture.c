@@ -420,12 +420,17 @@ static void run_stop(struct run *r)
     writer_stop(r->writer);
 }
 
-/* Legal status changes of a delivery (DESIGN §5): into pending at insert, then forward only. */
+/*
+ * Legal status changes of a delivery (DESIGN §5): into pending at insert, then forward only. A
+ * delivery sent without its row (unrecorded, on a shared store: DESIGN §3) has its row written by
+ * its first result, in the state that attempt left it in.
+ */
 static bool transition_legal(const char *from, const char *to)
 {
     static const char *const legal[][2] = {
         {"", "pending"},           {"pending", "retrying"}, {"pending", "delivered"}, {"pending", "dead"},
-        {"retrying", "delivered"}, {"retrying", "dead"},
+        {"retrying", "delivered"}, {"retrying", "dead"},    {"", "retrying"},         {"", "delivered"},
+        {"", "dead"},
     };
     for (size_t i = 0; i < sizeof legal / sizeof legal[0]; i++)
         if (strcmp(legal[i][0], from) == 0 && strcmp(legal[i][1], to) == 0)

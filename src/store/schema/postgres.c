@@ -749,6 +749,18 @@ static const char schema_outbox_check_cheaper[] =
  */
 static const char schema_inbox_fillfactor[] = "ALTER TABLE hookd_inbox SET (fillfactor = 50);";
 
+/*
+ * Deliveries leased without their row (DESIGN §3, "Unrecorded deliveries"):
+ * a fan-out that sends a delivery at once writes only its lease here, with
+ * what it takes to write the row later (event_id, created_at; event_id set
+ * marks such a lease), and the first result writes the delivery row in its
+ * state after that attempt. lease_token fences that first record as the
+ * row's token fences the others.
+ */
+static const char schema_inflight_unrecorded[] =
+    "ALTER TABLE hookd_inflight ADD COLUMN lease_token BIGINT NOT NULL DEFAULT 0,"
+    " ADD COLUMN event_id TEXT COLLATE \"C\", ADD COLUMN created_at BIGINT;";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -780,6 +792,7 @@ const struct schema_migration postgres_migrations[] = {
     {28, schema_source_machine_function},
     {29, schema_outbox_check_cheaper},
     {30, schema_inbox_fillfactor},
+    {32, schema_inflight_unrecorded},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];
