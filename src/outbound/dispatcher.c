@@ -118,6 +118,7 @@ static void board_sync(struct dispatcher *q, struct ep_state *st, bool answered)
     e = board_find(q, st->id, true);
     if (e != NULL) {
         e->held = st->refs;
+        e->sending = (int)st->queued + st->in_flight;
         e->direct = st->direct;
         if (answered) {
             e->answered_mono = mono;
@@ -158,6 +159,7 @@ void dispatcher_endpoint_view(struct dispatcher *q, const char *endpoint_id, str
     pthread_mutex_lock(&q->board_mu);
     e = board_find(q, endpoint_id, false);
     out->held = e != NULL ? e->held : 0;
+    out->sending = e != NULL ? e->sending : 0;
     out->direct = e != NULL ? e->direct : true;
     out->answered = e != NULL && e->answered_mono != 0 && mono - e->answered_mono < ANSWERING_MS;
     out->answering = e != NULL && (out->answered ||
@@ -1276,6 +1278,19 @@ static bool batch_post(struct dispatcher *q, struct job_list *jobs, uint64_t fan
     jobs->items = NULL;
     jobs->n = 0;
     atomic_fetch_add(&q->held, (int)b->jobs.n);
+    /*
+     * On the board at once, so that the relay's next fan-out counts them (the
+     * loop thread puts its own counts there when it takes the batch in).
+     */
+    pthread_mutex_lock(&q->board_mu);
+    for (size_t i = 0; i < b->jobs.n; i++) {
+        struct board_entry *e = board_find(q, b->jobs.items[i].d.endpoint_id, true);
+        if (e != NULL) {
+            e->held++;
+            e->sending++;
+        }
+    }
+    pthread_mutex_unlock(&q->board_mu);
     pthread_mutex_lock(&q->mu);
     if (q->batches_tail != NULL)
         q->batches_tail->next = b;

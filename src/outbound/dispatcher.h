@@ -77,6 +77,7 @@ int dispatcher_endpoint_window(struct dispatcher *q);
 /* For the single-node hand-off, from any thread. An endpoint the dispatcher never held is direct. */
 struct dispatcher_view {
     int held;       /* jobs it holds of the window */
+    int sending;    /* of those, queued or in flight: what takes its slots (an answered one waits for its record) */
     bool answered;  /* it answered within the last 100 ms: what it holds drains */
     bool answering; /* that, or it is new (its first request, or its jobs, younger than that): worth waiting for */
     bool direct;    /* not slow (no transfer waiting past slow_after), not paused, not ramping */

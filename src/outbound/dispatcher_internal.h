@@ -35,6 +35,7 @@
 struct board_entry {
     char id[HOOKD_ID_MAX]; /* "" : free */
     int held;              /* jobs the dispatcher holds of it */
+    int sending;           /* of those, queued or in flight (not the ones whose answer came) */
     int64_t answered_mono; /* its last answer (any outcome) */
     int64_t waiting_since_mono; /* its first send since that answer (0: none) */
     bool direct;           /* neither slow nor paused nor ramping: the relay may hand it deliveries directly */

@@ -65,7 +65,8 @@ struct relay {
     struct job_list op_jobs;
     size_t op_jobs_cap;
     bool op_left_due; /* shared store: the fan-out left due deliveries unclaimed */
-    bool op_waiting;  /* single-node: the hand-off stopped to wait for room (look again next turn) */
+    bool op_waiting;  /* the fan-out stopped to wait for room (look again next turn) */
+    int64_t slots_wait_until; /* shared store: an answering endpoint had no slots in the store; mono ms */
     char wait_for[HOOKD_ID_MAX]; /* single-node: the answering endpoint it waits for ("": none) */
 
     /* Relay thread only: endpoints, reloaded when their version moves. */
@@ -329,6 +330,28 @@ static void fanout_slots_free(struct fanout_slots *fs)
 }
 
 /*
+ * The free slots of each endpoint over the cluster, for this node's fan-out:
+ * the store's count of the other nodes' leases (lease_limits.own), less what
+ * this node sends or queues for it (the dispatcher's board). Its own leases
+ * of deliveries already answered, waiting for their record, hold no slot.
+ */
+static int fanout_store_slots(struct relay *r, const char *const *ids, size_t n, int *slots)
+{
+    struct lease_limits lim = {.default_cap = r->deps.endpoint_max_in_flight, .ramp_ms = r->deps.ramp_ms,
+                               .own = r->deps.node};
+    int rc = store_delivery_slots(r->rd, clock_now_ms(), &lim, ids, n, slots);
+
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        struct dispatcher_view v;
+        if (slots[i] <= 0 || slots[i] == STORE_SLOTS_UNCAPPED)
+            continue;
+        dispatcher_endpoint_view(r->deps.dispatcher, ids[i], &v);
+        slots[i] = slots[i] > v.sending ? slots[i] - v.sending : 0;
+    }
+    return rc;
+}
+
+/*
  * Asks the store how many of the new deliveries of each endpoint may go out
  * leased at once: the endpoints that get sendable deliveries from these
  * events, within their in-flight caps over all nodes, and none for a
@@ -355,9 +378,7 @@ static int fanout_slots_get(struct relay *r, struct store *s, const struct event
             }
         }
     }
-    struct lease_limits lim = {.default_cap = r->deps.endpoint_max_in_flight, .ramp_ms = r->deps.ramp_ms};
-
-    return store_delivery_slots(s, now, &lim, fs->ids, fs->n, fs->slots);
+    return fanout_store_slots(r, fs->ids, fs->n, fs->slots);
 }
 
 /*
@@ -448,6 +469,69 @@ out:
 }
 
 /*
+ * How many events a shared-store fan-out takes now: no more than any
+ * answering or idle endpoint (unordered, not rate-limited, neither slow nor
+ * paused) has free slots, so that their deliveries go out at once,
+ * unrecorded, instead of into the store for the claims (an answering
+ * endpoint's slots come back within moments; 0: wait for them). This
+ * node's own leases are counted in memory first (no round trip while they
+ * fill the cap), then every node's in the store (fanout_wait_slots). A slow or
+ * paused endpoint never holds the fan-out back: its deliveries wait in the
+ * store. The ids of the endpoints that bound it go into wait_ids (room for
+ * r->eps.n).
+ */
+static int fanout_answering_limit(struct relay *r, int limit, const char **wait_ids, size_t *n_wait)
+{
+    *n_wait = 0;
+    for (size_t k = 0; k < r->eps.n && limit > 0; k++) {
+        const struct endpoint *ep = &r->eps.items[k];
+        int cap = ep->max_in_flight > 0 ? ep->max_in_flight : r->deps.endpoint_max_in_flight;
+        struct dispatcher_view v;
+
+        if (!ep->enabled || ep->rate_limit > 0 || ep->ordering != ORDERING_NONE || cap <= 0)
+            continue;
+        dispatcher_endpoint_view(r->deps.dispatcher, ep->id, &v);
+        /* Slow: its jobs wait for answers (one holding none is new, or idle: its cap is free). */
+        if (!v.direct || (!v.answering && v.held > 0))
+            continue;
+        wait_ids[(*n_wait)++] = ep->id;
+        if (cap - v.sending < limit)
+            limit = cap - v.sending > 0 ? cap - v.sending : 0;
+    }
+    return limit;
+}
+
+/* How long the fan-out leaves the store alone after it found an answering endpoint without slots there. */
+#define SLOTS_WAIT_MS 5
+
+/*
+ * The store's side of fanout_answering_limit, in the fan-out's transaction:
+ * the free slots of the endpoints that bound it, over every node. None while
+ * the endpoint has a backlog in the store: its new deliveries would only join
+ * it, and the claims that drain it would find more behind it each time, so the
+ * fan-out waits for them to drain it instead. The slots are the endpoints'
+ * until the transaction ends (delivery_slots locks them).
+ */
+static int fanout_wait_slots(struct relay *r, const char **ids, size_t n, int *limit)
+{
+    int *slots;
+    int rc;
+
+    if (n == 0)
+        return 0;
+    slots = malloc(n * sizeof *slots);
+    if (slots == NULL)
+        return HOOKD_ENOMEM;
+    rc = fanout_store_slots(r, ids, n, slots);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (slots[i] != STORE_SLOTS_UNCAPPED && slots[i] < *limit)
+            *limit = slots[i];
+    }
+    free(slots);
+    return rc;
+}
+
+/*
  * One shared-store fan-out in its own transaction on the relay's connection.
  * The leased deliveries go to the dispatcher once inserted, before the
  * commit; their results wait for dispatcher_fanout_decided(). If the commit
@@ -455,7 +539,7 @@ out:
  * unmade): whatever was sent meanwhile is sent again, with the same
  * webhook-id, when the rows are fanned out again.
  */
-static int fan_out_batch(struct relay *r, int limit, size_t *fetched)
+static int fan_out_batch(struct relay *r, int limit, const char **wait_ids, size_t n_wait, size_t *fetched)
 {
     uint64_t fanout = 0;
     int rc;
@@ -464,7 +548,16 @@ static int fan_out_batch(struct relay *r, int limit, size_t *fetched)
     rc = store_begin(r->rd);
     if (rc != 0)
         return rc;
-    rc = fanout_rows(r, r->rd, limit, fetched);
+    rc = fanout_wait_slots(r, wait_ids, n_wait, &limit);
+    if (rc == 0 && limit <= 0) {
+        /* An answering endpoint is full, or has a backlog, over the cluster: wait for it. */
+        r->op_waiting = true;
+        r->slots_wait_until = clock_mono_ms() + SLOTS_WAIT_MS;
+        rc = store_rollback(r->rd);
+        return rc;
+    }
+    if (rc == 0)
+        rc = fanout_rows(r, r->rd, limit, fetched);
     if (rc == 0 && r->op_jobs.n > 0)
         fanout = dispatcher_enqueue_tentative(r->deps.dispatcher, &r->op_jobs);
     /*
@@ -956,10 +1049,27 @@ static bool fan_out_pending(struct relay *r)
             return true;
         limit = room > 0 && room < FANOUT_BATCH_MAX ? room : FANOUT_BATCH_MAX;
         r->op_waiting = false;
-        if (store_backend(r->rd)->single_node)
+        if (store_backend(r->rd)->single_node) {
             rc = hand_off_batch(r, limit, &fetched);
-        else
-            rc = fan_out_batch(r, limit, &fetched);
+        } else {
+            const char **wait_ids = NULL;
+            size_t n_wait = 0;
+            rc = r->eps_loaded ? 0 : endpoints_current(r, r->rd); /* who may bound the very first fan-out */
+            if (rc == 0)
+                wait_ids = malloc((r->eps.n + 1) * sizeof *wait_ids);
+            if (rc == 0 && wait_ids == NULL) {
+                rc = HOOKD_ENOMEM;
+            } else if (rc != 0) {
+                /* backed off below */
+            } else if ((limit = fanout_answering_limit(r, limit, wait_ids, &n_wait)) == 0 ||
+                       clock_mono_ms() < r->slots_wait_until) {
+                free(wait_ids);
+                return true; /* an answering endpoint is full: look again next turn */
+            } else {
+                rc = fan_out_batch(r, limit, wait_ids, n_wait, &fetched);
+            }
+            free(wait_ids);
+        }
         if (rc != 0 && atomic_load(&r->stop))
             return false;
         if (rc != 0) {

@@ -69,15 +69,16 @@ _Static_assert((int)PG_DELIVERIES_END <= (int)PG_ENDPOINT_STATE, "the deliveries
  * Unrecorded deliveries (hold_unrecorded) whose lease ends without a result:
  * given back unsent, their node starting again, or their lease run out (the
  * node is gone). The CTE bodies ux and uw drop the leases that match cond
- * and write their rows pending, due at now, unleased, for the claims, with
- * the event's account from its outbox row. A row present already is kept.
+ * and write their rows pending, unleased, for the claims, due since their
+ * fan-out (so they keep their place among the endpoint's due rows), with the
+ * event's account from its outbox row. A row present already is kept.
  */
-#define UNRECORDED_WRITE_PENDING(cond, now)                                                                  \
+#define UNRECORDED_WRITE_PENDING(cond)                                                                       \
     " ux AS (DELETE FROM hookd_inflight WHERE event_id IS NOT NULL AND " cond                               \
     "  RETURNING delivery_id, endpoint_id, event_id, created_at, lease_token),"                              \
     " uw AS (INSERT INTO hookd_deliveries(id, event_id, endpoint_id, account, status, attempt_count,"       \
     "  next_attempt_at, created_at, lease_token)"                                                             \
-    "  SELECT ux.delivery_id, ux.event_id, ux.endpoint_id, o.account, 'pending', 0, " now ", ux.created_at," \
+    "  SELECT ux.delivery_id, ux.event_id, ux.endpoint_id, o.account, 'pending', 0, ux.created_at, ux.created_at," \
     "  ux.lease_token FROM ux JOIN hookd_outbox o ON o.id = ux.event_id ON CONFLICT DO NOTHING RETURNING id)"
 /*
  * Whether the endpoint whose id is the SQL expression ep has a due, unleased
@@ -537,12 +538,13 @@ static int claim_lease(struct store *s, const char *node, int64_t now, int64_t l
     " FROM unnest($1::text[]) WITH ORDINALITY AS k(id, i)"                                                    \
     " JOIN LATERAL (SELECT e.id, e.rate_limit, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"            \
     "  WHEN $2 > 0 THEN $2 ELSE 0 END AS cap FROM hookd_endpoints e WHERE e.id = k.id AND e.enabled) c ON true"
-/* Each endpoint's free slots: -1 uncapped, 0 with a backlog, else its cap minus every node's leases. */
+/* Each endpoint's free slots: -1 uncapped, 0 with a backlog, else its cap minus every node's leases (but lim->own's). */
 #define SLOTS_COUNT_SQL                                                                                        \
     "SELECT k.i, CASE WHEN " HELD_BY_STATE("c", "$3", "$4") " THEN 0"                                          \
     "  WHEN c.cap <= 0 THEN -1"                                                                                \
     "  WHEN " BACKLOG_OF("c.id", "$3") " THEN 0"                                                               \
-    "  ELSE greatest(c.cap - " INFLIGHT_COUNT("c.id", "$3") ", 0) END"                                         \
+    "  ELSE greatest(c.cap - (SELECT count(*)::int FROM hookd_inflight x WHERE x.endpoint_id = c.id"          \
+    "   AND x.lease_until >= $3 AND x.owner IS DISTINCT FROM $5::text), 0) END"                                  \
     " FROM unnest($1::text[]) WITH ORDINALITY AS k(id, i)"                                                    \
     " JOIN LATERAL (SELECT e.id, e.rate_limit, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"            \
     "  WHEN $2 > 0 THEN $2 ELSE 0 END AS cap FROM hookd_endpoints e WHERE e.id = k.id AND e.enabled) c ON true"
@@ -581,9 +583,11 @@ static int postgres_delivery_slots(struct store *s, int64_t now, const struct le
     pg_param_int(&p, 2, default_cap);
     pg_param_i64(&p, 3, now);
     pg_param_i64(&p, 4, lim->ramp_ms);
+    struct pg_params count = p;
+    pg_param_text(&count, 5, lim->own);
     /* Both in one round trip; the second's snapshot is taken after the first has run. */
     result = pg_run_many(s, (const struct pg_stmt[]){{PG_DELIVERY_SLOTS_LOCK, SLOTS_LOCK_SQL, &p},
-                                                     {PG_DELIVERY_SLOTS, SLOTS_COUNT_SQL, &p}},
+                                                     {PG_DELIVERY_SLOTS, SLOTS_COUNT_SQL, &count}},
                          2, res);
     if (result == 0) {
         /* Locked (or uncapped) ones are ours to count; the rest keep 0. */
@@ -630,7 +634,7 @@ static int unrecorded_recover(struct store *s, int64_t now)
 
     pg_param_i64(&p, 1, now);
     result = pg_run(s, PG_DELIVERY_RECOVER,
-                    "WITH" UNRECORDED_WRITE_PENDING("lease_until < $1", "$1") " SELECT count(*) FROM uw", &p, &res);
+                    "WITH" UNRECORDED_WRITE_PENDING("lease_until < $1") " SELECT count(*) FROM uw", &p, &res);
     if (result == 0 && pg_col_i64(res, 0, 0) > 0)
         log_limited(&s->lim, LOG_INFO, "store",
                     "postgres: %" PRId64 " deliveries sent without their record by a node whose lease ran out are due again",
@@ -1010,13 +1014,12 @@ static int postgres_delivery_release(struct store *s, const char *id, const char
     pg_param_text(&p, 1, id);
     pg_param_text(&p, 2, owner);
     pg_param_i64(&p, 3, token);
-    pg_param_i64(&p, 4, clock_now_ms());
     /* An unrecorded delivery given back gets its row, pending, so that a claim can send it. */
     result = pg_run(s, PG_DELIVERY_RELEASE,
                     "WITH u AS (UPDATE hookd_deliveries SET lease_owner = NULL, lease_until = NULL"
                     "  WHERE id = $1 AND lease_owner = $2 AND lease_token = $3 RETURNING id),"
                     " f AS (" INFLIGHT_DROP("u") "),"
-                    UNRECORDED_WRITE_PENDING("delivery_id = $1 AND owner = $2 AND lease_token = $3", "$4::bigint")
+                    UNRECORDED_WRITE_PENDING("delivery_id = $1 AND owner = $2 AND lease_token = $3")
                     " SELECT (SELECT count(*) FROM u) + (SELECT count(*) FROM ux)",
                     &p, &res);
     if (result)
@@ -1032,12 +1035,11 @@ static int postgres_delivery_release_node(struct store *s, const char *node)
     struct pg_params p = {.n = 0};
 
     pg_param_text(&p, 1, node);
-    pg_param_i64(&p, 2, clock_now_ms());
     /* Its unrecorded deliveries may have been sent or not: their rows are written pending, to be sent again. */
     return pg_run_command(s, PG_DELIVERY_RELEASE_NODE,
                           "WITH x AS (DELETE FROM hookd_inflight WHERE owner = $1 AND event_id IS NULL"
                           "  RETURNING delivery_id),"
-                          UNRECORDED_WRITE_PENDING("owner = $1", "$2::bigint")
+                          UNRECORDED_WRITE_PENDING("owner = $1")
                           " UPDATE hookd_deliveries d SET lease_owner = NULL, lease_until = NULL FROM x"
                           " WHERE d.id = x.delivery_id AND d.lease_owner = $1 AND d.status IN " OPEN_STATUSES,
                           &p, NULL);

@@ -514,7 +514,8 @@ static int sqlite_delivery_slots(struct store *s, int64_t now, const struct leas
                          "  WHEN " SQ_FIRST_UNLEASED("c.id", "?2") " IS NOT NULL OR " SQ_FIRST_EXPIRED("c.id", "?2")
                          "   IS NOT NULL THEN 0"
                          "  ELSE max(max(c.cap, ?4) - (SELECT count(*) FROM hookd_deliveries x INDEXED BY hookd_deliveries_leased"
-                         "   WHERE x.endpoint_id = c.id AND x.lease_owner IS NOT NULL AND x.lease_until >= ?2), 0) END"
+                         "   WHERE x.endpoint_id = c.id AND x.lease_owner IS NOT NULL AND x.lease_owner IS NOT ?6"
+                         "   AND x.lease_until >= ?2), 0) END"
                          " FROM (SELECT e.id, e.rate_limit, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"
                          "  WHEN ?3 > 0 THEN ?3 ELSE 0 END AS cap FROM hookd_endpoints e WHERE e.id = ?1 AND e.enabled) c",
                          &st);
@@ -528,6 +529,7 @@ static int sqlite_delivery_slots(struct store *s, int64_t now, const struct leas
         sqlite3_bind_int(st, 3, lim->default_cap);
         sqlite3_bind_int(st, 4, lim->lease_max);
         sqlite3_bind_int64(st, 5, lim->ramp_ms);
+        sq_bind_text(st, 6, lim->own); /* NULL: IS NOT NULL, every lease */
         rc = sqlite3_step(st);
         if (rc == SQLITE_ROW) {
             int64_t v = sqlite3_column_int64(st, 0);

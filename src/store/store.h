@@ -305,6 +305,14 @@ bool delivery_result_valid(const struct delivery_result *r);
 struct lease_limits {
     int default_cap;
     int lease_max; /* 0: the cap */
+    /*
+     * delivery_slots, optional: the caller's node, whose leases are left out
+     * of the count (NULL: every node's count). The caller subtracts what of its
+     * own is in flight, which it knows better than its leases: a delivery whose
+     * answer came and whose record is on its way still holds its lease, but no
+     * longer a slot of the endpoint.
+     */
+    const char *own;
     /* Single-node: endpoints held to their cap whatever lease_max says (slow ones: what they get, they hold). */
     const char (*capped)[HOOKD_ID_MAX];
     size_t n_capped;

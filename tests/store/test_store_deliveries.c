@@ -1073,6 +1073,186 @@ static void test_renew_probe(void **state)
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
+/* ---- unrecorded deliveries (DESIGN §3): leased at fan-out, their row written by their first result ---- */
+
+struct unrecorded {
+    struct event ev;
+    struct delivery d;
+};
+
+/* An unrecorded delivery of a new event to ep, leased to node until lease_until with token 1. */
+static void unrecorded_make(struct fixture *fx, const struct endpoint *ep, const char *node, int64_t now,
+                            int64_t lease_until, struct unrecorded *u)
+{
+    event_make(fx, "order.paid", &u->ev);
+    u->d = (struct delivery){.status = DELIVERY_PENDING, .lease_owner = (char *)node, .lease_until = lease_until,
+                             .lease_token = 1, .next_attempt_at = now, .created_at = now - 7, .unrecorded = true,
+                             .account = fx->account};
+    id_new(u->d.id, "dlv_");
+    snprintf(u->d.event_id, sizeof u->d.event_id, "%s", u->ev.id);
+    snprintf(u->d.endpoint_id, sizeof u->d.endpoint_id, "%s", ep->id);
+}
+
+static struct delivery_result unrecorded_result(const struct unrecorded *u, int64_t token, enum delivery_status st,
+                                                int code, int64_t started, int64_t next_at)
+{
+    return (struct delivery_result){
+        .delivery_id = u->d.id, .lease_owner = u->d.lease_owner, .lease_token = token, .status = st,
+        .next_attempt_at = next_at, .unrecorded = &u->d,
+        .attempt = {.n = 1, .started_at = started, .duration_ms = 9, .status_code = code, .response = "ok",
+                    .error = code >= 300 ? "HTTP error" : NULL, .node = u->d.lease_owner},
+    };
+}
+
+/*
+ * The contract holds on both stores (a backend may write the row at once, as
+ * SQLite does): the first result writes the delivery in its new state with one
+ * attempt, a stale token is fenced out, the lease renews, and a lease given
+ * back, freed by its node's restart, or run out leaves the delivery pending,
+ * claimable at once, and sent again.
+ */
+static void test_unrecorded_lifecycle(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    struct endpoint ep;
+    struct unrecorded u[6];
+    struct delivery ds[6], got;
+    struct attempt_list al;
+    struct job_list jobs;
+    int results[3];
+    bool renewed[2];
+
+    drain_due(fx);
+    endpoint_make(fx, &ep);
+    for (int i = 0; i < 6; i++) {
+        unrecorded_make(fx, &ep, "node-a", now, i == 4 ? now + 1000 : now + 30000, &u[i]);
+        ds[i] = u[i].d;
+    }
+    ds[5].unrecorded = false; /* one with its row at once, in the same statement */
+    assert_int_equal(store_delivery_insert_many(fx->s, ds, 6), 0);
+    /* Not due for anyone else while leased. */
+    assert_int_equal(claim(fx, "node-b", now, now + 30000, &jobs), 0);
+    job_list_free(&jobs);
+
+    /* First results: delivered, retrying, and one with a stale token. */
+    struct delivery_result rs[3] = {
+        unrecorded_result(&u[0], 1, DELIVERY_DELIVERED, 200, now + 1, 0),
+        unrecorded_result(&u[1], 1, DELIVERY_RETRYING, 503, now + 2, now + 5000),
+        unrecorded_result(&u[2], 2, DELIVERY_DELIVERED, 200, now + 3, 0),
+    };
+    assert_int_equal(store_delivery_complete_many(fx->s, rs, 3, now + 20, results), 0);
+    assert_int_equal(results[0], 0);
+    assert_int_equal(results[1], 0);
+    assert_int_equal(results[2], HOOKD_ESTALE);
+    assert_int_equal(store_delivery_get(fx->s, u[0].d.id, &got), 0);
+    assert_int_equal(got.status, DELIVERY_DELIVERED);
+    assert_string_equal(got.event_id, u[0].ev.id);
+    assert_string_equal(got.endpoint_id, ep.id);
+    assert_string_equal(got.account, fx->account);
+    assert_int_equal(got.attempt_count, 1);
+    assert_int_equal(got.last_status_code, 200);
+    assert_int_equal(got.first_attempt_at, now + 1);
+    assert_int_equal(got.delivered_at, now + 20);
+    assert_int_equal(got.created_at, now - 7);
+    assert_null(got.lease_owner);
+    delivery_free(&got);
+    assert_int_equal(store_attempt_list(fx->s, u[0].d.id, &al), 0);
+    assert_int_equal(al.n, 1);
+    assert_int_equal(al.items[0].n, 1);
+    assert_int_equal(al.items[0].status_code, 200);
+    assert_int_equal(al.items[0].duration_ms, 9);
+    assert_string_equal(al.items[0].node, "node-a");
+    assert_string_equal(al.items[0].response, "ok");
+    attempt_list_free(&al);
+    assert_int_equal(store_delivery_get(fx->s, u[1].d.id, &got), 0);
+    assert_int_equal(got.status, DELIVERY_RETRYING);
+    assert_int_equal(got.next_attempt_at, now + 5000);
+    assert_int_equal(got.attempt_count, 1);
+    assert_null(got.lease_owner);
+    delivery_free(&got);
+    /* The same result again changes nothing: its lease is gone. */
+    assert_int_equal(store_delivery_complete_many(fx->s, rs, 1, now + 21, results), 0);
+    assert_int_equal(results[0], HOOKD_ESTALE);
+    assert_int_equal(store_attempt_list(fx->s, u[0].d.id, &al), 0);
+    assert_int_equal(al.n, 1);
+    attempt_list_free(&al);
+
+    /* Renewed with its token only. */
+    const char *ids[2] = {u[2].d.id, u[3].d.id};
+    const int64_t tokens[2] = {1, 9};
+    assert_int_equal(store_delivery_renew(fx->s, "node-a", ids, tokens, 2, now + 40000, renewed), 0);
+    assert_true(renewed[0]);
+    assert_false(renewed[1]);
+
+    /* Given back unsent: pending, unleased, claimable at once with a new token. */
+    assert_int_equal(store_delivery_release(fx->s, u[2].d.id, "node-a", 2), HOOKD_ESTALE);
+    assert_int_equal(store_delivery_release(fx->s, u[2].d.id, "node-a", 1), 0);
+    assert_int_equal(store_delivery_get(fx->s, u[2].d.id, &got), 0);
+    assert_int_equal(got.status, DELIVERY_PENDING);
+    assert_int_equal(got.attempt_count, 0);
+    assert_null(got.lease_owner);
+    assert_string_equal(got.event_id, u[2].ev.id);
+    delivery_free(&got);
+    assert_int_equal(claim(fx, "node-b", now, now + 30000, &jobs), 1);
+    assert_string_equal(jobs.items[0].d.id, u[2].d.id);
+    assert_int_equal(jobs.items[0].d.lease_token, 2);
+    assert_string_equal(jobs.items[0].ev.id, u[2].ev.id);
+    job_list_free(&jobs);
+
+    /* Its lease run out (its node gone): the next claim after that takes it. */
+    assert_int_equal(claim(fx, "node-b", now + 3000, now + 33000, &jobs), 1);
+    assert_string_equal(jobs.items[0].d.id, u[4].d.id);
+    assert_int_equal(jobs.items[0].d.lease_token, 2);
+    job_list_free(&jobs);
+
+    /* node-a starts again: its unrecorded u[3] and the recorded u[5] become claimable. */
+    assert_int_equal(store_delivery_release_node(fx->s, "node-a"), 0);
+    assert_int_equal(claim(fx, "node-c", now + 3000, now + 33000, &jobs), 2);
+    for (size_t i = 0; i < jobs.n; i++)
+        assert_true(strcmp(jobs.items[i].d.id, u[3].d.id) == 0 || strcmp(jobs.items[i].d.id, u[5].d.id) == 0);
+    job_list_free(&jobs);
+    for (int i = 0; i < 6; i++)
+        event_free(&u[i].ev);
+    endpoint_free(&ep);
+}
+
+/* A fan-out leaves its own node's leases out of the slots and counts what it sends itself (lease_limits.own). */
+static void test_slots_leave_out_own_leases(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    struct endpoint ep;
+    struct unrecorded u[3];
+    struct delivery ds[3];
+    int slots;
+
+    drain_due(fx);
+    endpoint_make(fx, &ep);
+    unrecorded_make(fx, &ep, "node-a", now, now + 30000, &u[0]);
+    unrecorded_make(fx, &ep, "node-a", now, now + 30000, &u[1]);
+    unrecorded_make(fx, &ep, "node-b", now, now + 30000, &u[2]);
+    for (int i = 0; i < 3; i++)
+        ds[i] = u[i].d;
+    assert_int_equal(store_delivery_insert_many(fx->s, ds, 3), 0);
+    const char *ids[1] = {ep.id};
+    struct lease_limits lim = {.default_cap = 10};
+    assert_int_equal(store_delivery_slots(fx->s, now, &lim, ids, 1, &slots), 0);
+    assert_int_equal(slots, 7);
+    lim.own = "node-a";
+    assert_int_equal(store_delivery_slots(fx->s, now, &lim, ids, 1, &slots), 0);
+    assert_int_equal(slots, 9);
+    lim.own = "node-b";
+    assert_int_equal(store_delivery_slots(fx->s, now, &lim, ids, 1, &slots), 0);
+    assert_int_equal(slots, 8);
+    assert_int_equal(store_delivery_release_node(fx->s, "node-a"), 0);
+    assert_int_equal(store_delivery_release_node(fx->s, "node-b"), 0);
+    drain_due(fx);
+    for (int i = 0; i < 3; i++)
+        event_free(&u[i].ev);
+    endpoint_free(&ep);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1098,6 +1278,8 @@ int main(void)
         T(test_claim_skips_delivery_without_event),
         T(test_status_checks),
         T(test_lifecycle_writes_plain),
+        T(test_unrecorded_lifecycle),
+        T(test_slots_leave_out_own_leases),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
