@@ -67,6 +67,7 @@ struct relay {
     bool op_left_due; /* shared store: the fan-out left due deliveries unclaimed */
     bool op_waiting;  /* the fan-out stopped to wait for room (look again next turn) */
     int64_t slots_wait_until; /* shared store: an answering endpoint had no slots in the store; mono ms */
+    int64_t wait_since_mono;  /* shared store: the fan-out has waited for answering endpoints since (0: not) */
     char wait_for[HOOKD_ID_MAX]; /* single-node: the answering endpoint it waits for ("": none) */
 
     /* Relay thread only: endpoints, reloaded when their version moves. */
@@ -503,6 +504,21 @@ static int fanout_answering_limit(struct relay *r, int limit, const char **wait_
 
 /* How long the fan-out leaves the store alone after it found an answering endpoint without slots there. */
 #define SLOTS_WAIT_MS 5
+/* The longest the fan-out waits for answering endpoints before it fans out into the store anyway. */
+#define FANOUT_WAIT_MAX_MS 50
+
+/* Starts the clock of a wait for answering endpoints; true once it has run FANOUT_WAIT_MAX_MS (and again then). */
+static bool fanout_waited_enough(struct relay *r)
+{
+    int64_t mono = clock_mono_ms();
+
+    if (r->wait_since_mono == 0)
+        r->wait_since_mono = mono;
+    if (mono - r->wait_since_mono < FANOUT_WAIT_MAX_MS)
+        return false;
+    r->wait_since_mono = 0;
+    return true;
+}
 
 /*
  * The store's side of fanout_answering_limit, in the fan-out's transaction:
@@ -539,25 +555,31 @@ static int fanout_wait_slots(struct relay *r, const char **ids, size_t n, int *l
  * unmade): whatever was sent meanwhile is sent again, with the same
  * webhook-id, when the rows are fanned out again.
  */
-static int fan_out_batch(struct relay *r, int limit, const char **wait_ids, size_t n_wait, size_t *fetched)
+static int fan_out_batch(struct relay *r, int *limit_io, const char **wait_ids, size_t n_wait, size_t *fetched)
 {
     uint64_t fanout = 0;
-    int rc;
+    int limit = *limit_io, rc;
 
     *fetched = 0;
     rc = store_begin(r->rd);
     if (rc != 0)
         return rc;
     rc = fanout_wait_slots(r, wait_ids, n_wait, &limit);
-    if (rc == 0 && limit <= 0) {
-        /* An answering endpoint is full, or has a backlog, over the cluster: wait for it. */
+    bool wait = rc == 0 && limit <= 0;
+    if (wait && fanout_waited_enough(r)) {
+        /* Held longer than a moment (the store may hold it for a reason the board does not show): go on. */
+        limit = *limit_io;
+        wait = false;
+    }
+    *limit_io = limit; /* what it asks for: fewer rows than that means the outbox is drained */
+    if (wait) {
+        /* An answering endpoint is full, or has a backlog, over the cluster: wait for it (commits nothing). */
         r->op_waiting = true;
         r->slots_wait_until = clock_mono_ms() + SLOTS_WAIT_MS;
-        rc = store_rollback(r->rd);
-        return rc;
-    }
-    if (rc == 0)
+    } else if (rc == 0) {
+        r->wait_since_mono = 0;
         rc = fanout_rows(r, r->rd, limit, fetched);
+    }
     if (rc == 0 && r->op_jobs.n > 0)
         fanout = dispatcher_enqueue_tentative(r->deps.dispatcher, &r->op_jobs);
     /*
@@ -575,6 +597,42 @@ static int fan_out_batch(struct relay *r, int limit, const char **wait_ids, size
         dispatcher_wake(r->deps.dispatcher);
     job_list_free(&r->op_jobs);
     r->op_jobs_cap = 0;
+    return rc;
+}
+
+/*
+ * One shared-store fan-out of at most *limit events, bounded by what the
+ * answering endpoints can take now (fanout_answering_limit); *limit becomes
+ * what it asked the store for. While they can take nothing it waits
+ * (r->op_waiting, no rows read), at most FANOUT_WAIT_MAX_MS at a time: then
+ * it fans out into the store, as for a slow endpoint.
+ */
+static int shared_fan_out(struct relay *r, int *limit, size_t *fetched)
+{
+    const char **wait_ids;
+    size_t n_wait = 0;
+    int full = *limit, rc = r->eps_loaded ? 0 : endpoints_current(r, r->rd); /* who bounds the first one */
+    bool hold;
+
+    *fetched = 0;
+    if (rc != 0)
+        return rc;
+    wait_ids = malloc((r->eps.n + 1) * sizeof *wait_ids);
+    if (wait_ids == NULL)
+        return HOOKD_ENOMEM;
+    *limit = fanout_answering_limit(r, full, wait_ids, &n_wait);
+    hold = *limit == 0 || clock_mono_ms() < r->slots_wait_until;
+    if (hold && !fanout_waited_enough(r)) {
+        r->op_waiting = true; /* an answering endpoint is full: look again next turn */
+        free(wait_ids);
+        return 0;
+    }
+    if (hold) {
+        *limit = full; /* waited enough: what does not fit goes into the store */
+        n_wait = 0;
+    }
+    rc = fan_out_batch(r, limit, wait_ids, n_wait, fetched);
+    free(wait_ids);
     return rc;
 }
 
@@ -1052,23 +1110,7 @@ static bool fan_out_pending(struct relay *r)
         if (store_backend(r->rd)->single_node) {
             rc = hand_off_batch(r, limit, &fetched);
         } else {
-            const char **wait_ids = NULL;
-            size_t n_wait = 0;
-            rc = r->eps_loaded ? 0 : endpoints_current(r, r->rd); /* who may bound the very first fan-out */
-            if (rc == 0)
-                wait_ids = malloc((r->eps.n + 1) * sizeof *wait_ids);
-            if (rc == 0 && wait_ids == NULL) {
-                rc = HOOKD_ENOMEM;
-            } else if (rc != 0) {
-                /* backed off below */
-            } else if ((limit = fanout_answering_limit(r, limit, wait_ids, &n_wait)) == 0 ||
-                       clock_mono_ms() < r->slots_wait_until) {
-                free(wait_ids);
-                return true; /* an answering endpoint is full: look again next turn */
-            } else {
-                rc = fan_out_batch(r, limit, wait_ids, n_wait, &fetched);
-            }
-            free(wait_ids);
+            rc = shared_fan_out(r, &limit, &fetched);
         }
         if (rc != 0 && atomic_load(&r->stop))
             return false;

@@ -3,6 +3,9 @@
  * defines HP(n) as its placeholder ("?" #n or "$" #n) before including this.
  * Every query of hookd_deliveries repeats the partial index's predicate word
  * for word, so SQLite (which proves only identical terms) uses the index too.
+ * They read the view hookd_deliveries_all: on PostgreSQL it adds the
+ * deliveries in flight before their first result (pending), which have no row
+ * yet; on SQLite it is the table.
  */
 #ifndef HOOKD_STORE_HEALTH_SQL_H
 #define HOOKD_STORE_HEALTH_SQL_H
@@ -22,12 +25,12 @@
 
 /* One endpoint's deliveries by status: an index-only scan of hookd_deliveries_endpoint_status. */
 #define HEALTH_SQL_COUNTS                                                                                \
-    "SELECT status, count(*) FROM hookd_deliveries WHERE endpoint_id = " HP(1) " AND " HEALTH_STATUS_TERM("") \
+    "SELECT status, count(*) FROM hookd_deliveries_all WHERE endpoint_id = " HP(1) " AND " HEALTH_STATUS_TERM("") \
     " GROUP BY status"
 
 /* The oldest open delivery of endpoint $1 with status s: one probe of the same index. */
 #define HEALTH_SQL_OLDEST_OF(s)                                                                          \
-    "SELECT id, event_id, created_at FROM hookd_deliveries WHERE endpoint_id = " HP(1) " AND "           \
+    "SELECT id, event_id, created_at FROM hookd_deliveries_all WHERE endpoint_id = " HP(1) " AND "           \
     HEALTH_STATUS_TERM("") " AND status = '" s "' ORDER BY created_at LIMIT 1"
 #define HEALTH_SQL_OLDEST_OPEN                                                                           \
     "SELECT * FROM (" HEALTH_SQL_OLDEST_OF("pending") ") p UNION ALL SELECT * FROM ("                     \
@@ -35,7 +38,7 @@
 
 /* Of every endpoint, the creation time of its oldest pending and oldest retrying delivery (probes). */
 #define HEALTH_SQL_OLDEST_PROBE(s)                                                                       \
-    "(SELECT d.created_at FROM hookd_deliveries d WHERE d.endpoint_id = e.id AND " HEALTH_STATUS_TERM("d.") \
+    "(SELECT d.created_at FROM hookd_deliveries_all d WHERE d.endpoint_id = e.id AND " HEALTH_STATUS_TERM("d.") \
     " AND d.status = '" s "' ORDER BY d.created_at LIMIT 1)"
 #define HEALTH_SQL_OLDEST_ALL                                                                            \
     "SELECT e.id, " HEALTH_SQL_OLDEST_PROBE("pending") ", " HEALTH_SQL_OLDEST_PROBE("retrying")          \
@@ -68,7 +71,7 @@
     " (PARTITION BY d.endpoint_id ORDER BY o.seq DESC) AS rn FROM (SELECT seq, id, event_type,"          \
     " resource_version, created_at FROM hookd_outbox WHERE resource_id IS NOT NULL AND resource_type = "  \
     HP(1) " AND resource_id = " HP(2) account_term " ORDER BY seq DESC LIMIT " HP(3) ") o"               \
-    " JOIN hookd_deliveries d ON d.event_id = o.id WHERE d.status <> 'superseded') x WHERE rn = 1"       \
+    " JOIN hookd_deliveries_all d ON d.event_id = o.id WHERE d.status <> 'superseded') x WHERE rn = 1"       \
     " ORDER BY endpoint_id"
 #define HEALTH_SQL_RESOURCE_ANY HEALTH_SQL_RESOURCE("")
 #define HEALTH_SQL_RESOURCE_ACCOUNT HEALTH_SQL_RESOURCE(" AND account = " HP(4))

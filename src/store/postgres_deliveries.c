@@ -1139,8 +1139,9 @@ static int postgres_delivery_get(struct store *s, const char *id, struct deliver
     struct pg_params p = {.n = 0};
 
     pg_param_text(&p, 1, id);
-    return pg_get(s, PG_DELIVERY_GET, "SELECT " STORE_DELIVERY_COLUMNS " FROM hookd_deliveries d WHERE d.id = $1", &p,
-                  store_read_delivery, out);
+    /* The view: an unrecorded delivery in flight is found too, pending and leased. */
+    return pg_get(s, PG_DELIVERY_GET, "SELECT " STORE_DELIVERY_COLUMNS " FROM hookd_deliveries_all d WHERE d.id = $1",
+                  &p, store_read_delivery, out);
 }
 
 /* One UPDATE with the status predicate: of two replays, or a replay and a claim, only one can win. A
@@ -1192,7 +1193,7 @@ static int postgres_delivery_list(struct store *s, const struct delivery_filter 
     out->n = 0;
     if (f->status >= 0 && !delivery_status_valid(f->status))
         return HOOKD_EINVAL;
-    store_sql_add(&q, "SELECT " STORE_DELIVERY_COLUMNS " FROM hookd_deliveries d WHERE true");
+    store_sql_add(&q, "SELECT " STORE_DELIVERY_COLUMNS " FROM hookd_deliveries_all d WHERE true");
     delivery_filter_sql(mask, '$', terms);
     store_sql_add(&q, terms);
     slot = (status_undelivered(f, mask, &q) ? PG_DELIVERY_LIST_UNDELIVERED : PG_DELIVERY_LIST) + mask;
@@ -1270,7 +1271,7 @@ static int postgres_delivery_count(struct store *s, const struct delivery_filter
     *n = 0;
     if (f->status >= 0 && !delivery_status_valid(f->status))
         return HOOKD_EINVAL;
-    store_sql_add(&q, "SELECT count(*) FROM hookd_deliveries d WHERE true");
+    store_sql_add(&q, "SELECT count(*) FROM hookd_deliveries_all d WHERE true");
     delivery_filter_sql(mask, '$', terms);
     store_sql_add(&q, terms);
     slot = (status_undelivered(f, mask, &q) ? PG_DELIVERY_COUNT_UNDELIVERED : PG_DELIVERY_COUNT) + mask;

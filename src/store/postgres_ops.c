@@ -175,7 +175,9 @@ static int postgres_purge_events(struct store *s, int64_t after_seq, int64_t bef
                             "WITH batch AS (SELECT seq FROM hookd_outbox WHERE seq > $1 AND seq <= $2"
                             "  AND dispatched_at IS NOT NULL AND created_at < $3 FOR UPDATE SKIP LOCKED)"
                             " DELETE FROM hookd_outbox o USING batch WHERE o.seq = batch.seq"
-                            "  AND NOT EXISTS (SELECT 1 FROM hookd_deliveries d WHERE d.event_id = o.id)",
+                            "  AND NOT EXISTS (SELECT 1 FROM hookd_deliveries d WHERE d.event_id = o.id)"
+                            /* nor one sent before its row was written (unrecorded), whose row needs the event */
+                            "  AND NOT EXISTS (SELECT 1 FROM hookd_inflight x WHERE x.event_id = o.id)",
                             &q, &deleted);
     if (result)
         return result;

@@ -351,7 +351,9 @@ export async function startCountingSink(opts = {}) {
     byPath: new Map(), // path → Map(webhook-id → count)
     openByPath: new Map(), maxOpenByPath: new Map(), // path → requests open now / at most at once
     arrivals: [],      // [ms, path, webhook-id] when opts.keepArrivals
+    overlaps: 0,       // arrivals while a request of the same path and webhook-id was still open
   };
+  const openById = new Map(); // `${path} ${webhook-id}` → requests open now
   const server = createHttpServer((req, res) => {
     const n = ++sink.total;
     sink.open++;
@@ -363,6 +365,17 @@ export async function startCountingSink(opts = {}) {
     const close = () => { if (!closed) { closed = true; sink.openByPath.set(req.url, sink.openByPath.get(req.url) - 1); } };
     res.on('close', close); // the sender gave up (its timeout) before an answer
     const id = req.headers['webhook-id'] || '';
+    const key = `${req.url} ${id}`;
+    const openNow = openById.get(key) || 0;
+    if (openNow > 0) sink.overlaps++;
+    openById.set(key, openNow + 1);
+    let idClosed = false;
+    res.on('close', () => {
+      if (idClosed) return;
+      idClosed = true;
+      const left = openById.get(key) - 1;
+      if (left > 0) openById.set(key, left); else openById.delete(key);
+    });
     let ids = sink.byPath.get(req.url);
     if (!ids) sink.byPath.set(req.url, ids = new Map());
     ids.set(id, (ids.get(id) || 0) + 1);

@@ -1134,6 +1134,25 @@ static void test_unrecorded_lifecycle(void **state)
     /* Not due for anyone else while leased. */
     assert_int_equal(claim(fx, "node-b", now, now + 30000, &jobs), 0);
     job_list_free(&jobs);
+    /* Seen before its first result (on PostgreSQL through hookd_deliveries_all): pending, leased. */
+    assert_int_equal(store_delivery_get(fx->s, u[0].d.id, &got), 0);
+    assert_int_equal(got.status, DELIVERY_PENDING);
+    assert_string_equal(got.lease_owner, "node-a");
+    assert_string_equal(got.account, fx->account);
+    assert_string_equal(got.event_id, u[0].ev.id);
+    assert_int_equal(got.created_at, now - 7);
+    assert_int_equal(got.attempt_count, 0);
+    delivery_free(&got);
+    struct delivery_filter f = {.event_id = u[0].ev.id, .status = DELIVERY_PENDING, .limit = 10};
+    struct delivery_list dl;
+    int64_t count;
+    assert_int_equal(store_delivery_list(fx->s, &f, &dl), 0);
+    assert_int_equal(dl.n, 1);
+    assert_string_equal(dl.items[0].id, u[0].d.id);
+    delivery_list_free(&dl);
+    f.status = -1;
+    assert_int_equal(store_delivery_count(fx->s, &f, &count), 0);
+    assert_int_equal(count, 1);
 
     /* First results: delivered, retrying, and one with a stale token. */
     struct delivery_result rs[3] = {

@@ -759,7 +759,16 @@ static const char schema_inbox_fillfactor[] = "ALTER TABLE hookd_inbox SET (fill
  */
 static const char schema_inflight_unrecorded[] =
     "ALTER TABLE hookd_inflight ADD COLUMN lease_token BIGINT NOT NULL DEFAULT 0,"
-    " ADD COLUMN event_id TEXT COLLATE \"C\", ADD COLUMN created_at BIGINT;";
+    " ADD COLUMN event_id TEXT COLLATE \"C\", ADD COLUMN created_at BIGINT;"
+    /* Every delivery, those in flight before their first result included (pending, leased): what the
+     * API's reads and an application's SQL see. */
+    "CREATE VIEW hookd_deliveries_all AS"
+    " SELECT id, event_id, endpoint_id, account, status, attempt_count, next_attempt_at, last_status_code,"
+    " last_error, first_attempt_at, last_attempt_at, delivered_at, created_at, lease_owner, lease_until,"
+    " lease_token FROM hookd_deliveries"
+    " UNION ALL SELECT x.delivery_id, x.event_id, x.endpoint_id, o.account, 'pending', 0, x.created_at,"
+    " NULL::integer, NULL::text, NULL::bigint, NULL::bigint, NULL::bigint, x.created_at, x.owner, x.lease_until,"
+    " x.lease_token FROM hookd_inflight x JOIN hookd_outbox o ON o.id = x.event_id WHERE x.event_id IS NOT NULL;";
 
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},

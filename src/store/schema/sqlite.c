@@ -728,6 +728,10 @@ static const char schema_outbox_checks_inline[] =
     "CREATE INDEX hookd_outbox_odd_id ON hookd_outbox(id) WHERE " STATS_ODD_SQLITE("evt_", "created_at") ";"
     "CREATE INDEX hookd_outbox_odd_time ON hookd_outbox(created_at) WHERE " STATS_ODD_SQLITE("evt_", "created_at") ";";
 
+/* The same name as PostgreSQL's view of every delivery (there it adds those in flight before their
+ * first result, which have no row yet); here every delivery has its row. */
+static const char schema_deliveries_all_view[] = "CREATE VIEW hookd_deliveries_all AS SELECT * FROM hookd_deliveries;";
+
 const struct schema_migration sqlite_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -755,6 +759,7 @@ const struct schema_migration sqlite_migrations[] = {
     {24, schema_deliveries_due_index_drop},
     {25, schema_deliveries_due_unleased},
     {26, schema_outbox_checks_inline},
+    {28, schema_deliveries_all_view},
 };
 
 const size_t sqlite_migrations_count = sizeof sqlite_migrations / sizeof sqlite_migrations[0];
