@@ -504,8 +504,8 @@ static int fanout_answering_limit(struct relay *r, int limit, const char **wait_
 
 /* How long the fan-out leaves the store alone after it found an answering endpoint without slots there. */
 #define SLOTS_WAIT_MS 5
-/* The longest the fan-out waits for answering endpoints before it fans out into the store anyway. */
-#define FANOUT_WAIT_MAX_MS 50
+/* The longest the fan-out waits for the store's slots of answering endpoints before it fans out into the store anyway. */
+#define FANOUT_WAIT_MAX_MS 1000
 
 /* Starts the clock of a wait for answering endpoints; true once it has run FANOUT_WAIT_MAX_MS (and again then). */
 static bool fanout_waited_enough(struct relay *r)
@@ -549,6 +549,9 @@ static int fanout_wait_slots(struct relay *r, const char **ids, size_t n, int *l
 
 /*
  * One shared-store fan-out in its own transaction on the relay's connection.
+ * It first asks the store for the slots of the answering endpoints that
+ * bound it (wait_ids; none: it does not ask), and takes nothing while one
+ * has none (r->op_waiting), up to FANOUT_WAIT_MAX_MS in a row.
  * The leased deliveries go to the dispatcher once inserted, before the
  * commit; their results wait for dispatcher_fanout_decided(). If the commit
  * fails, everything is rolled back (the rows stay undispatched, the leases
@@ -571,6 +574,8 @@ static int fan_out_batch(struct relay *r, int *limit_io, const char **wait_ids, 
         limit = *limit_io;
         wait = false;
     }
+    if (wait)
+        rc = endpoints_current(r, r->rd); /* one disabled or deleted meanwhile holds nothing next time */
     *limit_io = limit; /* what it asks for: fewer rows than that means the outbox is drained */
     if (wait) {
         /* An answering endpoint is full, or has a backlog, over the cluster: wait for it (commits nothing). */
@@ -603,9 +608,11 @@ static int fan_out_batch(struct relay *r, int *limit_io, const char **wait_ids, 
 /*
  * One shared-store fan-out of at most *limit events, bounded by what the
  * answering endpoints can take now (fanout_answering_limit); *limit becomes
- * what it asked the store for. While they can take nothing it waits
- * (r->op_waiting, no rows read), at most FANOUT_WAIT_MAX_MS at a time: then
- * it fans out into the store, as for a slow endpoint.
+ * what it asked the store for. While this node's own sends fill one of them
+ * it waits (r->op_waiting, no round trip): they end within moments. While
+ * the store shows one without slots (a backlog, other nodes' leases), it
+ * asks again every SLOTS_WAIT_MS, and after FANOUT_WAIT_MAX_MS of that it fans
+ * out into the store anyway (fan_out_batch).
  */
 static int shared_fan_out(struct relay *r, int *limit, size_t *fetched)
 {
@@ -621,15 +628,12 @@ static int shared_fan_out(struct relay *r, int *limit, size_t *fetched)
     if (wait_ids == NULL)
         return HOOKD_ENOMEM;
     *limit = fanout_answering_limit(r, full, wait_ids, &n_wait);
+    /* This node's own sends to an answering endpoint: they end within moments, no bound needed. */
     hold = *limit == 0 || clock_mono_ms() < r->slots_wait_until;
-    if (hold && !fanout_waited_enough(r)) {
+    if (hold) {
         r->op_waiting = true; /* an answering endpoint is full: look again next turn */
         free(wait_ids);
         return 0;
-    }
-    if (hold) {
-        *limit = full; /* waited enough: what does not fit goes into the store */
-        n_wait = 0;
     }
     rc = fan_out_batch(r, limit, wait_ids, n_wait, fetched);
     free(wait_ids);
