@@ -32,7 +32,7 @@
 
 #define HTTP_CLIENT_MAX_HEADERS 24         /* request header lines per request (a delivery: 4 + 16 custom) */
 #define HTTP_CLIENT_RESPONSE_ABORT_DEFAULT (1024 * 1024)
-#define HTTP_CLIENT_ERROR_MAX 288          /* "class: " + libcurl's message */
+#define HTTP_CLIENT_ERROR_MAX 288          /* "class: " + the reason */
 #define HTTP_CLIENT_RETRY_AFTER_MAX 64
 
 struct http_engine;
@@ -46,6 +46,8 @@ struct http_engine_options {
                                  * still counts); 0: HTTP_CLIENT_RESPONSE_ABORT_DEFAULT */
     bool allow_private_networks;
     const char *user_agent;     /* copied; NULL: "hookd/<version>" */
+    const char *ca_file;        /* PEM trust anchors for https, copied; NULL: the system's store
+                                 * (OpenSSL's default paths, which honour SSL_CERT_FILE) */
 };
 
 struct http_client_result;
