@@ -507,6 +507,11 @@ static void transfer_start(struct http_engine *e, struct transfer *t)
         }
     }
     t->reused = false;
+    /* The trust store is read once, with the first https request, before its connection opens. */
+    if (t->url.tls && e->tls == NULL && (e->tls = http_tls_context(e->ca_file[0] != '\0' ? e->ca_file : NULL)) == NULL) {
+        transfer_fail(e, t, TRANSPORT_CONNECT, "TLS with %s: cannot read the trust store", t->url.host);
+        return;
+    }
     if (t->url.host_is_ip) {
         memset(&a, 0, sizeof a);
         a.n = 1;
@@ -558,8 +563,6 @@ static bool tls_handshake(struct http_engine *e, struct transfer *t)
     char why[160];
 
     if (c->ssl == NULL) {
-        if (e->tls == NULL)
-            e->tls = http_tls_context(e->ca_file[0] != '\0' ? e->ca_file : NULL);
         if (e->tls == NULL || (c->ssl = http_tls_session(e->tls, c->fd, t->url.host, t->url.host_is_ip)) == NULL) {
             transfer_fail(e, t, TRANSPORT_CONNECT, "TLS with %s: cannot start a session", t->url.host);
             return false;
