@@ -83,7 +83,8 @@ struct transfer {
     struct http_url url;
     char key[KEY_MAX];
     uint32_t hash;
-    struct buf head;          /* request line, headers, and a small body */
+    char *head;               /* request line, headers, and a small body; HEAD_MAX + INLINE_BODY_MAX at most */
+    size_t head_len, head_cap;
     const char *body;         /* borrowed; the part not in head */
     size_t body_len;
     size_t sent;              /* of head.len + body_len */
@@ -587,14 +588,14 @@ static bool tls_handshake(struct http_engine *e, struct transfer *t)
 static bool send_request(struct http_engine *e, struct transfer *t)
 {
     struct conn *c = t->c;
-    size_t total = t->head.len + t->body_len;
+    size_t total = t->head_len + t->body_len;
 
     while (t->sent < total) {
         ssize_t w;
         int err = 0;
         if (c->ssl != NULL) {
-            const char *p = t->sent < t->head.len ? t->head.data + t->sent : t->body + (t->sent - t->head.len);
-            size_t n = t->sent < t->head.len ? t->head.len - t->sent : total - t->sent;
+            const char *p = t->sent < t->head_len ? t->head + t->sent : t->body + (t->sent - t->head_len);
+            size_t n = t->sent < t->head_len ? t->head_len - t->sent : total - t->sent;
             int r;
             ERR_clear_error();
             r = SSL_write(c->ssl, p, n > INT32_MAX ? INT32_MAX : (int)n);
@@ -611,10 +612,10 @@ static bool send_request(struct http_engine *e, struct transfer *t)
         } else {
             struct iovec iov[2];
             int n = 0;
-            if (t->sent < t->head.len)
-                iov[n++] = (struct iovec){.iov_base = t->head.data + t->sent, .iov_len = t->head.len - t->sent};
+            if (t->sent < t->head_len)
+                iov[n++] = (struct iovec){.iov_base = t->head + t->sent, .iov_len = t->head_len - t->sent};
             if (t->body_len > 0) {
-                size_t off = t->sent > t->head.len ? t->sent - t->head.len : 0;
+                size_t off = t->sent > t->head_len ? t->sent - t->head_len : 0;
                 iov[n++] = (struct iovec){.iov_base = (void *)(t->body + off), .iov_len = t->body_len - off};
             }
             struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
@@ -766,6 +767,13 @@ static void connect_done(struct http_engine *e, struct transfer *t)
         err = errno;
     if (err == EINPROGRESS || err == EALREADY)
         return;
+    if (err == 0) {
+        /* An event meant for the slot's previous socket (closed earlier in this turn) proves nothing. */
+        struct sockaddr_storage peer;
+        socklen_t plen = sizeof peer;
+        if (getpeername(t->c->fd, (struct sockaddr *)&peer, &plen) != 0 && errno == ENOTCONN)
+            return;
+    }
     if (err != 0) {
         t->last_errno = err;
         conn_close(e, t->c);
@@ -826,7 +834,7 @@ static void transfer_free(struct transfer *t)
 {
     if (t == NULL)
         return;
-    buf_free(&t->head);
+    free(t->head);
     buf_free(&t->response);
     free(t->rsp);
     free(t);
@@ -928,122 +936,182 @@ static bool method_valid(const char *m)
     return true;
 }
 
-static bool token_char(unsigned char c)
+/* RFC 9110 tchar, by byte. */
+static const bool token_chars[256] = {
+    ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1, ['*'] = 1, ['+'] = 1, ['-'] = 1, ['.'] = 1,
+    ['^'] = 1, ['_'] = 1, ['`'] = 1, ['|'] = 1, ['~'] = 1,
+    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1,
+    ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1, ['I'] = 1, ['J'] = 1,
+    ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1,
+    ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1,
+    ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1, ['i'] = 1, ['j'] = 1,
+    ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1,
+    ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1,
+};
+
+static bool line_names(const char *line, size_t name_len, const char *name, size_t len)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+    return name_len == len && strncasecmp(line, name, len) == 0;
 }
+#define NAMES(line, n, lit) line_names((line), (n), (lit), sizeof(lit) - 1)
 
-/* The name's length of a "Name: value" line (0: not such a line); *empty when the value is blank. */
-static size_t header_name(const char *line, bool *empty)
+/* What the caller's header lines hold, read once at submit. */
+struct header_scan {
+    size_t len[HTTP_CLIENT_MAX_HEADERS]; /* each line's length; 0: not sent */
+    size_t total;                        /* bytes of the lines sent, CRLFs included */
+    bool host, user_agent, accept;       /* named by a line: the engine's own is not sent */
+};
+
+/*
+ * Checks the lines (a "Name: value" each, "Name:" to suppress; CR or LF
+ * inside one would start a header of someone else's choosing) and notes what
+ * they replace. False for a line the request cannot carry.
+ */
+static bool headers_scan(const char *const *headers, size_t n, struct header_scan *hs)
 {
-    size_t n = 0;
-
-    while (token_char((unsigned char)line[n]))
-        n++;
-    if (n == 0 || line[n] != ':')
-        return 0;
-    const char *v = line + n + 1;
-    while (*v == ' ' || *v == '\t')
-        v++;
-    *empty = *v == '\0';
-    return n;
-}
-
-/* A line sent as it is: CR or LF inside it would start a header of someone else's choosing. */
-static bool headers_valid(const char *const *headers, size_t n)
-{
+    memset(hs, 0, sizeof *hs);
     if (n > HTTP_CLIENT_MAX_HEADERS || (n > 0 && headers == NULL))
         return false;
     for (size_t i = 0; i < n; i++) {
-        bool empty;
-        if (headers[i] == NULL || strpbrk(headers[i], "\r\n") != NULL || header_name(headers[i], &empty) == 0)
+        const char *line = headers[i];
+        size_t name = 0, len;
+        bool blank = true;
+        if (line == NULL)
             return false;
+        while (token_chars[(unsigned char)line[name]])
+            name++;
+        if (name == 0 || line[name] != ':')
+            return false;
+        for (len = name + 1; line[len] != '\0'; len++) {
+            char c = line[len];
+            if (c == '\r' || c == '\n')
+                return false;
+            if (c != ' ' && c != '\t')
+                blank = false;
+        }
+        if (NAMES(line, name, "host"))
+            hs->host = true;
+        else if (NAMES(line, name, "user-agent"))
+            hs->user_agent = true;
+        else if (NAMES(line, name, "accept"))
+            hs->accept = true;
+        else if (NAMES(line, name, "content-length") || NAMES(line, name, "transfer-encoding"))
+            blank = true; /* framing is the engine's alone */
+        if (blank)
+            continue; /* "Name:" only suppresses */
+        hs->len[i] = len;
+        hs->total += len + 2;
     }
     return true;
 }
 
-static bool line_names(const char *line, size_t name_len, const char *name)
-{
-    return strlen(name) == name_len && strncasecmp(line, name, name_len) == 0;
-}
-
-/* True when the caller's lines name header (and so replace or suppress the engine's). */
-static bool caller_has(const struct http_client_request *req, const char *name)
-{
-    for (size_t i = 0; i < req->n_headers; i++) {
-        bool empty;
-        size_t n = header_name(req->headers[i], &empty);
-        if (line_names(req->headers[i], n, name))
-            return true;
-    }
-    return false;
-}
-
-static int put(struct buf *b, const char *s, size_t n) { return buf_append(b, s, n); }
-#define PUT_LIT(b, s) put((b), (s), sizeof(s) - 1)
+#define PUT(p, s, n) (memcpy((p), (s), (n)), (p) += (n))
+#define PUT_LIT(p, s) PUT((p), (s), sizeof(s) - 1)
 
 /*
  * The request line and headers into t->head, and the body behind them when
- * it is small. Host, User-Agent and Accept are the engine's unless a caller's
- * line names them; framing (Content-Length) is the engine's alone.
+ * it is small, sized first and copied once. Host, User-Agent and Accept are
+ * the engine's unless a caller's line names them.
  */
-static int head_build(struct http_engine *e, struct transfer *t, const struct http_client_request *req)
+static int head_build(struct http_engine *e, struct transfer *t, const struct http_client_request *req,
+                      const struct header_scan *hs)
 {
-    struct buf *b = &t->head;
-    char digits[I64_DIGITS_MAX];
+    char port[I64_DIGITS_MAX], length[I64_DIGITS_MAX];
     bool has_body = req->body != NULL || (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0);
     size_t body_len = req->body != NULL ? req->body_len : 0;
-    int rc = 0;
+    size_t method_len = strlen(req->method), host_len = strlen(t->url.host), ua_len = strlen(e->user_agent);
+    size_t port_len = t->url.default_port ? 0 : i64_digits(t->url.port, port);
+    size_t length_len = has_body ? i64_digits((int64_t)body_len, length) : 0;
+    bool slash = t->url.target == NULL || t->url.target[0] == '?';
+    bool inline_body = body_len > 0 && body_len <= INLINE_BODY_MAX;
+    size_t need = method_len + 1 + slash + t->url.target_len + sizeof " HTTP/1.1\r\n" - 1 + hs->total + 2;
+    char *p;
 
-    buf_reset(b);
-    rc |= put(b, req->method, strlen(req->method));
-    rc |= PUT_LIT(b, " ");
-    if (t->url.target == NULL || t->url.target[0] == '?')
-        rc |= PUT_LIT(b, "/");
+    if (!hs->host)
+        need += sizeof "Host: []:\r\n" - 1 + host_len + port_len;
+    if (!hs->user_agent)
+        need += sizeof "User-Agent: \r\n" - 1 + ua_len;
+    if (!hs->accept)
+        need += sizeof "Accept: */*\r\n" - 1;
+    if (has_body)
+        need += sizeof "Content-Length: \r\n" - 1 + length_len;
+    if (need > HEAD_MAX)
+        return HOOKD_EINVAL;
+    if (inline_body)
+        need += body_len;
+    if (need > t->head_cap) {
+        char *grown = realloc(t->head, need);
+        if (grown == NULL)
+            return HOOKD_ENOMEM;
+        t->head = grown;
+        t->head_cap = need;
+    }
+    p = t->head;
+    PUT(p, req->method, method_len);
+    PUT_LIT(p, " ");
+    if (slash)
+        PUT_LIT(p, "/");
     if (t->url.target != NULL)
-        rc |= put(b, t->url.target, t->url.target_len);
-    rc |= PUT_LIT(b, " HTTP/1.1\r\n");
-    if (!caller_has(req, "host")) {
-        rc |= PUT_LIT(b, "Host: ");
+        PUT(p, t->url.target, t->url.target_len);
+    PUT_LIT(p, " HTTP/1.1\r\n");
+    if (!hs->host) {
+        PUT_LIT(p, "Host: ");
         if (t->url.host_is_ipv6)
-            rc |= PUT_LIT(b, "[");
-        rc |= put(b, t->url.host, strlen(t->url.host));
+            PUT_LIT(p, "[");
+        PUT(p, t->url.host, host_len);
         if (t->url.host_is_ipv6)
-            rc |= PUT_LIT(b, "]");
-        if (!t->url.default_port) {
-            rc |= PUT_LIT(b, ":");
-            rc |= put(b, digits, i64_digits(t->url.port, digits));
+            PUT_LIT(p, "]");
+        if (port_len > 0) {
+            PUT_LIT(p, ":");
+            PUT(p, port, port_len);
         }
-        rc |= PUT_LIT(b, "\r\n");
+        PUT_LIT(p, "\r\n");
     }
-    if (!caller_has(req, "user-agent")) {
-        rc |= PUT_LIT(b, "User-Agent: ");
-        rc |= put(b, e->user_agent, strlen(e->user_agent));
-        rc |= PUT_LIT(b, "\r\n");
+    if (!hs->user_agent) {
+        PUT_LIT(p, "User-Agent: ");
+        PUT(p, e->user_agent, ua_len);
+        PUT_LIT(p, "\r\n");
     }
-    if (!caller_has(req, "accept"))
-        rc |= PUT_LIT(b, "Accept: */*\r\n");
+    if (!hs->accept)
+        PUT_LIT(p, "Accept: */*\r\n");
     for (size_t i = 0; i < req->n_headers; i++) {
-        const char *line = req->headers[i];
-        bool empty = false;
-        size_t n = header_name(line, &empty);
-        if (empty || line_names(line, n, "content-length") || line_names(line, n, "transfer-encoding"))
-            continue; /* "Name:" only suppresses; framing is ours */
-        rc |= put(b, line, strlen(line));
-        rc |= PUT_LIT(b, "\r\n");
+        if (hs->len[i] == 0)
+            continue;
+        PUT(p, req->headers[i], hs->len[i]);
+        PUT_LIT(p, "\r\n");
     }
     if (has_body) {
-        rc |= PUT_LIT(b, "Content-Length: ");
-        rc |= put(b, digits, i64_digits((int64_t)body_len, digits));
-        rc |= PUT_LIT(b, "\r\n");
+        PUT_LIT(p, "Content-Length: ");
+        PUT(p, length, length_len);
+        PUT_LIT(p, "\r\n");
     }
-    rc |= PUT_LIT(b, "\r\n");
+    PUT_LIT(p, "\r\n");
     t->body = req->body;
     t->body_len = body_len;
-    if (rc == 0 && body_len > 0 && body_len <= INLINE_BODY_MAX && buf_append(b, req->body, body_len) == 0)
+    if (inline_body) {
+        PUT(p, req->body, body_len);
         t->body_len = 0;
-    return rc != 0 ? HOOKD_EINVAL : 0;
+    }
+    t->head_len = (size_t)(p - t->head);
+    return 0;
+}
+
+/* The pool's key, "http://host:port" (copies, not printf: this runs for every request). */
+static void key_build(struct transfer *t)
+{
+    char port[I64_DIGITS_MAX];
+    size_t host_len = strlen(t->url.host), port_len = i64_digits(t->url.port, port);
+    char *p = t->key;
+
+    if (t->url.tls)
+        PUT_LIT(p, "https://");
+    else
+        PUT_LIT(p, "http://");
+    PUT(p, t->url.host, host_len);
+    PUT_LIT(p, ":");
+    PUT(p, port, port_len);
+    *p = '\0';
+    t->hash = key_hash(t->key);
 }
 
 /* A transfer slot: one made and unused, or a new one while fewer than max_transfers exist. */
@@ -1065,7 +1133,6 @@ static struct transfer *transfer_take(struct http_engine *e)
     t->e = e;
     t->slot = e->n_transfers;
     t->heap_pos = -1;
-    buf_init(&t->head, HEAD_MAX);
     buf_init(&t->response, 0);
     e->transfers[e->n_transfers++] = t;
     return t;
@@ -1087,8 +1154,10 @@ int http_engine_submit(struct http_engine *e, const struct http_client_request *
     int urc, rc;
     int64_t now;
 
+    struct header_scan hs;
+
     if (req == NULL || done == NULL || req->url == NULL || !method_valid(req->method) ||
-        !headers_valid(req->headers, req->n_headers))
+        !headers_scan(req->headers, req->n_headers, &hs))
         return HOOKD_EINVAL;
     urc = http_url_parse(req->url, &url);
     if (urc < 0)
@@ -1097,9 +1166,8 @@ int http_engine_submit(struct http_engine *e, const struct http_client_request *
     if (t == NULL)
         return e->n_transfers >= e->opt.max_transfers ? HOOKD_EBUSY : HOOKD_ENOMEM;
     t->url = url;
-    snprintf(t->key, sizeof t->key, "%s://%s:%u", url.tls ? "https" : "http", url.host, url.port);
-    t->hash = key_hash(t->key);
-    rc = head_build(e, t, req);
+    key_build(t);
+    rc = head_build(e, t, req, &hs);
     t->url.target = NULL; /* points into the caller's string, which is not ours to keep */
     if (rc != 0) {
         transfer_put(e, t);

@@ -246,8 +246,10 @@ static size_t head_feed(struct http_response *p, const char *data, size_t n)
     memcpy(p->head + p->head_len, data, take);
     p->head_len += take;
     for (size_t i = p->scan; i < p->head_len; i++) {
-        if (p->head[i] != '\n')
-            continue;
+        const char *nl = memchr(p->head + i, '\n', p->head_len - i);
+        if (nl == NULL)
+            break;
+        i = (size_t)(nl - p->head);
         /* "\n\n" or "\n\r\n" ends the head. */
         size_t end = 0;
         if (i + 1 < p->head_len && p->head[i + 1] == '\n')
