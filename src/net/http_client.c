@@ -320,13 +320,11 @@ static bool headers_scan(const char *const *headers, size_t n, struct header_sca
             name++;
         if (name == 0 || line[name] != ':')
             return false;
-        for (len = name + 1; line[len] != '\0'; len++) {
-            char c = line[len];
-            if (c == '\r' || c == '\n')
-                return false;
-            if (c != ' ' && c != '\t')
-                blank = false;
-        }
+        len = name + 1 + strcspn(line + name + 1, "\r\n");
+        if (line[len] != '\0')
+            return false;
+        for (size_t v = name + 1; v < len && blank; v++)
+            blank = line[v] == ' ' || line[v] == '\t';
         if (NAMES(line, name, "host"))
             hs->host = true;
         else if (NAMES(line, name, "user-agent"))
