@@ -207,13 +207,16 @@ int http_engine_create(const struct http_engine_options *opt, struct http_engine
     e->transfers = calloc((size_t)max, sizeof *e->transfers);
     e->free_slots = calloc((size_t)max, sizeof *e->free_slots);
     e->conns = calloc((size_t)max, sizeof *e->conns);
+    e->free_conns = calloc((size_t)max, sizeof *e->free_conns);
     e->buckets = calloc(buckets, sizeof *e->buckets);
     e->heap = calloc((size_t)max, sizeof *e->heap);
-    if (e->transfers == NULL || e->free_slots == NULL || e->conns == NULL || e->buckets == NULL || e->heap == NULL)
+    if (e->transfers == NULL || e->free_slots == NULL || e->conns == NULL || e->free_conns == NULL ||
+        e->buckets == NULL || e->heap == NULL)
         goto fail;
     for (int i = 0; i < max; i++) {
         e->conns[i].slot = i;
         e->conns[i].fd = -1;
+        e->free_conns[e->n_free_conns++] = max - 1 - i;
     }
     rc = resolver_create(&e->resolver);
     if (rc != 0)
@@ -257,6 +260,7 @@ void http_engine_destroy(struct http_engine *e)
     free(e->transfers);
     free(e->free_slots);
     free(e->conns);
+    free(e->free_conns);
     free(e->buckets);
     free(e->heap);
     free(e);

@@ -97,22 +97,20 @@ void client_conn_close(struct http_engine *e, struct conn *c)
     }
     close(c->fd); /* leaves the epoll set with it */
     c->fd = -1;
+    e->free_conns[e->n_free_conns++] = c->slot;
     c->t = NULL;
     e->n_open--;
 }
 
-/* A free connection slot, closing the idle connection unused longest when all are open. */
+/* A free connection slot (the top of the free stack), closing the idle connection unused longest when all are open. */
 static struct conn *conn_slot(struct http_engine *e)
 {
-    for (int i = 0; i < e->opt.max_transfers; i++) {
-        if (e->conns[i].fd < 0)
-            return &e->conns[i];
+    if (e->n_free_conns == 0) {
+        if (e->lru_head == NULL)
+            return NULL; /* cannot be: a transfer in flight holds at most one */
+        client_conn_close(e, e->lru_head);
     }
-    if (e->lru_head == NULL)
-        return NULL; /* cannot be: a transfer in flight holds at most one */
-    struct conn *c = e->lru_head;
-    client_conn_close(e, c);
-    return c;
+    return &e->conns[e->free_conns[e->n_free_conns - 1]]; /* taken once its socket is open */
 }
 
 /*
@@ -215,10 +213,11 @@ static void connect_next(struct http_engine *e, struct transfer *t)
             close(fd);
             continue;
         }
+        e->n_free_conns--; /* c is the slot on top */
         c->fd = fd;
         c->ssl = NULL;
         c->t = t;
-        snprintf(c->key, sizeof c->key, "%s", t->key);
+        memcpy(c->key, t->key, strlen(t->key) + 1);
         c->hash = t->hash;
         e->n_open++;
         t->c = c;

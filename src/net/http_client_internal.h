@@ -103,6 +103,7 @@ struct http_engine {
     int active;
     struct conn *conns;       /* max_transfers slots: every connection open, in use or idle */
     int n_open;
+    int *free_conns, n_free_conns; /* slots of conns without a socket, a stack */
     struct conn *lru_head, *lru_tail;
     struct conn **buckets;
     uint32_t bucket_mask;

@@ -4,7 +4,7 @@
  * with a certificate made at test time: chunked, close-delimited, 1xx, HEAD
  * and 204, malformed and oversize heads, a trickling answer past the whole
  * timeout, keep-alive reuse and the one retry on a connection the peer closed,
- * the resolver thread, TLS verified and refused, URL and header rules, and
+ * the pool's bound, the resolver thread, TLS verified and refused, URL and header rules, and
  * many hung transfers beside ones that complete. The response parser alone,
  * fed byte by byte, comes first.
  */
@@ -630,6 +630,34 @@ static void test_reuse_and_retry(void **state)
     server_stop(s);
 }
 
+/* At most max_transfers connections in all: a new one closes the idle one unused longest. */
+static void test_pool_bound(void **state)
+{
+    struct server *s[3] = {server_start(), server_start(), server_start()};
+    struct http_engine *e = engine(2);
+    struct seen a;
+
+    completions = 0;
+    fetch_path(e, s[0], "GET", "/ok", &a);
+    fetch_path(e, s[1], "GET", "/ok", &a);
+    fetch_path(e, s[1], "GET", "/ok", &a);
+    assert_true(a.reused);
+    fetch_path(e, s[2], "GET", "/ok", &a); /* closes s[0]'s, the oldest idle */
+    assert_false(a.reused);
+    fetch_path(e, s[1], "GET", "/ok", &a);
+    assert_true(a.reused);
+    fetch_path(e, s[0], "GET", "/ok", &a); /* a new one, closing s[2]'s */
+    assert_false(a.reused);
+    assert_int_equal(atomic_load(&s[0]->accepted), 2);
+    assert_int_equal(atomic_load(&s[1]->accepted), 1);
+    fetch_path(e, s[2], "GET", "/ok", &a);
+    assert_false(a.reused);
+    assert_int_equal(atomic_load(&s[2]->accepted), 2);
+    http_engine_destroy(e);
+    for (int i = 0; i < 3; i++)
+        server_stop(s[i]);
+}
+
 /* ---- names, URLs, headers ------------------------------------------------------- */
 
 static void test_resolver_and_urls(void **state)
@@ -948,6 +976,7 @@ int main(void)
         cmocka_unit_test(test_malformed_answers),
         cmocka_unit_test(test_trickle_hits_the_whole_timeout),
         cmocka_unit_test(test_reuse_and_retry),
+        cmocka_unit_test(test_pool_bound),
         cmocka_unit_test(test_resolver_and_urls),
         cmocka_unit_test(test_ssrf_by_name),
         cmocka_unit_test(test_many_hung_beside_healthy),
