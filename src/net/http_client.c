@@ -31,10 +31,13 @@
 
 /* ---- the deadline heap ------------------------------------------------------- */
 
+/* The deadline that counts now: the whole request's, the connect's while connecting, an address's while trying it. */
 static int64_t transfer_due(const struct transfer *t)
 {
     bool connecting = t->state == T_RESOLVING || t->state == T_CONNECTING || t->state == T_HANDSHAKE;
-    return connecting && t->connect_deadline < t->deadline ? t->connect_deadline : t->deadline;
+    int64_t due = connecting && t->connect_deadline < t->deadline ? t->connect_deadline : t->deadline;
+
+    return t->state == T_CONNECTING && t->attempt_deadline < due ? t->attempt_deadline : due;
 }
 
 static void heap_swap(struct http_engine *e, int a, int b)
@@ -93,7 +96,7 @@ void client_set_state(struct http_engine *e, struct transfer *t, enum transfer_s
     int64_t before = transfer_due(t);
 
     t->state = s;
-    if (t->heap_pos >= 0 && transfer_due(t) != before)
+    if (t->heap_pos >= 0 && (transfer_due(t) != before || s == T_CONNECTING)) /* a new address, a new budget */
         heap_fix(e, t->heap_pos);
 }
 
@@ -154,6 +157,14 @@ static void deadlines_run(struct http_engine *e, int64_t now)
         bool connecting = t->state == T_RESOLVING || t->state == T_CONNECTING || t->state == T_HANDSHAKE;
         bool connect_hit = connecting && t->connect_deadline <= t->deadline;
 
+        if (t->state == T_CONNECTING && t->attempt_deadline <= now && t->attempt_deadline < t->connect_deadline &&
+            t->attempt_deadline < t->deadline && t->next_addr < t->addrs.n) {
+            /* This address had its share of the connect timeout: the next one gets the rest. */
+            t->last_errno = ETIMEDOUT;
+            client_conn_close(e, t->c);
+            client_connect_next(e, t);
+            continue;
+        }
         if (connect_hit && t->state == T_RESOLVING)
             client_transfer_fail(e, t, TRANSPORT_TIMEOUT, "resolving %s timed out after %lld ms", t->url.host,
                           (long long)t->connect_timeout_ms);

@@ -177,7 +177,7 @@ static void addr_set_port(struct sockaddr_storage *a, uint16_t port)
 }
 
 /* Connects to t's next allowed address; ends t when none is left. */
-static void connect_next(struct http_engine *e, struct transfer *t)
+void client_connect_next(struct http_engine *e, struct transfer *t)
 {
     while (t->next_addr < t->addrs.n) {
         struct sockaddr_storage *a = &t->addrs.addrs[t->next_addr++];
@@ -224,6 +224,9 @@ static void connect_next(struct http_engine *e, struct transfer *t)
         t->opened = true;
         t->reused = false;
         t->response_started = false;
+        /* Each address left gets an equal share of what is left of the connect timeout. */
+        int64_t now = clock_mono_ms(), left = t->connect_deadline - now;
+        t->attempt_deadline = left > 0 ? now + left / (t->addrs.n - t->next_addr + 1) : t->connect_deadline;
         client_set_state(e, t, T_CONNECTING);
         return; /* the socket turns writable when connect() has an answer */
     }
@@ -245,7 +248,7 @@ static void addresses_ready(struct http_engine *e, struct transfer *t, const str
     t->next_addr = 0;
     t->n_refused = 0;
     t->last_errno = 0;
-    connect_next(e, t);
+    client_connect_next(e, t);
 }
 
 void client_on_resolved(void *ud, uint64_t tag, const struct resolver_answer *a)
@@ -552,7 +555,7 @@ static void connect_done(struct http_engine *e, struct transfer *t)
     if (err != 0) {
         t->last_errno = err;
         client_conn_close(e, t->c);
-        connect_next(e, t);
+        client_connect_next(e, t);
         return;
     }
     client_set_state(e, t, t->url.tls ? T_HANDSHAKE : T_SENDING);

@@ -74,6 +74,7 @@ struct transfer {
     int next_addr, n_refused;
     int last_errno;
     int64_t deadline, connect_deadline; /* monotonic ms */
+    int64_t attempt_deadline;  /* while connecting: when the next address is tried instead */
     int64_t timeout_ms, connect_timeout_ms;
     int heap_pos;             /* -1: not in the heap */
     struct http_response *rsp;
@@ -130,6 +131,8 @@ void client_idle_link(struct http_engine *e, struct conn *c);
 void client_conn_close(struct http_engine *e, struct conn *c);
 /* Closes the idle connections unused for IDLE_MAX_MS. */
 void client_pool_expire(struct http_engine *e, int64_t now);
+/* Connects t to its next allowed address (ends it when none is left). */
+void client_connect_next(struct http_engine *e, struct transfer *t);
 /* Sends t on a pooled connection, or finds its addresses and connects. */
 void client_transfer_start(struct http_engine *e, struct transfer *t);
 /* The epoll set said something about c. */
