@@ -18,9 +18,13 @@
 #include "hookd.h"
 #include "net/http_url.h"
 
+#define LOOKUP_TAGS_MAX 64 /* requests waiting on one lookup; more start one of their own */
+
 struct lookup {
-    struct lookup *next;
-    uint64_t tag;
+    struct lookup *next;          /* in todo or done, under the mutex */
+    struct lookup *pending_next;  /* the engine's list of lookups not yet drained (its thread only) */
+    uint64_t tags[LOOKUP_TAGS_MAX]; /* the engine's only: the threads never read them */
+    int n_tags;
     char host[HTTP_URL_HOST_MAX];
     struct resolver_answer answer;
 };
@@ -45,6 +49,7 @@ struct cache_entry {
 struct resolver {
     struct resolver_shared *sh;
     int threads;
+    struct lookup *pending; /* submitted, not drained: a name asked for again joins its lookup */
     struct cache_entry cache[RESOLVER_CACHE_ENTRIES];
 };
 
@@ -204,12 +209,19 @@ static void cache_put(struct resolver *r, const char *host, const struct resolve
 int resolver_submit(struct resolver *r, const char *host, uint64_t tag)
 {
     struct resolver_shared *sh = r->sh;
-    struct lookup *l = calloc(1, sizeof *l);
+    struct lookup *l;
     int rc = 0;
 
+    for (l = r->pending; l != NULL; l = l->pending_next) {
+        if (l->n_tags < LOOKUP_TAGS_MAX && strcmp(l->host, host) == 0) {
+            l->tags[l->n_tags++] = tag;
+            return 0;
+        }
+    }
+    l = calloc(1, sizeof *l);
     if (l == NULL)
         return HOOKD_ENOMEM;
-    l->tag = tag;
+    l->tags[l->n_tags++] = tag;
     snprintf(l->host, sizeof l->host, "%s", host);
     pthread_mutex_lock(&sh->mu);
     while (r->threads < RESOLVER_THREADS) {
@@ -236,6 +248,8 @@ int resolver_submit(struct resolver *r, const char *host, uint64_t tag)
             sh->todo = l;
         sh->todo_tail = l;
         pthread_cond_signal(&sh->cv);
+        l->pending_next = r->pending;
+        r->pending = l;
     }
     pthread_mutex_unlock(&sh->mu);
     return rc;
@@ -255,8 +269,15 @@ void resolver_drain(struct resolver *r, int64_t now_ms, resolver_done_fn fn, voi
     pthread_mutex_unlock(&sh->mu);
     while ((l = list) != NULL) {
         list = l->next;
+        for (struct lookup **pp = &r->pending; *pp != NULL; pp = &(*pp)->pending_next) {
+            if (*pp == l) {
+                *pp = l->pending_next;
+                break;
+            }
+        }
         cache_put(r, l->host, &l->answer, now_ms);
-        fn(ud, l->tag, &l->answer);
+        for (int i = 0; i < l->n_tags; i++)
+            fn(ud, l->tags[i], &l->answer);
         free(l);
     }
 }

@@ -7,7 +7,8 @@
  *   resolver_create / resolver_destroy  (destroy never waits for a lookup in progress)
  *   resolver_fd        readable when answers are waiting
  *   resolver_cached    a fresh cached answer, without a lookup
- *   resolver_submit    start a lookup; its answer comes back through resolver_drain
+ *   resolver_submit    start a lookup (or join the one running for that name); its answer comes
+ *                      back through resolver_drain
  *   resolver_drain     hand each waiting answer to a callback (and keep it in the cache)
  */
 #ifndef HOOKD_NET_HTTP_RESOLVE_H

@@ -682,6 +682,18 @@ static void test_resolver_and_urls(void **state)
     fetch(e, "GET", url, &a);
     assert_true(a.reused);
 
+    /* Ten at once for a name not in a new engine's cache: one lookup answers them all. */
+    struct http_engine *fresh = engine(16);
+    static struct seen ten[10];
+    for (int i = 0; i < 10; i++) {
+        struct http_client_request r10 = {.method = "GET", .url = url};
+        assert_int_equal(http_engine_submit(fresh, &r10, on_done, &ten[i]), 0);
+    }
+    run_until(fresh, completions + 10, 5000);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(ten[i].status, 200);
+    http_engine_destroy(fresh);
+
     snprintf(url, sizeof url, "http://name.that.does.not.exist.invalid:%d/ok", s->port);
     fetch(e, "GET", url, &a);
     assert_int_equal(a.transport, TRANSPORT_DNS);
