@@ -125,8 +125,7 @@ void client_transfer_end(struct http_engine *e, struct transfer *t, bool keep)
 }
 
 /* Ends t with a transport error; fmt gives the reason (no receiver byte may be in it). */
-void client_transfer_fail(struct http_engine *e, struct transfer *t,
-                                                              enum transport_error err, const char *fmt, ...)
+void client_transfer_fail(struct http_engine *e, struct transfer *t, enum transport_error err, const char *fmt, ...)
 {
     va_list ap;
     int n;
@@ -167,13 +166,13 @@ static void deadlines_run(struct http_engine *e, int64_t now)
         }
         if (connect_hit && t->state == T_RESOLVING)
             client_transfer_fail(e, t, TRANSPORT_TIMEOUT, "resolving %s timed out after %lld ms", t->url.host,
-                          (long long)t->connect_timeout_ms);
+                                 (long long)t->connect_timeout_ms);
         else if (connect_hit)
-            client_transfer_fail(e, t, TRANSPORT_TIMEOUT, "connecting to %s port %u timed out after %lld ms", t->url.host,
-                          t->url.port, (long long)t->connect_timeout_ms);
+            client_transfer_fail(e, t, TRANSPORT_TIMEOUT, "connecting to %s port %u timed out after %lld ms",
+                                 t->url.host, t->url.port, (long long)t->connect_timeout_ms);
         else
             client_transfer_fail(e, t, TRANSPORT_TIMEOUT, "no complete answer within %lld ms (%zu body bytes received)",
-                          (long long)t->timeout_ms, t->received);
+                                 (long long)t->timeout_ms, t->received);
     }
     client_pool_expire(e, now);
 }
@@ -208,7 +207,8 @@ int http_engine_create(const struct http_engine_options *opt, struct http_engine
     e->epfd = e->wake_fd = -1;
     if (e->opt.response_abort == 0)
         e->opt.response_abort = HTTP_CLIENT_RESPONSE_ABORT_DEFAULT;
-    snprintf(e->user_agent, sizeof e->user_agent, "%s", opt->user_agent != NULL ? opt->user_agent : "hookd/" HOOKD_VERSION);
+    snprintf(e->user_agent, sizeof e->user_agent, "%s",
+             opt->user_agent != NULL ? opt->user_agent : "hookd/" HOOKD_VERSION);
     e->opt.user_agent = e->user_agent;
     snprintf(e->ca_file, sizeof e->ca_file, "%s", opt->ca_file != NULL ? opt->ca_file : "");
     e->opt.ca_file = NULL;
@@ -236,7 +236,8 @@ int http_engine_create(const struct http_engine_options *opt, struct http_engine
     e->epfd = epoll_create1(EPOLL_CLOEXEC);
     e->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (e->epfd < 0 || e->wake_fd < 0 ||
-        epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->wake_fd, &(struct epoll_event){.events = EPOLLIN, .data.u64 = TAG_WAKE}) != 0 ||
+        epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->wake_fd,
+                  &(struct epoll_event){.events = EPOLLIN, .data.u64 = TAG_WAKE}) != 0 ||
         epoll_ctl(e->epfd, EPOLL_CTL_ADD, resolver_fd(e->resolver),
                   &(struct epoll_event){.events = EPOLLIN, .data.u64 = TAG_RESOLVER}) != 0)
         goto fail;

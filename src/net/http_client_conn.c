@@ -234,7 +234,7 @@ void client_connect_next(struct http_engine *e, struct transfer *t)
         client_transfer_blocked(e, t);
     else
         client_transfer_fail(e, t, TRANSPORT_CONNECT, "cannot connect to %s port %u: %s", t->url.host, t->url.port,
-                      t->last_errno != 0 ? strerror(t->last_errno) : "no address");
+                             t->last_errno != 0 ? strerror(t->last_errno) : "no address");
 }
 
 /* The addresses are known: connect to them in turn. */
@@ -287,7 +287,8 @@ void client_transfer_start(struct http_engine *e, struct transfer *t)
     }
     t->reused = false;
     /* The trust store is read once, with the first https request, before its connection opens. */
-    if (t->url.tls && e->tls == NULL && (e->tls = http_tls_context(e->ca_file[0] != '\0' ? e->ca_file : NULL)) == NULL) {
+    if (t->url.tls && e->tls == NULL &&
+        (e->tls = http_tls_context(e->ca_file[0] != '\0' ? e->ca_file : NULL)) == NULL) {
         client_transfer_fail(e, t, TRANSPORT_CONNECT, "TLS with %s: cannot read the trust store", t->url.host);
         return;
     }
@@ -409,7 +410,7 @@ static bool send_request(struct http_engine *e, struct transfer *t)
         if (w < 0) {
             if (!transfer_retry(e, t))
                 client_transfer_fail(e, t, TRANSPORT_OTHER, "sending the request to %s failed: %s", t->url.host,
-                              strerror(err));
+                                     strerror(err));
             return false;
         }
         t->sent += (size_t)w;

@@ -135,7 +135,8 @@ static void test_parser_bytewise(void **state)
     }
     /* A short body at the end of the connection is an error, not an answer. */
     http_response_init(&p, false);
-    assert_int_equal(feed_bytewise(&p, "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nab", &b, &used), HTTP_RESPONSE_MORE);
+    assert_int_equal(feed_bytewise(&p, "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nab", &b, &used),
+                     HTTP_RESPONSE_MORE);
     assert_int_equal(http_response_eof(&p), HTTP_RESPONSE_ERROR);
 }
 
