@@ -22,8 +22,7 @@
  * (Content-Length, Transfer-Encoding) is the engine's alone. Error texts are
  * "<class>: <reason>" (class from transport_error_name), but for the SSRF
  * guard's "address refused by SSRF guard"; no byte from a receiver is in them.
- * Writes use MSG_NOSIGNAL; TLS writes do not, so a process using https
- * ignores SIGPIPE (the daemon does).
+ * Every write (TLS too) uses MSG_NOSIGNAL: a peer that went away never raises SIGPIPE.
  *
  *   http_engine_create / http_engine_destroy  the engine (destroy drops what is in flight, no callbacks)
  *   http_engine_submit       start a request; its done runs exactly once, from http_engine_run

@@ -2,10 +2,64 @@
 #include "net/http_tls.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
+
+/*
+ * OpenSSL's socket BIO writes with write(), which raises SIGPIPE on a peer
+ * that went away; this one is the same but for send(MSG_NOSIGNAL), so the
+ * engine never needs its process to ignore the signal.
+ */
+static BIO_METHOD *nosignal_method;
+static pthread_once_t nosignal_once = PTHREAD_ONCE_INIT;
+
+static int nosignal_write(BIO *b, const char *data, int n)
+{
+    int fd = -1;
+    ssize_t w;
+
+    if (BIO_get_fd(b, &fd) < 0 || fd < 0)
+        return -1;
+    w = send(fd, data, (size_t)(n < 0 ? 0 : n), MSG_NOSIGNAL);
+    BIO_clear_retry_flags(b);
+    if (w <= 0 && BIO_sock_should_retry((int)w))
+        BIO_set_retry_write(b);
+    return (int)w;
+}
+
+static void nosignal_init(void)
+{
+    const BIO_METHOD *sock = BIO_s_socket();
+    BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR, "hookd socket");
+
+    if (m == NULL)
+        return;
+    if (BIO_meth_set_write(m, nosignal_write) != 1 || BIO_meth_set_read(m, BIO_meth_get_read(sock)) != 1 ||
+        BIO_meth_set_puts(m, BIO_meth_get_puts(sock)) != 1 || BIO_meth_set_ctrl(m, BIO_meth_get_ctrl(sock)) != 1 ||
+        BIO_meth_set_create(m, BIO_meth_get_create(sock)) != 1 ||
+        BIO_meth_set_destroy(m, BIO_meth_get_destroy(sock)) != 1) {
+        BIO_meth_free(m);
+        return;
+    }
+    nosignal_method = m;
+}
+
+/* A BIO on fd (not closed with it) that never raises SIGPIPE; NULL on failure. */
+static BIO *nosignal_bio(int fd)
+{
+    BIO *b;
+
+    pthread_once(&nosignal_once, nosignal_init);
+    if (nosignal_method == NULL || (b = BIO_new(nosignal_method)) == NULL)
+        return NULL;
+    BIO_set_fd(b, fd, BIO_NOCLOSE);
+    return b;
+}
 
 SSL_CTX *http_tls_context(const char *ca_file)
 {
@@ -35,8 +89,10 @@ SSL *http_tls_session(SSL_CTX *ctx, int fd, const char *host, bool host_is_ip)
 
     if (ssl == NULL)
         return NULL;
-    if (SSL_set_fd(ssl, fd) != 1)
+    BIO *bio = nosignal_bio(fd);
+    if (bio == NULL)
         goto fail;
+    SSL_set_bio(ssl, bio, bio); /* the session owns it now */
     if (host_is_ip) {
         X509_VERIFY_PARAM *vp = SSL_get0_param(ssl);
         if (X509_VERIFY_PARAM_set1_ip_asc(vp, host) != 1)

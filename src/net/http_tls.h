@@ -5,7 +5,7 @@
  * and the name or address the certificate must carry.
  *
  *   http_tls_context   the context (NULL when OpenSSL cannot make one)
- *   http_tls_session   a session on a connected socket, for host
+ *   http_tls_session   a session on a connected socket, for host (its writes never raise SIGPIPE)
  *   http_tls_reason    why a handshake failed, in OpenSSL's words (never the peer's)
  */
 #ifndef HOOKD_NET_HTTP_TLS_H

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -814,6 +815,7 @@ struct tls_server {
     _Atomic(SSL_CTX *) ctx; /* the certificate served to the next connection */
     pthread_t thread;
     atomic_bool stop;
+    atomic_bool drop_after_handshake; /* close at once, the request unread */
     atomic_int handshakes;
 };
 
@@ -877,6 +879,11 @@ static void *tls_main(void *arg)
             char buf[4096];
             size_t n = 0;
             atomic_fetch_add(&ts->handshakes, 1);
+            if (atomic_load(&ts->drop_after_handshake)) {
+                SSL_free(ssl);
+                close(fd);
+                continue;
+            }
             /* One connection at a time: an idle one is let go soon, so the next is accepted. */
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &idle, sizeof idle);
             for (;;) { /* keep-alive: answer every request until the client goes */
@@ -990,6 +997,32 @@ static void test_tls(void **state)
     assert_int_equal(a.status, 200);
     http_engine_destroy(e);
     unsetenv("SSL_CERT_FILE");
+
+    /* A peer that goes away while a large body is written: no SIGPIPE, even where it is not ignored. */
+    atomic_store(&ts.drop_after_handshake, true);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        signal(SIGPIPE, SIG_DFL);
+        struct http_engine *ce = engine_with(2, true, 5000, cert_ip);
+        static char body[4 * 1024 * 1024];
+        struct http_client_request big_post = {.method = "POST", .url = url, .body = body, .body_len = sizeof body};
+        struct seen got = {0};
+        int64_t end = clock_mono_ms() + 8000;
+        if (http_engine_submit(ce, &big_post, on_done, &got) != 0)
+            _exit(2);
+        while (got.calls == 0 && clock_mono_ms() < end) {
+            http_engine_run(ce);
+            http_engine_wait(ce, 20);
+        }
+        _exit(got.calls == 1 && got.transport != TRANSPORT_OK ? 0 : 3);
+    }
+    int wstatus = 0;
+    assert_int_equal(waitpid(pid, &wstatus, 0), pid);
+    assert_false(WIFSIGNALED(wstatus));
+    assert_true(WIFEXITED(wstatus));
+    assert_int_equal(WEXITSTATUS(wstatus), 0);
+    atomic_store(&ts.drop_after_handshake, false);
 
     /* Not trusted: the system store does not know it. */
     e = engine_with(2, true, 5000, NULL);
