@@ -9,7 +9,7 @@
  * transfers in flight do: hundreds held by endpoints that never answer sit in
  * the heap and the epoll set untouched. (libcurl, which this replaced, spent
  * ~91k of a delivery's ~121k dispatcher instructions formatting, parsing and
- * setting up each transfer; this costs ~5.8k.) A request with a small body is
+ * setting up each transfer; this costs ~5.9k.) A request with a small body is
  * written with one send.
  */
 #include "net/http_client_internal.h"
