@@ -108,6 +108,12 @@ $(FUZZ_OUT)/fuzz_http_parse: tests/fuzz/fuzz_http_parse.c src/net/http_parse.c s
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -Itests/fuzz -o $@ $< src/net/http_parse.c
 
+# So are the HTTP engine's response parser and URL reader.
+$(FUZZ_OUT)/fuzz_http_response: tests/fuzz/fuzz_http_response.c src/net/http_response.c src/net/http_response.h \
+		src/net/http_url.c src/net/http_url.h tests/fuzz/fuzz_common.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -Itests/fuzz -o $@ $< src/net/http_response.c src/net/http_url.c
+
 fuzz-build: $(FUZZ_BINS)
 
 fuzz: fuzz-build

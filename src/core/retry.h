@@ -27,7 +27,7 @@ enum transport_error {
     TRANSPORT_DNS,
     TRANSPORT_TIMEOUT,
     TRANSPORT_BLOCKED, /* address refused by the SSRF guard: not retried */
-    TRANSPORT_OTHER,   /* anything else libcurl reports: retried */
+    TRANSPORT_OTHER,   /* anything else (a reset, a malformed response): retried */
 };
 
 /* Short stable names for logs and the attempts table: "connect", "dns", "timeout", "blocked", "other", or NULL for OK. */

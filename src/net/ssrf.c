@@ -1,6 +1,6 @@
 /*
  * SSRF guard: the address ranges an outbound request may never reach, as two
- * tables (IPv4, IPv6), checked by the HTTP engine against the address libcurl
+ * tables (IPv4, IPv6), checked by the HTTP engine against the address it
  * is about to connect to.
  */
 #include "net/ssrf.h"

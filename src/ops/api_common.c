@@ -433,7 +433,7 @@ json_t *api_attempt_json(const struct attempt *a)
 {
     json_t *error;
 
-    /* "timeout: Operation timed out …": the class keeps the text searchable whatever libcurl says. */
+    /* "timeout: Operation timed out …": the class keeps the text searchable whatever the reason's wording. */
     if (a->error_class && a->error && strstr(a->error, a->error_class) == NULL)
         error = json_sprintf("%s: %s", a->error_class, a->error);
     else

@@ -16,7 +16,7 @@ const char *delivery_log_class(const struct attempt *a)
     const char *text = a->error ? a->error : "";
 
     if (a->error_class) {
-        /* libcurl says which connect or other failure was the TLS handshake's. */
+        /* The engine's text says which connect or other failure was the TLS handshake's. */
         if ((strcmp(a->error_class, "connect") == 0 || strcmp(a->error_class, "other") == 0) &&
             (strcasestr(text, "ssl") || strcasestr(text, "tls") || strcasestr(text, "certificate")))
             return "tls";
