@@ -749,6 +749,13 @@ static const char schema_outbox_check_cheaper[] =
  */
 static const char schema_inbox_fillfactor[] = "ALTER TABLE hookd_inbox SET (fillfactor = 50);";
 
+/*
+ * hookd_transitions_at goes: no statement reads the transitions log by time
+ * (the trace reads it by entity, the audit by inbox id; nothing purges it),
+ * and every decision wrote an entry into it for each row.
+ */
+static const char schema_transitions_at_drop[] = "DROP INDEX hookd_transitions_at;";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -780,6 +787,7 @@ const struct schema_migration postgres_migrations[] = {
     {28, schema_source_machine_function},
     {29, schema_outbox_check_cheaper},
     {30, schema_inbox_fillfactor},
+    {31, schema_transitions_at_drop},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];
