@@ -70,6 +70,9 @@ int sqlite_checkpoint_aside(struct store *s);
 void sqlite_checkpoint_due(struct store *s);
 void sqlite_checkpoint_stop(struct store *s);
 
+/* The inbox family's fenced outcome (sqlite_inbox.c), also written by a decision's writes (sqlite_machines.c). */
+int sqlite_inbox_complete(struct store *s, const struct inbox_result *r, int64_t now);
+
 /* Unix milliseconds in SQL. */
 #define SQ_NOW_MS "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
 

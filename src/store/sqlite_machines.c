@@ -392,6 +392,10 @@ static int sqlite_decision_write(struct store *s, struct decision_writes *w, int
         result = sqlite_entity_put(s, w->entity);
     for (size_t i = 0; result == 0 && i < w->n_settles; i++)
         result = sqlite_inbox_settle(s, &w->settles[i], now);
+    if (result == 0 && w->complete) {
+        result = sqlite_inbox_complete(s, w->complete, now);
+        w->complete_lost = result == HOOKD_ESTALE;
+    }
     return result;
 }
 

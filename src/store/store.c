@@ -1086,8 +1086,9 @@ int store_inbox_insert_decided(struct store *s, struct inbox_item *it, const str
 int store_decision_write(struct store *s, struct decision_writes *w, int64_t now)
 {
     assert(s && w && (w->n_transitions == 0 || w->transitions) && (w->n_events == 0 || w->events) &&
-           (w->n_settles == 0 || w->settles));
+           (w->n_settles == 0 || w->settles) && (!w->complete || (w->complete->id && w->complete->lease_owner)));
     w->emitted = 0;
+    w->complete_lost = false;
     FAMILY_CALL(s, machines, decision_write, w, now);
 }
 

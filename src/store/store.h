@@ -775,7 +775,15 @@ struct decision_writes {
     const struct entity_record *entity;
     const struct inbox_settle *settles;
     size_t n_settles;
+    /*
+     * The decided item's own fenced outcome (inbox_complete), written after
+     * the rest, in the same round trip on PostgreSQL (NULL: none). A lease
+     * lost meanwhile is HOOKD_ESTALE with complete_lost set; the caller
+     * undoes the decision with it.
+     */
+    const struct inbox_result *complete;
     int emitted;                 /* out: events inserted (not there already) */
+    bool complete_lost;          /* out: complete found no lease (the result is then HOOKD_ESTALE) */
 };
 
 void rejection_list_free(struct rejection_list *l);
