@@ -327,8 +327,12 @@ static void test_decision_write(void **state)
     struct inbox_list claimed = {0};
     assert_int_equal(store_inbox_claim_due(fx->s, "n1", now + 1000, now + 60000, 100, &claimed), 0);
     bool held = false;
+    int64_t token = 0;
     for (size_t i = 0; i < claimed.n; i++)
-        held = held || strcmp(claimed.items[i].id, c.id) == 0;
+        if (strcmp(claimed.items[i].id, c.id) == 0) {
+            held = true;
+            token = claimed.items[i].lease_token;
+        }
     inbox_list_free(&claimed);
     assert_true(held);
     struct transition_record t4 = t[2];
@@ -343,6 +347,29 @@ static void test_decision_write(void **state)
     }
     assert_int_equal(store_transition_list(fx->s, "order", entity, &l), 0);
     assert_int_equal(l.n, 3);
+    transition_list_free(&l);
+    /* The decided item's own outcome goes with the decision, fenced by its lease: a lease that is not the
+     * holder's fails the call (complete_lost) and the transaction undoes the rest; the holder's completes it. */
+    struct inbox_result done = {.id = c.id, .lease_owner = "n2", .lease_token = token, .status = INBOX_PROCESSED,
+                                .attempts = 1, .result = "applied"};
+    struct transition_record t5 = t[2];
+    t5.result = "applied";
+    t5.reason = NULL;
+    struct decision_writes w7 = {.transitions = &t5, .n_transitions = 1, .complete = &done};
+    assert_int_equal(store_begin(fx->s), 0);
+    assert_int_equal(store_decision_write(fx->s, &w7, now + 1030), HOOKD_ESTALE);
+    assert_true(w7.complete_lost);
+    assert_int_equal(store_rollback(fx->s), 0);
+    done.lease_owner = "n1";
+    assert_int_equal(store_decision_write(fx->s, &w7, now + 1040), 0);
+    assert_false(w7.complete_lost);
+    assert_int_equal(store_inbox_get(fx->s, c.id, &item), 0);
+    assert_int_equal(item.status, INBOX_PROCESSED);
+    assert_string_equal(item.result, "applied");
+    assert_null(item.lease_owner);
+    inbox_item_free(&item);
+    assert_int_equal(store_transition_list(fx->s, "order", entity, &l), 0);
+    assert_int_equal(l.n, 4);
     transition_list_free(&l);
     /* An empty decision writes nothing and is no error. */
     struct decision_writes none = {0};
