@@ -1069,6 +1069,12 @@ int store_inbox_settle(struct store *s, const struct inbox_settle *r, int64_t no
     FAMILY_CALL(s, machines, settle, r, now);
 }
 
+int store_decision_gather(struct store *s, int (*fn)(struct store *s, void *arg), void *arg)
+{
+    assert(s && fn);
+    FAMILY_CALL(s, machines, decision_gather, fn, arg);
+}
+
 int store_inbox_taken(struct store *s, const char *source, const char *event_id, bool *taken)
 {
     assert(s && source && event_id && taken);
