@@ -489,8 +489,8 @@ static int gather_insert(struct store *s, const struct gather_rows *r, int n, co
         }
         sqlite3_stmt *st;
         char sql[4096];
-        const char *text = sql1;
-        if (rows > 1) { /* "head VALUES (?, …), (?, …) tail": the text only matters at the first prepare */
+        const char *text = sql1; /* a slot's text only matters at its first prepare */
+        if (rows > 1 && !s->stmts[slots[k]]) { /* "head VALUES (?, …), (?, …) tail" */
             size_t o = (size_t)snprintf(sql, sizeof sql, "%s VALUES ", head);
             for (size_t i = 0; i < rows; i++)
                 for (int c = 0; c < n; c++)
