@@ -46,8 +46,10 @@ static int op_machine(struct store *s, void *arg)
     struct entity_hold h = {0};
     const struct machine *m = NULL;
     int64_t now = clock_now_ms();
+    const struct inbox_result lease = {.id = j->it.id, .lease_owner = p->deps.node, .lease_token = j->it.lease_token};
     int rc;
 
+    j->mo.completed = false; /* a refusal below is completed here */
     if (!j->it.entity_kind || !j->it.entity_id) {
         machine_refuse(j, "the event names no entity (the source's entity.id)");
         rc = 0;
@@ -65,6 +67,7 @@ static int op_machine(struct store *s, void *arg)
             .schedule_ms = j->schedule_ms, .n_schedule = j->n_schedule,
             .may_reconcile = j->rq != NULL, .reconcile_after_ms = p->deps.reconcile_after_ms,
             .defer_pending = p->deps.n_deciders <= 0, /* decisions on the one writer, with the claims */
+            .lease = &lease,
         };
         rc = j->snap.state ? machine_step_reconciled(s, m, &c, &j->it, &j->snap, &h, &j->mo)
                            : machine_step(s, m, &c, &j->it, &h, &j->mo);
@@ -82,7 +85,7 @@ complete:
     j->r.next_attempt_at = j->mo.next_attempt_at;
     j->r.result = j->mo.result;
     j->r.error = j->mo.error[0] ? j->mo.error : NULL;
-    return store_inbox_complete(s, &j->r, now);
+    return j->mo.completed ? 0 : store_inbox_complete(s, &j->r, now); /* completed: with the decision's writes */
 }
 
 static void op_machine_done(void *arg, int result)

@@ -98,8 +98,11 @@ static int entity_view_take(struct entity_hold *h, struct entity_view *e)
 /*
  * Everything the step decided, written at once: the entity's row (once
  * however many events a chain applied, with where it ended), transitions,
- * emitted events, settled items. A settled item taken by a worker since it
- * was read (ESTALE) is a real conflict: EBUSY, so the op is undone and runs again.
+ * emitted events, settled items, and the claimed item's outcome when the
+ * caller gave its lease. A settled item taken by a worker since it was read
+ * (ESTALE) is a real conflict: EBUSY, so the op is undone and runs again; a
+ * lost lease of the claimed item stays ESTALE (the decision is undone, the
+ * item is another worker's now).
  */
 static int entity_flush(struct store *s, const struct machine_step_context *c, struct entity_view *e,
                         struct machine_outcome *out, int rc)
@@ -108,13 +111,25 @@ static int entity_flush(struct store *s, const struct machine_step_context *c, s
         .transitions = e->w.t, .n_transitions = e->w.nt, .events = e->w.ev, .n_events = e->w.nev,
         .entity = e->dirty ? &e->rec : NULL, .settles = e->w.st, .n_settles = e->w.nst,
     };
+    struct inbox_result r;
 
     if (rc == 0 && (dw.n_transitions || dw.n_events || dw.entity || dw.n_settles)) {
+        if (c->lease && !out->needs_reconcile) {
+            r = *c->lease;
+            r.status = out->status;
+            r.attempts = out->attempts;
+            r.next_attempt_at = out->next_attempt_at;
+            r.result = out->result;
+            r.error = out->error[0] ? out->error : NULL;
+            dw.complete = &r;
+        }
         rc = store_decision_write(s, &dw, c->now);
-        if (rc == HOOKD_ESTALE)
+        if (rc == HOOKD_ESTALE && !dw.complete_lost)
             rc = HOOKD_EBUSY;
-        if (rc == 0)
+        if (rc == 0) {
             out->emitted += dw.emitted;
+            out->completed = dw.complete != NULL;
+        }
     }
     e->dirty = false;
     return rc;

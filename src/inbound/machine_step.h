@@ -40,6 +40,14 @@ struct machine_step_context {
      * deferred 4,974 items instead of 3,671.
      */
     bool defer_pending;
+    /*
+     * The claimed item's lease (id, lease_owner, lease_token; NULL: none,
+     * as for an accept): the step writes the item's outcome with its
+     * decision's writes (store_decision_write's complete: one round trip
+     * fewer on PostgreSQL) and sets out->completed. A step that writes
+     * nothing else leaves it to the caller.
+     */
+    const struct inbox_result *lease;
 };
 
 /* What the provider's API says the entity is (reconciliation). */
@@ -60,6 +68,7 @@ struct machine_outcome {
     int deferred;                /* pending items of the entity (same source) that this step deferred */
     int emitted;                 /* outbox events this step inserted (the relay is woken after the commit) */
     bool needs_reconcile;        /* nothing was written: ask the provider, then machine_step_reconciled */
+    bool completed;              /* the item's outcome was written with the decision (c->lease) */
 };
 
 /*

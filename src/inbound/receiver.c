@@ -455,6 +455,26 @@ static int receive_one(struct store *s, struct receive_op *o, bool own_savepoint
 
 static int op_receive(struct store *s, void *arg) { return receive_one(s, arg, true); }
 
+/* A group's accepts on the one writer, in order (store_decision_gather's fn). */
+struct accepts_group {
+    void *const *args;
+    size_t n;
+    int *results;
+};
+
+static int receive_each(struct store *s, void *arg)
+{
+    struct accepts_group *g = arg;
+
+    for (size_t i = 0; i < g->n; i++) {
+        int rc = receive_one(s, g->args[i], false);
+        if (rc != 0)
+            return rc;
+        g->results[i] = 0;
+    }
+    return 0;
+}
+
 /*
  * The accepts queued one after another in a batch, as one call of the store
  * (PostgreSQL: one multi-row statement instead of a savepoint and a statement
@@ -471,13 +491,10 @@ static int op_receive_group(struct store *s, void *const *args, size_t n, int *r
     for (size_t i = 0; i < n; i++)
         machines = machines || ((struct receive_op *)args[i])->has_machine;
     if (machines && processor_decides_accepts(((struct receive_op *)args[0])->api->processor)) {
-        /* One writer (its inserts are one statement each anyway): some items are decided before theirs. */
-        for (size_t i = 0; i < n; i++) {
-            if ((rc = receive_one(s, args[i], false)) != 0)
-                return rc;
-            results[i] = 0;
-        }
-        return 0;
+        /* One writer (its inserts are one statement each anyway): some items are decided before theirs, and
+         * the decisions' transitions rows and emitted events go in multi-row statements after the group. */
+        struct accepts_group g = {.args = args, .n = n, .results = results};
+        return store_decision_gather(s, receive_each, &g);
     }
     items = calloc(n, sizeof *items);
     outs = malloc(n * sizeof *outs);

@@ -279,32 +279,38 @@ static int postgres_inbox_claim_due(struct store *s, const char *node, int64_t n
     return pg_atomic_end(s, result);
 }
 
-static int postgres_inbox_complete(struct store *s, const struct inbox_result *r, int64_t now)
+struct pg_stmt pg_inbox_complete_stmt(const struct inbox_result *r, int64_t now, struct pg_params *p)
 {
-    struct pg_params p = {.n = 0};
     bool open = r->status == INBOX_PENDING || r->status == INBOX_DEFERRED;
-    int64_t rows = 0;
-    int result;
 
-    pg_param_text(&p, 1, r->id);
-    pg_param_text(&p, 2, r->lease_owner);
-    pg_param_i64(&p, 3, r->lease_token);
-    pg_param_text(&p, 4, inbox_status_name(r->status));
-    pg_param_int(&p, 5, r->attempts);
+    pg_param_text(p, 1, r->id);
+    pg_param_text(p, 2, r->lease_owner);
+    pg_param_i64(p, 3, r->lease_token);
+    pg_param_text(p, 4, inbox_status_name(r->status));
+    pg_param_int(p, 5, r->attempts);
     if (open)
-        pg_param_i64(&p, 6, r->next_attempt_at ? r->next_attempt_at : now);
+        pg_param_i64(p, 6, r->next_attempt_at ? r->next_attempt_at : now);
     else
-        pg_param_null(&p, 6, PG_OID_INT8);
-    pg_param_text(&p, 7, r->result);
-    pg_param_text(&p, 8, r->error);
-    pg_param_i64(&p, 9, now);
-    result = pg_run_command(s, PG_INBOX_COMPLETE,
+        pg_param_null(p, 6, PG_OID_INT8);
+    pg_param_text(p, 7, r->result);
+    pg_param_text(p, 8, r->error);
+    pg_param_i64(p, 9, now);
+    return (struct pg_stmt){PG_INBOX_COMPLETE,
                             "UPDATE hookd_inbox SET status = $4, attempts = $5, next_attempt_at = $6, result = $7,"
                             " error = $8, processed_at = CASE WHEN $4 = 'processed' THEN $9 ELSE processed_at END,"
                             " deferred_at = CASE WHEN $4 = 'deferred' THEN COALESCE(deferred_at, $9) END,"
                             " lease_owner = NULL, lease_until = NULL"
                             " WHERE id = $1 AND lease_owner = $2 AND lease_token = $3",
-                            &p, &rows);
+                            p};
+}
+
+static int postgres_inbox_complete(struct store *s, const struct inbox_result *r, int64_t now)
+{
+    struct pg_params p = {.n = 0};
+    struct pg_stmt st = pg_inbox_complete_stmt(r, now, &p);
+    int64_t rows = 0;
+    int result = pg_run_command(s, st.slot, st.sql, st.p, &rows);
+
     return result == 0 && rows == 0 ? HOOKD_ESTALE : result;
 }
 

@@ -148,7 +148,7 @@ struct pg_stmt {
     const char *sql;
     const struct pg_params *p; /* NULL: none */
 };
-#define PG_PIPELINE_MAX 4
+#define PG_PIPELINE_MAX 5
 /*
  * Runs up to PG_PIPELINE_MAX statements in one round trip (a libpq pipeline),
  * one after the other on the server, each in a snapshot of its own as
@@ -236,6 +236,8 @@ extern const struct store_source_ops postgres_source_ops;       /* postgres_sour
 extern const struct store_inbox_ops postgres_inbox_ops;         /* postgres_inbox.c */
 extern const struct store_rejection_ops postgres_rejection_ops; /* postgres_rejections.c */
 extern const struct store_machine_ops postgres_machine_ops;     /* postgres_machines.c */
+/* The inbox's fenced outcome as a statement over p (postgres_inbox.c), also sent with a decision's writes. */
+struct pg_stmt pg_inbox_complete_stmt(const struct inbox_result *r, int64_t now, struct pg_params *p);
 extern const struct store_replay_ops postgres_replay_ops;       /* postgres_replays.c */
 extern const struct store_token_ops postgres_token_ops;         /* postgres_tokens.c */
 extern const struct store_alert_ops postgres_alert_ops;         /* postgres_ops.c */

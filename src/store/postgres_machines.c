@@ -296,7 +296,8 @@ static int postgres_inbox_settle(struct store *s, const struct inbox_settle *r, 
  * A decision's writes, all in one pipeline: each kind of row one statement,
  * the single-row one when there is one row (the common case: a deferral's
  * transitions row), else one over arrays unnested in order (so seq follows
- * the decision), the settled items through hookd_inbox_settle_many.
+ * the decision), the settled items through hookd_inbox_settle_many, and
+ * last the decided item's own outcome (a round trip of its own before).
  */
 #define DECISION_TRANSITION_COLUMNS 12
 #define DECISION_SETTLE_COLUMNS 5
@@ -398,10 +399,10 @@ static bool settles_bind(const struct decision_writes *w, int64_t now, struct pg
 static int postgres_decision_write(struct store *s, struct decision_writes *w, int64_t now)
 {
     struct decision_arrays a = {0};
-    struct pg_params tp = {.n = 0}, ep = {.n = 0}, xp = {.n = 0}, up = {.n = 0};
-    struct pg_stmt st[4];
-    PGresult *res[4] = {0};
-    int n = 0, events_at = -1, settles_at = -1, result = 0;
+    struct pg_params tp = {.n = 0}, ep = {.n = 0}, xp = {.n = 0}, up = {.n = 0}, cp = {.n = 0};
+    struct pg_stmt st[5];
+    PGresult *res[5] = {0};
+    int n = 0, events_at = -1, settles_at = -1, complete_at = -1, result = 0;
     bool ok = true;
 
     if (w->n_transitions == 1) {
@@ -445,6 +446,10 @@ static int postgres_decision_write(struct store *s, struct decision_writes *w, i
                                        &up};
         }
     }
+    if (ok && w->complete) {
+        complete_at = n;
+        st[n++] = pg_inbox_complete_stmt(w->complete, now, &cp);
+    }
     if (!ok)
         result = HOOKD_ENOMEM;
     else if (n > 0)
@@ -456,6 +461,10 @@ static int postgres_decision_write(struct store *s, struct decision_writes *w, i
                                             : pg_col_i64(res[settles_at], 0, 0);
         if (settled != (int64_t)w->n_settles)
             result = HOOKD_ESTALE; /* one of them was taken meanwhile: the caller undoes the decision */
+    }
+    if (result == 0 && complete_at >= 0 && strtoll(PQcmdTuples(res[complete_at]), NULL, 10) == 0) {
+        w->complete_lost = true; /* the decided item's lease was lost: the decision is undone with it */
+        result = HOOKD_ESTALE;
     }
     for (int i = 0; i < n; i++)
         PQclear(res[i]);

@@ -353,6 +353,7 @@ static void sqlite_close(struct store *s)
     if (!s)
         return;
     sqlite_checkpoint_stop(s);
+    sqlite_gather_free(s);
     for (int i = 0; i < SQ_SLOTS; i++)
         sqlite3_finalize(s->stmts[i]);
     sqlite3_close_v2(s->db);

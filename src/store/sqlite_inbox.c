@@ -186,7 +186,7 @@ static int sqlite_inbox_claim_due(struct store *s, const char *node, int64_t now
     return sq_rows_read(s, st, (size_t)limit, store_read_inbox, STORE_ROWS(out, store_free_inbox));
 }
 
-static int sqlite_inbox_complete(struct store *s, const struct inbox_result *r, int64_t now)
+int sqlite_inbox_complete(struct store *s, const struct inbox_result *r, int64_t now)
 {
     sqlite3_stmt *st;
     int changes = 0, result;

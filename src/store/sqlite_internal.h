@@ -63,12 +63,19 @@ struct store {
     int64_t busy_timeout_ms; /* sqlite_lock_wait; 0: BUSY_TIMEOUT_MS */
     struct sq_checkpointer *ckpt; /* sqlite_checkpoint_aside; NULL: SQLite's own checkpoints */
     int shm_fd;           /* SQLite's descriptor of the -shm file, found by sqlite_others_open; -1: not yet */
+    struct sq_gather *gather; /* decision_gather's rows while it gathers (sqlite_machines.c); NULL otherwise */
 };
 
 /* store_checkpoint_aside (sqlite_checkpoint.c); the stop is sqlite_close's, before the connection goes. */
 int sqlite_checkpoint_aside(struct store *s);
 void sqlite_checkpoint_due(struct store *s);
 void sqlite_checkpoint_stop(struct store *s);
+
+/* Frees what decision_gather kept (sqlite_machines.c): the connection closes. */
+void sqlite_gather_free(struct store *s);
+
+/* The inbox family's fenced outcome (sqlite_inbox.c), also written by a decision's writes (sqlite_machines.c). */
+int sqlite_inbox_complete(struct store *s, const struct inbox_result *r, int64_t now);
 
 /* Unix milliseconds in SQL. */
 #define SQ_NOW_MS "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"

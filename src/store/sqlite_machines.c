@@ -5,6 +5,8 @@
  */
 #include "store/sqlite_internal.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/clock.h"
@@ -32,6 +34,10 @@ enum {
     SQ_AUDIT_APPLIED_TWICE,
     SQ_AUDIT_UNPROCESSED,
     SQ_AUDIT_CONFLICTING,
+    SQ_GATHER_TRANSITIONS_4,
+    SQ_GATHER_TRANSITIONS_16,
+    SQ_GATHER_EVENTS_4,
+    SQ_GATHER_EVENTS_16,
     SQ_MACHINES_END
 };
 _Static_assert((int)SQ_MACHINES_END <= (int)SQ_REPLAYS, "the machines statements overflow their slots");
@@ -221,32 +227,35 @@ static int sqlite_entity_put(struct store *s, const struct entity_record *e)
     return sq_run(s, st, NULL);
 }
 
+#define TRANSITION_INSERT_COLUMNS \
+    "inbox_id, source, kind, entity_id, event_id, from_state, to_state, version, result, reason, worker, at"
+#define TRANSITION_NVALUES 12
+#define TRANSITION_INSERT_HEAD "INSERT INTO hookd_transitions(" TRANSITION_INSERT_COLUMNS ")"
+#define TRANSITION_INSERT_SQL TRANSITION_INSERT_HEAD " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
+
+static void transition_values(const struct transition_record *t, struct store_value v[TRANSITION_NVALUES])
+{
+    const char *text[] = {t->inbox_id, t->source, t->kind, t->entity_id, t->event_id, t->from_state, t->to_state};
+
+    for (int i = 0; i < 7; i++)
+        v[i] = (struct store_value){.type = STORE_V_TEXT, .null = !text[i], .text = text[i]};
+    v[7] = (struct store_value){.type = STORE_V_I64, .null = !t->has_version, .num = t->version};
+    v[8] = (struct store_value){.type = STORE_V_TEXT, .null = !t->result, .text = t->result};
+    v[9] = (struct store_value){.type = STORE_V_TEXT, .null = !t->reason, .text = t->reason};
+    v[10] = (struct store_value){.type = STORE_V_TEXT, .null = !t->worker, .text = t->worker};
+    v[11] = (struct store_value){.type = STORE_V_I64, .num = t->at ? t->at : clock_now_ms()};
+}
+
 static int sqlite_transition_insert(struct store *s, struct transition_record *t)
 {
+    struct store_value v[TRANSITION_NVALUES];
     sqlite3_stmt *st;
-    int result = sq_stmt(s, SQ_TRANSITION_INSERT,
-                         "INSERT INTO hookd_transitions(inbox_id, source, kind, entity_id, event_id, from_state,"
-                         " to_state, version, result, reason, worker, at)"
-                         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-                         &st);
+    int result = sq_stmt(s, SQ_TRANSITION_INSERT, TRANSITION_INSERT_SQL, &st);
 
     if (result)
         return result;
-    sq_bind_text(st, 1, t->inbox_id);
-    sq_bind_text(st, 2, t->source);
-    sq_bind_text(st, 3, t->kind);
-    sq_bind_text(st, 4, t->entity_id);
-    sq_bind_text(st, 5, t->event_id);
-    sq_bind_text(st, 6, t->from_state);
-    sq_bind_text(st, 7, t->to_state);
-    if (t->has_version)
-        sqlite3_bind_int64(st, 8, t->version);
-    else
-        sqlite3_bind_null(st, 8);
-    sq_bind_text(st, 9, t->result);
-    sq_bind_text(st, 10, t->reason);
-    sq_bind_text(st, 11, t->worker);
-    sqlite3_bind_int64(st, 12, t->at ? t->at : clock_now_ms());
+    transition_values(t, v);
+    sq_bind_values(st, v, TRANSITION_NVALUES);
     result = sq_run(s, st, NULL);
     if (result == 0)
         t->seq = sqlite3_last_insert_rowid(s->db);
@@ -296,6 +305,10 @@ static int sqlite_inbox_settle(struct store *s, const struct inbox_settle *r, in
     return result == 0 && changes == 0 ? HOOKD_ESTALE : result;
 }
 
+#define EMITTED_INSERT_HEAD "INSERT INTO hookd_outbox(" STORE_EVENT_INSERT_COLUMNS ")"
+#define EMITTED_INSERT_TAIL " ON CONFLICT DO NOTHING"
+#define EMITTED_INSERT_SQL EMITTED_INSERT_HEAD " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)" EMITTED_INSERT_TAIL
+
 /*
  * An emitted event: inserted unless its idempotency key (hookd.machine:<inbox
  * id>) is taken, when it was emitted already. Without the RETURNING of the
@@ -307,10 +320,7 @@ static int sqlite_emitted_insert(struct store *s, struct event *ev, bool *insert
 {
     struct store_value v[STORE_EVENT_NVALUES];
     sqlite3_stmt *st;
-    int changes = 0, result = sq_stmt(s, SQ_EMITTED_INSERT,
-                                      "INSERT INTO hookd_outbox(" STORE_EVENT_INSERT_COLUMNS ")"
-                                      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT DO NOTHING",
-                                      &st);
+    int changes = 0, result = sq_stmt(s, SQ_EMITTED_INSERT, EMITTED_INSERT_SQL, &st);
 
     *inserted = false;
     if (result)
@@ -376,14 +386,188 @@ static int sqlite_inbox_insert_decided(struct store *s, struct inbox_item *it, c
     return sq_run(s, st, NULL);
 }
 
-/* One statement per row: SQLite's statements cost no round trip, and each row's is prepared once. */
-static int sqlite_decision_write(struct store *s, struct decision_writes *w, int64_t now)
+/*
+ * What decision_gather keeps back: the values of each row, their texts
+ * copied into blocks that never move (a full block is followed by a new one).
+ * Kept on the connection between groups, emptied after each.
+ */
+#define GATHER_BLOCK_BYTES (64u << 10)
+struct gather_block {
+    struct gather_block *next;
+    size_t used, cap;
+    char data[];
+};
+struct gather_rows {
+    struct store_value *v; /* n values a row */
+    size_t rows, cap;
+};
+struct sq_gather {
+    bool on;
+    struct gather_rows t, e; /* transitions rows (TRANSITION_NVALUES), events (STORE_EVENT_NVALUES) */
+    struct gather_block *blocks;
+};
+
+static const char *gather_copy(struct sq_gather *g, const char *text)
 {
+    size_t n = strlen(text) + 1;
+    struct gather_block *b = g->blocks;
+
+    if (!b || b->cap - b->used < n) {
+        size_t cap = n > GATHER_BLOCK_BYTES ? n : GATHER_BLOCK_BYTES;
+        if (!(b = malloc(sizeof *b + cap)))
+            return NULL;
+        *b = (struct gather_block){.next = g->blocks, .cap = cap};
+        g->blocks = b;
+    }
+    char *d = b->data + b->used;
+    memcpy(d, text, n);
+    b->used += n;
+    return d;
+}
+
+/* One more row of n values, its texts copied; false when out of memory. */
+static bool gather_row(struct sq_gather *g, struct gather_rows *r, const struct store_value *v, int n)
+{
+    if (r->rows == r->cap) {
+        size_t want = r->cap ? r->cap * 2 : 64;
+        struct store_value *p = realloc(r->v, want * (size_t)n * sizeof *p);
+        if (!p)
+            return false;
+        r->v = p;
+        r->cap = want;
+    }
+    struct store_value *row = r->v + r->rows * (size_t)n;
+    for (int i = 0; i < n; i++) {
+        row[i] = v[i];
+        if (v[i].type == STORE_V_TEXT && !v[i].null && !(row[i].text = gather_copy(g, v[i].text)))
+            return false;
+    }
+    r->rows++;
+    return true;
+}
+
+static void gather_clear(struct sq_gather *g)
+{
+    while (g->blocks) {
+        struct gather_block *b = g->blocks;
+        g->blocks = b->next;
+        free(b);
+    }
+    g->t.rows = g->e.rows = 0;
+    g->on = false;
+}
+
+void sqlite_gather_free(struct store *s)
+{
+    if (!s->gather)
+        return;
+    gather_clear(s->gather);
+    free(s->gather->t.v);
+    free(s->gather->e.v);
+    free(s->gather);
+    s->gather = NULL;
+}
+
+/*
+ * The kept rows of one table through statements of 16, 4 and 1 rows (each
+ * prepared once: slot16, slot4, and the single-row statement's slot and
+ * text), in the order they were kept. *changes: the rows inserted.
+ */
+static int gather_insert(struct store *s, const struct gather_rows *r, int n, const char *head, const char *tail,
+                         int slot16, int slot4, int slot1, const char *sql1, int *changes)
+{
+    static const int sizes[] = {16, 4, 1};
+    const int slots[] = {slot16, slot4, slot1};
     int result = 0;
 
-    for (size_t i = 0; result == 0 && i < w->n_transitions; i++)
+    *changes = 0;
+    for (size_t done = 0, k = 0; result == 0 && done < r->rows;) {
+        size_t rows = (size_t)sizes[k];
+        if (r->rows - done < rows) {
+            k++;
+            continue;
+        }
+        sqlite3_stmt *st;
+        char sql[4096];
+        const char *text = sql1; /* a slot's text only matters at its first prepare */
+        if (rows > 1 && !s->stmts[slots[k]]) { /* "head VALUES (?, …), (?, …) tail" */
+            size_t o = (size_t)snprintf(sql, sizeof sql, "%s VALUES ", head);
+            for (size_t i = 0; i < rows; i++)
+                for (int c = 0; c < n; c++)
+                    o += (size_t)snprintf(sql + o, sizeof sql - o, "%s%s", c ? ", ?" : i ? ", (?" : "(?",
+                                          c == n - 1 ? ")" : "");
+            snprintf(sql + o, sizeof sql - o, "%s", tail);
+            text = sql;
+        }
+        result = sq_stmt(s, slots[k], text, &st);
+        for (size_t i = 0; result == 0 && i < rows; i++) {
+            const struct store_value *v = r->v + (done + i) * (size_t)n;
+            for (int c = 0; c < n; c++) {
+                int param = (int)i * n + c + 1;
+                if (v[c].null)
+                    sqlite3_bind_null(st, param);
+                else if (v[c].type == STORE_V_TEXT)
+                    sqlite3_bind_text(st, param, v[c].text, -1, SQLITE_STATIC);
+                else
+                    sqlite3_bind_int64(st, param, v[c].num);
+            }
+        }
+        int inserted = 0;
+        if (result == 0)
+            result = sq_run(s, st, &inserted);
+        *changes += inserted;
+        done += rows;
+    }
+    return result;
+}
+
+static int sqlite_decision_gather(struct store *s, int (*fn)(struct store *s, void *arg), void *arg)
+{
+    struct sq_gather *g = s->gather;
+    int changes, result;
+
+    if (!g && !(g = s->gather = calloc(1, sizeof *g)))
+        return HOOKD_ENOMEM;
+    if (g->on)
+        return HOOKD_EINVAL; /* one group at a time */
+    gather_clear(g);
+    g->on = true;
+    result = fn(s, arg);
+    g->on = false;
+    if (result == 0)
+        result = gather_insert(s, &g->t, TRANSITION_NVALUES, TRANSITION_INSERT_HEAD, "", SQ_GATHER_TRANSITIONS_16,
+                               SQ_GATHER_TRANSITIONS_4, SQ_TRANSITION_INSERT, TRANSITION_INSERT_SQL, &changes);
+    if (result == 0)
+        result = gather_insert(s, &g->e, STORE_EVENT_NVALUES, EMITTED_INSERT_HEAD, EMITTED_INSERT_TAIL,
+                               SQ_GATHER_EVENTS_16, SQ_GATHER_EVENTS_4, SQ_EMITTED_INSERT, EMITTED_INSERT_SQL,
+                               &changes);
+    gather_clear(g);
+    return result;
+}
+
+/*
+ * One statement per row: SQLite's statements cost no round trip, and each
+ * row's is prepared once; in an accepts' group (decision_gather) the
+ * transitions rows and emitted events are kept for its multi-row statements.
+ */
+static int sqlite_decision_write(struct store *s, struct decision_writes *w, int64_t now)
+{
+    struct sq_gather *g = s->gather && s->gather->on ? s->gather : NULL;
+    struct store_value v[TRANSITION_NVALUES > STORE_EVENT_NVALUES ? TRANSITION_NVALUES : STORE_EVENT_NVALUES];
+    int result = 0;
+
+    for (size_t i = 0; g && result == 0 && i < w->n_transitions; i++) {
+        transition_values(&w->transitions[i], v);
+        result = gather_row(g, &g->t, v, TRANSITION_NVALUES) ? 0 : HOOKD_ENOMEM;
+    }
+    for (size_t i = 0; g && result == 0 && i < w->n_events; i++) {
+        store_event_values(&w->events[i], v);
+        result = gather_row(g, &g->e, v, STORE_EVENT_NVALUES) ? 0 : HOOKD_ENOMEM;
+        w->emitted += result == 0;
+    }
+    for (size_t i = 0; !g && result == 0 && i < w->n_transitions; i++)
         result = sqlite_transition_insert(s, &w->transitions[i]);
-    for (size_t i = 0; result == 0 && i < w->n_events; i++) {
+    for (size_t i = 0; !g && result == 0 && i < w->n_events; i++) {
         bool inserted;
         result = sqlite_emitted_insert(s, &w->events[i], &inserted);
         w->emitted += inserted;
@@ -392,6 +576,10 @@ static int sqlite_decision_write(struct store *s, struct decision_writes *w, int
         result = sqlite_entity_put(s, w->entity);
     for (size_t i = 0; result == 0 && i < w->n_settles; i++)
         result = sqlite_inbox_settle(s, &w->settles[i], now);
+    if (result == 0 && w->complete) {
+        result = sqlite_inbox_complete(s, w->complete, now);
+        w->complete_lost = result == HOOKD_ESTALE;
+    }
     return result;
 }
 
@@ -478,5 +666,6 @@ const struct store_machine_ops sqlite_machine_ops = {
     .decision_write = sqlite_decision_write,
     .inbox_taken = sqlite_inbox_taken,
     .inbox_insert_decided = sqlite_inbox_insert_decided,
+    .decision_gather = sqlite_decision_gather,
     .audit = sqlite_audit,
 };

@@ -1112,6 +1112,12 @@ int store_inbox_settle(struct store *s, const struct inbox_settle *r, int64_t no
     FAMILY_CALL(s, machines, settle, r, now);
 }
 
+int store_decision_gather(struct store *s, int (*fn)(struct store *s, void *arg), void *arg)
+{
+    assert(s && fn);
+    FAMILY_CALL(s, machines, decision_gather, fn, arg);
+}
+
 int store_inbox_taken(struct store *s, const char *source, const char *event_id, bool *taken)
 {
     assert(s && source && event_id && taken);
@@ -1129,8 +1135,9 @@ int store_inbox_insert_decided(struct store *s, struct inbox_item *it, const str
 int store_decision_write(struct store *s, struct decision_writes *w, int64_t now)
 {
     assert(s && w && (w->n_transitions == 0 || w->transitions) && (w->n_events == 0 || w->events) &&
-           (w->n_settles == 0 || w->settles));
+           (w->n_settles == 0 || w->settles) && (!w->complete || (w->complete->id && w->complete->lease_owner)));
     w->emitted = 0;
+    w->complete_lost = false;
     FAMILY_CALL(s, machines, decision_write, w, now);
 }
 

@@ -86,6 +86,7 @@
  *     transition_insert/list  the append-only log of decisions (trace)
  *     inbox_settle          an open item re-evaluated after its entity moved (no lease of the caller's)
  *     decision_write        a decision's transitions, emitted events, entity and settled items at once
+ *     decision_gather       the accepts' group: keep the decisions' log rows and events for multi-row statements
  *     audit                 the five counts of GET /v1/audit
  *   rejections (hookd_rejections, hookd_rejection_counts)
  *     rejection_insert      log one refused request (bounded per source) and bump its reason's counter
@@ -793,7 +794,15 @@ struct decision_writes {
     const struct entity_record *entity;
     const struct inbox_settle *settles;
     size_t n_settles;
+    /*
+     * The decided item's own fenced outcome (inbox_complete), written after
+     * the rest, in the same round trip on PostgreSQL (NULL: none). A lease
+     * lost meanwhile is HOOKD_ESTALE with complete_lost set; the caller
+     * undoes the decision with it.
+     */
+    const struct inbox_result *complete;
     int emitted;                 /* out: events inserted (not there already) */
+    bool complete_lost;          /* out: complete found no lease (the result is then HOOKD_ESTALE) */
 };
 
 void rejection_list_free(struct rejection_list *l);
@@ -1131,6 +1140,17 @@ struct store_machine_ops {
     int (*inbox_taken)(struct store *s, const char *source, const char *event_id, bool *taken);
     int (*inbox_insert_decided)(struct store *s, struct inbox_item *it, const struct inbox_settle *r, int attempts,
                                 int64_t now);
+    /*
+     * The accepts' group (SQLite only, as insert_decided): runs fn(s, arg),
+     * during which the decision_writes it makes keep back their transitions
+     * rows and emitted events (rows nothing in the transaction reads: the
+     * entity, settled items and outcomes are written at once), then writes
+     * them, each kind through multi-row statements in the order they were
+     * handed over. fn's error, or the write's: the caller rolls back (what
+     * was kept is forgotten). While gathering, decision_write's emitted
+     * counts the events handed over.
+     */
+    int (*decision_gather)(struct store *s, int (*fn)(struct store *s, void *arg), void *arg);
     /* source NULL: every source. */
     int (*audit)(struct store *s, const char *source, int64_t since, int64_t until, struct audit_report *out);
 };
@@ -1464,6 +1484,7 @@ STORE_WRAPPER store_transition_insert(struct store *s, struct transition_record 
 STORE_WRAPPER store_transition_list(struct store *s, const char *kind, const char *id, struct transition_list *out);
 STORE_WRAPPER store_inbox_settle(struct store *s, const struct inbox_settle *r, int64_t now);
 STORE_WRAPPER store_inbox_taken(struct store *s, const char *source, const char *event_id, bool *taken);
+STORE_WRAPPER store_decision_gather(struct store *s, int (*fn)(struct store *s, void *arg), void *arg);
 STORE_WRAPPER store_inbox_insert_decided(struct store *s, struct inbox_item *it, const struct inbox_settle *r,
                                          int attempts, int64_t now);
 STORE_WRAPPER store_decision_write(struct store *s, struct decision_writes *w, int64_t now);

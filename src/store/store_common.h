@@ -47,14 +47,19 @@ void store_hex_encode(const void *p, size_t n, char *out);
     "signature_verified, status, attempts, next_attempt_at, lease_owner, lease_until, lease_token, result, "      \
     "error, received_at, processed_at, dup_count, last_dup_at, conflict_count, deferred_at"
 /*
- * STORE_INBOX_COLUMNS with the payload read as '' (keep the two in step): a
- * decision reads every open item of its entity (entity_hold) and none of
- * their bodies, which may be up to the source's size limit each.
+ * STORE_INBOX_COLUMNS with what a decision never reads of the other open
+ * items of its entity (entity_hold reads every one for every decision) as
+ * constants (keep the two in step): the payload as '' (a body may be up to
+ * the source's size limit), and no hash, signature flag, next look, lease
+ * token, result, error, processed time or duplicate counts. The step reads
+ * their ids, event, entity, version, status, attempts, lease and times of
+ * receipt and deferral (machine_step.c, machine_accept.c).
  */
 #define STORE_INBOX_OPEN_COLUMNS                                                                                 \
-    "id, source, event_id, event_type, entity_kind, entity_id, version, '' AS payload, payload_sha256, "         \
-    "signature_verified, status, attempts, next_attempt_at, lease_owner, lease_until, lease_token, result, "      \
-    "error, received_at, processed_at, dup_count, last_dup_at, conflict_count, deferred_at"
+    "id, source, event_id, event_type, entity_kind, entity_id, version, '' AS payload, NULL AS payload_sha256, " \
+    "0 AS signature_verified, status, attempts, NULL AS next_attempt_at, lease_owner, lease_until, "             \
+    "0 AS lease_token, NULL AS result, NULL AS error, received_at, NULL AS processed_at, 0 AS dup_count, "        \
+    "NULL AS last_dup_at, 0 AS conflict_count, deferred_at"
 #define STORE_REJECTION_COLUMNS "id, source, at, reason, peer, size, sha256"
 #define STORE_REJECTION_COUNT_COLUMNS "reason, count, last_at"
 

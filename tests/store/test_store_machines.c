@@ -327,8 +327,12 @@ static void test_decision_write(void **state)
     struct inbox_list claimed = {0};
     assert_int_equal(store_inbox_claim_due(fx->s, "n1", now + 1000, now + 60000, 100, &claimed), 0);
     bool held = false;
+    int64_t token = 0;
     for (size_t i = 0; i < claimed.n; i++)
-        held = held || strcmp(claimed.items[i].id, c.id) == 0;
+        if (strcmp(claimed.items[i].id, c.id) == 0) {
+            held = true;
+            token = claimed.items[i].lease_token;
+        }
     inbox_list_free(&claimed);
     assert_true(held);
     struct transition_record t4 = t[2];
@@ -343,6 +347,29 @@ static void test_decision_write(void **state)
     }
     assert_int_equal(store_transition_list(fx->s, "order", entity, &l), 0);
     assert_int_equal(l.n, 3);
+    transition_list_free(&l);
+    /* The decided item's own outcome goes with the decision, fenced by its lease: a lease that is not the
+     * holder's fails the call (complete_lost) and the transaction undoes the rest; the holder's completes it. */
+    struct inbox_result done = {.id = c.id, .lease_owner = "n2", .lease_token = token, .status = INBOX_PROCESSED,
+                                .attempts = 1, .result = "applied"};
+    struct transition_record t5 = t[2];
+    t5.result = "applied";
+    t5.reason = NULL;
+    struct decision_writes w7 = {.transitions = &t5, .n_transitions = 1, .complete = &done};
+    assert_int_equal(store_begin(fx->s), 0);
+    assert_int_equal(store_decision_write(fx->s, &w7, now + 1030), HOOKD_ESTALE);
+    assert_true(w7.complete_lost);
+    assert_int_equal(store_rollback(fx->s), 0);
+    done.lease_owner = "n1";
+    assert_int_equal(store_decision_write(fx->s, &w7, now + 1040), 0);
+    assert_false(w7.complete_lost);
+    assert_int_equal(store_inbox_get(fx->s, c.id, &item), 0);
+    assert_int_equal(item.status, INBOX_PROCESSED);
+    assert_string_equal(item.result, "applied");
+    assert_null(item.lease_owner);
+    inbox_item_free(&item);
+    assert_int_equal(store_transition_list(fx->s, "order", entity, &l), 0);
+    assert_int_equal(l.n, 4);
     transition_list_free(&l);
     /* An empty decision writes nothing and is no error. */
     struct decision_writes none = {0};
@@ -607,6 +634,103 @@ static void test_machine_update_wakes_its_deferred(void **state)
     machine_record_free(&m);
 }
 
+/* decision_gather's fn: 21 decisions of one entity (16 + 4 + 1 rows of each kind), each a log row and an event. */
+struct gather_case {
+    char *entity;
+    char keys[21][HOOKD_ID_MAX + 32];
+    int emitted;
+    int fail_at; /* -1: none */
+};
+
+static int gather_decisions(struct store *s, void *arg)
+{
+    struct gather_case *g = arg;
+
+    for (int i = 0; i < 21; i++) {
+        char reason[32];
+        snprintf(reason, sizeof reason, "row %d", i);
+        struct transition_record t = {.source = "src", .kind = "order", .entity_id = g->entity, .event_id = "e",
+                                      .to_state = "paid", .has_version = true, .version = i + 1,
+                                      .result = "applied", .reason = reason, .worker = "n1", .at = 1000 + i};
+        snprintf(t.inbox_id, sizeof t.inbox_id, "inb_gather_%d", i);
+        snprintf(g->keys[i], sizeof g->keys[i], "hookd.machine:%s:%d", g->entity, i);
+        char payload[64];
+        snprintf(payload, sizeof payload, "{\"n\":%d}", i);
+        struct event ev = {.type = "order.status_changed", .resource_type = "order", .resource_id = g->entity,
+                           .has_resource_version = true, .resource_version = i + 1, .payload = payload,
+                           .idempotency_key = g->keys[i]};
+        struct decision_writes w = {.transitions = &t, .n_transitions = 1, .events = &ev, .n_events = 1};
+        int rc = store_decision_write(s, &w, 2000);
+        if (rc)
+            return rc;
+        g->emitted += w.emitted;
+        if (i == g->fail_at)
+            return HOOKD_EIO;
+    }
+    return 0;
+}
+
+/*
+ * SQLite's accepts' group: the decisions' log rows and events are kept and
+ * written after the group, in order, through statements of several rows; a
+ * failed group writes none of them, and a decision after it writes at once.
+ */
+static void test_decision_gather(void **state)
+{
+    struct fixture *fx = *state;
+    char entity[HOOKD_ID_MAX];
+    struct transition_list l = {0};
+    struct event ev;
+
+    if (strcmp(store_backend(fx->s)->name, "sqlite") != 0) {
+        assert_int_equal(store_decision_gather(fx->s, gather_decisions, NULL), HOOKD_EUNAVAIL);
+        skip();
+    }
+    id_new(entity, "ent_");
+    struct gather_case g = {.entity = entity, .fail_at = 7};
+    assert_int_equal(store_begin(fx->s), 0);
+    assert_int_equal(store_decision_gather(fx->s, gather_decisions, &g), HOOKD_EIO);
+    assert_int_equal(store_rollback(fx->s), 0);
+    assert_int_equal(store_transition_list(fx->s, "order", entity, &l), 0);
+    assert_int_equal(l.n, 0);
+    transition_list_free(&l);
+
+    g = (struct gather_case){.entity = entity, .fail_at = -1};
+    assert_int_equal(store_begin(fx->s), 0);
+    assert_int_equal(store_decision_gather(fx->s, gather_decisions, &g), 0);
+    assert_int_equal(store_commit(fx->s), 0);
+    assert_int_equal(g.emitted, 21);
+    assert_int_equal(store_transition_list(fx->s, "order", entity, &l), 0);
+    assert_int_equal(l.n, 21);
+    int64_t last_seq = 0;
+    for (int i = 0; i < 21; i++) {
+        char reason[32];
+        snprintf(reason, sizeof reason, "row %d", i);
+        assert_string_equal(l.items[i].reason, reason);
+        assert_int_equal(l.items[i].version, i + 1);
+        assert_int_equal(l.items[i].at, 1000 + i);
+        assert_true(l.items[i].seq > last_seq);
+        last_seq = l.items[i].seq;
+        int64_t seq = event_by_key(fx, g.keys[i], &ev);
+        assert_true(seq > 0);
+        char payload[64];
+        snprintf(payload, sizeof payload, "{\"n\":%d}", i);
+        assert_string_equal(ev.payload, payload);
+        assert_int_equal(ev.resource_version, i + 1);
+        event_free(&ev);
+    }
+    transition_list_free(&l);
+    /* Outside a group a decision writes at once: its row is there before any commit. */
+    struct transition_record t = {.source = "src", .kind = "order", .entity_id = entity, .event_id = "e",
+                                  .result = "stale", .worker = "n1", .at = 3000};
+    snprintf(t.inbox_id, sizeof t.inbox_id, "inb_after");
+    struct decision_writes w = {.transitions = &t, .n_transitions = 1};
+    assert_int_equal(store_decision_write(fx->s, &w, 3000), 0);
+    assert_int_equal(store_transition_list(fx->s, "order", entity, &l), 0);
+    assert_int_equal(l.n, 22);
+    transition_list_free(&l);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -622,6 +746,7 @@ int main(void)
         T(test_entity_hold_holds_others_off),
         T(test_quiet_outbox_notifies_no_one),
         T(test_quiet_outbox_sqlite_is_a_no_op),
+        T(test_decision_gather),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
