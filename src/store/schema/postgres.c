@@ -787,6 +787,8 @@ static const char schema_decision_writes[] =
     "  GET DIAGNOSTICS settled = ROW_COUNT;"
     "  RETURN settled;"
     " END $$;";
+
+/*
  * Deliveries leased without their row (DESIGN §3, "Unrecorded deliveries"):
  * a fan-out that sends a delivery at once writes only its lease here, with
  * what it takes to write the row later (event_id, created_at; event_id set

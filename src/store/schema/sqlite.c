@@ -761,6 +761,7 @@ static const char schema_outbox_checks_constant[] =
     " WHERE type = 'table' AND name = 'hookd_outbox';"
     "PRAGMA writable_schema = RESET;"
     "DROP INDEX hookd_transitions_at;";
+
 /* The same name as PostgreSQL's view of every delivery (there it adds those in flight before their
  * first result, which have no row yet); here every delivery has its row. */
 static const char schema_deliveries_all_view[] = "CREATE VIEW hookd_deliveries_all AS SELECT * FROM hookd_deliveries;";
