@@ -31,43 +31,11 @@
 #include "hookd.h"
 #include "net/http_client.h"
 #include "outbound/request.h"
+#include "unit/loopback_server.h"
 
 /* ---- the scripted server ------------------------------------------------------ */
 
-#define MAX_CONNS 64
 #define BIG_BODY (200 * 1000)
-
-struct server {
-    int lfd;
-    int port;
-    pthread_t thread;
-    atomic_bool stop;
-    atomic_int accepted; /* connections */
-    atomic_int requests; /* complete requests read */
-    pthread_mutex_t mu;
-    int fds[MAX_CONNS];
-    pthread_t threads[MAX_CONNS];
-    int n;
-    char last[8192];      /* the last request: head and the start of the body */
-    size_t last_body_len; /* its body's full length */
-};
-
-struct conn {
-    struct server *s;
-    int slot;
-};
-
-static bool send_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w <= 0)
-            return false;
-        p += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
 
 static bool respond(int fd, const char *status, const char *extra, const char *body)
 {
@@ -184,86 +152,7 @@ static void *conn_main(void *arg)
     return NULL;
 }
 
-static void *accept_main(void *arg)
-{
-    struct server *s = arg;
-
-    while (!atomic_load(&s->stop)) {
-        struct pollfd p = {.fd = s->lfd, .events = POLLIN};
-        if (poll(&p, 1, 20) <= 0)
-            continue;
-        int fd = accept(s->lfd, NULL, NULL);
-        if (fd < 0)
-            continue;
-        atomic_fetch_add(&s->accepted, 1);
-        pthread_mutex_lock(&s->mu);
-        if (s->n == MAX_CONNS) {
-            pthread_mutex_unlock(&s->mu);
-            close(fd);
-            continue;
-        }
-        struct conn *c = malloc(sizeof *c);
-        assert_non_null(c);
-        c->s = s;
-        c->slot = s->n;
-        s->fds[s->n] = fd;
-        assert_int_equal(pthread_create(&s->threads[s->n], NULL, conn_main, c), 0);
-        s->n++;
-        pthread_mutex_unlock(&s->mu);
-    }
-    return NULL;
-}
-
-static int listen_loopback(int *port)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t alen = sizeof a;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int one = 1;
-
-    assert_true(fd >= 0);
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
-    *port = ntohs(a.sin_port);
-    return fd;
-}
-
-static struct server *server_start(void)
-{
-    struct server *s = calloc(1, sizeof *s);
-
-    assert_non_null(s);
-    pthread_mutex_init(&s->mu, NULL);
-    s->lfd = listen_loopback(&s->port);
-    assert_int_equal(listen(s->lfd, 64), 0);
-    assert_int_equal(pthread_create(&s->thread, NULL, accept_main, s), 0);
-    return s;
-}
-
-static void server_stop(struct server *s)
-{
-    atomic_store(&s->stop, true);
-    pthread_join(s->thread, NULL);
-    pthread_mutex_lock(&s->mu);
-    for (int i = 0; i < s->n; i++) {
-        if (s->fds[i] >= 0)
-            shutdown(s->fds[i], SHUT_RDWR);
-    }
-    pthread_mutex_unlock(&s->mu);
-    for (int i = 0; i < s->n; i++)
-        pthread_join(s->threads[i], NULL);
-    close(s->lfd);
-    pthread_mutex_destroy(&s->mu);
-    free(s);
-}
-
-static void server_last(struct server *s, char *out, size_t n)
-{
-    pthread_mutex_lock(&s->mu);
-    snprintf(out, n, "%s", s->last);
-    pthread_mutex_unlock(&s->mu);
-}
+static struct server *server_start(void) { return server_start_with(false, conn_main); }
 
 /* ---- a second classifier: what an inbound forward makes of an answer ---------- */
 
@@ -533,7 +422,7 @@ static void test_connect_refused(void **state)
     struct seen a = {0};
     char url[128];
     int port;
-    int fd = listen_loopback(&port); /* bound, never listening, then closed: nothing answers there */
+    int fd = listen_on(false, &port); /* bound, then closed: nothing answers there */
 
     close(fd);
     completions = 0;

@@ -39,6 +39,7 @@
 #include "net/http_client.h"
 #include "net/http_response.h"
 #include "outbound/request.h"
+#include "unit/loopback_server.h"
 
 /* ---- the response parser alone ----------------------------------------------- */
 
@@ -142,40 +143,6 @@ static void test_parser_bytewise(void **state)
 }
 
 /* ---- the scripted raw server --------------------------------------------------- */
-
-#define MAX_CONNS 256
-
-struct server {
-    int lfd;
-    int port;
-    bool ipv6;
-    pthread_t thread;
-    atomic_bool stop;
-    atomic_int accepted;
-    atomic_int requests;
-    pthread_mutex_t mu;
-    int fds[MAX_CONNS];
-    pthread_t threads[MAX_CONNS];
-    int n;
-    char last[8192];
-};
-
-struct conn_arg {
-    struct server *s;
-    int slot;
-};
-
-static bool send_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w <= 0)
-            return false;
-        p += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
 
 static bool send_str(int fd, const char *s) { return send_all(fd, s, strlen(s)); }
 
@@ -286,7 +253,7 @@ static bool answer(int fd, const char *path, int nth)
 
 static void *conn_main(void *arg)
 {
-    struct conn_arg *c = arg;
+    struct conn *c = arg;
     struct server *s = c->s;
     char buf[8192];
     int fd, nth = 0;
@@ -317,107 +284,9 @@ static void *conn_main(void *arg)
     return NULL;
 }
 
-static void *accept_main(void *arg)
-{
-    struct server *s = arg;
-
-    while (!atomic_load(&s->stop)) {
-        struct pollfd p = {.fd = s->lfd, .events = POLLIN};
-        if (poll(&p, 1, 20) <= 0)
-            continue;
-        int fd = accept(s->lfd, NULL, NULL);
-        if (fd < 0)
-            continue;
-        atomic_fetch_add(&s->accepted, 1);
-        pthread_mutex_lock(&s->mu);
-        if (s->n == MAX_CONNS) {
-            pthread_mutex_unlock(&s->mu);
-            close(fd);
-            continue;
-        }
-        struct conn_arg *c = malloc(sizeof *c);
-        assert_non_null(c);
-        c->s = s;
-        c->slot = s->n;
-        s->fds[s->n] = fd;
-        assert_int_equal(pthread_create(&s->threads[s->n], NULL, conn_main, c), 0);
-        s->n++;
-        pthread_mutex_unlock(&s->mu);
-    }
-    return NULL;
-}
-
-static int listen_on(bool ipv6, int *port)
-{
-    struct sockaddr_storage ss = {0};
-    socklen_t len;
-    int fd = socket(ipv6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int one = 1;
-
-    assert_true(fd >= 0);
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (ipv6) {
-        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-        a->sin6_family = AF_INET6;
-        a->sin6_addr = in6addr_loopback;
-        len = sizeof *a;
-    } else {
-        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-        a->sin_family = AF_INET;
-        a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        len = sizeof *a;
-    }
-    if (bind(fd, (struct sockaddr *)&ss, len) != 0) {
-        close(fd);
-        return -1;
-    }
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &len), 0);
-    *port = ntohs(ipv6 ? ((struct sockaddr_in6 *)&ss)->sin6_port : ((struct sockaddr_in *)&ss)->sin_port);
-    assert_int_equal(listen(fd, 256), 0);
-    return fd;
-}
-
-static struct server *server_start_on(bool ipv6)
-{
-    struct server *s = calloc(1, sizeof *s);
-
-    assert_non_null(s);
-    pthread_mutex_init(&s->mu, NULL);
-    s->ipv6 = ipv6;
-    s->lfd = listen_on(ipv6, &s->port);
-    if (s->lfd < 0) {
-        free(s);
-        return NULL;
-    }
-    assert_int_equal(pthread_create(&s->thread, NULL, accept_main, s), 0);
-    return s;
-}
+static struct server *server_start_on(bool ipv6) { return server_start_with(ipv6, conn_main); }
 
 static struct server *server_start(void) { return server_start_on(false); }
-
-static void server_stop(struct server *s)
-{
-    atomic_store(&s->stop, true);
-    pthread_join(s->thread, NULL);
-    pthread_mutex_lock(&s->mu);
-    for (int i = 0; i < s->n; i++)
-        shutdown(s->fds[i], SHUT_RDWR);
-    pthread_mutex_unlock(&s->mu);
-    for (int i = 0; i < s->n; i++) {
-        pthread_join(s->threads[i], NULL);
-        close(s->fds[i]);
-    }
-    close(s->lfd);
-    pthread_mutex_destroy(&s->mu);
-    free(s);
-}
-
-static void server_last(struct server *s, char *out, size_t n)
-{
-    pthread_mutex_lock(&s->mu);
-    snprintf(out, n, "%s", s->last);
-    pthread_mutex_unlock(&s->mu);
-}
 
 /* ---- driving the engine ------------------------------------------------------- */
 
