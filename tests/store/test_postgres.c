@@ -384,7 +384,7 @@ static void list_plan(struct store *s, const char *needle, const char *status, c
     size_t len = 0;
 
     snprintf(sql, sizeof sql,
-             "SELECT name FROM pg_prepared_statements WHERE statement LIKE 'SELECT %%FROM hookd_deliveries d WHERE true%%'"
+             "SELECT name FROM pg_prepared_statements WHERE statement LIKE 'SELECT %%FROM hookd_deliveries_all d WHERE true%%'"
              " AND statement LIKE '%%ORDER BY d.id DESC%%' AND statement LIKE '%%%s%%'",
              needle);
     r = PQexec(s->conn, sql);
