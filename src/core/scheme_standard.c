@@ -5,8 +5,6 @@
  * the spec asks for forward compatibility; a v1 or v1a entry that is not a
  * well-formed signature makes the header malformed.
  */
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

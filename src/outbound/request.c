@@ -5,7 +5,6 @@
  */
 #include "outbound/request.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
