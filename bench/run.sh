@@ -155,6 +155,11 @@ pg_tput() { # pg_tput I: the throughput runs of round I, and a latency run
             --env "HOOKD_SERVER_SECRET_KEY=$key" ${BENCH_PG_MACHINE_ARGS:-}
         pg_run machine-latency pg-machine-latency --store pg --scenario machine-latency --env HOOKD_INBOX_WORKERS=64 \
             --env "HOOKD_SERVER_SECRET_KEY=$key" ${BENCH_PG_MACHINE_LATENCY_ARGS:-}
+        # Issue 14's backlog drains: 20,000 events committed while hookd is down, to 1 and to 4 endpoints.
+        for k in 1 4; do
+            pg_run drain "pg-drain-${k}ep" --store pg --scenario memory --pending 20000 --endpoints "$k" \
+                ${BENCH_PG_DRAIN_ARGS:-}
+        done
     fi
 }
 if [ "$pg_ok" = 1 ]; then
@@ -269,6 +274,15 @@ if [ "$pg_ok" = 1 ]; then
     printf '%-28s %-10s %-32s %-32s %-10s %s\n' "isolation p99 (ms)" "${iso_p0:-?}" \
         "${pi_p0:-?} alone, ${pi_p1:-?} / ${pi_p8:-?} (1 / 8 hung)" "-" "within 10 %" \
         "$(within10 "$pi_p0" "$pi_p1" 1) $(within10 "$pi_p0" "$pi_p8" 1)"
+    for k in 1 4; do
+        dr=$(field "pg-drain-${k}ep" deliveries_per_s)
+        # CPU per delivery of hookd and of the cluster over the drain (-1: the cluster was not loadgen's).
+        per=$(awk -v h="$(field "pg-drain-${k}ep" hookd_cpu_s)" -v p="$(field "pg-drain-${k}ep" pg_cpu_s)" -v n=$((20000 * k)) \
+            'BEGIN { if (h != "" && p != "" && p >= 0) printf "%.0f + %.0f us", h * 1e6 / n, p * 1e6 / n; else print "?" }')
+        printf '%-28s %-10s %-32s %-32s %-10s %s\n' "drain 20,000 x $k (deliv/s)" "-" "${dr:-?} (cpu $per)" "-" \
+            "<= 100 us" "$(awk -v c="$per" 'BEGIN { split(c, a, " "); if (a[1] == "?") print "no figure";
+                else print (a[1] + a[3] <= 100) ? "PASS" : "MISS" }')"
+    done
     [ -n "$pg_skipped" ] && echo "skipped for the time budget (${BUDGET} s):$pg_skipped"
 fi
 # runs_of PREFIX KEY: KEY of every run PREFIX-1, PREFIX-2, … that has one, space-separated.
