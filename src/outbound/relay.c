@@ -336,10 +336,10 @@ static void fanout_slots_free(struct fanout_slots *fs)
  * this node sends or queues for it (the dispatcher's board). Its own leases
  * of deliveries already answered, waiting for their record, hold no slot.
  */
-static int fanout_store_slots(struct relay *r, const char *const *ids, size_t n, int *slots)
+static int fanout_store_slots(struct relay *r, const char *const *ids, size_t n, bool peek, int *slots)
 {
     struct lease_limits lim = {.default_cap = r->deps.endpoint_max_in_flight, .ramp_ms = r->deps.ramp_ms,
-                               .own = r->deps.node};
+                               .own = r->deps.node, .peek = peek};
     int rc = store_delivery_slots(r->rd, clock_now_ms(), &lim, ids, n, slots);
 
     for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -379,7 +379,7 @@ static int fanout_slots_get(struct relay *r, struct store *s, const struct event
             }
         }
     }
-    return fanout_store_slots(r, fs->ids, fs->n, fs->slots);
+    return fanout_store_slots(r, fs->ids, fs->n, false, fs->slots);
 }
 
 /*
@@ -525,8 +525,9 @@ static bool fanout_waited_enough(struct relay *r)
  * the free slots of the endpoints that bound it, over every node. None while
  * the endpoint has a backlog in the store: its new deliveries would only join
  * it, and the claims that drain it would find more behind it each time, so the
- * fan-out waits for them to drain it instead. The slots are the endpoints'
- * until the transaction ends (delivery_slots locks them).
+ * fan-out waits for them to drain it instead. A hint (lease_limits.peek): the
+ * endpoints are not locked, so no claim of another node, or of this one, finds
+ * them taken meanwhile; the slots that lease are counted after the take.
  */
 static int fanout_wait_slots(struct relay *r, const char **ids, size_t n, int *limit)
 {
@@ -538,7 +539,7 @@ static int fanout_wait_slots(struct relay *r, const char **ids, size_t n, int *l
     slots = malloc(n * sizeof *slots);
     if (slots == NULL)
         return HOOKD_ENOMEM;
-    rc = fanout_store_slots(r, ids, n, slots);
+    rc = fanout_store_slots(r, ids, n, true, slots);
     for (size_t i = 0; rc == 0 && i < n; i++) {
         if (slots[i] != STORE_SLOTS_UNCAPPED && slots[i] < *limit)
             *limit = slots[i];
@@ -564,6 +565,7 @@ static int fan_out_batch(struct relay *r, int *limit_io, const char **wait_ids, 
     int limit = *limit_io, rc;
 
     *fetched = 0;
+    r->op_left_due = false; /* set by fanout_rows; a turn that waits leaves nothing for the claims */
     rc = store_begin(r->rd);
     if (rc != 0)
         return rc;

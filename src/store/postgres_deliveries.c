@@ -585,6 +585,18 @@ static int postgres_delivery_slots(struct store *s, int64_t now, const struct le
     pg_param_i64(&p, 4, lim->ramp_ms);
     struct pg_params count = p;
     pg_param_text(&count, 5, lim->own);
+    if (lim->peek) {
+        /* A hint: counted without the locks, so a claim never finds these endpoints taken by it. */
+        result = pg_run(s, PG_DELIVERY_SLOTS, SLOTS_COUNT_SQL, &count, &res[1]);
+        for (int r = 0; result == 0 && r < PQntuples(res[1]); r++) {
+            int64_t i = pg_col_i64(res[1], r, 0), v = pg_col_i64(res[1], r, 1);
+            if (i >= 1 && (size_t)i <= n)
+                slots[i - 1] = v < 0 ? STORE_SLOTS_UNCAPPED : (int)v;
+        }
+        PQclear(res[1]);
+        pg_array_free(&ids);
+        return pg_atomic_end(s, result);
+    }
     /* Both in one round trip; the second's snapshot is taken after the first has run. */
     result = pg_run_many(s, (const struct pg_stmt[]){{PG_DELIVERY_SLOTS_LOCK, SLOTS_LOCK_SQL, &p},
                                                      {PG_DELIVERY_SLOTS, SLOTS_COUNT_SQL, &count}},

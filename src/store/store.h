@@ -314,6 +314,12 @@ struct lease_limits {
      * longer a slot of the endpoint.
      */
     const char *own;
+    /*
+     * delivery_slots, optional: count only, without serializing with other
+     * nodes' claims (on PostgreSQL the endpoints' claim locks are not taken):
+     * a hint, for deciding whether to wait; the count that leases takes them.
+     */
+    bool peek;
     /* Single-node: endpoints held to their cap whatever lease_max says (slow ones: what they get, they hold). */
     const char (*capped)[HOOKD_ID_MAX];
     size_t n_capped;
