@@ -22,7 +22,8 @@ LIBS     := $(PKG_LIBS) -lpthread -lm
 VARIANT  ?= release
 ifeq ($(VARIANT),asan)
 OUT      := build-asan
-OPT      := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+# HOOKD_TEST_HOOKS: the daemon honours HOOKD_TEST_STORE_FAULT (the tests' build only; a release ignores it).
+OPT      := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -DHOOKD_TEST_HOOKS
 LDOPT    := -fsanitize=address,undefined
 else
 OUT      := build

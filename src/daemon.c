@@ -402,12 +402,21 @@ int daemon_run(const struct config *cfg)
         log_set_level(lvl);
     node_name(cfg, d->node, sizeof d->node);
     d->started_at = clock_now_ms();
-    /* Tests only: a store call that fails or kills the process at an exact point (store.h). */
+    /*
+     * Tests only: a store call that fails or kills the process at an exact
+     * point (store.h). Built into the tests' binary alone, so that a stray
+     * variable can never make a production daemon fail or kill itself.
+     */
+#ifdef HOOKD_TEST_HOOKS
     if (store_fault_from_env(getenv("HOOKD_TEST_STORE_FAULT")) != 0) {
         log_error("serve", "HOOKD_TEST_STORE_FAULT must be METHOD:N or METHOD:N:kill");
         free(d);
         return 1;
     }
+#else
+    if (getenv("HOOKD_TEST_STORE_FAULT") != NULL)
+        log_warn("serve", "HOOKD_TEST_STORE_FAULT is ignored: this build has no test hooks");
+#endif
     /*
      * Writes are bounded: a batch that finds the store locked is tried again,
      * each try waiting at most lock_wait for the lock, so that ops waiting

@@ -478,8 +478,8 @@ out:
  * node's own leases are counted in memory first (no round trip while they
  * fill the cap), then every node's in the store (fanout_wait_slots). A slow or
  * paused endpoint never holds the fan-out back: its deliveries wait in the
- * store. The ids of the endpoints that bound it go into wait_ids (room for
- * r->eps.n).
+ * store. The ids of those that answer, whose store slots the fan-out waits
+ * for, go into wait_ids (room for r->eps.n).
  */
 static int fanout_answering_limit(struct relay *r, int limit, const char **wait_ids, size_t *n_wait)
 {
@@ -495,7 +495,14 @@ static int fanout_answering_limit(struct relay *r, int limit, const char **wait_
         /* Slow: its jobs wait for answers (one holding none is new, or idle: its cap is free). */
         if (!v.direct || (!v.answering && v.held > 0))
             continue;
-        wait_ids[(*n_wait)++] = ep->id;
+        /*
+         * Its backlog in the store holds the fan-out only while it answers: what
+         * it holds then drains within moments. An idle one (new, or whose
+         * requests just timed out) may not answer at all; the others' events must
+         * not wait for its slots (its own deliveries wait in the store).
+         */
+        if (v.held > 0 && v.answered)
+            wait_ids[(*n_wait)++] = ep->id;
         if (cap - v.sending < limit)
             limit = cap - v.sending > 0 ? cap - v.sending : 0;
     }

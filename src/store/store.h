@@ -1369,7 +1369,8 @@ const struct store_ops *store_backend(struct store *s);
  * reaching the backend. n = 0 clears it. A method ending in '*' names every
  * wrapper it is a prefix of ("delivery_complete*": the one and the many). err
  * STORE_FAULT_KILL kills the process at that call instead (SIGKILL): a crash
- * at an exact point, for tests that start hookd with HOOKD_TEST_STORE_FAULT.
+ * at an exact point, for tests that start hookd with HOOKD_TEST_STORE_FAULT
+ * (read only by a build with HOOKD_TEST_HOOKS: the tests' ASan build).
  */
 #define STORE_FAULT_KILL (-100000)
 void store_fault_inject(const char *method, int n, int err);

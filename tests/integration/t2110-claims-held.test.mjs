@@ -38,6 +38,9 @@ test(`results of an endpoint no claim waits for ask for no claim (${BACKEND})`, 
     d.sql(`WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < ${3 * WINDOW})
       INSERT INTO hookd_outbox(event_type, payload) SELECT 'held.hung', '{"i":' || i || '}' FROM c`);
     await waitFor(() => (sink.openByPath.get('/hung') || 0) >= CAP, { what: 'the hung endpoint to hold its cap' });
+    // Its whole backlog fanned out (the rows behind its cap wait in the store): what follows is the steady state.
+    await waitFor(() => Number(d.sql(`SELECT count(*) FROM hookd_deliveries_all`)) >= 3 * WINDOW,
+      { what: 'the hung backlog to be fanned out' });
 
     const before = await claims(d);
     const t0 = Date.now();
