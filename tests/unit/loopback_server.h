@@ -4,6 +4,7 @@
  * running the test's own conn_main (given a struct conn; it reads
  * s->fds[c->slot] and frees c). A connection it closes itself it marks -1
  * under s->mu; the rest are shut down, joined and closed by server_stop.
+ * A test's own server (the TLS one) can use listen_on and accept_one alone.
  * Include after <cmocka.h>.
  */
 #ifndef HOOKD_TESTS_LOOPBACK_SERVER_H
@@ -55,17 +56,29 @@ static bool send_all(int fd, const char *p, size_t n)
     return true;
 }
 
+/*
+ * Waits for the next connection on lfd and accepts it, looking at *stop every
+ * 20 ms; the new descriptor (the caller's to close), or -1 once *stop is set.
+ */
+static int accept_one(int lfd, atomic_bool *stop)
+{
+    while (!atomic_load(stop)) {
+        struct pollfd p = {.fd = lfd, .events = POLLIN};
+        if (poll(&p, 1, 20) <= 0)
+            continue;
+        int fd = accept(lfd, NULL, NULL);
+        if (fd >= 0)
+            return fd;
+    }
+    return -1;
+}
+
 static void *accept_main(void *arg)
 {
     struct server *s = arg;
+    int fd;
 
-    while (!atomic_load(&s->stop)) {
-        struct pollfd p = {.fd = s->lfd, .events = POLLIN};
-        if (poll(&p, 1, 20) <= 0)
-            continue;
-        int fd = accept(s->lfd, NULL, NULL);
-        if (fd < 0)
-            continue;
+    while ((fd = accept_one(s->lfd, &s->stop)) >= 0) {
         atomic_fetch_add(&s->accepted, 1);
         pthread_mutex_lock(&s->mu);
         if (s->n == MAX_CONNS) {

@@ -31,6 +31,7 @@
 #include "hookd.h"
 #include "net/http_client.h"
 #include "outbound/request.h"
+#include "unit/engine_driver.h"
 #include "unit/loopback_server.h"
 
 /* ---- the scripted server ------------------------------------------------------ */
@@ -173,50 +174,6 @@ static int forward_classify(const struct http_client_result *res)
 
 /* ---- driving the engine ------------------------------------------------------- */
 
-/* What a done callback saw (the result's pointers die with the callback, so it is copied). */
-struct seen {
-    int calls;
-    enum transport_error transport;
-    int status;
-    char body[64];
-    size_t body_len;
-    bool truncated, aborted, reused, cancelled;
-    char retry_after[64];
-    char error[HTTP_CLIENT_ERROR_MAX];
-    int outcome;          /* the engine ran the request's classifier */
-    int forward;          /* forward_classify on the same result */
-    int64_t retry_after_ms; /* request_outcome's reading of it */
-    int duration_ms;
-    int64_t started_at_ms;
-};
-
-static int completions;
-
-static void on_done(void *arg, const struct http_client_result *res)
-{
-    struct seen *s = arg;
-    struct request_outcome o;
-
-    s->calls++;
-    completions++;
-    s->transport = res->transport;
-    s->status = res->status;
-    snprintf(s->body, sizeof s->body, "%s", res->body);
-    s->body_len = res->body_len;
-    s->truncated = res->body_truncated;
-    s->aborted = res->body_aborted;
-    s->reused = res->connection_reused;
-    s->cancelled = res->cancelled;
-    snprintf(s->retry_after, sizeof s->retry_after, "%s", res->retry_after);
-    snprintf(s->error, sizeof s->error, "%s", res->error);
-    s->outcome = res->outcome;
-    s->forward = forward_classify(res);
-    s->duration_ms = res->duration_ms;
-    s->started_at_ms = res->started_at_ms;
-    request_outcome(res, &o);
-    s->retry_after_ms = o.retry_after_ms;
-}
-
 /* Submits its request once more from inside the first completion. */
 struct resubmit {
     struct http_engine *e;
@@ -231,18 +188,6 @@ static void on_done_resubmit(void *arg, const struct http_client_result *res)
 
     on_done(&rs->first, res);
     rs->submitted = http_engine_submit(rs->e, rs->req, on_done, &rs->second);
-}
-
-static void run_until(struct http_engine *e, int want, int max_ms)
-{
-    int64_t deadline = clock_mono_ms() + max_ms;
-
-    while (completions < want && clock_mono_ms() < deadline) {
-        http_engine_run(e);
-        if (completions < want)
-            http_engine_wait(e, 20);
-    }
-    assert_int_equal(completions, want);
 }
 
 static struct http_engine *engine(int max, bool allow_private, size_t response_max, size_t abort_at)
@@ -619,5 +564,6 @@ int main(void)
         cmocka_unit_test(test_room_cancel_and_destroy),
     };
     signal(SIGPIPE, SIG_IGN);
+    seen_classify = forward_classify;
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

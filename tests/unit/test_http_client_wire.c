@@ -39,6 +39,7 @@
 #include "net/http_client.h"
 #include "net/http_response.h"
 #include "outbound/request.h"
+#include "unit/engine_driver.h"
 #include "unit/loopback_server.h"
 
 /* ---- the response parser alone ----------------------------------------------- */
@@ -289,50 +290,6 @@ static struct server *server_start_on(bool ipv6) { return server_start_with(ipv6
 static struct server *server_start(void) { return server_start_on(false); }
 
 /* ---- driving the engine ------------------------------------------------------- */
-
-struct seen {
-    int calls;
-    enum transport_error transport;
-    int status;
-    char body[128];
-    size_t body_len;
-    bool truncated, reused, cancelled;
-    char retry_after[64];
-    char error[HTTP_CLIENT_ERROR_MAX];
-    int duration_ms;
-};
-
-static int completions;
-
-static void on_done(void *arg, const struct http_client_result *res)
-{
-    struct seen *s = arg;
-
-    s->calls++;
-    completions++;
-    s->transport = res->transport;
-    s->status = res->status;
-    snprintf(s->body, sizeof s->body, "%s", res->body);
-    s->body_len = res->body_len;
-    s->truncated = res->body_truncated;
-    s->reused = res->connection_reused;
-    s->cancelled = res->cancelled;
-    snprintf(s->retry_after, sizeof s->retry_after, "%s", res->retry_after);
-    snprintf(s->error, sizeof s->error, "%s", res->error);
-    s->duration_ms = res->duration_ms;
-}
-
-static void run_until(struct http_engine *e, int want, int max_ms)
-{
-    int64_t deadline = clock_mono_ms() + max_ms;
-
-    while (completions < want && clock_mono_ms() < deadline) {
-        http_engine_run(e);
-        if (completions < want)
-            http_engine_wait(e, 20);
-    }
-    assert_int_equal(completions, want);
-}
 
 static struct http_engine *engine_with(int max, bool allow_private, int64_t timeout_ms, const char *ca_file)
 {
@@ -732,14 +689,9 @@ static void make_cert(const char *cert_path, const char *key_path, const char *s
 static void *tls_main(void *arg)
 {
     struct tls_server *ts = arg;
+    int fd;
 
-    while (!atomic_load(&ts->stop)) {
-        struct pollfd p = {.fd = ts->lfd, .events = POLLIN};
-        if (poll(&p, 1, 20) <= 0)
-            continue;
-        int fd = accept(ts->lfd, NULL, NULL);
-        if (fd < 0)
-            continue;
+    while ((fd = accept_one(ts->lfd, &ts->stop)) >= 0) {
         struct timeval tv = {3, 0}, idle = {0, 300 * 1000};
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
         SSL *ssl = SSL_new(atomic_load(&ts->ctx));
