@@ -101,7 +101,7 @@ static void op_claim_done(void *arg, int result)
  * clock readings, the second pass could find more of them than the first
  * counted room for (a heap overflow on a loaded machine).
  */
-static bool claim_capped(const struct ep_state *st, int64_t mono)
+bool claims_capped(const struct ep_state *st, int64_t mono)
 {
     return st->present && (!st->direct || st->answered_mono == 0 || mono - st->answered_mono >= 100);
 }
@@ -147,7 +147,7 @@ static void capped_collect(struct ep_state *st, void *arg)
 {
     struct capped_pass *p = arg;
 
-    if (p->n < p->room && claim_capped(st, p->mono))
+    if (p->n < p->room && claims_capped(st, p->mono))
         snprintf(p->c->capped[p->n++], HOOKD_ID_MAX, "%s", st->id);
 }
 
@@ -155,7 +155,7 @@ static void capped_count(struct ep_state *st, void *arg)
 {
     struct capped_pass *p = arg;
 
-    p->n += claim_capped(st, p->mono);
+    p->n += claims_capped(st, p->mono);
 }
 
 void claims_maybe(struct dispatcher *q, int64_t now)
@@ -253,7 +253,7 @@ static bool held_by_own_leases(struct dispatcher *q, const struct ep_state *st)
 
     if (!st->present || cap <= 0)
         return false;
-    if (!claim_capped(st, q->claim.capped_mono)) {
+    if (!claims_capped(st, q->claim.capped_mono)) {
         int share = dispatcher_endpoint_window(q);
         limit = share > cap ? share : cap;
     }

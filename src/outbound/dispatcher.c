@@ -35,6 +35,7 @@
 #define STOP_OPS_WAIT_MS 10000       /* then their commits get this long */
 #define SLOW_AFTER_MS 1000           /* a transfer waiting this long for its answer joins the slow pool */
 #define SLOW_POOL_FACTOR 4           /* the slow pool holds this many times max_in_flight */
+#define SHARE_EVERY_MS 10            /* the window's fair share is judged again this often at most */
 #define ANSWERING_MS 100             /* an endpoint that answered this recently is draining its queue */
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -615,15 +616,43 @@ static void endpoint_release_all(struct dispatcher *q, struct ep_state *st)
     }
 }
 
-/*
- * The window's fair share: what one endpoint may hold of it, counting the
- * endpoints that hold jobs, the one asking (which may not hold any yet) and
- * one more, so that an endpoint that gets work next finds room.
- */
-static int dispatcher_endpoint_window_of(const struct dispatcher *q)
-{
-    int share = q->deps.window / (q->cache.n_holding + 2);
+/* What the endpoints a claim holds to their caps (claims_capped) hold of the window, judged at mono. */
+struct capped_hold {
+    int64_t mono;
+    int n, refs;
+};
 
+static void capped_hold_add(struct ep_state *st, void *arg)
+{
+    struct capped_hold *h = arg;
+
+    if (st->refs > 0 && claims_capped(st, h->mono)) {
+        h->n++;
+        h->refs += st->refs;
+    }
+}
+
+/*
+ * The window's fair share: what one endpoint may hold of it. Endpoints held
+ * to their caps (slow, hung, paused: they take no more than their caps) keep
+ * what they hold; the rest of the window is shared by the others that hold
+ * jobs, the one asking (which may not hold any yet) and one more, so that an
+ * endpoint that gets work next finds room. Eight hung endpoints holding 64
+ * each leave an answering one a share of the 3,584 left, not an eleventh of
+ * the 4,096. Judged every SHARE_EVERY_MS at most (a walk of every endpoint).
+ */
+static int dispatcher_endpoint_window_of(struct dispatcher *q, int64_t mono)
+{
+    struct capped_hold h = {.mono = mono};
+    int share, left;
+
+    if (q->share_mono != 0 && mono - q->share_mono < SHARE_EVERY_MS)
+        return atomic_load(&q->endpoint_window);
+    q->share_mono = mono;
+    if (q->cache.n_holding > 0)
+        endpoint_cache_each(&q->cache, capped_hold_add, &h);
+    left = q->deps.window - h.refs;
+    share = left / (q->cache.n_holding - h.n + 2);
     return share > 0 ? share : 1;
 }
 
@@ -732,7 +761,7 @@ static void schedule(struct dispatcher *q)
         st->held_next = NULL;
         endpoint_cache_mark_ready(&q->cache, st);
     }
-    atomic_store(&q->endpoint_window, dispatcher_endpoint_window_of(q));
+    atomic_store(&q->endpoint_window, dispatcher_endpoint_window_of(q, clock_mono_ms()));
 }
 
 /*

@@ -120,6 +120,7 @@ struct dispatcher {
     int in_flight;
     int in_flight_slow;        /* transfers older than slow_after_ms: outside max_in_flight, at most that many */
     int64_t slow_after_ms, slow_checked_mono;
+    int64_t share_mono; /* when endpoint_window was last judged (every SHARE_EVERY_MS at most) */
     int outstanding_ops;       /* writer ops whose done has not been processed yet */
     bool claim_in_flight;
     struct claim claim;
@@ -154,6 +155,7 @@ void dispatcher_job_free(struct dispatcher *q, struct job *j);
 void dispatcher_job_submit(struct dispatcher *q, struct job *j, enum job_phase phase);
 void dispatcher_jobs_accept(struct dispatcher *q, struct job_list *list, uint64_t fanout, bool handed);
 
+bool claims_capped(const struct ep_state *st, int64_t mono);
 void claims_maybe(struct dispatcher *q, int64_t now);
 void claims_finished(struct dispatcher *q, int64_t now);
 bool claims_lease_freed(struct dispatcher *q, struct ep_state *st);
