@@ -951,9 +951,9 @@ static int complete_recorded(struct store *s, struct pg_array *a, int64_t now, c
  * dropped, and the delivery row is written in the state this attempt left it
  * in, with the attempt in the row itself (attempt1_*: one row a delivery, no
  * hookd_attempts row; n is 1, the first attempt), and a 410's endpoint
- * disabled. A lease that is
- * gone was taken over (its row written pending by another node, or by this
- * one's restart): the result is fenced out, as a completion's would be.
+ * disabled. A lease that is gone was taken over (its row written pending by
+ * another node, or by this one's restart): the result is fenced out, as a
+ * completion's would be.
  * Unordered deliveries only, so no resource waits for them.
  */
 static int complete_unrecorded(struct store *s, struct pg_array *a, int64_t now, const struct delivery_result *rs,
