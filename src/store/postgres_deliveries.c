@@ -2,8 +2,9 @@
  * PostgreSQL backend, deliveries and attempts: inserts from fan-out, claims
  * under per-endpoint in-flight caps that hold across nodes (FOR UPDATE SKIP
  * LOCKED, advisory locks per endpoint), fenced completion (the delivery's new
- * state, its attempt row and a 410's endpoint disable in one statement), lease
- * release, and the read side.
+ * state, its attempt and a 410's endpoint disable in one statement; the first
+ * attempt of an unrecorded delivery is kept in its row, later ones are rows of
+ * hookd_attempts), lease release, and the read side.
  */
 #include "store/postgres_internal.h"
 
@@ -102,6 +103,28 @@ _Static_assert((int)PG_DELIVERIES_END <= (int)PG_ENDPOINT_STATE, "the deliveries
  * only way in.
  */
 #define WAKEABLE_BY_KEY(d, now, pending) STORE_ORDER_WAKEABLE_AS(d, now, pending)
+/*
+ * What a completion writes of an attempt, shared by the attempt row
+ * (hookd_attempts, prefix "") and a first attempt kept in its delivery row
+ * (prefix "attempt1_", schema 33): the columns, and their values from the
+ * result columns of the relation src (started, duration, code, class, error,
+ * response as hex text, truncated as 0/1, node).
+ */
+#define ATTEMPT_FIELDS(prefix)                                                                            \
+    prefix "started_at, " prefix "duration_ms, " prefix "status_code, " prefix "error_class, " prefix      \
+    "error, " prefix "response_body, " prefix "response_truncated, " prefix "node"
+#define ATTEMPT_VALUES(src)                                                                               \
+    src ".started, " src ".duration, " src ".code, " src ".class, " src ".error, decode(" src ".response, 'hex'), " \
+    src ".truncated <> 0, " src ".node"
+/*
+ * A 410's endpoint disable, for the completions' batch: the relation src
+ * holds (endpoint_id, disable) of the results that were applied; the first
+ * reason of each endpoint (min) is kept, at time now.
+ */
+#define ENDPOINT_DISABLE(src, now)                                                                        \
+    "UPDATE hookd_endpoints e SET enabled = false, disabled_reason = z.disable, updated_at = " now ","         \
+    " disabled_at = COALESCE(e.disabled_at, " now ") FROM (SELECT endpoint_id, min(disable) AS disable FROM " \
+    src " z0 WHERE disable IS NOT NULL GROUP BY endpoint_id) z WHERE e.id = z.endpoint_id"
 /* First key of the claim's per-endpoint pg_advisory_xact_lock(int, int) ("hkdp"). */
 #define CLAIM_LOCK_CLASS "1751868528"
 
@@ -911,14 +934,9 @@ static int complete_recorded(struct store *s, struct pg_array *a, int64_t now, c
                         "  WHERE n.id = ANY (ARRAY(SELECT id FROM nx WHERE id IS NOT NULL))"
                         "  AND" WAKEABLE_BY_KEY("n", "$16", "$17") "),"
                         " f AS (" INFLIGHT_DROP("u") "),"
-                        " a AS (INSERT INTO hookd_attempts(delivery_id, n, started_at, duration_ms, status_code,"
-                        "  error_class, error, response_body, node, response_truncated)"
-                        "  SELECT u.id, u.n, u.started, u.duration, u.code, u.class, u.error, decode(u.response, 'hex'),"
-                        "  u.node, u.truncated <> 0 FROM u),"
-                        " x AS (UPDATE hookd_endpoints e SET enabled = false, disabled_reason = z.disable, updated_at = $16,"
-                        "  disabled_at = COALESCE(e.disabled_at, $16)"
-                        "  FROM (SELECT endpoint_id, min(disable) AS disable FROM u WHERE disable IS NOT NULL"
-                        "   GROUP BY endpoint_id) z WHERE e.id = z.endpoint_id)"
+                        " a AS (INSERT INTO hookd_attempts(delivery_id, n, " ATTEMPT_FIELDS("") ")"
+                        "  SELECT u.id, u.n, " ATTEMPT_VALUES("u") " FROM u),"
+                        " x AS (" ENDPOINT_DISABLE("u", "$16") ")"
                         " SELECT id FROM u",
                         &p, &res);
     if (result == 0)
@@ -931,9 +949,11 @@ static int complete_recorded(struct store *s, struct pg_array *a, int64_t now, c
  * The first results of unrecorded deliveries, one statement: a lease still
  * theirs (its hookd_inflight row, found by key, owner and token match) is
  * dropped, and the delivery row is written in the state this attempt left it
- * in, with its attempt row (and a 410's endpoint disabled). A lease that is
- * gone was taken over (its row written pending by another node, or by this
- * one's restart): the result is fenced out, as a completion's would be.
+ * in, with the attempt in the row itself (attempt1_*: one row a delivery, no
+ * hookd_attempts row; n is 1, the first attempt), and a 410's endpoint
+ * disabled. A lease that is gone was taken over (its row written pending by
+ * another node, or by this one's restart): the result is fenced out, as a
+ * completion's would be.
  * Unordered deliveries only, so no resource waits for them.
  */
 static int complete_unrecorded(struct store *s, struct pg_array *a, int64_t now, const struct delivery_result *rs,
@@ -952,20 +972,16 @@ static int complete_unrecorded(struct store *s, struct pg_array *a, int64_t now,
                         " x AS (DELETE FROM hookd_inflight i WHERE i.delivery_id = ANY ($1) AND i.event_id IS NOT NULL"
                         "  AND (i.delivery_id, i.owner, i.lease_token) IN (SELECT r.id, r.owner, r.token FROM r)"
                         "  RETURNING i.delivery_id),"
+                        /* The attempt goes in the row (attempt1_*, schema 33): no hookd_attempts row. */
                         " u AS (INSERT INTO hookd_deliveries(id, event_id, endpoint_id, account, status, attempt_count,"
                         "  next_attempt_at, last_status_code, last_error, first_attempt_at, last_attempt_at,"
-                        "  delivered_at, created_at, lease_token)"
+                        "  delivered_at, created_at, lease_token, " ATTEMPT_FIELDS("attempt1_") ")"
                         "  SELECT r.id, r.event_id, r.endpoint_id, r.account, r.status, r.n, r.next_at, r.code, r.error,"
-                        "  r.started, r.started, CASE WHEN r.status = 'delivered' THEN $20 END, r.created_at, r.token"
-                        "  FROM r WHERE r.id IN (SELECT delivery_id FROM x) ON CONFLICT DO NOTHING RETURNING id),"
-                        " a AS (INSERT INTO hookd_attempts(delivery_id, n, started_at, duration_ms, status_code,"
-                        "  error_class, error, response_body, node, response_truncated)"
-                        "  SELECT r.id, r.n, r.started, r.duration, r.code, r.class, r.error, decode(r.response, 'hex'),"
-                        "  r.node, r.truncated <> 0 FROM r WHERE r.id IN (SELECT id FROM u)),"
-                        " e AS (UPDATE hookd_endpoints e SET enabled = false, disabled_reason = z.disable, updated_at = $20,"
-                        "  disabled_at = COALESCE(e.disabled_at, $20)"
-                        "  FROM (SELECT endpoint_id, min(disable) AS disable FROM r WHERE disable IS NOT NULL"
-                        "   AND r.id IN (SELECT id FROM u) GROUP BY endpoint_id) z WHERE e.id = z.endpoint_id)"
+                        "  r.started, r.started, CASE WHEN r.status = 'delivered' THEN $20 END, r.created_at, r.token, "
+                        ATTEMPT_VALUES("r") " FROM r WHERE r.id IN (SELECT delivery_id FROM x) ON CONFLICT DO NOTHING"
+                        "  RETURNING id),"
+                        " e AS (" ENDPOINT_DISABLE("(SELECT endpoint_id, disable FROM r WHERE r.id IN (SELECT id FROM u))",
+                                                "$20") ")"
                         " SELECT id FROM u",
                         &p, &res);
     if (result == 0)
@@ -1303,13 +1319,15 @@ static int postgres_delivery_count(struct store *s, const struct delivery_filter
     return 0;
 }
 
+/* Through the view: a first attempt kept in its delivery row (id 0) comes first, then the rows in order. */
 static int postgres_attempt_list(struct store *s, const char *delivery_id, struct attempt_list *out)
 {
     struct pg_params p = {.n = 0};
 
     pg_param_text(&p, 1, delivery_id);
     return pg_list(s, PG_ATTEMPT_LIST,
-                   "SELECT " STORE_ATTEMPT_COLUMNS_WITH(STORE_ATTEMPT_POSTGRES_RESPONSE) " FROM hookd_attempts WHERE delivery_id = $1 ORDER BY id", &p,
+                   "SELECT " STORE_ATTEMPT_COLUMNS_WITH(STORE_ATTEMPT_POSTGRES_RESPONSE)
+                   " FROM hookd_attempts_all WHERE delivery_id = $1 ORDER BY id", &p,
                    store_read_attempt, STORE_ROWS(out, store_free_attempt));
 }
 

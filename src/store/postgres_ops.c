@@ -89,13 +89,29 @@ static int postgres_alert_list(struct store *s, const struct alert_filter *f, st
                    &p, store_read_alert, STORE_ROWS(out, store_free_alert));
 }
 
+/*
+ * The deliveries sent before their first result (DESIGN §3, "Unrecorded
+ * deliveries") have no row in hookd_deliveries: the signals and figures count
+ * them from their leases, pending, and the first attempt of each delivery
+ * that had one is kept in its row (attempt1_*, schema 33), found by the
+ * partial index on its start. hookd_inflight is one row per lease, so its
+ * scans stay small.
+ */
+#define UNRECORDED_FROM " FROM hookd_inflight WHERE event_id IS NOT NULL"
+#define UNRECORDED_OPEN " UNION ALL SELECT endpoint_id, created_at" UNRECORDED_FROM
+#define INLINE_ATTEMPTS_SINCE                                                                       \
+    " UNION ALL SELECT endpoint_id, account, attempt1_status_code FROM hookd_deliveries"            \
+    " WHERE attempt1_started_at >= $1"
+
 static int postgres_alert_signals(struct store *s, int64_t since, struct alert_signal_list *out)
 {
     struct pg_params p = {.n = 0};
 
     pg_param_i64(&p, 1, since);
-    return pg_list(s, PG_ALERT_SIGNALS, STORE_SIGNALS_SQL("$1", "NOT enabled") " LIMIT 20000", &p,
-                   store_read_signal, STORE_ROWS(out, store_free_signal));
+    return pg_list(s, PG_ALERT_SIGNALS,
+                   STORE_SIGNALS_SQL("$1", "NOT enabled", "(" STORE_ATTEMPTS_SINCE_SQL("$1") INLINE_ATTEMPTS_SINCE ")",
+                                     "(" STORE_OPEN_ROWS_SQL UNRECORDED_OPEN ")") " LIMIT 20000",
+                   &p, store_read_signal, STORE_ROWS(out, store_free_signal));
 }
 
 static int postgres_figures(struct store *s, int64_t now, struct store_figures *out)
@@ -105,7 +121,11 @@ static int postgres_figures(struct store *s, int64_t now, struct store_figures *
     int result;
 
     pg_param_i64(&p, 1, now);
-    result = pg_list(s, PG_FIGURES, STORE_FIGURES_SQL("SELECT count(*) FROM hookd_inflight WHERE lease_until >= $1"),
+    result = pg_list(s, PG_FIGURES,
+                     STORE_FIGURES_SQL("SELECT count(*) FROM hookd_inflight WHERE lease_until >= $1",
+                                       " UNION ALL SELECT 0, 'pending', NULL, count(*), 0" UNRECORDED_FROM
+                                       " UNION ALL SELECT 3, NULL, NULL, COALESCE(min(created_at), 0), 0"
+                                       UNRECORDED_FROM),
                      &p, store_read_signal, STORE_ROWS(&rows, store_free_signal));
     if (result == 0)
         store_figures_fold(&rows, out);

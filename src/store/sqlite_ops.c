@@ -110,7 +110,9 @@ static int sqlite_alert_list(struct store *s, const struct alert_filter *f, stru
 static int sqlite_alert_signals(struct store *s, int64_t since, struct alert_signal_list *out)
 {
     sqlite3_stmt *st;
-    int result = sq_stmt(s, SQ_ALERT_SIGNALS, STORE_SIGNALS_SQL("?1", "enabled = 0"), &st);
+    int result = sq_stmt(s, SQ_ALERT_SIGNALS, STORE_SIGNALS_SQL("?1", "enabled = 0", "(" STORE_ATTEMPTS_SINCE_SQL("?1") ")",
+                                                                  "(" STORE_OPEN_ROWS_SQL ")"),
+                         &st);
 
     out->items = NULL;
     out->n = 0;
@@ -126,7 +128,7 @@ static int sqlite_figures(struct store *s, int64_t now, struct store_figures *ou
     sqlite3_stmt *st;
     int result = sq_stmt(s, SQ_FIGURES,
                          STORE_FIGURES_SQL("SELECT count(*) FROM hookd_deliveries WHERE lease_owner IS NOT NULL"
-                                           " AND lease_until >= ?1"),
+                                           " AND lease_until >= ?1", ""),
                          &st);
 
     if (result)

@@ -1001,6 +1001,8 @@ struct store_delivery_ops {
      */
     int (*replay)(struct store *s, const char *id, int64_t now, struct delivery *out);
     int (*list)(struct store *s, const struct delivery_filter *f, struct delivery_list *out);
+    /* A delivery's attempts in the order they were made, wherever the backend keeps them (PostgreSQL keeps
+     * the first attempt of an unrecorded delivery in its row: DESIGN §3). */
     int (*attempt_list)(struct store *s, const char *delivery_id, struct attempt_list *out);
     /* How many deliveries f matches (f->before_id and f->limit are ignored). */
     int (*count)(struct store *s, const struct delivery_filter *f, int64_t *n);

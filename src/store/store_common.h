@@ -232,30 +232,40 @@ void store_free_signal(void *item);
 
 /*
  * The alert rules' signals in one statement (kinds: enum alert_signal_kind), the same SQL on both
- * backends but for the parameter marker p (the "since" time, ms) and the test of a disabled endpoint.
+ * backends but for the parameter marker p (the "since" time, ms), the test of a disabled endpoint,
+ * and two relations the backend gives: attempts, the (endpoint_id, account, status_code) of every
+ * attempt started since p (STORE_ATTEMPTS_SINCE_SQL; PostgreSQL adds the first attempts kept in their
+ * delivery rows), and open, the (endpoint_id, created_at) of every open delivery (PostgreSQL adds
+ * those in flight before their first result, which have no row yet).
  */
-#define STORE_SIGNALS_SQL(p, disabled)                                                                           \
+#define STORE_SIGNALS_SQL(p, disabled, attempts, open)                                                          \
     "SELECT 0, endpoint_id, NULL, count(*), 0 FROM hookd_deliveries WHERE status = 'retrying' GROUP BY endpoint_id" \
-    " UNION ALL SELECT 1, d.endpoint_id, d.account, count(*),"                                                     \
-    "  sum(CASE WHEN a.status_code BETWEEN 200 AND 299 THEN 1 ELSE 0 END)"                                       \
-    "  FROM hookd_attempts a JOIN hookd_deliveries d ON d.id = a.delivery_id WHERE a.started_at >= " p            \
-    "  GROUP BY d.endpoint_id, d.account"                                                                         \
+    " UNION ALL SELECT 1, endpoint_id, account, count(*),"                                                      \
+    "  sum(CASE WHEN status_code BETWEEN 200 AND 299 THEN 1 ELSE 0 END) FROM " attempts " a"                   \
+    "  GROUP BY endpoint_id, account"                                                                            \
     " UNION ALL SELECT 2, endpoint_id, NULL, count(*), 0 FROM hookd_deliveries WHERE status = 'dead'"           \
     "  AND COALESCE(last_attempt_at, created_at) >= " p " GROUP BY endpoint_id"                                   \
-    " UNION ALL SELECT 3, endpoint_id, NULL, min(created_at), 0 FROM hookd_deliveries"                          \
-    "  WHERE status IN ('pending', 'retrying') GROUP BY endpoint_id"                                              \
+    " UNION ALL SELECT 3, endpoint_id, NULL, min(created_at), 0 FROM " open " o GROUP BY endpoint_id"           \
     " UNION ALL SELECT 4, source, NULL, count(*), 0 FROM hookd_inbox WHERE status = 'quarantined' GROUP BY source" \
     " UNION ALL SELECT 5, source, NULL, count(*), 0 FROM hookd_rejections WHERE at >= " p                          \
     "  AND reason IN ('bad_signature', 'missing_signature') GROUP BY source"                                    \
     " UNION ALL SELECT 6, id, disabled_reason, 0, 0 FROM hookd_endpoints WHERE " disabled
+/* The attempts' rows started since p, with their delivery's endpoint and account (hookd_attempts_started). */
+#define STORE_ATTEMPTS_SINCE_SQL(p)                                                                               \
+    "SELECT d.endpoint_id, d.account, a.status_code FROM hookd_attempts a JOIN hookd_deliveries d"              \
+    " ON d.id = a.delivery_id WHERE a.started_at >= " p
+/* The open deliveries' rows. */
+#define STORE_OPEN_ROWS_SQL "SELECT endpoint_id, created_at FROM hookd_deliveries WHERE status IN ('pending', 'retrying')"
 
 /*
  * The figures of the metrics in one statement, as signal rows (kind, key, -, n, m): 0 deliveries per
  * status (open and kept ones), 1 live leases (the backend's expression: lease_sql), 2 undispatched
  * outbox rows (n) and the oldest one's created_at (m), 3 the oldest open delivery's created_at,
  * 4 endpoints per breaker state, 5 endpoints (n) and disabled ones (m), 6 inbox items per open status.
+ * more: further rows of kinds 0 and 3 (" UNION ALL …", or ""), which the fold adds up (kind 0) or
+ * takes the oldest of (kind 3): PostgreSQL's deliveries in flight before their first result.
  */
-#define STORE_FIGURES_SQL(lease_sql)                                                                              \
+#define STORE_FIGURES_SQL(lease_sql, more)                                                                        \
     "SELECT 0, status, NULL, count(*), 0 FROM hookd_deliveries"                                                   \
     "  WHERE status IN ('pending', 'retrying', 'dead', 'skipped') GROUP BY status"                             \
     " UNION ALL SELECT 1, NULL, NULL, (" lease_sql "), 0"                                                         \
@@ -268,7 +278,7 @@ void store_free_signal(void *item);
     " UNION ALL SELECT 5, NULL, NULL, count(*), COALESCE(sum(CASE WHEN enabled THEN 0 ELSE 1 END), 0)"          \
     "  FROM hookd_endpoints"                                                                                      \
     " UNION ALL SELECT 6, status, NULL, count(*), 0 FROM hookd_inbox"                                             \
-    "  WHERE status IN ('pending', 'deferred', 'quarantined') GROUP BY status"
+    "  WHERE status IN ('pending', 'deferred', 'quarantined') GROUP BY status" more
 /* Folds the rows of STORE_FIGURES_SQL into *out. */
 void store_figures_fold(const struct alert_signal_list *rows, struct store_figures *out);
 

@@ -82,8 +82,8 @@ void store_figures_fold(const struct alert_signal_list *rows, struct store_figur
         enum inbox_status is;
         switch ((int)g->kind) {
         case 0:
-            if (delivery_status_parse(g->subject, &ds) == 0)
-                out->deliveries[ds] = g->n;
+            if (delivery_status_parse(g->subject, &ds) == 0) /* a status may have two rows: added up */
+                out->deliveries[ds] = (out->deliveries[ds] > 0 ? out->deliveries[ds] : 0) + g->n;
             break;
         case 1:
             out->leased = g->n;

@@ -63,7 +63,7 @@ test(`rate_limit ${RATE} holds across three nodes (${BACKEND})`, { skip, timeout
     bulk(cluster.nodes[0], 'rl.x', EVENTS);
     await waitFor(() => sink.total >= EVENTS, { timeoutMs: 30000, intervalMs: 50, what: `${EVENTS} arrivals` });
     checkSpacing(sink);
-    const byNode = cluster.sql('SELECT count(DISTINCT node) FROM hookd_attempts');
+    const byNode = cluster.sql('SELECT count(DISTINCT node) FROM hookd_attempts_all');
     console.log(`# attempts made by ${byNode} nodes`);
   } finally {
     await cluster?.cleanup();

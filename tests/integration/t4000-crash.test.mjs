@@ -183,7 +183,7 @@ test('SIGTERM of one of two nodes: the other takes its released work at once, no
     assert.equal(cluster.sql(`SELECT count(*) FROM hookd_deliveries WHERE lease_owner = '${a.node}'`), '0', 'A released its leases');
     assert.equal(cluster.sql(`SELECT count(*) FROM hookd_inflight WHERE owner = '${a.node}'`), '0');
     const inList = (xs) => xs.map((id) => `'${id}'`).join(',') || "''";
-    const sentByA = new Set(rowsOf(cluster.sql(`SELECT DISTINCT delivery_id FROM hookd_attempts
+    const sentByA = new Set(rowsOf(cluster.sql(`SELECT DISTINCT delivery_id FROM hookd_attempts_all
       WHERE node = '${a.node}' AND delivery_id IN (${inList(held)})`)).map((r) => r[0]));
     const released = held.filter((id) => !sentByA.has(id));
     let taken = -1;

@@ -68,7 +68,7 @@ test('SIGKILL between the sends and their record: recorded ones stay sent once, 
   const ds = await b.deliveriesOf(ev.id);
   assert.equal(ds.length, 2, 'one delivery per endpoint in the log');
   assert.deepEqual(ds.map((d) => d.status), ['delivered', 'delivered']);
-  const attempts = rowsOf(b.sql(`SELECT d.endpoint_id, a.n, a.node FROM hookd_attempts a
+  const attempts = rowsOf(b.sql(`SELECT d.endpoint_id, a.n, a.node FROM hookd_attempts_all a
     JOIN hookd_deliveries d ON d.id = a.delivery_id WHERE d.event_id = '${ev.id}' ORDER BY d.endpoint_id = '${fast.id}' DESC`));
   assert.deepEqual(attempts, [[fast.id, '1', 'node-a'], [slow.id, '1', b.node]],
     'the fast one\'s attempt from node A; the slow one\'s recorded once, by the node that sent it again');

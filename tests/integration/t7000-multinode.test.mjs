@@ -48,13 +48,13 @@ test(`three nodes deliver ${EVENTS} events to ${ENDPOINTS} endpoints exactly onc
     assert.equal(sink.total, want, 'the sinks saw each delivery once');
 
     // Exactly one attempt per delivery (the sinks always answer 200) ...
-    assert.equal(cluster.sql('SELECT count(*), count(DISTINCT delivery_id) FROM hookd_attempts'), `${want}|${want}`);
+    assert.equal(cluster.sql('SELECT count(*), count(DISTINCT delivery_id) FROM hookd_attempts_all'), `${want}|${want}`);
     // ... and never two nodes on one delivery at the same time.
-    assert.equal(cluster.sql(`SELECT count(*) FROM hookd_attempts x JOIN hookd_attempts y
+    assert.equal(cluster.sql(`SELECT count(*) FROM hookd_attempts_all x JOIN hookd_attempts_all y
       ON x.delivery_id = y.delivery_id AND x.id < y.id AND x.node <> y.node
       WHERE x.started_at < y.started_at + y.duration_ms AND y.started_at < x.started_at + x.duration_ms`), '0');
     // The work was shared: each node made attempts.
-    const byNode = rows(cluster.sql('SELECT node, count(*) FROM hookd_attempts GROUP BY node ORDER BY node'));
+    const byNode = rows(cluster.sql('SELECT node, count(*) FROM hookd_attempts_all GROUP BY node ORDER BY node'));
     assert.deepEqual(byNode.map((r) => r[0]).sort(), cluster.nodes.map((d) => d.node).sort(), 'all three nodes worked');
     console.log(`# attempts by node: ${byNode.map((r) => r.join('=')).join(', ')}`);
     assert.equal(cluster.sql('SELECT count(*) FROM hookd_outbox WHERE dispatched_at IS NULL'), '0');
@@ -149,7 +149,7 @@ test('SIGKILL of one of three nodes: its claims are taken over after the lease, 
     await waitFor(() => cluster.sql("SELECT count(*) FROM hookd_deliveries WHERE status = 'delivered'") === String(2 * EV),
       { timeoutMs: 30000, what: 'every delivery recorded delivered' });
     // Taken over only once the lease had run out, by the living nodes.
-    const late = rows(cluster.sql(`SELECT d.endpoint_id, d.event_id, a.node, a.started_at FROM hookd_attempts a
+    const late = rows(cluster.sql(`SELECT d.endpoint_id, d.event_id, a.node, a.started_at FROM hookd_attempts_all a
       JOIN hookd_deliveries d ON d.id = a.delivery_id WHERE a.started_at >= ${killedAt - 50}`));
     let takenOver = 0;
     for (const [ep, ev, node, started] of late) {
@@ -193,7 +193,7 @@ test('a completion that arrives after its lease was taken by another node is fen
     await waitFor(() => /lease taken over meanwhile/.test(a.child.stderrText), { timeoutMs: 5000, what: 'A to be fenced out' });
     await sleep(300);
     assert.deepEqual([...sink.byPath.get('/f').entries()], [[ev.id, 2]], 'sent twice, with one webhook-id');
-    const attempts = rows(b.sql(`SELECT n, node, status_code FROM hookd_attempts WHERE delivery_id = '${dl.id}'`));
+    const attempts = rows(b.sql(`SELECT n, node, status_code FROM hookd_attempts_all WHERE delivery_id = '${dl.id}'`));
     assert.deepEqual(attempts, [['1', b.node, '200']], 'one attempt recorded, B\'s');
     const got = (await b.api('GET', `/v1/deliveries/${dl.id}`)).body;
     assert.equal(got.status, 'delivered');
@@ -250,7 +250,7 @@ test('per-endpoint max_in_flight holds across three nodes', { skip, timeout: 900
     await waitFor(() => sink.distinct('/cap') >= ids.length, { timeoutMs: 60000, what: 'all 30 events' });
     assert.ok(sink.maxOpen <= 2, `at most 2 requests open at once (saw ${sink.maxOpen})`);
     assert.equal(sink.maxOpen, 2, 'two nodes sent at once, so the test measured the cap');
-    const nodes = cluster.sql('SELECT count(DISTINCT node) FROM hookd_attempts');
+    const nodes = cluster.sql('SELECT count(DISTINCT node) FROM hookd_attempts_all');
     assert.ok(Number(nodes) >= 2, `${nodes} nodes sent`);
     for (const code of await cluster.stopAll()) assert.equal(code, 0);
   } finally {

@@ -57,7 +57,7 @@ test('attempts longer than the lease: each sent once, the lease kept alive meanw
     await sleep(LEASE_MS + 500); // a second send by another node would have started by now
     assert.deepEqual(sink.repeats(), [], 'no webhook-id arrived twice');
     assert.equal(sink.total, EVENTS);
-    assert.equal(a.sql('SELECT count(*), count(DISTINCT delivery_id) FROM hookd_attempts'), `${EVENTS}|${EVENTS}`);
+    assert.equal(a.sql('SELECT count(*), count(DISTINCT delivery_id) FROM hookd_attempts_all'), `${EVENTS}|${EVENTS}`);
     assert.equal(a.sql('SELECT count(*) FROM hookd_deliveries WHERE lease_owner IS NOT NULL'), '0');
     for (const d of set.nodes) assert.equal(await d.stop(), 0);
   } finally {
@@ -99,7 +99,7 @@ test('a node killed mid-attempt: another takes the delivery over after the lease
       await waitFor(() => cluster.sql("SELECT status FROM hookd_deliveries") === 'delivered',
         { timeoutMs: 10000, what: 'recorded delivered' });
       const survivor = cluster.nodes.find((d) => d !== victim);
-      assert.equal(cluster.sql('SELECT node FROM hookd_attempts'), survivor.node, 'one attempt, the survivor\'s');
+      assert.equal(cluster.sql('SELECT node FROM hookd_attempts_all'), survivor.node, 'one attempt, the survivor\'s');
       assert.equal(await survivor.stop(), 0);
     } finally {
       await cluster?.cleanup();

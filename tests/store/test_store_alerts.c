@@ -194,6 +194,104 @@ static void test_signals_and_figures(void **state)
     scene_free(&sc);
 }
 
+/* The signals of one endpoint: attempts (n, m) since, and the creation time of its oldest open delivery. */
+static void endpoint_signals(struct fixture *fx, const char *ep, int64_t since, int64_t *attempts, int64_t *ok,
+                             int64_t *oldest)
+{
+    struct alert_signal_list sig;
+
+    *attempts = *ok = *oldest = 0;
+    assert_int_equal(store_alert_signals(fx->s, since, &sig), 0);
+    for (size_t i = 0; i < sig.n; i++) {
+        const struct alert_signal *g = &sig.items[i];
+        if (!g->subject || strcmp(g->subject, ep) != 0)
+            continue;
+        if (g->kind == SIGNAL_ATTEMPTS) {
+            *attempts += g->n;
+            *ok += g->m;
+        }
+        if (g->kind == SIGNAL_OLDEST_OPEN) {
+            assert_int_equal(*oldest, 0); /* one row an endpoint */
+            *oldest = g->n;
+        }
+    }
+    alert_signal_list_free(&sig);
+}
+
+/*
+ * Deliveries sent before their first result (PostgreSQL keeps only their
+ * lease until then, DESIGN §3) are pending for the figures and open for the
+ * signals; their first attempts (kept in the delivery row there) count in the
+ * failure rate as the attempts after them do. Both backends.
+ */
+static void test_signals_count_unrecorded(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms(), attempts, ok, oldest;
+    struct store_figures before, fig;
+    struct endpoint ep;
+    struct event ev[3];
+    struct delivery ds[3];
+    struct job_list jobs;
+    int results[2];
+
+    drain_due(fx);
+    endpoint_make(fx, &ep);
+    assert_int_equal(store_figures(fx->s, now, &before), 0);
+    for (int i = 0; i < 3; i++) {
+        event_make(fx, "order.paid", &ev[i]);
+        ds[i] = (struct delivery){.status = DELIVERY_PENDING, .lease_owner = (char *)"n1", .lease_until = now + 60000,
+                                  .lease_token = 1, .next_attempt_at = now, .created_at = now - 7 + i,
+                                  .unrecorded = true, .account = fx->account};
+        id_new(ds[i].id, "dlv_");
+        snprintf(ds[i].event_id, sizeof ds[i].event_id, "%s", ev[i].id);
+        snprintf(ds[i].endpoint_id, sizeof ds[i].endpoint_id, "%s", ep.id);
+    }
+    assert_int_equal(store_delivery_insert_many(fx->s, ds, 3), 0);
+    assert_int_equal(store_figures(fx->s, now, &fig), 0);
+    assert_int_equal(fig.deliveries[DELIVERY_PENDING] - before.deliveries[DELIVERY_PENDING], 3);
+    assert_true(fig.oldest_open_at > 0 && fig.oldest_open_at <= now - 7);
+    endpoint_signals(fx, ep.id, now - 1000, &attempts, &ok, &oldest);
+    assert_int_equal(oldest, now - 7);
+    assert_int_equal(attempts, 0);
+
+    /* First results: one delivered, one failed; the third is still in flight. */
+    struct delivery_result rs[2];
+    for (int i = 0; i < 2; i++)
+        rs[i] = (struct delivery_result){
+            .delivery_id = ds[i].id, .lease_owner = "n1", .lease_token = 1,
+            .status = i == 0 ? DELIVERY_DELIVERED : DELIVERY_RETRYING, .next_attempt_at = now, .unrecorded = &ds[i],
+            .attempt = {.n = 1, .started_at = now + i, .duration_ms = 5, .status_code = i == 0 ? 200 : 503,
+                        .node = "n1"},
+        };
+    assert_int_equal(store_delivery_complete_many(fx->s, rs, 2, now + 10, results), 0);
+    assert_int_equal(results[0], 0);
+    assert_int_equal(results[1], 0);
+    endpoint_signals(fx, ep.id, now - 1000, &attempts, &ok, &oldest);
+    assert_int_equal(attempts, 2);
+    assert_int_equal(ok, 1);
+    assert_int_equal(oldest, now - 6); /* the retrying one: the delivered one is no longer open */
+    /* Attempts started before the window are not counted. */
+    endpoint_signals(fx, ep.id, now + 1, &attempts, &ok, &oldest);
+    assert_int_equal(attempts, 1);
+    assert_int_equal(ok, 0);
+
+    /* The failed one's retry is a row of hookd_attempts: counted beside the first attempts. */
+    assert_int_equal(claim(fx, "n2", now + 20, now + 60000, &jobs), 1);
+    assert_string_equal(jobs.items[0].d.id, ds[1].id);
+    complete(fx, &jobs.items[0], DELIVERY_DELIVERED, 2, 200, now + 20, 0, 0);
+    job_list_free(&jobs);
+    endpoint_signals(fx, ep.id, now - 1000, &attempts, &ok, &oldest);
+    assert_int_equal(attempts, 3);
+    assert_int_equal(ok, 2);
+    assert_int_equal(oldest, now - 5); /* the one still in flight */
+    assert_int_equal(store_figures(fx->s, now + 30, &fig), 0);
+    assert_int_equal(fig.deliveries[DELIVERY_PENDING] - before.deliveries[DELIVERY_PENDING], 1);
+    for (int i = 0; i < 3; i++)
+        event_free(&ev[i]);
+    endpoint_free(&ep);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -201,6 +299,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hand_written_rows, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_opens_leave_one, setup, teardown),
         cmocka_unit_test_setup_teardown(test_signals_and_figures, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_signals_count_unrecorded, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

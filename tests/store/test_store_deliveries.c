@@ -1236,6 +1236,121 @@ static void test_unrecorded_lifecycle(void **state)
     endpoint_free(&ep);
 }
 
+/*
+ * The first attempt of an unrecorded delivery is stored with its row on
+ * PostgreSQL (attempt1_*, DESIGN §3), as a row of hookd_attempts on SQLite:
+ * either way it is listed as attempt 1 with every field, a snippet's bytes
+ * (a NUL, bytes that are not UTF-8) and its truncated flag included, and the
+ * attempts after it (a retry, a replay's) follow it in the order they were
+ * made. No attempt is counted twice (hookd_attempts_all: every attempt once).
+ */
+static void test_unrecorded_first_attempt(void **state)
+{
+    static const char snippet[] = "\xff\x00ok\xfe\x80";
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    struct endpoint ep;
+    struct unrecorded u[2];
+    struct delivery ds[2], got;
+    struct attempt_list al;
+    struct job_list jobs;
+    int results[2];
+    char sql[256];
+
+    drain_due(fx);
+    endpoint_make(fx, &ep);
+    for (int i = 0; i < 2; i++) {
+        unrecorded_make(fx, &ep, "node-a", now, now + 30000, &u[i]);
+        ds[i] = u[i].d;
+    }
+    assert_int_equal(store_delivery_insert_many(fx->s, ds, 2), 0);
+    struct delivery_result rs[2] = {
+        unrecorded_result(&u[0], 1, DELIVERY_DELIVERED, 200, now + 1, 0),
+        unrecorded_result(&u[1], 1, DELIVERY_RETRYING, 0, now + 2, now),
+    };
+    rs[0].attempt.response = (char *)snippet;
+    rs[0].attempt.response_len = sizeof snippet - 1;
+    rs[0].attempt.response_truncated = true;
+    rs[0].attempt.duration_ms = 17;
+    rs[1].attempt.error_class = "timeout";
+    rs[1].attempt.error = "timed out after 10 s";
+    rs[1].attempt.response = NULL;
+    assert_int_equal(store_delivery_complete_many(fx->s, rs, 2, now + 20, results), 0);
+    assert_int_equal(results[0], 0);
+    assert_int_equal(results[1], 0);
+
+    /* Delivered at once: exactly one attempt, with its fields. */
+    assert_int_equal(store_attempt_list(fx->s, u[0].d.id, &al), 0);
+    assert_int_equal(al.n, 1);
+    assert_int_equal(al.items[0].n, 1);
+    assert_string_equal(al.items[0].delivery_id, u[0].d.id);
+    assert_int_equal(al.items[0].started_at, now + 1);
+    assert_int_equal(al.items[0].duration_ms, 17);
+    assert_int_equal(al.items[0].status_code, 200);
+    assert_null(al.items[0].error_class);
+    assert_null(al.items[0].error);
+    assert_int_equal(al.items[0].response_len, sizeof snippet - 1);
+    assert_memory_equal(al.items[0].response, snippet, sizeof snippet - 1);
+    assert_true(al.items[0].response_truncated);
+    assert_string_equal(al.items[0].node, "node-a");
+    attempt_list_free(&al);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM hookd_attempts_all WHERE delivery_id = '%s'", u[0].d.id);
+    assert_int_equal(fixture_sql_int(fx, sql), 1);
+    if (strncmp(fx->dsn, "sqlite:", 7) != 0) { /* PostgreSQL: one row for the delivery and its attempt */
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM hookd_attempts WHERE delivery_id = '%s'", u[0].d.id);
+        assert_int_equal(fixture_sql_int(fx, sql), 0);
+    }
+
+    /* Failed first (a transport error, no snippet), then retried: attempts 1 and 2, in order. */
+    assert_int_equal(claim(fx, "node-b", now + 5, now + 30000, &jobs), 1);
+    assert_string_equal(jobs.items[0].d.id, u[1].d.id);
+    assert_int_equal(jobs.items[0].d.attempt_count, 1);
+    complete(fx, &jobs.items[0], DELIVERY_DELIVERED, 2, 204, now + 6, 0, 0);
+    job_list_free(&jobs);
+    assert_int_equal(store_attempt_list(fx->s, u[1].d.id, &al), 0);
+    assert_int_equal(al.n, 2);
+    assert_int_equal(al.items[0].n, 1);
+    assert_int_equal(al.items[0].status_code, 0);
+    assert_string_equal(al.items[0].error_class, "timeout");
+    assert_string_equal(al.items[0].error, "timed out after 10 s");
+    assert_null(al.items[0].response);
+    assert_false(al.items[0].response_truncated);
+    assert_int_equal(al.items[0].started_at, now + 2);
+    assert_int_equal(al.items[1].n, 2);
+    assert_int_equal(al.items[1].status_code, 204);
+    assert_string_equal(al.items[1].node, "node-b");
+    attempt_list_free(&al);
+    assert_int_equal(store_delivery_get(fx->s, u[1].d.id, &got), 0);
+    assert_int_equal(got.status, DELIVERY_DELIVERED);
+    assert_int_equal(got.attempt_count, 2);
+    assert_int_equal(got.first_attempt_at, now + 2);
+    assert_int_equal(got.last_attempt_at, now + 6);
+    delivery_free(&got);
+
+    /* Replayed after it was delivered: the first attempt stays as it was, the replay's follows it (a replay
+     * starts the count again, DESIGN §4). */
+    assert_int_equal(store_delivery_replay(fx->s, u[0].d.id, now + 50, &got), 0);
+    assert_int_equal(got.attempt_count, 0);
+    delivery_free(&got);
+    assert_int_equal(claim(fx, "node-b", now + 100, now + 30000, &jobs), 1);
+    assert_string_equal(jobs.items[0].d.id, u[0].d.id);
+    complete(fx, &jobs.items[0], DELIVERY_DELIVERED, 1, 202, now + 100, 0, 0);
+    job_list_free(&jobs);
+    assert_int_equal(store_attempt_list(fx->s, u[0].d.id, &al), 0);
+    assert_int_equal(al.n, 2);
+    assert_int_equal(al.items[0].status_code, 200);
+    assert_int_equal(al.items[0].started_at, now + 1);
+    assert_true(al.items[0].response_truncated);
+    assert_int_equal(al.items[0].response_len, sizeof snippet - 1);
+    assert_int_equal(al.items[1].n, 1);
+    assert_int_equal(al.items[1].status_code, 202);
+    assert_int_equal(al.items[1].started_at, now + 100);
+    attempt_list_free(&al);
+    for (int i = 0; i < 2; i++)
+        event_free(&u[i].ev);
+    endpoint_free(&ep);
+}
+
 /* A fan-out leaves its own node's leases out of the slots and counts what it sends itself (lease_limits.own). */
 static void test_slots_leave_out_own_leases(void **state)
 {
@@ -1298,6 +1413,7 @@ int main(void)
         T(test_status_checks),
         T(test_lifecycle_writes_plain),
         T(test_unrecorded_lifecycle),
+        T(test_unrecorded_first_attempt),
         T(test_slots_leave_out_own_leases),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

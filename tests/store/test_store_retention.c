@@ -146,6 +146,50 @@ static void test_purge_deliveries_takes_only_final_old_ones(void **state)
     fresh_end(fx, &f);
 }
 
+/* A delivery written by the fan-out leased and unrecorded (DESIGN §3), then delivered by its first result. */
+static void unrecorded_delivered(struct fixture *fx, const char *id, const char *event_id, int64_t created)
+{
+    struct delivery d = {.status = DELIVERY_PENDING, .lease_owner = (char *)"n1", .lease_until = created + 60000,
+                         .lease_token = 1, .next_attempt_at = created, .created_at = created, .unrecorded = true};
+    struct delivery_result r = {
+        .delivery_id = d.id, .lease_owner = "n1", .lease_token = 1, .status = DELIVERY_DELIVERED, .unrecorded = &d,
+        .attempt = {.n = 1, .started_at = created + 1, .duration_ms = 3, .status_code = 200, .response = "ok",
+                    .node = "n1"},
+    };
+
+    snprintf(d.id, sizeof d.id, "%s", id);
+    snprintf(d.event_id, sizeof d.event_id, "%s", event_id);
+    snprintf(d.endpoint_id, sizeof d.endpoint_id, "ep_%s", id);
+    assert_int_equal(store_delivery_insert_many(fx->s, &d, 1), 0);
+    assert_int_equal(store_delivery_complete(fx->s, &r, created + 5), 0);
+}
+
+/* The first attempt kept in its delivery's row (PostgreSQL) goes with the row; a later attempt's row with it. */
+static void test_purge_takes_first_attempts_with_their_delivery(void **state)
+{
+    struct fixture *fx = *state;
+    struct fresh_store f;
+    int64_t n;
+
+    fresh_begin(fx, &f);
+    event_row(fx, "evt_u", OLD, true);
+    unrecorded_delivered(fx, "dlv_u_old", "evt_u", OLD);
+    sqlf(fx, "INSERT INTO hookd_attempts(delivery_id, n, started_at, status_code) VALUES ('dlv_u_old', 1, %d, 200)",
+         OLD + 50); /* a replay's */
+    event_row(fx, "evt_v", FRESH, true);
+    unrecorded_delivered(fx, "dlv_u_new", "evt_v", FRESH);
+    assert_int_equal(attempts_of(fx, "dlv_u_old"), 2);
+    assert_int_equal(fixture_sql_int(fx, "SELECT count(*) FROM hookd_attempts_all"), 3);
+    assert_int_equal(store_purge_deliveries(fx->s, CUTOFF, 10, &n), 0);
+    assert_int_equal(n, 1);
+    assert_false(delivery_present(fx, "dlv_u_old"));
+    assert_int_equal(attempts_of(fx, "dlv_u_old"), 0);
+    assert_int_equal(attempts_of(fx, "dlv_u_new"), 1);
+    assert_int_equal(fixture_sql_int(fx, "SELECT count(*) FROM hookd_attempts_all"), 1);
+    assert_int_equal(fixture_sql_int(fx, "SELECT count(*) FROM hookd_attempts WHERE delivery_id = 'dlv_u_old'"), 0);
+    fresh_end(fx, &f);
+}
+
 /* Scans by seq, `limit` rows a call, until next_seq says 0; returns what it purged. */
 static int64_t purge_events_pass(struct fixture *fx, int limit)
 {
@@ -261,6 +305,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_purge_deliveries_takes_only_final_old_ones, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_purge_takes_first_attempts_with_their_delivery, setup, teardown),
         cmocka_unit_test_setup_teardown(test_purge_events_keeps_every_event_with_a_delivery, setup, teardown),
         cmocka_unit_test_setup_teardown(test_purge_inbox_drops_payloads_and_keeps_keys, setup, teardown),
     };

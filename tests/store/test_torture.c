@@ -497,7 +497,7 @@ static uint64_t run_once(struct fixture *fx, struct sink *sink, int n, int err, 
     sql_rows(&r.q, "SELECT delivery_id, from_status, to_status FROM torture_transitions", audit_transition, &a);
     if (a.illegal)
         fail_msg("fault at call %d: %d illegal transitions, e.g. %s", n, a.illegal, a.detail);
-    sql_rows(&r.q, "SELECT delivery_id, n FROM hookd_attempts ORDER BY delivery_id, n", audit_attempt, &a);
+    sql_rows(&r.q, "SELECT delivery_id, n FROM hookd_attempts_all ORDER BY delivery_id, n", audit_attempt, &a);
     if (a.bad_numbering)
         fail_msg("fault at call %d: attempts numbered wrongly, e.g. %s", n, a.detail);
     sql_close(&r.q);

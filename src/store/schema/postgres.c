@@ -809,6 +809,38 @@ static const char schema_inflight_unrecorded[] =
     " NULL::integer, NULL::text, NULL::bigint, NULL::bigint, NULL::bigint, x.created_at, x.owner, x.lease_until,"
     " x.lease_token FROM hookd_inflight x JOIN hookd_outbox o ON o.id = x.event_id WHERE x.event_id IS NOT NULL;";
 
+/*
+ * A delivery's first attempt stored in its row (DESIGN §3, "Unrecorded
+ * deliveries"): the first result of an unrecorded delivery writes the row
+ * with its attempt in the attempt1_* columns and no hookd_attempts row (a
+ * delivery sent once and delivered is one row, not two, and three index
+ * entries fewer). The columns are the attempt's as in hookd_attempts, n is 1;
+ * they are written once, with the row, and never changed: retries and
+ * replays add their attempts to hookd_attempts as before. A delivery first
+ * sent through a claim has them NULL and all its attempts as rows.
+ *
+ * hookd_attempts_all is every attempt, the inline ones first (id 0: the
+ * attempt lists order by id); a condition on delivery_id reaches both
+ * branches' keys. The alert signals count the attempts of a time window:
+ * hookd_attempts_started serves the rows, and the partial index here the
+ * inline ones (only rows that have one, so a claim's completion, a retry,
+ * adds no entry).
+ */
+static const char schema_attempt_inline[] =
+    "ALTER TABLE hookd_deliveries ADD COLUMN attempt1_started_at BIGINT, ADD COLUMN attempt1_duration_ms INTEGER,"
+    " ADD COLUMN attempt1_status_code INTEGER, ADD COLUMN attempt1_error_class TEXT, ADD COLUMN attempt1_error TEXT,"
+    " ADD COLUMN attempt1_response_body bytea, ADD COLUMN attempt1_response_truncated BOOLEAN,"
+    " ADD COLUMN attempt1_node TEXT;"
+    "CREATE INDEX hookd_deliveries_attempt1_started ON hookd_deliveries(attempt1_started_at)"
+    " WHERE attempt1_started_at IS NOT NULL;"
+    "CREATE VIEW hookd_attempts_all AS"
+    " SELECT 0::bigint AS id, id AS delivery_id, 1 AS n, attempt1_started_at AS started_at,"
+    " attempt1_duration_ms AS duration_ms, attempt1_status_code AS status_code, attempt1_error_class AS error_class,"
+    " attempt1_error AS error, NULL::text AS response, attempt1_response_body AS response_body, attempt1_node AS node,"
+    " attempt1_response_truncated AS response_truncated FROM hookd_deliveries WHERE attempt1_started_at IS NOT NULL"
+    " UNION ALL SELECT id, delivery_id, n, started_at, duration_ms, status_code, error_class, error, response,"
+    " response_body, node, response_truncated FROM hookd_attempts;";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -842,6 +874,7 @@ const struct schema_migration postgres_migrations[] = {
     {30, schema_inbox_fillfactor},
     {31, schema_decision_writes},
     {32, schema_inflight_unrecorded},
+    {33, schema_attempt_inline},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];

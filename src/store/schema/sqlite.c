@@ -766,6 +766,12 @@ static const char schema_outbox_checks_constant[] =
  * first result, which have no row yet); here every delivery has its row. */
 static const char schema_deliveries_all_view[] = "CREATE VIEW hookd_deliveries_all AS SELECT * FROM hookd_deliveries;";
 
+/* The same name as PostgreSQL's view of every attempt (there it adds the first attempts kept in their
+ * delivery rows, schema 33); here every attempt is a row of hookd_attempts. */
+static const char schema_attempts_all_view[] =
+    "CREATE VIEW hookd_attempts_all AS SELECT id, delivery_id, n, started_at, duration_ms, status_code, error_class,"
+    " error, response, response_body, node, response_truncated FROM hookd_attempts;";
+
 const struct schema_migration sqlite_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -795,6 +801,7 @@ const struct schema_migration sqlite_migrations[] = {
     {26, schema_outbox_checks_inline},
     {27, schema_outbox_checks_constant},
     {28, schema_deliveries_all_view},
+    {29, schema_attempts_all_view},
 };
 
 const size_t sqlite_migrations_count = sizeof sqlite_migrations / sizeof sqlite_migrations[0];
