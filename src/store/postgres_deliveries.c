@@ -353,16 +353,15 @@ static int claim_candidates(struct store *s, int64_t now, int limit, int default
      * (9,700-13,000 buffers a claim beside 8 paused endpoints' backlogs). The
      * candidates' own sort has no other way and stays; the session's own
      * setting comes back after it (transaction-local, so an op rolled back
-     * takes it back too).
+     * takes it back too). SET LOCAL ... TO DEFAULT, not set_config() with
+     * pg_settings' reset_val: that view builds every setting's row, 0.6 ms a
+     * claim, 670 ms of a 3-node drain of 20,000.
      */
     result = pg_run_many(s,
                          (const struct pg_stmt[]){
                              {PG_DELIVERY_SORT_OFF, "SELECT set_config('enable_sort', 'off', true)", NULL},
                              {PG_DELIVERY_CLAIM_ENDPOINTS, CLAIM_ENDPOINTS_SQL, &p},
-                             {PG_DELIVERY_SORT_RESET,
-                              "SELECT set_config('enable_sort', reset_val, true) FROM pg_settings"
-                              " WHERE name = 'enable_sort'",
-                              NULL}},
+                             {PG_DELIVERY_SORT_RESET, "SET LOCAL enable_sort TO DEFAULT", NULL}},
                          3, piped);
     PQclear(piped[0]);
     PQclear(piped[2]);

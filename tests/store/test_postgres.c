@@ -555,6 +555,15 @@ static void test_claim_walks_the_due_index(void **state)
     PQclear(res);
     assert_true(due_index);
     assert_false(sorted);
+    /* The setting comes back within the claim's transaction, for the statements after it. */
+    assert_int_equal(store_begin(fx->s), 0);
+    assert_int_equal(store_delivery_claim_due(fx->s, "n1", now, now + 30000, 10, &lim, &jobs), 0);
+    job_list_free(&jobs);
+    res = PQexec(fx->s->conn, "SELECT current_setting('enable_sort')");
+    assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+    assert_string_equal(PQgetvalue(res, 0, 0), "on");
+    PQclear(res);
+    assert_int_equal(store_rollback(fx->s), 0);
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
