@@ -172,7 +172,7 @@ static int postgres_entity_hold(struct store *s, const char *machine, const char
         out->known = result == 0;
     }
     if (result == 0)
-        result = pg_rows_read(res[3], store_read_inbox, STORE_ROWS(&out->open, store_free_inbox));
+        result = pg_rows_read(res[3], store_read_inbox_open, STORE_ROWS(&out->open, store_free_inbox));
     for (int i = 0; i < 4; i++)
         PQclear(res[i]);
     if (result)

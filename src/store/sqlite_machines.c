@@ -197,7 +197,7 @@ static int sqlite_entity_hold(struct store *s, const char *machine, const char *
         sq_bind_text(st, 1, kind);
         sq_bind_text(st, 2, id);
         sqlite3_bind_int(st, 3, ENTITY_OPEN_MAX);
-        result = sq_rows_read(s, st, ENTITY_OPEN_MAX, store_read_inbox, STORE_ROWS(&out->open, store_free_inbox));
+        result = sq_rows_read(s, st, ENTITY_OPEN_MAX, store_read_inbox_open, STORE_ROWS(&out->open, store_free_inbox));
     }
     if (result)
         entity_hold_free(out);
