@@ -386,6 +386,10 @@ static int reevaluate(const struct machine *m, const struct machine_step_context
 
             if (e->done[i] || strcmp(it->id, current->id) == 0 || (it->lease_owner && it->lease_until > c->now))
                 continue;
+            /* Most keep waiting: their verdict alone, the reason only for those that pass. */
+            if (!machine_may_pass(m, e->rec.state, e->rec.has_version, e->rec.version, it->event_type,
+                                  it->has_version, it->version))
+                continue;
             machine_decide(m, e->rec.state, e->rec.has_version, e->rec.version, it->event_type, it->has_version,
                            it->version, &d);
             if (d.verdict != VERDICT_APPLY && d.verdict != VERDICT_STALE)
