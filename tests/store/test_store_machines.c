@@ -468,6 +468,27 @@ static void test_entity_hold_reads_what_a_decision_needs(void **state)
         assert_true(h.open.items[i].status == INBOX_PENDING || h.open.items[i].status == INBOX_DEFERRED);
         assert_string_equal(h.open.items[i].payload, ""); /* the bodies are not read */
         assert_true(h.open.items[i].has_version);
+        /* What the step reads is the stored row's (store_read_inbox_open); what it never reads stays zero. */
+        struct inbox_item row;
+        const struct inbox_item *o = &h.open.items[i];
+        assert_int_equal(store_inbox_get(fx->s, got, &row), 0);
+        assert_string_equal(o->source, row.source);
+        assert_string_equal(o->event_id, row.event_id);
+        assert_string_equal(o->event_type ? o->event_type : "-", row.event_type ? row.event_type : "-");
+        assert_string_equal(o->entity_kind, row.entity_kind);
+        assert_int_equal(o->version, row.version);
+        assert_int_equal(o->status, row.status);
+        assert_int_equal(o->attempts, row.attempts);
+        assert_true((o->lease_owner == NULL) == (row.lease_owner == NULL));
+        assert_int_equal(o->lease_until, row.lease_until);
+        assert_int_equal(o->received_at, row.received_at);
+        assert_int_equal(o->deferred_at, row.deferred_at);
+        assert_int_equal(o->deferred_at, strcmp(got, c.id) == 0 ? 1 : 0);
+        assert_string_equal(o->payload_sha256, "");
+        assert_null(o->result);
+        assert_null(o->error);
+        assert_int_equal(o->next_attempt_at, 0);
+        inbox_item_free(&row);
         seen |= strcmp(got, a.id) == 0 ? 1 : strcmp(got, b.id) == 0 ? 2 : strcmp(got, c.id) == 0 ? 4 : 8;
     }
     assert_int_equal(seen, 7); /* a, b and c once each (3 items, no other) */
