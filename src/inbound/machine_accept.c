@@ -23,7 +23,8 @@ int machine_accept_insert(struct store *s, struct machine_cache *mc, const char 
                           bool *decided)
 {
     struct entity_hold h = {0};
-    const struct machine *m = NULL;
+    struct machine_record rec = {0};
+    const struct machine *m = NULL, *first = NULL;
     bool taken = false;
     int rc;
 
@@ -45,10 +46,18 @@ int machine_accept_insert(struct store *s, struct machine_cache *mc, const char 
     it->attempts = 0;
     it->next_attempt_at = it->received_at;
     it->deferred_at = 0;
-    if (store_entity_hold(s, machine, it->entity_kind, it->entity_id, &h) != 0)
+    /* A contiguous machine's decision reads only the open items it can reach (struct hold_window). */
+    bool window = false;
+    if (store_machine_get(s, machine, &rec) == 0 && machine_cache_get(mc, &rec, &first) == 0)
+        window = first->versioning == VERSIONING_CONTIGUOUS;
+    machine_cache_put(mc, first);
+    machine_record_free(&rec);
+    const struct hold_window w = {.has_version = it->has_version, .version = it->version};
+    if (store_entity_hold_window(s, machine, it->entity_kind, it->entity_id, window ? &w : NULL, &h) != 0)
         return 0; /* only read: the plain insert meets the store's trouble itself */
     rc = 0;
-    if (h.machine_found && !entity_leased(&h, c->now) && machine_cache_get(mc, &h.machine, &m) == 0) {
+    if (h.machine_found && !entity_leased(&h, c->now) && machine_cache_get(mc, &h.machine, &m) == 0 &&
+        (h.open.n == h.open_total || m->versioning == VERSIONING_CONTIGUOUS)) {
         rc = machine_step(s, m, c, it, &h, out);
         if (rc == 0 && !out->needs_reconcile) {
             const struct inbox_settle own = {.id = it->id, .status = out->status, .result = out->result,
