@@ -1505,7 +1505,7 @@ STORE_WRAPPER store_entity_get(struct store *s, const char *kind, const char *id
 STORE_WRAPPER store_entity_hold(struct store *s, const char *machine, const char *kind, const char *id,
                                 struct entity_hold *out);
 STORE_WRAPPER store_entity_hold_window(struct store *s, const char *machine, const char *kind, const char *id,
-                                       const struct hold_window *w, struct entity_hold *out);
+                                       const struct hold_window *w, struct entity_hold *out); /* w NULL: all */
 STORE_WRAPPER store_entity_put(struct store *s, const struct entity_record *e);
 STORE_WRAPPER store_transition_insert(struct store *s, struct transition_record *t);
 STORE_WRAPPER store_transition_list(struct store *s, const char *kind, const char *id, struct transition_list *out);
