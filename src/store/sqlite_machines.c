@@ -195,58 +195,64 @@ static int entity_open_all(struct store *s, const char *kind, const char *id, st
 /* An open item as the window sees it first: its row, its version, and whether it is read whatever its version. */
 struct open_key {
     int64_t rowid, version;
-    bool has_version, always;
+    bool has_version, always, starts; /* starts: its type may make a new entity */
 };
 
-static int version_cmp(const void *a, const void *b)
+static int key_version_cmp(const void *a, const void *b)
 {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    const struct open_key *x = a, *y = b;
 
-    return x < y ? -1 : x > y;
+    return x->version < y->version ? -1 : x->version > y->version;
 }
 
 /*
- * The top of the run of consecutive versions above a among the n keys and the
- * window's own item: the highest version the step can apply (struct
- * hold_window). vs: room for n + 1 versions.
+ * The highest version the step can apply (struct hold_window): the top of
+ * the run of consecutive versions above a known entity's a, or for a new
+ * entity the highest top of the runs from an item that may make it. vs: the
+ * n keys with a version and the window's own item, sorted in place.
  */
-static int64_t window_top(int64_t a, const struct open_key *keys, size_t n, const struct hold_window *w, int64_t *vs)
+static int64_t window_top(bool known, int64_t a, struct open_key *vs, size_t k)
 {
-    size_t k = 0;
-    int64_t x = a;
+    int64_t x = a, top = a;
+    bool run = known;
 
-    for (size_t i = 0; i < n; i++)
-        if (keys[i].has_version)
-            vs[k++] = keys[i].version;
-    if (w->has_version)
-        vs[k++] = w->version;
-    qsort(vs, k, sizeof *vs, version_cmp);
-    for (size_t i = 0; i < k && x < INT64_MAX; i++) {
-        if (vs[i] <= x)
-            continue;
-        if (vs[i] != x + 1)
+    qsort(vs, k, sizeof *vs, key_version_cmp);
+    if (!known)
+        top = INT64_MIN;
+    for (size_t i = 0; i < k; i++) {
+        if (run && x < INT64_MAX && vs[i].version == x + 1)
+            x = vs[i].version;
+        else if (run && vs[i].version <= x)
+            continue; /* the same version twice, or at or below a known entity's (stale) */
+        else if (!known && vs[i].starts)
+            x = vs[i].version, run = true; /* a new entity made at this version */
+        else
+            run = false;
+        if (run && x > top)
+            top = x;
+        if (known && !run)
             break;
-        x = vs[i];
     }
-    return x;
+    return top;
 }
 
 /*
- * The windowed hold (a known entity with a version): each open item's row and
- * version first (index and row, no text), then the whole of those the step
- * can reach, by rowid. In the machine bench an entity holds about twenty
- * deferred gaps at each decision, and reading every one whole was the
- * largest part of the writer's work (a third of its instructions).
+ * The windowed hold: each open item's row, version and type first (index and
+ * row, no copies), then the whole of those the step can reach, by rowid. In
+ * the machine bench an entity holds about twenty deferred gaps at each
+ * decision, and reading every one whole was the largest part of the writer's
+ * work (a third of its instructions).
  */
 static int entity_open_window(struct store *s, const char *kind, const char *id, const struct hold_window *w,
                               struct entity_hold *out)
 {
-    struct open_key *keys = NULL;
-    int64_t *vs = NULL;
-    size_t n = 0, cap = 0, want = 0;
+    struct open_key *keys = NULL, *vs = NULL;
+    size_t n = 0, cap = 0, want = 0, k = 0;
+    bool known = out->known, all = false;
     sqlite3_stmt *st;
     int rc, result = sq_stmt(s, SQ_ENTITY_OPEN_KEYS,
-                             "SELECT rowid, version, status = 'pending' OR lease_owner IS NOT NULL" ENTITY_OPEN_WHERE,
+                             "SELECT rowid, version, status = 'pending' OR lease_owner IS NOT NULL, event_type"
+                             ENTITY_OPEN_WHERE,
                              &st);
 
     if (result)
@@ -265,22 +271,33 @@ static int entity_open_window(struct store *s, const char *kind, const char *id,
             keys = p;
             cap = more;
         }
+        const char *type = known ? NULL : (const char *)sqlite3_column_text(st, 3);
         keys[n] = (struct open_key){.rowid = sqlite3_column_int64(st, 0),
                                     .has_version = sqlite3_column_type(st, 1) != SQLITE_NULL,
                                     .version = sqlite3_column_int64(st, 1),
-                                    .always = sqlite3_column_int(st, 2) != 0};
+                                    .always = sqlite3_column_int(st, 2) != 0,
+                                    .starts = type && w->may_start && w->may_start(type, w->arg)};
+        all = all || (keys[n].starts && !keys[n].has_version); /* a new entity without a version */
         n++;
     }
     if (result == 0 && rc != SQLITE_DONE)
         result = sq_error(s, rc);
     sq_reset(st);
     out->open_total = n;
-    if (result == 0 && n && !(vs = malloc((n + 1) * sizeof *vs)))
+    bool own_starts = !known && w->event_type && w->may_start && w->may_start(w->event_type, w->arg);
+    all = all || (own_starts && !w->has_version);
+    if (result == 0 && !(vs = malloc((n + 1) * sizeof *vs)))
         result = HOOKD_ENOMEM;
-    if (result == 0 && n) {
-        int64_t top = window_top(out->entity.version, keys, n, w, vs);
+    if (result == 0) {
+        for (size_t i = 0; i < n; i++)
+            if (keys[i].has_version)
+                vs[k++] = keys[i];
+        if (w->has_version)
+            vs[k++] = (struct open_key){.version = w->version, .has_version = true, .starts = own_starts};
+        int64_t top = window_top(known, out->entity.version, vs, k);
         for (size_t i = 0; i < n; i++) {
-            keys[i].always = keys[i].always || !keys[i].has_version || top == INT64_MAX || keys[i].version <= top + 1;
+            keys[i].always = all || keys[i].always || !keys[i].has_version || top == INT64_MAX ||
+                             (top != INT64_MIN && keys[i].version <= top + 1);
             want += keys[i].always;
         }
     }
@@ -319,10 +336,10 @@ static int sqlite_entity_hold(struct store *s, const char *machine, const char *
         if (result == HOOKD_ENOTFOUND)
             result = 0;
     }
-    /* A new entity, or one without a version, takes any version: every open item may pass. */
+    /* A known entity without a version takes any version: every open item may pass. */
     if (result == 0)
-        result = w && out->known && out->entity.has_version ? entity_open_window(s, kind, id, w, out)
-                                                            : entity_open_all(s, kind, id, out);
+        result = w && (!out->known || out->entity.has_version) ? entity_open_window(s, kind, id, w, out)
+                                                               : entity_open_all(s, kind, id, out);
     if (result)
         entity_hold_free(out);
     return result;

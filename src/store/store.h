@@ -795,12 +795,19 @@ struct entity_hold {
  * version the step can reach at most x, the top of the run of consecutive
  * versions a + 1, a + 2, … among the open items and this one; a deferred
  * item above x + 1 is a gap at every look of the step (DESIGN §7 rule 2) and
- * is only counted (open_total). Pending items, leased ones and those without
- * a version are always read.
+ * is only counted (open_total). A new entity takes any version, but only an
+ * event whose type has a transition from a new entity (may_start) can make
+ * it: x is then the highest top of the runs that start at such an item (the
+ * items at or below it turn stale), and every item is read when such an
+ * item has no version (the entity would keep none). Pending items, leased
+ * ones and those without a version are always read.
  */
 struct hold_window {
     bool has_version; /* the decision's own item */
     int64_t version;
+    const char *event_type;
+    bool (*may_start)(const char *event_type, void *arg); /* a transition from a new entity on this type */
+    void *arg;
 };
 void entity_hold_free(struct entity_hold *h);
 

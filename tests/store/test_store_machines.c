@@ -509,12 +509,26 @@ static uint64_t hold_versions(const struct entity_hold *h)
 
 #define BIT(v) ((uint64_t)1 << (v))
 
+static bool created_starts(const char *event_type, void *arg)
+{
+    (void)arg;
+    return strcmp(event_type, "order.created") == 0;
+}
+
+static bool nothing_starts(const char *event_type, void *arg)
+{
+    (void)event_type;
+    (void)arg;
+    return false;
+}
+
 /*
  * A window (struct hold_window): SQLite leaves out the deferred items above
  * the run of consecutive versions from the entity's (with the decision's own
  * item), and counts them; pending, leased and versionless items are read
- * whatever their version; a new entity, or no window, reads every one.
- * PostgreSQL reads every one anyway.
+ * whatever their version; a new entity reads the items up to the highest run
+ * from one that may make it; no window reads every one. PostgreSQL reads
+ * every one anyway.
  */
 static void test_entity_hold_window(void **state)
 {
@@ -576,13 +590,51 @@ static void test_entity_hold_window(void **state)
     assert_int_equal(h.open_total, 7);
     assert_int_equal(hold_versions(&h), every);
     entity_hold_free(&h);
-    /* A new entity takes any version: every one of its items, window or not. */
-    const struct hold_window w = {.has_version = true, .version = 1};
-    assert_int_equal(store_entity_hold_window(fx->s, "m", "order", fresh, &w, &h), 0);
-    assert_false(h.known);
-    assert_int_equal(h.open.n, 1);
-    assert_int_equal(h.open_total, 1);
-    entity_hold_free(&h);
+    assert_int_equal(store_commit(fx->s), 0);
+
+    /*
+     * A new entity: only an order.created (may_start) can make it, and the
+     * items at or below the top of a run from one are read: 7 starts 7, 8.
+     */
+    static const int64_t fresh_versions[] = {2, 3, 5, 7, 8, 12};
+    for (int i = 0; i < 6; i++) {
+        char ev[16];
+        snprintf(ev, sizeof ev, "f%d", (int)fresh_versions[i]);
+        item_add(fx, src, ev, fresh, fresh_versions[i], &o[i]);
+    }
+    snprintf(sql, sizeof sql,
+             "UPDATE hookd_inbox SET status = 'deferred', deferred_at = 1 WHERE entity_id = '%s' AND event_id <> 'n1'",
+             fresh);
+    fixture_sql(fx, sql);
+    snprintf(sql, sizeof sql, "UPDATE hookd_inbox SET event_type = 'order.created' WHERE id = '%s'", o[3].id);
+    fixture_sql(fx, sql);
+    uint64_t fresh_every = BIT(2) | BIT(3) | BIT(5) | BIT(7) | BIT(8) | BIT(12);
+    const struct {
+        struct hold_window w;
+        uint64_t read; /* on SQLite */
+    } fresh_cases[] = {
+        /* The item (a paid at 4) cannot make the entity; 7 can, and runs to 8: up to 9. */
+        {{.has_version = true, .version = 4, .event_type = "order.paid", .may_start = created_starts},
+         BIT(2) | BIT(3) | BIT(5) | BIT(7) | BIT(8)},
+        /* A created at 1 runs to 3; 7's run is higher. */
+        {{.has_version = true, .version = 1, .event_type = "order.created", .may_start = created_starts},
+         BIT(2) | BIT(3) | BIT(5) | BIT(7) | BIT(8)},
+        /* Nothing can make it: no deferred item can pass. */
+        {{.has_version = true, .version = 4, .event_type = "order.paid", .may_start = nothing_starts}, 0},
+        /* A created without a version makes an entity without one: any version may pass after it. */
+        {{.has_version = false, .event_type = "order.created", .may_start = created_starts}, fresh_every},
+    };
+    assert_int_equal(store_begin(fx->s), 0);
+    for (size_t i = 0; i < sizeof fresh_cases / sizeof fresh_cases[0]; i++) {
+        assert_int_equal(store_entity_hold_window(fx->s, "m", "order", fresh, &fresh_cases[i].w, &h), 0);
+        assert_false(h.known);
+        assert_int_equal(h.open_total, 7); /* with n1, pending: read whatever its version */
+        uint64_t want = (sqlite ? fresh_cases[i].read : fresh_every) | BIT(7);
+        if (hold_versions(&h) != want)
+            fail_msg("new entity, case %zu: read %#llx, want %#llx", i, (unsigned long long)hold_versions(&h),
+                     (unsigned long long)want);
+        entity_hold_free(&h);
+    }
     assert_int_equal(store_commit(fx->s), 0);
 }
 
