@@ -89,4 +89,7 @@ struct machine_decision {
  */
 void machine_decide(const struct machine *m, const char *state, bool has_applied, int64_t a, const char *type,
                     bool has_version, int64_t v, struct machine_decision *out);
+/* Whether machine_decide would apply the event or find it stale (its verdict alone, no reason written). */
+bool machine_may_pass(const struct machine *m, const char *state, bool has_applied, int64_t a, const char *type,
+                      bool has_version, int64_t v);
 #endif

@@ -18,12 +18,19 @@ static bool entity_leased(const struct entity_hold *h, int64_t now)
     return false;
 }
 
+/* A transition from a new entity on this type: machine_decide's rule for an entity not known yet. */
+static bool may_start(const char *event_type, void *arg)
+{
+    return machine_may_pass(arg, NULL, false, 0, event_type, false, 0);
+}
+
 int machine_accept_insert(struct store *s, struct machine_cache *mc, const char *machine,
                           const struct machine_step_context *c, struct inbox_item *it, struct machine_outcome *out,
                           bool *decided)
 {
     struct entity_hold h = {0};
-    const struct machine *m = NULL;
+    struct machine_record rec = {0};
+    const struct machine *m = NULL, *first = NULL;
     bool taken = false;
     int rc;
 
@@ -45,10 +52,25 @@ int machine_accept_insert(struct store *s, struct machine_cache *mc, const char 
     it->attempts = 0;
     it->next_attempt_at = it->received_at;
     it->deferred_at = 0;
-    if (store_entity_hold(s, machine, it->entity_kind, it->entity_id, &h) != 0)
+    /*
+     * A contiguous machine's decision reads only the open items it can reach
+     * (struct hold_window); the machine is read once more by the hold, in the
+     * same transaction (one writer: the same row), and that one decides.
+     */
+    bool window = false;
+    if (store_machine_get(s, machine, &rec) == 0 && machine_cache_get(mc, &rec, &first) == 0)
+        window = first->versioning == VERSIONING_CONTIGUOUS;
+    machine_record_free(&rec);
+    const struct hold_window w = {.has_version = it->has_version, .version = it->version,
+                                  .event_type = it->event_type, .may_start = may_start, .arg = (void *)first};
+    if (store_entity_hold_window(s, machine, it->entity_kind, it->entity_id, window ? &w : NULL, &h) != 0) {
+        machine_cache_put(mc, first);
         return 0; /* only read: the plain insert meets the store's trouble itself */
+    }
     rc = 0;
-    if (h.machine_found && !entity_leased(&h, c->now) && machine_cache_get(mc, &h.machine, &m) == 0) {
+    /* The window's machine is the one deciding (both held: the same cached parse of the same row). */
+    if (h.machine_found && !entity_leased(&h, c->now) && machine_cache_get(mc, &h.machine, &m) == 0 &&
+        (!window || m == first)) {
         rc = machine_step(s, m, c, it, &h, out);
         if (rc == 0 && !out->needs_reconcile) {
             const struct inbox_settle own = {.id = it->id, .status = out->status, .result = out->result,
@@ -59,6 +81,7 @@ int machine_accept_insert(struct store *s, struct machine_cache *mc, const char 
         }
     }
     machine_cache_put(mc, m);
+    machine_cache_put(mc, first);
     entity_hold_free(&h);
     if (!*decided)
         memset(out, 0, sizeof *out);

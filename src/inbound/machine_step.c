@@ -75,6 +75,7 @@ struct entity_view {
     bool known;
     bool dirty; /* rec changed since it was read: written once, when the step ends (entity_flush) */
     struct inbox_list open;
+    size_t open_total; /* the open items the hold saw: open.n, or more when its window left gaps out */
     bool *done;
     struct step_writes w;
 };
@@ -85,6 +86,7 @@ static int entity_view_take(struct entity_hold *h, struct entity_view *e)
     e->rec = h->entity;
     e->known = h->known;
     e->open = h->open;
+    e->open_total = h->open_total > h->open.n ? h->open_total : h->open.n;
     h->entity = (struct entity_record){0};
     h->known = false;
     h->open = (struct inbox_list){0};
@@ -343,7 +345,7 @@ static void defer_wait_for_change(const struct machine_step_context *c, const st
 {
     int64_t since = it->status == INBOX_DEFERRED && it->deferred_at ? it->deferred_at : c->now;
     int64_t limit = since + c->max_defer_ms, reconcile = since + c->reconcile_after_ms;
-    bool seen = e->open.n < ENTITY_OPEN_MAX; /* the next applied event's re-evaluation reads this item */
+    bool seen = e->open_total < ENTITY_OPEN_MAX; /* the next applied event's re-evaluation reads this item */
 
     if (verdict == VERDICT_GAP && c->may_reconcile) {
         if (reconcile > c->now && (seen || reconcile < out->next_attempt_at))
@@ -385,6 +387,10 @@ static int reevaluate(const struct machine *m, const struct machine_step_context
             struct machine_decision d;
 
             if (e->done[i] || strcmp(it->id, current->id) == 0 || (it->lease_owner && it->lease_until > c->now))
+                continue;
+            /* Most keep waiting: their verdict alone, the reason only for those that pass. */
+            if (!machine_may_pass(m, e->rec.state, e->rec.has_version, e->rec.version, it->event_type,
+                                  it->has_version, it->version))
                 continue;
             machine_decide(m, e->rec.state, e->rec.has_version, e->rec.version, it->event_type, it->has_version,
                            it->version, &d);

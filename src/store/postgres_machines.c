@@ -136,15 +136,17 @@ static int postgres_entity_get(struct store *s, const char *kind, const char *id
 /*
  * One round trip: the lock, then (in the same pipeline, so after it is
  * granted, each statement with its own snapshot) the machine, the entity and
- * its open items.
+ * its open items. Every open item, whatever the window (w: the accepts'
+ * decisions that use one run on SQLite only).
  */
 static int postgres_entity_hold(struct store *s, const char *machine, const char *kind, const char *id,
-                                struct entity_hold *out)
+                                const struct hold_window *w, struct entity_hold *out)
 {
     struct pg_params key = {.n = 0}, name = {.n = 0}, open = {.n = 0};
     PGresult *res[4];
     int result;
 
+    (void)w;
     pg_param_text(&key, 1, kind);
     pg_param_text(&key, 2, id);
     pg_param_text(&name, 1, machine);
@@ -172,7 +174,8 @@ static int postgres_entity_hold(struct store *s, const char *machine, const char
         out->known = result == 0;
     }
     if (result == 0)
-        result = pg_rows_read(res[3], store_read_inbox, STORE_ROWS(&out->open, store_free_inbox));
+        result = pg_rows_read(res[3], store_read_inbox_open, STORE_ROWS(&out->open, store_free_inbox));
+    out->open_total = out->open.n;
     for (int i = 0; i < 4; i++)
         PQclear(res[i]);
     if (result)

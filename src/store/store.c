@@ -1069,7 +1069,15 @@ int store_entity_hold(struct store *s, const char *machine, const char *kind, co
 {
     assert(s && machine && kind && id && out);
     memset(out, 0, sizeof *out);
-    FAMILY_CALL(s, machines, entity_hold, machine, kind, id, out);
+    FAMILY_CALL(s, machines, entity_hold, machine, kind, id, NULL, out);
+}
+
+int store_entity_hold_window(struct store *s, const char *machine, const char *kind, const char *id,
+                             const struct hold_window *w, struct entity_hold *out)
+{
+    assert(s && machine && kind && id && out); /* w NULL: every open item, as store_entity_hold */
+    memset(out, 0, sizeof *out);
+    FAMILY_CALL(s, machines, entity_hold, machine, kind, id, w, out);
 }
 
 void entity_hold_free(struct entity_hold *h)

@@ -83,6 +83,7 @@
  *     entity_lock           hold one entity until the transaction ends (decisions on it are serialized)
  *     entity_get/put        an entity's state, version and last event
  *     entity_hold           entity_lock, then its machine, row and open items in one go (a decision's reads)
+ *     entity_hold_window    the same, leaving out the deferred items a contiguous step cannot reach (SQLite)
  *     transition_insert/list  the append-only log of decisions (trace)
  *     inbox_settle          an open item re-evaluated after its entity moved (no lease of the caller's)
  *     decision_write        a decision's transitions, emitted events, entity and settled items at once
@@ -782,6 +783,31 @@ struct entity_hold {
     bool known;
     struct inbox_list open;        /* its pending and deferred items, at most ENTITY_OPEN_MAX, in no particular
                                     * order (the step sorts them by version); without their bodies (payload "") */
+    size_t open_total;             /* the open items the hold saw (at most ENTITY_OPEN_MAX): open.n, or more
+                                    * when a window left some out (store_entity_hold_window) */
+};
+
+/*
+ * A decision's item not stored yet (the accept's, SQLite) and its machine's
+ * versioning contiguous: the hold may leave out the deferred items that no
+ * decision of this step can pass. Under contiguous versioning the entity's
+ * applied version a moves only to a + 1, so from a known entity with a
+ * version the step can reach at most x, the top of the run of consecutive
+ * versions a + 1, a + 2, … among the open items and this one; a deferred
+ * item above x + 1 is a gap at every look of the step (DESIGN §7 rule 2) and
+ * is only counted (open_total). A new entity takes any version, but only an
+ * event whose type has a transition from a new entity (may_start) can make
+ * it: x is then the highest top of the runs that start at such an item (the
+ * items at or below it turn stale), and every item is read when such an
+ * item has no version (the entity would keep none). Pending items, leased
+ * ones and those without a version are always read.
+ */
+struct hold_window {
+    bool has_version; /* the decision's own item */
+    int64_t version;
+    const char *event_type;
+    bool (*may_start)(const char *event_type, void *arg); /* a transition from a new entity on this type */
+    void *arg;
 };
 void entity_hold_free(struct entity_hold *h);
 
@@ -1124,7 +1150,7 @@ struct store_machine_ops {
      * success only (entity_hold_free it).
      */
     int (*entity_hold)(struct store *s, const char *machine, const char *kind, const char *id,
-                       struct entity_hold *out);
+                       const struct hold_window *w, struct entity_hold *out); /* w NULL: every open item */
     int (*entity_put)(struct store *s, const struct entity_record *e); /* insert or replace */
     int (*transition_insert)(struct store *s, struct transition_record *t); /* t->seq filled */
     /* An entity's rows, oldest first (at most TRANSITION_LIST_MAX). */
@@ -1488,6 +1514,8 @@ STORE_WRAPPER store_entity_lock(struct store *s, const char *kind, const char *i
 STORE_WRAPPER store_entity_get(struct store *s, const char *kind, const char *id, struct entity_record *out);
 STORE_WRAPPER store_entity_hold(struct store *s, const char *machine, const char *kind, const char *id,
                                 struct entity_hold *out);
+STORE_WRAPPER store_entity_hold_window(struct store *s, const char *machine, const char *kind, const char *id,
+                                       const struct hold_window *w, struct entity_hold *out); /* w NULL: all */
 STORE_WRAPPER store_entity_put(struct store *s, const struct entity_record *e);
 STORE_WRAPPER store_transition_insert(struct store *s, struct transition_record *t);
 STORE_WRAPPER store_transition_list(struct store *s, const char *kind, const char *id, struct transition_list *out);

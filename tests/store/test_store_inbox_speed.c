@@ -438,6 +438,17 @@ static const struct query queries[] = {
      "SELECT id FROM hookd_inbox WHERE entity_kind = $1::text AND entity_id = $2::text"
      " AND status IN ('pending', 'deferred') ORDER BY id DESC LIMIT $3::int",
      "'order', 'o-1', 10"},
+    {"machine's open items as the accept's window reads them first", /* sqlite_machines.c, SQLite only */
+     "SELECT rowid, version, status = 'pending' OR lease_owner IS NOT NULL, event_type"
+     " FROM hookd_inbox INDEXED BY hookd_inbox_entity"
+     " WHERE entity_kind = ?1 AND entity_id = ?2 AND status >= 'deferred' AND status <= 'pending' LIMIT ?3",
+     "SELECT id, version FROM hookd_inbox WHERE entity_kind = $1::text AND entity_id = $2::text"
+     " AND status IN ('pending', 'deferred') LIMIT $3::int",
+     "'order', 'o-1', 10"},
+    {"an open item the window reads whole", /* by rowid on SQLite */
+     "SELECT id, version FROM hookd_inbox WHERE rowid = ?1",
+     "SELECT id, version FROM hookd_inbox WHERE id = $1::text",
+     "'x'"},
     {"audit: a lower version after a higher one",
      "SELECT count(*) FROM hookd_inbox i WHERE i.source = ?1 AND i.version IS NOT NULL AND i.entity_id IS NOT NULL"
      " AND EXISTS (SELECT 1 FROM hookd_inbox h WHERE h.entity_kind = i.entity_kind AND h.entity_id = i.entity_id"

@@ -468,12 +468,174 @@ static void test_entity_hold_reads_what_a_decision_needs(void **state)
         assert_true(h.open.items[i].status == INBOX_PENDING || h.open.items[i].status == INBOX_DEFERRED);
         assert_string_equal(h.open.items[i].payload, ""); /* the bodies are not read */
         assert_true(h.open.items[i].has_version);
+        /* What the step reads is the stored row's (store_read_inbox_open); what it never reads stays zero. */
+        struct inbox_item row;
+        const struct inbox_item *o = &h.open.items[i];
+        assert_int_equal(store_inbox_get(fx->s, got, &row), 0);
+        assert_string_equal(o->source, row.source);
+        assert_string_equal(o->event_id, row.event_id);
+        assert_string_equal(o->event_type ? o->event_type : "-", row.event_type ? row.event_type : "-");
+        assert_string_equal(o->entity_kind, row.entity_kind);
+        assert_int_equal(o->version, row.version);
+        assert_int_equal(o->status, row.status);
+        assert_int_equal(o->attempts, row.attempts);
+        assert_true((o->lease_owner == NULL) == (row.lease_owner == NULL));
+        assert_int_equal(o->lease_until, row.lease_until);
+        assert_int_equal(o->received_at, row.received_at);
+        assert_int_equal(o->deferred_at, row.deferred_at);
+        assert_int_equal(o->deferred_at, strcmp(got, c.id) == 0 ? 1 : 0);
+        assert_string_equal(o->payload_sha256, "");
+        assert_null(o->result);
+        assert_null(o->error);
+        assert_int_equal(o->next_attempt_at, 0);
+        inbox_item_free(&row);
         seen |= strcmp(got, a.id) == 0 ? 1 : strcmp(got, b.id) == 0 ? 2 : strcmp(got, c.id) == 0 ? 4 : 8;
     }
     assert_int_equal(seen, 7); /* a, b and c once each (3 items, no other) */
     entity_hold_free(&h);
     assert_int_equal(store_commit(fx->s), 0);
     assert_int_equal(store_machine_delete(fx->s, mach), 0);
+}
+
+/* The versions of the open items h read, as a bit set (bit v; bit 0: an item without a version). */
+static uint64_t hold_versions(const struct entity_hold *h)
+{
+    uint64_t bits = 0;
+
+    for (size_t i = 0; i < h->open.n; i++)
+        bits |= (uint64_t)1 << (h->open.items[i].has_version ? h->open.items[i].version : 0);
+    return bits;
+}
+
+#define BIT(v) ((uint64_t)1 << (v))
+
+static bool created_starts(const char *event_type, void *arg)
+{
+    (void)arg;
+    return strcmp(event_type, "order.created") == 0;
+}
+
+static bool nothing_starts(const char *event_type, void *arg)
+{
+    (void)event_type;
+    (void)arg;
+    return false;
+}
+
+/*
+ * A window (struct hold_window): SQLite leaves out the deferred items above
+ * the run of consecutive versions from the entity's (with the decision's own
+ * item), and counts them; pending, leased and versionless items are read
+ * whatever their version; a new entity reads the items up to the highest run
+ * from one that may make it; no window reads every one. PostgreSQL reads
+ * every one anyway.
+ */
+static void test_entity_hold_window(void **state)
+{
+    struct fixture *fx = *state;
+    static const int64_t versions[] = {3, 4, 6, 9, 20, 30, 40};
+    char src[SOURCE_NAME_MAX], entity[HOOKD_ID_MAX], fresh[HOOKD_ID_MAX], sql[512];
+    struct inbox_outcome o[7], n;
+    struct entity_hold h;
+    bool sqlite = strcmp(store_backend(fx->s)->name, "sqlite") == 0;
+    uint64_t every = BIT(0) | BIT(3) | BIT(4) | BIT(6) | BIT(9) | BIT(20) | BIT(30);
+
+    id_new(src, "src_");
+    id_new(entity, "ent_");
+    id_new(fresh, "ent_");
+    const struct entity_record e = {.kind = "order", .id = entity, .state = "paid", .has_version = true,
+                                    .version = 2, .last_event_id = "e2", .updated_at = 99};
+    assert_int_equal(store_entity_put(fx->s, &e), 0);
+    for (int i = 0; i < 7; i++) {
+        char ev[16];
+        snprintf(ev, sizeof ev, "e%d", (int)versions[i]);
+        item_add(fx, src, ev, entity, versions[i], &o[i]);
+    }
+    item_add(fx, src, "n1", fresh, 7, &n);
+    /* 3, 4, 6, 9 and 40 deferred; 20 pending; 30 deferred and leased; 40 loses its version. */
+    snprintf(sql, sizeof sql,
+             "UPDATE hookd_inbox SET status = 'deferred', deferred_at = 1 WHERE entity_id = '%s' AND version <> 20",
+             entity);
+    fixture_sql(fx, sql);
+    snprintf(sql, sizeof sql, "UPDATE hookd_inbox SET lease_owner = 'w', lease_until = 1 WHERE id = '%s'", o[5].id);
+    fixture_sql(fx, sql);
+    snprintf(sql, sizeof sql, "UPDATE hookd_inbox SET version = NULL WHERE id = '%s'", o[6].id);
+    fixture_sql(fx, sql);
+
+    const struct {
+        struct hold_window w;
+        uint64_t read; /* on SQLite */
+    } cases[] = {
+        /* The item's 5 joins 3, 4 and 6 into a run: up to 7 may pass, 9 cannot. */
+        {{.has_version = true, .version = 5}, BIT(0) | BIT(3) | BIT(4) | BIT(6) | BIT(20) | BIT(30)},
+        /* Without it the run ends at 4: 6 cannot pass either. */
+        {{.has_version = false}, BIT(0) | BIT(3) | BIT(4) | BIT(20) | BIT(30)},
+        /* An item at 8 starts no run: it is not next to the entity's 2. */
+        {{.has_version = true, .version = 8}, BIT(0) | BIT(3) | BIT(4) | BIT(20) | BIT(30)},
+    };
+    assert_int_equal(store_begin(fx->s), 0);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        assert_int_equal(store_entity_hold_window(fx->s, "m", "order", entity, &cases[i].w, &h), 0);
+        assert_true(h.known);
+        assert_int_equal(h.open_total, 7);
+        if (hold_versions(&h) != (sqlite ? cases[i].read : every))
+            fail_msg("case %zu: read %#llx, want %#llx", i, (unsigned long long)hold_versions(&h),
+                     (unsigned long long)(sqlite ? cases[i].read : every));
+        for (size_t k = 0; k < h.open.n; k++) /* whole, as without a window */
+            assert_string_equal(h.open.items[k].source, src);
+        entity_hold_free(&h);
+    }
+    /* No window: every one. */
+    assert_int_equal(store_entity_hold(fx->s, "m", "order", entity, &h), 0);
+    assert_int_equal(h.open_total, 7);
+    assert_int_equal(hold_versions(&h), every);
+    entity_hold_free(&h);
+    assert_int_equal(store_commit(fx->s), 0);
+
+    /*
+     * A new entity: only an order.created (may_start) can make it, and the
+     * items at or below the top of a run from one are read: 7 starts 7, 8.
+     */
+    static const int64_t fresh_versions[] = {2, 3, 5, 7, 8, 12};
+    for (int i = 0; i < 6; i++) {
+        char ev[16];
+        snprintf(ev, sizeof ev, "f%d", (int)fresh_versions[i]);
+        item_add(fx, src, ev, fresh, fresh_versions[i], &o[i]);
+    }
+    snprintf(sql, sizeof sql,
+             "UPDATE hookd_inbox SET status = 'deferred', deferred_at = 1 WHERE entity_id = '%s' AND event_id <> 'n1'",
+             fresh);
+    fixture_sql(fx, sql);
+    snprintf(sql, sizeof sql, "UPDATE hookd_inbox SET event_type = 'order.created' WHERE id = '%s'", o[3].id);
+    fixture_sql(fx, sql);
+    uint64_t fresh_every = BIT(2) | BIT(3) | BIT(5) | BIT(7) | BIT(8) | BIT(12);
+    const struct {
+        struct hold_window w;
+        uint64_t read; /* on SQLite */
+    } fresh_cases[] = {
+        /* The item (a paid at 4) cannot make the entity; 7 can, and runs to 8: up to 9. */
+        {{.has_version = true, .version = 4, .event_type = "order.paid", .may_start = created_starts},
+         BIT(2) | BIT(3) | BIT(5) | BIT(7) | BIT(8)},
+        /* A created at 1 runs to 3; 7's run is higher. */
+        {{.has_version = true, .version = 1, .event_type = "order.created", .may_start = created_starts},
+         BIT(2) | BIT(3) | BIT(5) | BIT(7) | BIT(8)},
+        /* Nothing can make it: no deferred item can pass. */
+        {{.has_version = true, .version = 4, .event_type = "order.paid", .may_start = nothing_starts}, 0},
+        /* A created without a version makes an entity without one: any version may pass after it. */
+        {{.has_version = false, .event_type = "order.created", .may_start = created_starts}, fresh_every},
+    };
+    assert_int_equal(store_begin(fx->s), 0);
+    for (size_t i = 0; i < sizeof fresh_cases / sizeof fresh_cases[0]; i++) {
+        assert_int_equal(store_entity_hold_window(fx->s, "m", "order", fresh, &fresh_cases[i].w, &h), 0);
+        assert_false(h.known);
+        assert_int_equal(h.open_total, 7); /* with n1, pending: read whatever its version */
+        uint64_t want = (sqlite ? fresh_cases[i].read : fresh_every) | BIT(7);
+        if (hold_versions(&h) != want)
+            fail_msg("new entity, case %zu: read %#llx, want %#llx", i, (unsigned long long)hold_versions(&h),
+                     (unsigned long long)want);
+        entity_hold_free(&h);
+    }
+    assert_int_equal(store_commit(fx->s), 0);
 }
 
 /* Two connections holding one entity: the second waits for the first's transaction (entity_hold locks too). */
@@ -743,6 +905,7 @@ int main(void)
         T(test_decision_write),
         T(test_entity_lock_holds_others_off),
         T(test_entity_hold_reads_what_a_decision_needs),
+        T(test_entity_hold_window),
         T(test_entity_hold_holds_others_off),
         T(test_quiet_outbox_notifies_no_one),
         T(test_quiet_outbox_sqlite_is_a_no_op),

@@ -1,5 +1,6 @@
 /* Unit tests of state machine definitions and the decision rules (DESIGN §7): validation names the field,
- * and machine_decide is stale / gap / apply / not allowed exactly as the rules say. */
+ * and machine_decide is stale / gap / apply / not allowed exactly as the rules say (machine_may_pass, its verdict
+ * alone, with it). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -162,6 +163,41 @@ static void test_decide_rules(void **state)
     machine_free(&m);
 }
 
+/* machine_may_pass (the re-evaluation's verdict alone) agrees with machine_decide everywhere: every
+ * versioning, state, type and version around the applied one, with and without versions. */
+static void test_may_pass_agrees_with_decide(void **state)
+{
+    static const char *const states[] = {NULL, "created", "paid", "fulfilled", "refunded", "cancelled"};
+    static const char *const types[] = {"order.created", "order.paid", "order.fulfilled", "order.refunded",
+                                        "order.cancelled", "order.teleported", NULL};
+    static const enum machine_versioning modes[] = {VERSIONING_CONTIGUOUS, VERSIONING_MONOTONIC, VERSIONING_NONE};
+    struct machine m;
+    struct api_error err;
+    int checked = 0;
+
+    (void)state;
+    assert_int_equal(parse_text(ORDER, &m, &err), 0);
+    for (size_t mode = 0; mode < sizeof modes / sizeof modes[0]; mode++) {
+        m.versioning = modes[mode];
+        for (size_t si = 0; si < sizeof states / sizeof states[0]; si++)
+            for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+                for (int applied = 0; applied < 2; applied++)
+                    for (int has_version = 0; has_version < 2; has_version++)
+                        for (int64_t v = 3; v <= 7; v++) {
+                            struct machine_decision d;
+                            machine_decide(&m, states[si], applied, 5, types[ti], has_version, v, &d);
+                            bool pass = d.verdict == VERDICT_APPLY || d.verdict == VERDICT_STALE;
+                            if (machine_may_pass(&m, states[si], applied, 5, types[ti], has_version, v) != pass)
+                                fail_msg("mode %zu state %s type %s applied %d version %d/%lld: decide says %d", mode,
+                                         states[si] ? states[si] : "(new)", types[ti] ? types[ti] : "(none)",
+                                         applied, has_version, (long long)v, d.verdict);
+                            checked++;
+                        }
+    }
+    assert_int_equal(checked, 3 * 6 * 7 * 2 * 2 * 5);
+    machine_free(&m);
+}
+
 static struct machine_record record(const char *name, const char *definition, int64_t updated_at)
 {
     struct machine_record r = {.definition = (char *)definition, .created_at = 1, .updated_at = updated_at};
@@ -262,6 +298,7 @@ int main(void)
         cmocka_unit_test(test_order_machine_parses),
         cmocka_unit_test(test_refusals_name_the_field),
         cmocka_unit_test(test_decide_rules),
+        cmocka_unit_test(test_may_pass_agrees_with_decide),
         cmocka_unit_test(test_cache_follows_the_stored_row),
         cmocka_unit_test(test_cache_is_bounded),
     };
