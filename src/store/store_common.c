@@ -309,21 +309,27 @@ int store_read_source(const struct store_row *r, void *item)
     return source_secrets_open(src, r->ops->text(r, 2));
 }
 
+/* The columns both inbox readers start with: id, source, event id and type, entity, version (*c moves past them). */
+static void read_inbox_key(const struct store_row *r, struct inbox_item *it, int *c, bool *ok)
+{
+    memset(it, 0, sizeof *it);
+    store_row_id(r, (*c)++, it->id);
+    col_copy(r, (*c)++, it->source, sizeof it->source);
+    it->event_id = col_str(r, (*c)++, ok);
+    it->event_type = col_str(r, (*c)++, ok);
+    it->entity_kind = col_str(r, (*c)++, ok);
+    it->entity_id = col_str(r, (*c)++, ok);
+    it->has_version = !r->ops->null(r, *c);
+    it->version = col_i64(r, (*c)++);
+}
+
 int store_read_inbox(const struct store_row *r, void *item)
 {
     struct inbox_item *it = item;
     bool ok = true;
     int c = 0;
 
-    memset(it, 0, sizeof *it);
-    store_row_id(r, c++, it->id);
-    col_copy(r, c++, it->source, sizeof it->source);
-    it->event_id = col_str(r, c++, &ok);
-    it->event_type = col_str(r, c++, &ok);
-    it->entity_kind = col_str(r, c++, &ok);
-    it->entity_id = col_str(r, c++, &ok);
-    it->has_version = !r->ops->null(r, c);
-    it->version = col_i64(r, c++);
+    read_inbox_key(r, it, &c, &ok);
     it->payload = col_str(r, c++, &ok);
     col_sha(r, c++, it->payload_sha256);
     it->signature_verified = r->ops->flag(r, c++);
@@ -356,15 +362,7 @@ int store_read_inbox_open(const struct store_row *r, void *item)
     bool ok = true;
     int c = 0;
 
-    memset(it, 0, sizeof *it);
-    store_row_id(r, c++, it->id);
-    col_copy(r, c++, it->source, sizeof it->source);
-    it->event_id = col_str(r, c++, &ok);
-    it->event_type = col_str(r, c++, &ok);
-    it->entity_kind = col_str(r, c++, &ok);
-    it->entity_id = col_str(r, c++, &ok);
-    it->has_version = !r->ops->null(r, c);
-    it->version = col_i64(r, c++);
+    read_inbox_key(r, it, &c, &ok);
     if (inbox_status_parse(r->ops->text(r, c++), &it->status))
         it->status = INBOX_QUARANTINED;
     it->attempts = col_int(r, c++);
