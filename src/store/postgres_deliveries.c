@@ -283,6 +283,39 @@ static void array_literal_add(char *buf, size_t cap, size_t *len, const char *v)
     buf[*len] = '\0';
 }
 
+/*
+ * One statement with sorts priced out, in a pipeline with the two settings
+ * around it (its generic plan is made, and made again after an ANALYZE, at
+ * its run between them): a per-endpoint walk for the earliest due row then
+ * comes from hookd_deliveries_endpoint_due, the one index in that order,
+ * never from another index of the endpoint's rows and a sort. Statistics
+ * taken before an endpoint's backlog (its id not among their common values:
+ * a new endpoint, or a bench phase's) made that sort look like one row an
+ * endpoint, and it read every open row of every endpoint each time: 9,700-
+ * 13,000 buffers a claim beside 8 paused endpoints' backlogs; 1,100 and 10
+ * ms a next_due in a 3-node drain. The session's own setting comes back
+ * after it, by RESET: the value it starts a session with (hookd sets it at
+ * no other level), and like the setting itself undone with a transaction
+ * that rolls back; it needs no transaction block, as SET LOCAL does (next_due
+ * may run outside one). set_config() with pg_settings' reset_val built every
+ * setting's row: 0.6 ms a claim, 670 ms of a 3-node drain of 20,000.
+ */
+static int run_sortless(struct store *s, int slot, const char *sql, const struct pg_params *p, PGresult **res)
+{
+    PGresult *piped[3] = {NULL, NULL, NULL};
+    int result = pg_run_many(s,
+                             (const struct pg_stmt[]){
+                                 {PG_DELIVERY_SORT_OFF, "SELECT set_config('enable_sort', 'off', true)", NULL},
+                                 {slot, sql, p},
+                                 {PG_DELIVERY_SORT_RESET, "RESET enable_sort", NULL}},
+                             3, piped);
+
+    PQclear(piped[0]);
+    PQclear(piped[2]);
+    *res = piped[1];
+    return result;
+}
+
 /* The claim's candidates (claim_candidates); the leases are counted for endpoints with due rows only, full ones listed last. */
 #define CLAIM_ENDPOINTS_SQL                                                                                      \
     "WITH due AS MATERIALIZED (SELECT e.id, e.cap, e.rate, f.first_at,"                                          \
@@ -322,7 +355,7 @@ static int claim_candidates(struct store *s, int64_t now, int limit, int default
     struct pg_params p = {.n = 0};
     struct pg_array full = {0};
     const char *full_literal;
-    PGresult *piped[3] = {NULL, NULL, NULL}, *res;
+    PGresult *res;
     size_t cap = 3, len = 1;
     int rows, result;
 
@@ -341,31 +374,8 @@ static int claim_candidates(struct store *s, int64_t now, int limit, int default
     pg_param_int(&p, 2, default_cap);
     pg_param_int(&p, 3, limit);
     pg_param_text_array(&p, 4, full_literal);
-    /*
-     * Sorts priced out for this statement, in its pipeline (its generic plan
-     * is made, and made again after an ANALYZE, at its run between the two
-     * set_config calls): each endpoint's earliest due row then comes from
-     * hookd_deliveries_endpoint_due, the one index in that order, never from
-     * another index of the endpoint's rows and a sort. Statistics taken
-     * before an endpoint's backlog (its id not among their common values: a
-     * new endpoint, or a bench phase's) made that sort look like one row an
-     * endpoint, and it read every open row of every endpoint in each claim
-     * (9,700-13,000 buffers a claim beside 8 paused endpoints' backlogs). The
-     * candidates' own sort has no other way and stays; the session's own
-     * setting comes back after it (transaction-local, so an op rolled back
-     * takes it back too). SET LOCAL ... TO DEFAULT, not set_config() with
-     * pg_settings' reset_val: that view builds every setting's row, 0.6 ms a
-     * claim, 670 ms of a 3-node drain of 20,000.
-     */
-    result = pg_run_many(s,
-                         (const struct pg_stmt[]){
-                             {PG_DELIVERY_SORT_OFF, "SELECT set_config('enable_sort', 'off', true)", NULL},
-                             {PG_DELIVERY_CLAIM_ENDPOINTS, CLAIM_ENDPOINTS_SQL, &p},
-                             {PG_DELIVERY_SORT_RESET, "SET LOCAL enable_sort TO DEFAULT", NULL}},
-                         3, piped);
-    PQclear(piped[0]);
-    PQclear(piped[2]);
-    res = piped[1];
+    /* Sorts priced out (run_sortless): the candidates' own sort has no other way and stays. */
+    result = run_sortless(s, PG_DELIVERY_CLAIM_ENDPOINTS, CLAIM_ENDPOINTS_SQL, &p, &res);
     pg_array_free(&full);
     if (result)
         return result;
@@ -724,7 +734,7 @@ static int postgres_delivery_next_due(struct store *s, int64_t *at)
 
     *at = 0;
     pg_param_i64(&p, 1, clock_now_ms());
-    result = pg_run(s, PG_DELIVERY_NEXT_DUE,
+    result = run_sortless(s, PG_DELIVERY_NEXT_DUE,
                     "SELECT min(CASE WHEN st.breaker IS NULL OR st.breaker = 'closed' THEN f.at"
                     "  WHEN st.breaker = 'open' THEN greatest(f.at, COALESCE(st.next_probe_at, 0))"
                     "  ELSE greatest(f.at, COALESCE(st.probe_until, 0)) END)"
