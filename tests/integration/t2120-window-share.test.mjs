@@ -4,7 +4,8 @@
 // alike: five hung endpoints holding 4 each cut a slow but answering
 // endpoint's share of a 60-job window to 60 / (6 + 2) = 7 jobs, where
 // (60 - 20) / (1 + 2) = 13 are its own to hold (queued behind its cap, ready
-// the moment a slot frees). On SQLite (one node) those are leases; on a shared
+// the moment a slot frees), up to (60 - 20) / 2 = 20 while it counts as capped
+// itself between answers. On SQLite (one node) those are leases; on a shared
 // store what an endpoint has open never goes past its cap, cluster-wide,
 // whatever the share (a lease whose answer came back and awaits its record
 // may outlast it by a moment, so leases are not the bound there), and the
@@ -18,6 +19,10 @@ const CAP = 4;
 const HUNG = 5;
 const OLD_SHARE = Math.floor(WINDOW / (HUNG + 1 + 2));
 const NEW_SHARE = Math.floor((WINDOW - HUNG * CAP) / (1 + 2));
+// The most the share can be: while the slow endpoint itself has not answered for 100 ms it counts as
+// capped too (what it holds is subtracted, and it is not among the others), and the share judged then
+// may last its 10 ms after its next answer.
+const MOST_SHARE = Math.floor((WINDOW - HUNG * CAP) / 2);
 const EVENTS = 200;
 const env = {
   HOOKD_DELIVERY_WINDOW: String(WINDOW),
@@ -53,12 +58,12 @@ test(`hung endpoints at their caps leave the window to an answering one (${BACKE
       most = Math.max(most, leased);
       await sleep(20);
     }
-    console.log(`# the slow endpoint held ${most} leases at most (old share ${OLD_SHARE}, new ${NEW_SHARE}, cap ${CAP})`);
+    console.log(`# the slow endpoint held ${most} leases at most (old share ${OLD_SHARE}, new ${NEW_SHARE}-${MOST_SHARE}, cap ${CAP})`);
     assert.equal(sink.maxOpenByPath.get('/slow'), CAP, 'the slow endpoint had its cap open, never more');
     for (let k = 0; k < HUNG; k++) assert.equal(sink.maxOpenByPath.get(`/hung${k}`), CAP, `/hung${k} held its cap only`);
     if (BACKEND === 'sqlite') {
       assert.ok(most > OLD_SHARE, `${most} leases: the hung endpoints still shrink its share to ${OLD_SHARE}`);
-      assert.ok(most <= NEW_SHARE + CAP, `${most} leases, beyond its share ${NEW_SHARE}`);
+      assert.ok(most <= MOST_SHARE, `${most} leases, beyond the largest share ${MOST_SHARE}`);
     } else {
       assert.ok(most >= 1, 'the slow endpoint held leases while it drained');
     }
