@@ -512,6 +512,35 @@ static void test_completion_wakes_by_key(void **state)
  * index of each endpoint's rows and a sort, reading every open row of every
  * endpoint in each claim.
  */
+/*
+ * The generic plan of the prepared statement whose text starts as like
+ * (args: its EXECUTE arguments) reads an endpoint's due rows through
+ * hookd_deliveries_endpoint_due, in its order, without a sort.
+ */
+static void assert_walks_due_index(struct store *s, const char *like, const char *args)
+{
+    char sql[256];
+    bool due_index = false, sorted = false;
+    PGresult *res;
+
+    snprintf(sql, sizeof sql, "SELECT name FROM pg_prepared_statements WHERE statement LIKE '%s'", like);
+    res = PQexec(s->conn, sql);
+    assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+    assert_int_equal(PQntuples(res), 1);
+    snprintf(sql, sizeof sql, "EXPLAIN EXECUTE %s%s", PQgetvalue(res, 0, 0), args);
+    PQclear(res);
+    res = PQexec(s->conn, sql);
+    assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+    for (int i = 0; i < PQntuples(res); i++) {
+        const char *line = PQgetvalue(res, i, 0);
+        due_index |= strstr(line, "using hookd_deliveries_endpoint_due on hookd_deliveries d ") != NULL;
+        sorted |= strstr(line, "Sort Key: d.next_attempt_at") != NULL;
+    }
+    PQclear(res);
+    assert_true(due_index);
+    assert_false(sorted);
+}
+
 static void test_claim_walks_the_due_index(void **state)
 {
     struct fixture *fx = *state;
@@ -520,7 +549,6 @@ static void test_claim_walks_the_due_index(void **state)
     struct job_list jobs;
     char sql[256];
     PGresult *res;
-    bool due_index = false, sorted = false;
 
     session_exec(fx->s, "ALTER TABLE hookd_deliveries SET (autovacuum_enabled = false)");
     session_exec(fx->s, "INSERT INTO hookd_deliveries(id, event_id, endpoint_id, status, next_attempt_at)"
@@ -540,40 +568,13 @@ static void test_claim_walks_the_due_index(void **state)
     /* Prepares the statements (the plans are made now); the rows have no events, so none is taken. */
     assert_int_equal(store_delivery_claim_due(fx->s, "n1", now, now + 30000, 10, &lim, &jobs), 0);
     job_list_free(&jobs);
-    res = PQexec(fx->s->conn, "SELECT name FROM pg_prepared_statements WHERE statement LIKE 'WITH due AS MATERIALIZED%'");
-    assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
-    assert_int_equal(PQntuples(res), 1);
-    snprintf(sql, sizeof sql, "EXPLAIN EXECUTE %s(%lld, 64, 10, '{}')", PQgetvalue(res, 0, 0), (long long)now);
-    PQclear(res);
-    res = PQexec(fx->s->conn, sql);
-    assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
-    for (int i = 0; i < PQntuples(res); i++) {
-        const char *line = PQgetvalue(res, i, 0);
-        due_index |= strstr(line, "using hookd_deliveries_endpoint_due on hookd_deliveries d ") != NULL;
-        sorted |= strstr(line, "Sort Key: d.next_attempt_at") != NULL;
-    }
-    PQclear(res);
-    assert_true(due_index);
-    assert_false(sorted);
+    snprintf(sql, sizeof sql, "(%lld, 64, 10, '{}')", (long long)now);
+    assert_walks_due_index(fx->s, "WITH due AS MATERIALIZED%", sql);
     /* next_due walks each endpoint the same way (its plan made with sorts priced out too). */
     int64_t at = 0;
     assert_int_equal(store_delivery_next_due(fx->s, &at), 0);
-    res = PQexec(fx->s->conn, "SELECT name FROM pg_prepared_statements WHERE statement LIKE 'SELECT min(CASE WHEN st.breaker%'");
-    assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
-    assert_int_equal(PQntuples(res), 1);
-    snprintf(sql, sizeof sql, "EXPLAIN EXECUTE %s(%lld)", PQgetvalue(res, 0, 0), (long long)now);
-    PQclear(res);
-    res = PQexec(fx->s->conn, sql);
-    assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
-    due_index = sorted = false;
-    for (int i = 0; i < PQntuples(res); i++) {
-        const char *line = PQgetvalue(res, i, 0);
-        due_index |= strstr(line, "using hookd_deliveries_endpoint_due on hookd_deliveries d ") != NULL;
-        sorted |= strstr(line, "Sort Key: d.next_attempt_at") != NULL;
-    }
-    PQclear(res);
-    assert_true(due_index);
-    assert_false(sorted);
+    snprintf(sql, sizeof sql, "(%lld)", (long long)now);
+    assert_walks_due_index(fx->s, "SELECT min(CASE WHEN st.breaker%", sql);
     /* The setting comes back within the claim's transaction, for the statements after it. */
     assert_int_equal(store_begin(fx->s), 0);
     assert_int_equal(store_delivery_claim_due(fx->s, "n1", now, now + 30000, 10, &lim, &jobs), 0);
