@@ -304,8 +304,13 @@ out:
 
 /* ---------------------------------------------------------------- isolation */
 
-/* Paced one-event transactions at --rate for --warmup + --seconds; the p50/p99 of the measured ones. */
-static int isolation_paced(struct bench *b, long seq_base, double *p50, double *p99, double *achieved)
+/*
+ * Paced one-event transactions at --rate for --warmup + --seconds; the p50/p99 of the measured ones.
+ * LOADGEN_LATENCY_OUT=FILE appends each measured event as "LABEL COMMIT_S LATENCY_MS" (CLOCK_MONOTONIC
+ * seconds), to match a tail against what hookd did at that moment.
+ */
+static int isolation_paced(struct bench *b, const char *label, long seq_base, double *p50, double *p99,
+                           double *achieved)
 {
     struct paced *pubs = NULL;
     int64_t period = NS_PER_S / b->o.rate, start, *lat = NULL, first_ns = 0, last_ns = 0;
@@ -342,13 +347,21 @@ static int isolation_paced(struct bench *b, long seq_base, double *p50, double *
     if (failed || wait_complete(b, before + n) != 0)
         goto out;
     *achieved = last_ns > first_ns ? (double)(n - 1) / ((double)(last_ns - first_ns) / 1e9) : (double)b->o.rate;
+    const char *dump_path = getenv("LOADGEN_LATENCY_OUT");
+    FILE *dump = dump_path != NULL && dump_path[0] != '\0' ? fopen(dump_path, "a") : NULL;
     pthread_mutex_lock(&b->table.mu);
     for (size_t i = 0; i < b->table.cap && m < (size_t)n; i++) {
         const struct ev_slot *s = &b->table.slots[i];
-        if (s->commit_ns >= first_ns && s->arrivals > 0 && !s->warmup)
-            lat[m++] = s->first_ns > s->commit_ns ? s->first_ns - s->commit_ns : 0;
+        if (s->commit_ns >= first_ns && s->arrivals > 0 && !s->warmup) {
+            lat[m] = s->first_ns > s->commit_ns ? s->first_ns - s->commit_ns : 0;
+            if (dump != NULL)
+                fprintf(dump, "%s %.6f %.3f\n", label, (double)s->commit_ns / 1e9, (double)lat[m] / 1e6);
+            m++;
+        }
     }
     pthread_mutex_unlock(&b->table.mu);
+    if (dump != NULL)
+        fclose(dump);
     qsort(lat, m, sizeof *lat, cmp_i64);
     *p50 = pct_ms(lat, m, 0.50);
     *p99 = pct_ms(lat, m, 0.99);
@@ -395,9 +408,14 @@ static double median(double *v, size_t n)
  */
 static void isolation_phase_edge(long round, long hung, const char *edge)
 {
-    const char *cmd = getenv("LOADGEN_PHASE_CMD");
+    const char *cmd = getenv("LOADGEN_PHASE_CMD"), *dump_path = getenv("LOADGEN_LATENCY_OUT");
     char line[1024];
+    FILE *dump = dump_path != NULL && dump_path[0] != '\0' ? fopen(dump_path, "a") : NULL;
 
+    if (dump != NULL) {
+        fprintf(dump, "edge r%ld_h%ld_%s %.6f\n", round, hung, edge, (double)mono_ns() / 1e9);
+        fclose(dump);
+    }
     if (cmd == NULL || cmd[0] == '\0')
         return;
     snprintf(line, sizeof line, "%s %ld %ld %s", cmd, round, hung, edge);
@@ -466,7 +484,9 @@ static int run_isolation(struct bench *b)
             dps[ph][r] = (double)n / ((double)(atomic_load(&b->table.last_arrival_ns) - first) / 1e9);
             long held = atomic_load(&hole.held);
             isolation_phase_edge(r + 1, hung, "paced");
-            if (isolation_paced(b, seq, &p50, &p99s[ph][r], &achieved) != 0)
+            char label[64];
+            snprintf(label, sizeof label, "r%ld_h%ld", r + 1, hung);
+            if (isolation_paced(b, label, seq, &p50, &p99s[ph][r], &achieved) != 0)
                 goto out;
             isolation_phase_edge(r + 1, hung, "end");
             seq += b->o.rate * (b->o.seconds + b->o.warmup) * b->o.publishers;

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
+
 /* Statement slots, in this family's range (postgres_internal.h). */
 enum {
     PG_EVENT_INSERT = PG_EVENTS,
@@ -19,6 +21,7 @@ enum {
     PG_OUTBOX_MARK,
     PG_OUTBOX_PENDING,
     PG_OUTBOX_TAKE,
+    PG_OUTBOX_FLOOR,
     PG_OUTBOX_REJECT,
     PG_EVENT_LIST,
     PG_EVENT_LIST_LAST = PG_EVENT_LIST + EV_F_COMBINATIONS - 1,
@@ -132,34 +135,104 @@ static int postgres_outbox_mark_dispatched(struct store *s, const int64_t *seqs,
 }
 
 /*
- * Lock, mark and read in one statement: the rows are picked and locked in seq
- * order (skipping those another transaction holds), marked, and returned with
- * the endpoints version the same snapshot sees, so that a fan-out knows in one
- * round trip what to fan out and whether its endpoint list is current.
+ * The take's floor (struct pg_outbox_floor). A dispatched row leaves
+ * hookd_outbox_undispatched only when VACUUM removes its old version: until
+ * then a scan from the start walks every row dispatched since, a leaf page a
+ * few hundred rows (112 buffers a take after 47,000, and autovacuum comes at a
+ * fifth of the table). A scan from a floor skips them.
+ *
+ * Transactions commit out of seq order, so the highest seq seen dispatched is
+ * no floor: a transaction still open may hold a lower one. The floor moves
+ * to cand, the highest seq one step saw, once the snapshot's xmin has passed
+ * that step's xmax: every transaction then in progress has ended, and those
+ * are the only ones that can hold a seq below cand, since an outbox seq is
+ * taken after its transaction has its id (hookd_outbox_next_seq, schema 34)
+ * and a sequence hands out its values in order. It moves no further than
+ * below the first row that is still undispatched, committed by then or
+ * locked by another node's take (that one may roll back). The step runs first
+ * in its transaction, so it sees only what has committed, never this
+ * transaction's own marks.
+ *
+ * A row the floor cannot account for (a seq an application wrote itself, a
+ * dispatched_at set back to NULL, a dispatch a restarted server lost) is
+ * taken by the scan from the start that runs every PG_OUTBOX_SWEEP_EVERY_MS.
+ */
+static int outbox_floor_step(struct store *s, int64_t now_ms)
+{
+    struct pg_outbox_floor *f = &s->floor;
+    struct pg_params p = {.n = 0};
+    PGresult *res;
+    int result;
+
+    pg_param_i64(&p, 1, f->floor);
+    pg_param_i64(&p, 2, f->cand);
+    pg_param_i64(&p, 3, f->cand_xmax);
+    result = pg_run(s, PG_OUTBOX_FLOOR,
+                    "SELECT pg_snapshot_xmin(c.s)::text::bigint >= $3,"
+                    " (SELECT min(o.seq) FROM hookd_outbox o WHERE o.dispatched_at IS NULL AND o.seq > $1"
+                    "  AND o.seq <= $2),"
+                    " (SELECT max(o.seq) FROM hookd_outbox o), pg_snapshot_xmax(c.s)::text::bigint"
+                    " FROM (SELECT pg_current_snapshot() AS s) c",
+                    &p, &res);
+    if (result == 0) {
+        bool ended = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+        if (f->cand > f->floor && ended) {
+            /* Below the first undispatched row, or cand itself when there is none. */
+            int64_t below = pg_col_null(res, 0, 1) ? f->cand : pg_col_i64(res, 0, 1) - 1;
+            if (below > f->floor)
+                f->floor = below;
+        }
+        if (f->cand <= f->floor) { /* reached (or none yet): the next one */
+            f->cand = pg_col_i64(res, 0, 2);
+            f->cand_xmax = pg_col_i64(res, 0, 3);
+        }
+        f->stepped_at = now_ms;
+        PQclear(res);
+    }
+    return result;
+}
+
+/*
+ * Lock, mark and read in one statement: the rows above the floor are picked
+ * and locked in seq order (skipping those another transaction holds), marked,
+ * and returned with the endpoints version the same snapshot sees, so that a
+ * fan-out knows in one round trip what to fan out and whether its endpoint
+ * list is current.
  */
 static int postgres_outbox_take(struct store *s, int limit, int64_t at, struct event_list *out,
                                 int64_t *endpoints_version)
 {
+    struct pg_outbox_floor *f = &s->floor;
     struct pg_params p = {.n = 0};
+    int64_t now_ms = clock_mono_ms();
+    int64_t every = f->step_every_ms > 0 ? f->step_every_ms : PG_OUTBOX_FLOOR_EVERY_MS;
+    bool sweep = now_ms - f->swept_at >= PG_OUTBOX_SWEEP_EVERY_MS;
     PGresult *res;
     int result;
 
     out->items = NULL;
     out->n = 0;
-    pg_param_int(&p, 1, store_list_limit(limit));
-    pg_param_i64(&p, 2, at);
     result = pg_atomic_begin(s);
     if (result)
         return result;
-    result = pg_run(s, PG_OUTBOX_TAKE,
-                    "WITH c AS (SELECT o.seq FROM hookd_outbox o WHERE o.dispatched_at IS NULL"
-                    "  ORDER BY o.seq LIMIT $1 FOR UPDATE SKIP LOCKED),"
-                    " u AS (UPDATE hookd_outbox o SET dispatched_at = $2"
-                    "  WHERE o.seq = ANY (ARRAY(SELECT c.seq FROM c)) RETURNING o.*)"
-                    " SELECT " STORE_EVENT_COLUMNS ", (SELECT value::bigint FROM hookd_meta WHERE key = 'endpoints_version')"
-                    " FROM u o ORDER BY o.seq",
-                    &p, &res);
+    if (now_ms - f->stepped_at >= every)
+        result = outbox_floor_step(s, now_ms);
+    pg_param_int(&p, 1, store_list_limit(limit));
+    pg_param_i64(&p, 2, at);
+    pg_param_i64(&p, 3, sweep ? 0 : f->floor);
+    if (result == 0)
+        result = pg_run(s, PG_OUTBOX_TAKE,
+                        "WITH c AS (SELECT o.seq FROM hookd_outbox o WHERE o.dispatched_at IS NULL AND o.seq > $3"
+                        "  ORDER BY o.seq LIMIT $1 FOR UPDATE SKIP LOCKED),"
+                        " u AS (UPDATE hookd_outbox o SET dispatched_at = $2"
+                        "  WHERE o.seq = ANY (ARRAY(SELECT c.seq FROM c)) RETURNING o.*)"
+                        " SELECT " STORE_EVENT_COLUMNS
+                        ", (SELECT value::bigint FROM hookd_meta WHERE key = 'endpoints_version')"
+                        " FROM u o ORDER BY o.seq",
+                        &p, &res);
     if (result == 0) {
+        if (sweep)
+            f->swept_at = now_ms;
         result = pg_rows_read(res, store_read_event, STORE_ROWS(out, store_free_event));
         if (result == 0 && out->n > 0)
             *endpoints_version = pg_col_i64(res, 0, STORE_EVENT_NCOLS);

@@ -46,6 +46,21 @@ _Static_assert((int)PG_CONN_END <= (int)PG_EVENTS, "the connection's statements 
 /* The writer's per-op savepoint is sent lazily (see postgres.c). */
 enum pg_savepoint { PG_SP_NONE, PG_SP_WANTED, PG_SP_ACTIVE };
 
+/*
+ * The relay's floor (DESIGN §3, "The outbox take's floor"): every outbox row
+ * with seq <= floor is dispatched, so a take scans above it and never walks
+ * the dispatched rows' dead entries in hookd_outbox_undispatched. cand is a
+ * seq the floor may move to once every transaction in progress when it was
+ * seen (those with ids below cand_xmax) has ended. All 0: scan from the start.
+ */
+struct pg_outbox_floor {
+    int64_t floor, cand, cand_xmax;
+    int64_t stepped_at, swept_at; /* monotonic ms of the last floor step and of the last scan from the start */
+    int64_t step_every_ms;        /* 0: PG_OUTBOX_FLOOR_EVERY_MS (tests set 1) */
+};
+#define PG_OUTBOX_FLOOR_EVERY_MS 100 /* the floor is moved at most this often */
+#define PG_OUTBOX_SWEEP_EVERY_MS 1000 /* and a take scans from the start this often */
+
 struct store {
     const struct store_ops *ops; /* first member: store_backend() reads it */
     PGconn *conn;
@@ -62,6 +77,7 @@ struct store {
     bool quiet_outbox;           /* store_quiet_outbox was called: set again after a reconnect */
     bool session_stale;          /* those settings could not be made again on the new session yet */
     int64_t unrecorded_checked_at; /* the claims' last look for unrecorded leases run out (ms) */
+    struct pg_outbox_floor floor; /* where this session's outbox takes start (postgres_events.c) */
     struct log_limiter lim;
 };
 

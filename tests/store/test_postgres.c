@@ -586,6 +586,234 @@ static void test_claim_walks_the_due_index(void **state)
     assert_int_equal(store_rollback(fx->s), 0);
 }
 
+/* ---- the outbox take's floor ------------------------------------------------ */
+
+/* A connection of the application's own on the test's database. */
+static PGconn *app_connect(struct fixture *fx)
+{
+    PGconn *c = PQconnectdb(fx->dsn);
+
+    if (PQstatus(c) != CONNECTION_OK)
+        fail_msg("cannot connect: %s", PQerrorMessage(c));
+    return c;
+}
+
+static void conn_exec(PGconn *c, const char *sql)
+{
+    PGresult *r = PQexec(c, sql);
+    ExecStatusType st = PQresultStatus(r);
+
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", sql, PQerrorMessage(c));
+    PQclear(r);
+}
+
+/* The application's INSERT of outbox row id: its seq. */
+static int64_t app_insert(PGconn *c, const char *id)
+{
+    char sql[256];
+    PGresult *r;
+    int64_t seq;
+
+    snprintf(sql, sizeof sql,
+             "INSERT INTO hookd_outbox(id, event_type, payload, created_at) VALUES ('%s', 'order.paid', '{}', 1)"
+             " RETURNING seq",
+             id);
+    r = PQexec(c, sql);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", sql, PQerrorMessage(c));
+    seq = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    return seq;
+}
+
+/* One take with its floor step due, no scan from the start: the seqs it took, in order (at most 8). */
+static size_t take_above_floor(struct store *s, int64_t *seqs)
+{
+    struct event_list evs = {0};
+    int64_t version = 0;
+    size_t n;
+
+    s->floor.stepped_at = clock_mono_ms() - PG_OUTBOX_FLOOR_EVERY_MS;
+    s->floor.swept_at = clock_mono_ms();
+    assert_int_equal(store_outbox_take(s, 8, 1, &evs, &version), 0);
+    n = evs.n;
+    for (size_t i = 0; i < n && i < 8; i++)
+        seqs[i] = evs.items[i].seq;
+    event_list_free(&evs);
+    return n;
+}
+
+/*
+ * Dispatched rows stay in hookd_outbox_undispatched as dead entries until
+ * VACUUM: the takes start above them. After 20,000 rows the floor is at the
+ * last one and its scan reads 2 buffers, where a scan from the start reads
+ * every dead entry's page (about 50).
+ */
+static void test_outbox_take_starts_above_the_dispatched(void **state)
+{
+    struct fixture *fx = *state;
+    PGconn *app = app_connect(fx);
+    struct event_list evs = {0};
+    int64_t version = 0, seqs[8], last;
+    PGresult *res;
+    char sql[320];
+
+    conn_exec(app, "ALTER TABLE hookd_outbox SET (autovacuum_enabled = false)");
+    conn_exec(app, "INSERT INTO hookd_outbox(id, event_type, payload, created_at)"
+                   " SELECT 'ev_' || g, 'order.paid', '{}', 1 FROM generate_series(1, 20000) g");
+    last = app_insert(app, "ev_last");
+    for (size_t taken = 0, n = 1; n > 0; taken += n) {
+        assert_int_equal(store_outbox_take(fx->s, 1000, 1, &evs, &version), 0);
+        n = evs.n;
+        event_list_free(&evs);
+        if (n == 0)
+            assert_int_equal(taken, 20001);
+    }
+    /* Two steps: the first sees the highest seq, the second (every transaction of then ended) moves there. */
+    assert_int_equal(take_above_floor(fx->s, seqs), 0);
+    assert_int_equal(take_above_floor(fx->s, seqs), 0);
+    assert_int_equal(fx->s->floor.floor, last);
+    /* What the floor saves: the scan from it against the scan from the start. */
+    for (int run = 0; run < 4; run++) {
+        int from_start = run % 2;
+        long buffers = -1;
+        snprintf(sql, sizeof sql,
+                 "EXPLAIN (ANALYZE, BUFFERS, TIMING OFF, FORMAT JSON) SELECT seq FROM hookd_outbox"
+                 " WHERE dispatched_at IS NULL AND seq > %lld ORDER BY seq LIMIT 8",
+                 from_start ? 0LL : (long long)fx->s->floor.floor);
+        res = PQexec(app, sql);
+        assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+        const char *hit = strstr(PQgetvalue(res, 0, 0), "\"Shared Hit Blocks\": ");
+        assert_non_null(hit);
+        buffers = strtol(hit + strlen("\"Shared Hit Blocks\": "), NULL, 10);
+        PQclear(res);
+        if (run < 2)
+            continue; /* the first runs read the catalogs too */
+        if (from_start)
+            assert_true(buffers >= 20);
+        else
+            assert_true(buffers <= 3);
+    }
+    /* A new row is taken as before. */
+    last = app_insert(app, "ev_next");
+    assert_int_equal(take_above_floor(fx->s, seqs), 1);
+    assert_int_equal(seqs[0], last);
+    PQfinish(app);
+}
+
+/*
+ * A transaction still open holds a lower seq than rows committed after it:
+ * the floor waits below it, and the row is taken as soon as it commits, not
+ * at the next scan from the start. The same for a row another node's take
+ * holds locked and then gives back.
+ */
+static void test_outbox_floor_waits_for_open_transactions(void **state)
+{
+    struct fixture *fx = *state;
+    PGconn *app = app_connect(fx), *late = app_connect(fx);
+    struct store *other = NULL;
+    struct event_list evs = {0};
+    int64_t version = 0, seqs[8], early, after, held;
+
+    conn_exec(late, "BEGIN");
+    early = app_insert(late, "ev_early");
+    after = app_insert(app, "ev_after");
+    assert_true(after > early);
+    assert_int_equal(take_above_floor(fx->s, seqs), 1);
+    assert_int_equal(seqs[0], after);
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(take_above_floor(fx->s, seqs), 0);
+        assert_true(fx->s->floor.floor < early);
+    }
+    conn_exec(late, "COMMIT");
+    assert_int_equal(take_above_floor(fx->s, seqs), 1);
+    assert_int_equal(seqs[0], early);
+
+    /* Another node's take holds a row (and rolls back): the floor stays below it. */
+    held = app_insert(app, "ev_held");
+    assert_int_equal(store_open(fx->dsn, &other), 0);
+    assert_int_equal(store_begin(other), 0);
+    assert_int_equal(store_outbox_take(other, 8, 1, &evs, &version), 0);
+    assert_int_equal(evs.n, 1);
+    event_list_free(&evs);
+    after = app_insert(app, "ev_after_held");
+    for (int i = 0; i < 4; i++) {
+        size_t n = take_above_floor(fx->s, seqs);
+        assert_true(n <= 1);
+        if (n == 1)
+            assert_int_equal(seqs[0], after);
+        assert_true(fx->s->floor.floor < held);
+    }
+    assert_int_equal(store_rollback(other), 0);
+    assert_int_equal(take_above_floor(fx->s, seqs), 1);
+    assert_int_equal(seqs[0], held);
+    store_close(other);
+    PQfinish(late);
+    PQfinish(app);
+}
+
+/*
+ * Rows the floor cannot know of, a seq an application wrote below it or a
+ * dispatched_at set back to NULL, are taken by the scan from the start
+ * (every PG_OUTBOX_SWEEP_EVERY_MS); a reconnect starts from the start too.
+ */
+static void test_outbox_rows_below_the_floor_are_swept(void **state)
+{
+    struct fixture *fx = *state;
+    PGconn *app = app_connect(fx);
+    struct event_list evs = {0};
+    int64_t version = 0, seqs[8], low;
+
+    low = app_insert(app, "ev_1");
+    for (int i = 2; i <= 5; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "ev_%d", i);
+        (void)app_insert(app, id);
+    }
+    assert_int_equal(take_above_floor(fx->s, seqs), 5);
+    assert_int_equal(take_above_floor(fx->s, seqs), 0);
+    assert_int_equal(take_above_floor(fx->s, seqs), 0);
+    assert_true(fx->s->floor.floor > low);
+    conn_exec(app, "UPDATE hookd_outbox SET dispatched_at = NULL WHERE id = 'ev_1'");
+    assert_int_equal(take_above_floor(fx->s, seqs), 0); /* below the floor */
+    fx->s->floor.swept_at = clock_mono_ms() - PG_OUTBOX_SWEEP_EVERY_MS;
+    assert_int_equal(store_outbox_take(fx->s, 8, 1, &evs, &version), 0);
+    assert_int_equal(evs.n, 1);
+    assert_int_equal(evs.items[0].seq, low);
+    event_list_free(&evs);
+
+    conn_exec(app, "UPDATE hookd_outbox SET dispatched_at = NULL WHERE id = 'ev_1'");
+    terminate_sessions(fx);
+    assert_int_equal(store_outbox_take(fx->s, 8, 1, &evs, &version), HOOKD_EUNAVAIL);
+    assert_int_equal(take_above_floor(fx->s, seqs), 1); /* reconnected: from the start */
+    assert_int_equal(seqs[0], low);
+    PQfinish(app);
+}
+
+/* An outbox seq is taken after its transaction has its id: what the floor's reasoning rests on. */
+static void test_outbox_seq_comes_after_the_transaction_id(void **state)
+{
+    struct fixture *fx = *state;
+    PGconn *app = app_connect(fx);
+    PGresult *res;
+
+    conn_exec(app, "BEGIN");
+    res = PQexec(app, "SELECT hookd_outbox_next_seq() > 0, pg_current_xact_id_if_assigned() IS NOT NULL");
+    assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+    assert_string_equal(PQgetvalue(res, 0, 0), "t");
+    assert_string_equal(PQgetvalue(res, 0, 1), "t");
+    PQclear(res);
+    conn_exec(app, "ROLLBACK");
+    res = PQexec(app, "SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef"
+                      " WHERE adrelid = 'hookd_outbox'::regclass AND adnum = (SELECT attnum FROM pg_attribute"
+                      " WHERE attrelid = 'hookd_outbox'::regclass AND attname = 'seq')");
+    assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+    assert_string_equal(PQgetvalue(res, 0, 0), "hookd_outbox_next_seq()");
+    PQclear(res);
+    PQfinish(app);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -602,6 +830,10 @@ int main(void)
         T(test_status_list_uses_undelivered_index),
         T(test_completion_wakes_by_key),
         T(test_claim_walks_the_due_index),
+        T(test_outbox_take_starts_above_the_dispatched),
+        T(test_outbox_floor_waits_for_open_transactions),
+        T(test_outbox_rows_below_the_floor_are_swept),
+        T(test_outbox_seq_comes_after_the_transaction_id),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

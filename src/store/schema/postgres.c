@@ -841,6 +841,18 @@ static const char schema_attempt_inline[] =
     " UNION ALL SELECT id, delivery_id, n, started_at, duration_ms, status_code, error_class, error, response,"
     " response_body, node, response_truncated FROM hookd_attempts;";
 
+/*
+ * An outbox seq is taken once the inserting transaction has its id: a
+ * transaction that holds a seq is then in every snapshot's in-progress list
+ * until it ends, which is what lets the relay's takes start from a floor
+ * above the dispatched rows (postgres_events.c, "The take's floor"). The
+ * sequence is still the column's own (nextval in order, one value at a time).
+ */
+static const char schema_outbox_seq_after_xid[] =
+    "CREATE FUNCTION hookd_outbox_next_seq() RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$ BEGIN"
+    " PERFORM pg_current_xact_id(); RETURN nextval('hookd_outbox_seq_seq'::regclass); END $$;"
+    "ALTER TABLE hookd_outbox ALTER COLUMN seq SET DEFAULT hookd_outbox_next_seq();";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -875,6 +887,7 @@ const struct schema_migration postgres_migrations[] = {
     {31, schema_decision_writes},
     {32, schema_inflight_unrecorded},
     {33, schema_attempt_inline},
+    {34, schema_outbox_seq_after_xid},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];
