@@ -39,6 +39,7 @@ static const struct counter_def counter_defs[METRIC_COUNTERS] = {
     [METRIC_ATTEMPTS_OTHER] = {"hookd_attempts_total", "class", "other"},
     [METRIC_ATTEMPTS_ERROR] = {"hookd_attempts_total", "class", "error"},
     [METRIC_DELIVERY_CLAIMS] = {"hookd_delivery_claims_total", NULL, NULL},
+    [METRIC_FANOUT_HELD] = {"hookd_fanout_held_total", NULL, NULL},
     [METRIC_INBOUND_ACCEPTED] = {"hookd_inbound_accepted_total", NULL, NULL},
     [METRIC_INBOUND_DUPLICATE] = {"hookd_inbound_duplicates_total", NULL, NULL},
     [METRIC_INBOUND_REJECTED_BAD_SIGNATURE] = {"hookd_inbound_rejected_total", "reason", "bad_signature"},
@@ -74,6 +75,8 @@ static const struct family_help helps[] = {
                              " response)."},
     {"hookd_delivery_claims_total", "Claims of due deliveries (retries, rows the caps held back) this node's"
                                     " dispatcher ran."},
+    {"hookd_fanout_held_total", "Fan-out turns this node held back for room: an answering endpoint's slots (on"
+                                " this node or over the cluster), the window, or hand-offs waiting for their record."},
     {"hookd_inbound_accepted_total", "Inbound webhooks stored (answered 200 accepted) by this node."},
     {"hookd_inbound_duplicates_total", "Inbound webhooks that were duplicates of a stored event (200 no-op)."},
     {"hookd_inbound_rejected_total", "Inbound webhooks refused by this node, by reason."},

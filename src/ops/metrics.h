@@ -40,6 +40,7 @@ enum metric_counter {
     METRIC_ATTEMPTS_OTHER,     /* 1xx or an unknown code */
     METRIC_ATTEMPTS_ERROR,     /* no answer: connect error, timeout, … */
     METRIC_DELIVERY_CLAIMS,    /* claims of due deliveries this node's dispatcher ran */
+    METRIC_FANOUT_HELD,        /* fan-out turns held back for room (an endpoint's slots, the window, a hand-off's record) */
     METRIC_INBOUND_ACCEPTED,
     METRIC_INBOUND_DUPLICATE,
     METRIC_INBOUND_REJECTED_BAD_SIGNATURE,

@@ -552,8 +552,11 @@ static void transfer_done(void *arg, const struct http_client_result *res)
     }
     endpoint_cache_note_busy(&q->cache, j->ep);
     if (!res->cancelled) {
-        j->ep->answered_mono = clock_mono_ms();
-        board_sync(q, j->ep, true);
+        /* A timeout is no answer: what a hung endpoint holds does not drain, and nothing may wait for it. */
+        bool answered = res->transport != TRANSPORT_TIMEOUT;
+        if (answered)
+            j->ep->answered_mono = clock_mono_ms();
+        board_sync(q, j->ep, answered);
     }
     if (res->cancelled) {
         /* Stop: the attempt is abandoned and its lease expires. */

@@ -1134,8 +1134,10 @@ static bool fan_out_pending(struct relay *r)
         recovered(r);
         if (fetched > 0)
             log_debug(PART, "fanned out %zu events", fetched);
-        if (r->op_waiting)
+        if (r->op_waiting) {
+            metrics_count(METRIC_FANOUT_HELD);
             return true;
+        }
         /* Fewer than asked: the rest (if any) is someone else's or not committed yet. */
         if ((int)fetched < limit)
             return false;
