@@ -149,13 +149,14 @@ static int postgres_outbox_mark_dispatched(struct store *s, const int64_t *seqs,
  * taken after its transaction has its id (hookd_outbox_next_seq, schema 34)
  * and a sequence hands out its values in order. It moves no further than
  * below the first row that is still undispatched, committed by then or
- * locked by another node's take (that one may roll back). The step runs first
- * in its transaction, so it sees only what has committed, never this
- * transaction's own marks.
+ * locked by another node's take (that one may roll back). The step runs
+ * before its transaction's take and never after one (took_in_tx), so it sees
+ * only what has committed, never marks that may yet roll back.
  *
  * A row the floor cannot account for (a seq an application wrote itself, a
- * dispatched_at set back to NULL, a dispatch a restarted server lost) is
- * taken by the scan from the start that runs every PG_OUTBOX_SWEEP_EVERY_MS.
+ * dispatched_at set back to NULL, a dispatch a restarted server lost, values a
+ * sequence altered to CACHE > 1 hands out out of order) is taken by the scan
+ * from the start that runs every PG_OUTBOX_SWEEP_EVERY_MS.
  */
 static int outbox_floor_step(struct store *s, int64_t now_ms)
 {
@@ -215,7 +216,7 @@ static int postgres_outbox_take(struct store *s, int limit, int64_t at, struct e
     result = pg_atomic_begin(s);
     if (result)
         return result;
-    if (now_ms - f->stepped_at >= every)
+    if (now_ms - f->stepped_at >= every && !f->took_in_tx)
         result = outbox_floor_step(s, now_ms);
     pg_param_int(&p, 1, store_list_limit(limit));
     pg_param_i64(&p, 2, at);
@@ -231,6 +232,7 @@ static int postgres_outbox_take(struct store *s, int limit, int64_t at, struct e
                         " FROM u o ORDER BY o.seq",
                         &p, &res);
     if (result == 0) {
+        f->took_in_tx = s->tx_open;
         if (sweep)
             f->swept_at = now_ms;
         result = pg_rows_read(res, store_read_event, STORE_ROWS(out, store_free_event));

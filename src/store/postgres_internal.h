@@ -56,6 +56,7 @@ enum pg_savepoint { PG_SP_NONE, PG_SP_WANTED, PG_SP_ACTIVE };
 struct pg_outbox_floor {
     int64_t floor, cand, cand_xmax;
     int64_t stepped_at, swept_at; /* monotonic ms of the last floor step and of the last scan from the start */
+    bool took_in_tx;              /* a take marked rows in the open transaction: no step until it ends */
     int64_t step_every_ms;        /* 0: PG_OUTBOX_FLOOR_EVERY_MS (tests set 1) */
 };
 #define PG_OUTBOX_FLOOR_EVERY_MS 100 /* the floor is moved at most this often */

@@ -258,6 +258,7 @@ int pg_atomic_end(struct store *s, int result)
 static void tx_state_clear(struct store *s)
 {
     s->tx_open = false;
+    s->floor.took_in_tx = false;
     s->begin_pending = false;
     s->sp = PG_SP_NONE;
     s->sp_release_pending = false;

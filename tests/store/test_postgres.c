@@ -754,6 +754,36 @@ static void test_outbox_floor_waits_for_open_transactions(void **state)
 }
 
 /*
+ * A second take in one transaction steps no floor: the first one's marks may
+ * yet roll back, and the rows must then be taken again.
+ */
+static void test_outbox_floor_ignores_its_own_marks(void **state)
+{
+    struct fixture *fx = *state;
+    PGconn *app = app_connect(fx);
+    int64_t seqs[8], a, b;
+
+    assert_int_equal(take_above_floor(fx->s, seqs), 0);
+    a = app_insert(app, "ev_a");
+    b = app_insert(app, "ev_b");
+    assert_int_equal(take_above_floor(fx->s, seqs), 2); /* the step before it saw the highest seq before them */
+    assert_int_equal(store_begin(fx->s), 0);
+    for (int i = 0; i < 3; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "ev_c%d", i);
+        (void)app_insert(app, id);
+    }
+    assert_int_equal(take_above_floor(fx->s, seqs), 3);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(take_above_floor(fx->s, seqs), 0); /* its own marks: no step may count them */
+    assert_true(fx->s->floor.floor <= b);
+    assert_int_equal(store_rollback(fx->s), 0);
+    assert_int_equal(take_above_floor(fx->s, seqs), 3);
+    assert_true(seqs[0] > b && a < b);
+    PQfinish(app);
+}
+
+/*
  * Rows the floor cannot know of, a seq an application wrote below it or a
  * dispatched_at set back to NULL, are taken by the scan from the start
  * (every PG_OUTBOX_SWEEP_EVERY_MS); a reconnect starts from the start too.
@@ -832,6 +862,7 @@ int main(void)
         T(test_claim_walks_the_due_index),
         T(test_outbox_take_starts_above_the_dispatched),
         T(test_outbox_floor_waits_for_open_transactions),
+        T(test_outbox_floor_ignores_its_own_marks),
         T(test_outbox_rows_below_the_floor_are_swept),
         T(test_outbox_seq_comes_after_the_transaction_id),
     };
