@@ -21,6 +21,7 @@
 #include "core/ids.h"
 #include "store/postgres_internal.h"
 #include "store/store.h"
+#include "pg_exec.h"
 
 struct fixture {
     char name[HOOKD_ID_MAX]; /* the test's database */
@@ -29,15 +30,7 @@ struct fixture {
     struct store *s;
 };
 
-static void admin_exec(struct fixture *fx, const char *sql)
-{
-    PGresult *r = PQexec(fx->admin, sql);
-    ExecStatusType st = PQresultStatus(r);
-
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-        fail_msg("%s: %s", sql, PQerrorMessage(fx->admin));
-    PQclear(r);
-}
+static void admin_exec(struct fixture *fx, const char *sql) { pg_exec_ok(fx->admin, sql); }
 
 static int setup(void **state)
 {
@@ -435,15 +428,7 @@ static void test_status_list_uses_undelivered_index(void **state)
 }
 
 /* Runs sql on the store's own session (the test's database). */
-static void session_exec(struct store *s, const char *sql)
-{
-    PGresult *r = PQexec(s->conn, sql);
-    ExecStatusType st = PQresultStatus(r);
-
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-        fail_msg("%s: %s", sql, PQerrorMessage(s->conn));
-    PQclear(r);
-}
+static void session_exec(struct store *s, const char *sql) { pg_exec_ok(s->conn, sql); }
 
 /*
  * An ended ordered delivery wakes its resource's next row by key: the
@@ -598,16 +583,6 @@ static PGconn *app_connect(struct fixture *fx)
     return c;
 }
 
-static void conn_exec(PGconn *c, const char *sql)
-{
-    PGresult *r = PQexec(c, sql);
-    ExecStatusType st = PQresultStatus(r);
-
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-        fail_msg("%s: %s", sql, PQerrorMessage(c));
-    PQclear(r);
-}
-
 /* The application's INSERT of outbox row id: its seq. */
 static int64_t app_insert(PGconn *c, const char *id)
 {
@@ -659,8 +634,8 @@ static void test_outbox_take_starts_above_the_dispatched(void **state)
     PGresult *res;
     char sql[320];
 
-    conn_exec(app, "ALTER TABLE hookd_outbox SET (autovacuum_enabled = false)");
-    conn_exec(app, "INSERT INTO hookd_outbox(id, event_type, payload, created_at)"
+    pg_exec_ok(app, "ALTER TABLE hookd_outbox SET (autovacuum_enabled = false)");
+    pg_exec_ok(app, "INSERT INTO hookd_outbox(id, event_type, payload, created_at)"
                    " SELECT 'ev_' || g, 'order.paid', '{}', 1 FROM generate_series(1, 20000) g");
     last = app_insert(app, "ev_last");
     for (size_t taken = 0, n = 1; n > 0; taken += n) {
@@ -716,7 +691,7 @@ static void test_outbox_floor_waits_for_open_transactions(void **state)
     struct event_list evs = {0};
     int64_t version = 0, seqs[8], early, after, held;
 
-    conn_exec(late, "BEGIN");
+    pg_exec_ok(late, "BEGIN");
     early = app_insert(late, "ev_early");
     after = app_insert(app, "ev_after");
     assert_true(after > early);
@@ -726,7 +701,7 @@ static void test_outbox_floor_waits_for_open_transactions(void **state)
         assert_int_equal(take_above_floor(fx->s, seqs), 0);
         assert_true(fx->s->floor.floor < early);
     }
-    conn_exec(late, "COMMIT");
+    pg_exec_ok(late, "COMMIT");
     assert_int_equal(take_above_floor(fx->s, seqs), 1);
     assert_int_equal(seqs[0], early);
 
@@ -805,7 +780,7 @@ static void test_outbox_rows_below_the_floor_are_swept(void **state)
     assert_int_equal(take_above_floor(fx->s, seqs), 0);
     assert_int_equal(take_above_floor(fx->s, seqs), 0);
     assert_true(fx->s->floor.floor > low);
-    conn_exec(app, "UPDATE hookd_outbox SET dispatched_at = NULL WHERE id = 'ev_1'");
+    pg_exec_ok(app, "UPDATE hookd_outbox SET dispatched_at = NULL WHERE id = 'ev_1'");
     assert_int_equal(take_above_floor(fx->s, seqs), 0); /* below the floor */
     fx->s->floor.swept_at = clock_mono_ms() - PG_OUTBOX_SWEEP_EVERY_MS;
     assert_int_equal(store_outbox_take(fx->s, 8, 1, &evs, &version), 0);
@@ -813,7 +788,7 @@ static void test_outbox_rows_below_the_floor_are_swept(void **state)
     assert_int_equal(evs.items[0].seq, low);
     event_list_free(&evs);
 
-    conn_exec(app, "UPDATE hookd_outbox SET dispatched_at = NULL WHERE id = 'ev_1'");
+    pg_exec_ok(app, "UPDATE hookd_outbox SET dispatched_at = NULL WHERE id = 'ev_1'");
     terminate_sessions(fx);
     assert_int_equal(store_outbox_take(fx->s, 8, 1, &evs, &version), HOOKD_EUNAVAIL);
     assert_int_equal(take_above_floor(fx->s, seqs), 1); /* reconnected: from the start */
@@ -828,13 +803,13 @@ static void test_outbox_seq_comes_after_the_transaction_id(void **state)
     PGconn *app = app_connect(fx);
     PGresult *res;
 
-    conn_exec(app, "BEGIN");
+    pg_exec_ok(app, "BEGIN");
     res = PQexec(app, "SELECT hookd_outbox_next_seq() > 0, pg_current_xact_id_if_assigned() IS NOT NULL");
     assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
     assert_string_equal(PQgetvalue(res, 0, 0), "t");
     assert_string_equal(PQgetvalue(res, 0, 1), "t");
     PQclear(res);
-    conn_exec(app, "ROLLBACK");
+    pg_exec_ok(app, "ROLLBACK");
     res = PQexec(app, "SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef"
                       " WHERE adrelid = 'hookd_outbox'::regclass AND adnum = (SELECT attnum FROM pg_attribute"
                       " WHERE attrelid = 'hookd_outbox'::regclass AND attname = 'seq')");

@@ -22,6 +22,7 @@
 #include "hookd.h"
 #include "json_corpus.h"
 #include "store/store.h"
+#include "pg_exec.h"
 
 struct fixture {
     const char *dsn;
@@ -65,15 +66,7 @@ static int teardown(void **state)
     return 0;
 }
 
-static void app_exec(PGconn *c, const char *sql)
-{
-    PGresult *r = PQexec(c, sql);
-    ExecStatusType st = PQresultStatus(r);
-
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-        fail_msg("%s: %s", sql, PQerrorMessage(c));
-    PQclear(r);
-}
+static void app_exec(PGconn *c, const char *sql) { pg_exec_ok(c, sql); }
 
 /* One number from a query with one text parameter, as the application sees it. */
 static long long app_number(struct fixture *fx, const char *sql, const char *param)
