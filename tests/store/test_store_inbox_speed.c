@@ -432,13 +432,13 @@ static const struct query queries[] = {
     {"list by kind", LIST("AND entity_kind = ?1", "AND entity_kind = $1::text"), "'order'"},
     {"list by entity", LIST("AND entity_kind = ?1 AND entity_id = ?2", "AND entity_kind = $1::text AND entity_id = $2::text"),
      "'order', 'o-1'"},
-    {"machine's open items", /* sqlite_machines.c names the index */
+    {"machine's open items", /* sqlite_hold.c names the index */
      "SELECT id FROM hookd_inbox INDEXED BY hookd_inbox_entity WHERE entity_kind = ?1 AND entity_id = ?2"
      " AND status IN ('pending', 'deferred') ORDER BY id DESC LIMIT ?3",
      "SELECT id FROM hookd_inbox WHERE entity_kind = $1::text AND entity_id = $2::text"
      " AND status IN ('pending', 'deferred') ORDER BY id DESC LIMIT $3::int",
      "'order', 'o-1', 10"},
-    {"machine's open items as the accept's window reads them first", /* sqlite_machines.c, SQLite only */
+    {"machine's open items as the accept's window reads them first", /* sqlite_hold.c, SQLite only */
      "SELECT rowid, version, status = 'pending' OR lease_owner IS NOT NULL, event_type"
      " FROM hookd_inbox INDEXED BY hookd_inbox_entity"
      " WHERE entity_kind = ?1 AND entity_id = ?2 AND status >= 'deferred' AND status <= 'pending' LIMIT ?3",
