@@ -7,6 +7,7 @@
 #include "store/sqlite_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* Statement slots, in this family's range (sqlite_internal.h). */
 enum {
@@ -106,12 +107,44 @@ static int64_t window_top(bool known, int64_t a, struct open_key *vs, size_t k)
     return top;
 }
 
+/* The want keys of n marked always, read whole by rowid into out->open. */
+static int open_read_whole(struct store *s, const struct open_key *keys, size_t n, size_t want,
+                           struct entity_hold *out)
+{
+    sqlite3_stmt *st;
+    int result = 0;
+
+    if (want == 0)
+        return 0;
+    if (!(out->open.items = calloc(want, sizeof *out->open.items)))
+        return HOOKD_ENOMEM;
+    result = sq_stmt(s, SQ_ENTITY_OPEN_ROW, "SELECT " STORE_INBOX_OPEN_COLUMNS " FROM hookd_inbox WHERE rowid = ?1",
+                     &st);
+    for (size_t i = 0; result == 0 && i < n; i++) {
+        if (!keys[i].always)
+            continue;
+        sqlite3_bind_int64(st, 1, keys[i].rowid);
+        result = sq_row_read(s, st, store_read_inbox_open, &out->open.items[out->open.n]);
+        if (result == 0)
+            out->open.n++;
+        else if (result == HOOKD_ENOTFOUND)
+            result = 0; /* not possible in the write transaction; nothing to read either way */
+    }
+    return result;
+}
+
 /*
- * The windowed hold: each open item's row, version and type first (index and
- * row, no copies), then the whole of those the step can reach, by rowid. In
- * the machine bench an entity holds about twenty deferred gaps at each
- * decision, and reading every one whole was the largest part of the writer's
- * work (a third of its instructions).
+ * The windowed hold: each open item's version, next look and type first,
+ * from hookd_inbox_entity alone (SQLite migration 30: the entries carry
+ * them, so no row is found for this pass), then the whole of those the step
+ * can reach, by rowid. In the machine bench an entity holds about twenty
+ * deferred gaps at each decision: reading every one whole was a third of the
+ * writer's instructions, and finding each one's row for its version and type
+ * a fifth. An item is read whatever its version when it is pending, has no
+ * version, or is due: a live lease (a worker's, which the accept must see)
+ * is only ever taken on an item due, and a lease leaves next_attempt_at as
+ * it was, so an item not due holds none (an expired lease left on a deferred
+ * item, which a settle keeps, leases nothing).
  */
 static int entity_open_window(struct store *s, const char *kind, const char *id, const struct hold_window *w,
                               struct entity_hold *out)
@@ -121,7 +154,7 @@ static int entity_open_window(struct store *s, const char *kind, const char *id,
     bool known = out->known, all = false;
     sqlite3_stmt *st;
     int rc, result = sq_stmt(s, SQ_ENTITY_OPEN_KEYS,
-                             "SELECT rowid, version, status = 'pending' OR lease_owner IS NOT NULL, event_type"
+                             "SELECT rowid, version, status = 'pending' OR IFNULL(next_attempt_at <= ?4, 1), event_type"
                              ENTITY_OPEN_WHERE,
                              &st);
 
@@ -130,6 +163,7 @@ static int entity_open_window(struct store *s, const char *kind, const char *id,
     sq_bind_text(st, 1, kind);
     sq_bind_text(st, 2, id);
     sqlite3_bind_int(st, 3, ENTITY_OPEN_MAX);
+    sqlite3_bind_int64(st, 4, w->now);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         if (n == cap) {
             size_t more = cap ? cap * 2 : 64;
@@ -171,31 +205,28 @@ static int entity_open_window(struct store *s, const char *kind, const char *id,
             want += keys[i].always;
         }
     }
-    if (result == 0 && want && !(out->open.items = calloc(want, sizeof *out->open.items)))
-        result = HOOKD_ENOMEM;
-    if (result == 0 && want)
-        result = sq_stmt(s, SQ_ENTITY_OPEN_ROW, "SELECT " STORE_INBOX_OPEN_COLUMNS " FROM hookd_inbox WHERE rowid = ?1",
-                         &st);
-    for (size_t i = 0; result == 0 && i < n; i++) {
-        if (!keys[i].always)
-            continue;
-        sqlite3_bind_int64(st, 1, keys[i].rowid);
-        result = sq_row_read(s, st, store_read_inbox_open, &out->open.items[out->open.n]);
-        if (result == 0)
-            out->open.n++;
-        else if (result == HOOKD_ENOTFOUND)
-            result = 0; /* not possible in the write transaction; nothing to read either way */
-    }
+    if (result == 0)
+        result = open_read_whole(s, keys, n, want, out);
     free(keys);
     free(vs);
     return result;
 }
 
+/* The machine's row as the window's caller read it in this transaction (one writer: the same row). */
+static int machine_copy(const struct machine_record *m, struct machine_record *out)
+{
+    *out = *m;
+    out->definition = strdup(m->definition);
+    return out->definition ? 0 : HOOKD_ENOMEM;
+}
+
 /* The write transaction holds the entity already (one writer per file). */
 int sqlite_entity_hold(struct store *s, const char *machine, const char *kind, const char *id,
-                              const struct hold_window *w, struct entity_hold *out)
+                       const struct hold_window *w, struct entity_hold *out)
 {
-    int result = sqlite_machine_get(s, machine, &out->machine);
+    int result = w && w->machine && strcmp(w->machine->name, machine) == 0 && w->machine->definition
+                     ? machine_copy(w->machine, &out->machine)
+                     : sqlite_machine_get(s, machine, &out->machine);
 
     out->machine_found = result == 0;
     if (result == HOOKD_ENOTFOUND)
