@@ -439,9 +439,8 @@ static const struct query queries[] = {
      " AND status IN ('pending', 'deferred') ORDER BY id DESC LIMIT $3::int",
      "'order', 'o-1', 10"},
     {"machine's open items as the accept's window reads them first", /* sqlite_hold.c, SQLite only */
-     "SELECT rowid, version, status = 'pending' OR IFNULL(next_attempt_at <= ?4, 1), event_type"
-     " FROM hookd_inbox INDEXED BY hookd_inbox_entity"
-     " WHERE entity_kind = ?1 AND entity_id = ?2 AND status >= 'deferred' AND status <= 'pending' LIMIT ?3",
+     "SELECT rowid, version, next_attempt_at, event_type FROM hookd_inbox INDEXED BY hookd_inbox_entity"
+     " WHERE entity_kind = ?1 AND entity_id = ?2 AND status = 'deferred' LIMIT ?3",
      "SELECT id, version FROM hookd_inbox WHERE entity_kind = $1::text AND entity_id = $2::text"
      " AND status IN ('pending', 'deferred') LIMIT $3::int",
      "'order', 'o-1', 10"},
