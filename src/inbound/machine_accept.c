@@ -54,16 +54,18 @@ int machine_accept_insert(struct store *s, struct machine_cache *mc, const char 
     it->deferred_at = 0;
     /*
      * A contiguous machine's decision reads only the open items it can reach
-     * (struct hold_window); the machine is read once more by the hold, in the
-     * same transaction (one writer: the same row), and that one decides.
+     * (struct hold_window); the hold takes the machine's row read here (in
+     * the same transaction: one writer, the same row), and its copy decides.
      */
     bool window = false;
     if (store_machine_get(s, machine, &rec) == 0 && machine_cache_get(mc, &rec, &first) == 0)
         window = first->versioning == VERSIONING_CONTIGUOUS;
-    machine_record_free(&rec);
     const struct hold_window w = {.has_version = it->has_version, .version = it->version,
-                                  .event_type = it->event_type, .may_start = may_start, .arg = (void *)first};
-    if (store_entity_hold_window(s, machine, it->entity_kind, it->entity_id, window ? &w : NULL, &h) != 0) {
+                                  .event_type = it->event_type, .may_start = may_start, .arg = (void *)first,
+                                  .now = c->now, .machine = rec.definition ? &rec : NULL};
+    rc = store_entity_hold_window(s, machine, it->entity_kind, it->entity_id, window ? &w : NULL, &h);
+    machine_record_free(&rec);
+    if (rc != 0) {
         machine_cache_put(mc, first);
         return 0; /* only read: the plain insert meets the store's trouble itself */
     }

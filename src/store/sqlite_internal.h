@@ -42,6 +42,7 @@ enum {
     SQ_INBOX = SQ_SOURCES + 16,        /* sqlite_inbox.c */
     SQ_REJECTIONS = SQ_INBOX + 144,    /* sqlite_rejections.c */
     SQ_MACHINES = SQ_REJECTIONS + 16,  /* sqlite_machines.c */
+    SQ_HOLD = SQ_MACHINES + 24,        /* sqlite_hold.c */
     SQ_REPLAYS = SQ_MACHINES + 32,     /* sqlite_replays.c */
     SQ_TOKENS = SQ_REPLAYS + 16,       /* sqlite_tokens.c */
     SQ_OPS = SQ_TOKENS + 16,           /* sqlite_ops.c */
@@ -73,6 +74,16 @@ void sqlite_checkpoint_stop(struct store *s);
 
 /* Frees what decision_gather kept (sqlite_machines.c): the connection closes. */
 void sqlite_gather_free(struct store *s);
+
+/*
+ * A decision's reads (sqlite_hold.c), the machines family's methods
+ * entity_get and entity_hold; the hold reads the machine through
+ * sqlite_machine_get (sqlite_machines.c), the family's get.
+ */
+int sqlite_entity_get(struct store *s, const char *kind, const char *id, struct entity_record *out);
+int sqlite_entity_hold(struct store *s, const char *machine, const char *kind, const char *id,
+                       const struct hold_window *w, struct entity_hold *out);
+int sqlite_machine_get(struct store *s, const char *name, struct machine_record *out);
 
 /* The inbox family's fenced outcome (sqlite_inbox.c), also written by a decision's writes (sqlite_machines.c). */
 int sqlite_inbox_complete(struct store *s, const struct inbox_result *r, int64_t now);

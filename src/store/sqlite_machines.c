@@ -1,7 +1,9 @@
 /*
- * SQLite backend, machines: definitions, entities, the transitions log, the
- * settling of deferred items a re-evaluation decided, and the audit counts.
- * One writer per file: an entity is held by the write transaction already.
+ * SQLite backend, machines: definitions, the entity's write, the transitions
+ * log, the settling of deferred items a re-evaluation decided, a decision's
+ * writes (gathered over an accepts' group) and the audit counts; a
+ * decision's reads are sqlite_hold.c's. One writer per file: an entity is
+ * held by the write transaction already.
  */
 #include "store/sqlite_internal.h"
 
@@ -20,11 +22,7 @@ enum {
     SQ_MACHINE_LIST_AFTER,
     SQ_MACHINE_DELETE,
     SQ_MACHINE_WAKE,
-    SQ_ENTITY_GET,
     SQ_ENTITY_PUT,
-    SQ_ENTITY_OPEN,
-    SQ_ENTITY_OPEN_KEYS,
-    SQ_ENTITY_OPEN_ROW,
     SQ_TRANSITION_INSERT,
     SQ_TRANSITION_LIST,
     SQ_INBOX_SETTLE,
@@ -42,7 +40,7 @@ enum {
     SQ_GATHER_EVENTS_16,
     SQ_MACHINES_END
 };
-_Static_assert((int)SQ_MACHINES_END <= (int)SQ_REPLAYS, "the machines statements overflow their slots");
+_Static_assert((int)SQ_MACHINES_END <= (int)SQ_HOLD, "the machines statements overflow their slots");
 
 /*
  * A machine changed: the deferred items of its sources are due now (a
@@ -94,7 +92,7 @@ static int machine_write(struct store *s, const struct machine_record *m, bool u
 static int sqlite_machine_insert(struct store *s, const struct machine_record *m) { return machine_write(s, m, false); }
 static int sqlite_machine_update(struct store *s, const struct machine_record *m) { return machine_write(s, m, true); }
 
-static int sqlite_machine_get(struct store *s, const char *name, struct machine_record *out)
+int sqlite_machine_get(struct store *s, const char *name, struct machine_record *out)
 {
     sqlite3_stmt *st;
     int result = sq_stmt(s, SQ_MACHINE_GET, "SELECT " STORE_MACHINE_COLUMNS " FROM hookd_machines WHERE name = ?1",
@@ -146,203 +144,6 @@ static int sqlite_entity_lock(struct store *s, const char *kind, const char *id)
     (void)kind;
     (void)id;
     return 0;
-}
-
-static int sqlite_entity_get(struct store *s, const char *kind, const char *id, struct entity_record *out)
-{
-    sqlite3_stmt *st;
-    int result = sq_stmt(s, SQ_ENTITY_GET,
-                         "SELECT " STORE_ENTITY_COLUMNS " FROM hookd_entities WHERE kind = ?1 AND id = ?2", &st);
-
-    if (result)
-        return result;
-    sq_bind_text(st, 1, kind);
-    sq_bind_text(st, 2, id);
-    return sq_row_read(s, st, store_read_entity, out);
-}
-
-/*
- * The open items walk hookd_inbox_entity (the entity's items only: without
- * the INDEXED BY, SQLite, which has no statistics, may prefer the status
- * index and read every open item of every entity). The open statuses are one
- * range of that index, 'deferred' to 'pending' (the inbox's check allows no
- * other status between them: 'processed' and 'quarantined' sort after): an
- * IN list that seeks an index is built into an ephemeral table for every run
- * of the statement, and this runs for every decision. In the index's order,
- * not sorted (a sorter for every decision): the step sorts them by version,
- * and which ENTITY_OPEN_MAX of a larger backlog it reads does not matter (an
- * entity with more keeps the retry schedule, machine_step.c).
- */
-#define ENTITY_OPEN_WHERE                                                                                    \
-    " FROM hookd_inbox INDEXED BY hookd_inbox_entity"                                                        \
-    " WHERE entity_kind = ?1 AND entity_id = ?2 AND status >= 'deferred' AND status <= 'pending' LIMIT ?3"
-
-static int entity_open_all(struct store *s, const char *kind, const char *id, struct entity_hold *out)
-{
-    sqlite3_stmt *st;
-    int result = sq_stmt(s, SQ_ENTITY_OPEN, "SELECT " STORE_INBOX_OPEN_COLUMNS ENTITY_OPEN_WHERE, &st);
-
-    if (result)
-        return result;
-    sq_bind_text(st, 1, kind);
-    sq_bind_text(st, 2, id);
-    sqlite3_bind_int(st, 3, ENTITY_OPEN_MAX);
-    result = sq_rows_read(s, st, ENTITY_OPEN_MAX, store_read_inbox_open, STORE_ROWS(&out->open, store_free_inbox));
-    out->open_total = out->open.n;
-    return result;
-}
-
-/* An open item as the window sees it first: its row, its version, and whether it is read whatever its version. */
-struct open_key {
-    int64_t rowid, version;
-    bool has_version, always, starts; /* starts: its type may make a new entity */
-};
-
-static int key_version_cmp(const void *a, const void *b)
-{
-    const struct open_key *x = a, *y = b;
-
-    return x->version < y->version ? -1 : x->version > y->version;
-}
-
-/*
- * The highest version the step can apply (struct hold_window): the top of
- * the run of consecutive versions above a known entity's a, or for a new
- * entity the highest top of the runs from an item that may make it. vs: the
- * n keys with a version and the window's own item, sorted in place.
- */
-static int64_t window_top(bool known, int64_t a, struct open_key *vs, size_t k)
-{
-    int64_t x = a, top = a;
-    bool run = known;
-
-    qsort(vs, k, sizeof *vs, key_version_cmp);
-    if (!known)
-        top = INT64_MIN;
-    for (size_t i = 0; i < k; i++) {
-        if (run && x < INT64_MAX && vs[i].version == x + 1)
-            x = vs[i].version;
-        else if (run && vs[i].version <= x)
-            continue; /* the same version twice, or at or below a known entity's (stale) */
-        else if (!known && vs[i].starts)
-            x = vs[i].version, run = true; /* a new entity made at this version */
-        else
-            run = false;
-        if (run && x > top)
-            top = x;
-        if (known && !run)
-            break;
-    }
-    return top;
-}
-
-/*
- * The windowed hold: each open item's row, version and type first (index and
- * row, no copies), then the whole of those the step can reach, by rowid. In
- * the machine bench an entity holds about twenty deferred gaps at each
- * decision, and reading every one whole was the largest part of the writer's
- * work (a third of its instructions).
- */
-static int entity_open_window(struct store *s, const char *kind, const char *id, const struct hold_window *w,
-                              struct entity_hold *out)
-{
-    struct open_key *keys = NULL, *vs = NULL;
-    size_t n = 0, cap = 0, want = 0, k = 0;
-    bool known = out->known, all = false;
-    sqlite3_stmt *st;
-    int rc, result = sq_stmt(s, SQ_ENTITY_OPEN_KEYS,
-                             "SELECT rowid, version, status = 'pending' OR lease_owner IS NOT NULL, event_type"
-                             ENTITY_OPEN_WHERE,
-                             &st);
-
-    if (result)
-        return result;
-    sq_bind_text(st, 1, kind);
-    sq_bind_text(st, 2, id);
-    sqlite3_bind_int(st, 3, ENTITY_OPEN_MAX);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (n == cap) {
-            size_t more = cap ? cap * 2 : 64;
-            struct open_key *p = realloc(keys, more * sizeof *p);
-            if (!p) {
-                result = HOOKD_ENOMEM;
-                break;
-            }
-            keys = p;
-            cap = more;
-        }
-        const char *type = known ? NULL : (const char *)sqlite3_column_text(st, 3);
-        keys[n] = (struct open_key){.rowid = sqlite3_column_int64(st, 0),
-                                    .has_version = sqlite3_column_type(st, 1) != SQLITE_NULL,
-                                    .version = sqlite3_column_int64(st, 1),
-                                    .always = sqlite3_column_int(st, 2) != 0,
-                                    .starts = type && w->may_start && w->may_start(type, w->arg)};
-        all = all || (keys[n].starts && !keys[n].has_version); /* a new entity without a version */
-        n++;
-    }
-    if (result == 0 && rc != SQLITE_DONE)
-        result = sq_error(s, rc);
-    sq_reset(st);
-    out->open_total = n;
-    bool own_starts = !known && w->event_type && w->may_start && w->may_start(w->event_type, w->arg);
-    all = all || (own_starts && !w->has_version);
-    if (result == 0 && !(vs = malloc((n + 1) * sizeof *vs)))
-        result = HOOKD_ENOMEM;
-    if (result == 0) {
-        for (size_t i = 0; i < n; i++)
-            if (keys[i].has_version)
-                vs[k++] = keys[i];
-        if (w->has_version)
-            vs[k++] = (struct open_key){.version = w->version, .has_version = true, .starts = own_starts};
-        int64_t top = window_top(known, out->entity.version, vs, k);
-        for (size_t i = 0; i < n; i++) {
-            keys[i].always = all || keys[i].always || !keys[i].has_version || top == INT64_MAX ||
-                             (top != INT64_MIN && keys[i].version <= top + 1);
-            want += keys[i].always;
-        }
-    }
-    if (result == 0 && want && !(out->open.items = calloc(want, sizeof *out->open.items)))
-        result = HOOKD_ENOMEM;
-    if (result == 0 && want)
-        result = sq_stmt(s, SQ_ENTITY_OPEN_ROW, "SELECT " STORE_INBOX_OPEN_COLUMNS " FROM hookd_inbox WHERE rowid = ?1",
-                         &st);
-    for (size_t i = 0; result == 0 && i < n; i++) {
-        if (!keys[i].always)
-            continue;
-        sqlite3_bind_int64(st, 1, keys[i].rowid);
-        result = sq_row_read(s, st, store_read_inbox_open, &out->open.items[out->open.n]);
-        if (result == 0)
-            out->open.n++;
-        else if (result == HOOKD_ENOTFOUND)
-            result = 0; /* not possible in the write transaction; nothing to read either way */
-    }
-    free(keys);
-    free(vs);
-    return result;
-}
-
-/* The write transaction holds the entity already (one writer per file). */
-static int sqlite_entity_hold(struct store *s, const char *machine, const char *kind, const char *id,
-                              const struct hold_window *w, struct entity_hold *out)
-{
-    int result = sqlite_machine_get(s, machine, &out->machine);
-
-    out->machine_found = result == 0;
-    if (result == HOOKD_ENOTFOUND)
-        result = 0;
-    if (result == 0) {
-        result = sqlite_entity_get(s, kind, id, &out->entity);
-        out->known = result == 0;
-        if (result == HOOKD_ENOTFOUND)
-            result = 0;
-    }
-    /* A known entity without a version takes any version: every open item may pass. */
-    if (result == 0)
-        result = w && (!out->known || out->entity.has_version) ? entity_open_window(s, kind, id, w, out)
-                                                               : entity_open_all(s, kind, id, out);
-    if (result)
-        entity_hold_free(out);
-    return result;
 }
 
 static int sqlite_entity_put(struct store *s, const struct entity_record *e)

@@ -799,8 +799,8 @@ struct entity_hold {
  * event whose type has a transition from a new entity (may_start) can make
  * it: x is then the highest top of the runs that start at such an item (the
  * items at or below it turn stale), and every item is read when such an
- * item has no version (the entity would keep none). Pending items, leased
- * ones and those without a version are always read.
+ * item has no version (the entity would keep none). Pending items, due
+ * ones (a leased item is one) and those without a version are always read.
  */
 struct hold_window {
     bool has_version; /* the decision's own item */
@@ -808,6 +808,9 @@ struct hold_window {
     const char *event_type;
     bool (*may_start)(const char *event_type, void *arg); /* a transition from a new entity on this type */
     void *arg;
+    int64_t now;      /* an item due by then is read whatever its version (it may be leased) */
+    const struct machine_record *machine; /* the machine's row as the caller read it in this transaction, or
+                                           * NULL: the hold copies it instead of reading it again */
 };
 void entity_hold_free(struct entity_hold *h);
 

@@ -525,8 +525,8 @@ static bool nothing_starts(const char *event_type, void *arg)
 /*
  * A window (struct hold_window): SQLite leaves out the deferred items above
  * the run of consecutive versions from the entity's (with the decision's own
- * item), and counts them; pending, leased and versionless items are read
- * whatever their version; a new entity reads the items up to the highest run
+ * item), and counts them; pending, due (so leased) and versionless items
+ * are read whatever their version; a new entity reads the items up to the highest run
  * from one that may make it; no window reads every one. PostgreSQL reads
  * every one anyway.
  */
@@ -552,12 +552,23 @@ static void test_entity_hold_window(void **state)
         item_add(fx, src, ev, entity, versions[i], &o[i]);
     }
     item_add(fx, src, "n1", fresh, 7, &n);
-    /* 3, 4, 6, 9 and 40 deferred; 20 pending; 30 deferred and leased; 40 loses its version. */
+    /*
+     * 3, 4, 6, 9 and 40 deferred, waiting for a change (next look far off);
+     * 20 pending; 30 deferred and leased (claimed when it was due, at 1); 9
+     * keeps an expired lease that a settle left, and is not due: it leases
+     * nothing and is read no more than any gap; 40 loses its version.
+     */
     snprintf(sql, sizeof sql,
-             "UPDATE hookd_inbox SET status = 'deferred', deferred_at = 1 WHERE entity_id = '%s' AND version <> 20",
+             "UPDATE hookd_inbox SET status = 'deferred', deferred_at = 1, next_attempt_at = 9000000000000000"
+             " WHERE entity_id = '%s' AND version <> 20",
              entity);
     fixture_sql(fx, sql);
-    snprintf(sql, sizeof sql, "UPDATE hookd_inbox SET lease_owner = 'w', lease_until = 1 WHERE id = '%s'", o[5].id);
+    snprintf(sql, sizeof sql,
+             "UPDATE hookd_inbox SET lease_owner = 'w', lease_until = 9000000000000000, next_attempt_at = 1"
+             " WHERE id = '%s'",
+             o[5].id);
+    fixture_sql(fx, sql);
+    snprintf(sql, sizeof sql, "UPDATE hookd_inbox SET lease_owner = 'old', lease_until = 1 WHERE id = '%s'", o[3].id);
     fixture_sql(fx, sql);
     snprintf(sql, sizeof sql, "UPDATE hookd_inbox SET version = NULL WHERE id = '%s'", o[6].id);
     fixture_sql(fx, sql);
@@ -575,7 +586,9 @@ static void test_entity_hold_window(void **state)
     };
     assert_int_equal(store_begin(fx->s), 0);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        assert_int_equal(store_entity_hold_window(fx->s, "m", "order", entity, &cases[i].w, &h), 0);
+        struct hold_window w = cases[i].w;
+        w.now = 1000; /* 30 is due (and leased), the others wait */
+        assert_int_equal(store_entity_hold_window(fx->s, "m", "order", entity, &w, &h), 0);
         assert_true(h.known);
         assert_int_equal(h.open_total, 7);
         if (hold_versions(&h) != (sqlite ? cases[i].read : every))
@@ -585,10 +598,27 @@ static void test_entity_hold_window(void **state)
             assert_string_equal(h.open.items[k].source, src);
         entity_hold_free(&h);
     }
+    /* Read at 0, before 30 was due (a lease is only taken on an item due): a gap like the others. */
+    const struct hold_window before = {.has_version = true, .version = 5, .now = 0};
+    assert_int_equal(store_entity_hold_window(fx->s, "m", "order", entity, &before, &h), 0);
+    assert_int_equal(hold_versions(&h), sqlite ? BIT(0) | BIT(3) | BIT(4) | BIT(6) | BIT(20) : every);
+    entity_hold_free(&h);
     /* No window: every one. */
     assert_int_equal(store_entity_hold(fx->s, "m", "order", entity, &h), 0);
     assert_int_equal(h.open_total, 7);
     assert_int_equal(hold_versions(&h), every);
+    assert_false(h.machine_found); /* no machine m */
+    entity_hold_free(&h);
+    /* The machine's row the caller read in this transaction is the hold's (SQLite: not read again). */
+    struct machine_record given = {.name = "m", .definition = "{\"name\": \"m\"}", .updated_at = 7};
+    const struct hold_window with_row = {.has_version = true, .version = 5, .now = 1000, .machine = &given};
+    assert_int_equal(store_entity_hold_window(fx->s, "m", "order", entity, &with_row, &h), 0);
+    assert_true(h.machine_found == sqlite);
+    if (sqlite) {
+        assert_string_equal(h.machine.definition, given.definition);
+        assert_int_equal(h.machine.updated_at, 7);
+        assert_true(h.machine.definition != given.definition); /* a copy, freed with the hold */
+    }
     entity_hold_free(&h);
     assert_int_equal(store_commit(fx->s), 0);
 
@@ -603,7 +633,8 @@ static void test_entity_hold_window(void **state)
         item_add(fx, src, ev, fresh, fresh_versions[i], &o[i]);
     }
     snprintf(sql, sizeof sql,
-             "UPDATE hookd_inbox SET status = 'deferred', deferred_at = 1 WHERE entity_id = '%s' AND event_id <> 'n1'",
+             "UPDATE hookd_inbox SET status = 'deferred', deferred_at = 1, next_attempt_at = 9000000000000000"
+             " WHERE entity_id = '%s' AND event_id <> 'n1'",
              fresh);
     fixture_sql(fx, sql);
     snprintf(sql, sizeof sql, "UPDATE hookd_inbox SET event_type = 'order.created' WHERE id = '%s'", o[3].id);
