@@ -2,6 +2,9 @@
  * The inbox watcher: LISTEN hookd_inbox on a connection of its own, and the
  * hub's inbox_changed for every notification (inbound/inbox_watch.h). A lost
  * connection is reopened each second; the workers' safety poll covers the gap.
+ * The session waits on its socket almost all the time, so it also does the
+ * store's maintenance (store_maintain: on PostgreSQL a vacuum of the lease table
+ * every second), off every path a delivery or an inbound event waits on.
  */
 #include "inbound/inbox_watch.h"
 
@@ -75,6 +78,9 @@ static void *watch_main(void *arg)
             hub_notify(w->hub, HUB_INBOX_CHANGED);
             (void)poll(fds, 1, WATCH_COALESCE_MS); /* the next ones wait on the socket meanwhile */
         }
+        /* The otherwise idle session also does the store's maintenance (at most once a second). */
+        if (store_maintain(w->s) != 0)
+            log_debug(PART, "store maintenance failed (tried again in a second)");
     }
     return NULL;
 }

@@ -79,6 +79,7 @@ struct store {
     bool session_stale;          /* those settings could not be made again on the new session yet */
     int64_t unrecorded_checked_at; /* the claims' last look for unrecorded leases run out (ms) */
     struct pg_outbox_floor floor; /* where this session's outbox takes start (postgres_events.c) */
+    int64_t maintained_at;        /* monotonic ms of the last maintenance (postgres_maintain) */
     struct log_limiter lim;
 };
 

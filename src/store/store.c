@@ -212,6 +212,12 @@ int store_watch(struct store *s, const char *channel)
     return store_backend(s)->watch ? store_backend(s)->watch(s, channel) : 0;
 }
 
+int store_maintain(struct store *s)
+{
+    assert(s);
+    return store_backend(s)->maintain ? store_backend(s)->maintain(s) : 0;
+}
+
 int store_changed_fd(struct store *s)
 {
     assert(s);

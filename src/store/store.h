@@ -26,6 +26,7 @@
  *     changed               cheap "did anyone commit outbox rows since last call" check
  *     changed_fd            a descriptor that turns readable when changed may have news (-1: none, poll)
  *     watch                 which channel changed watches (outbox rows, the default; or inbox items)
+ *     maintain              what a connection of its own does about once a second (vacuum a churning table)
  *     lock_wait             bound how long one statement waits for a lock another connection holds
  *     quiet_outbox          this connection's outbox inserts notify no one (its caller wakes its relay)
  *     checkpoint_aside      this connection's commits leave the WAL checkpoints to a thread of the store's
@@ -1323,6 +1324,11 @@ struct store_ops {
      * backend has none (SQLite: call changed() every millisecond or so) or
      * while the connection is down. Valid until the next call on s. */
     int (*changed_fd)(struct store *s);
+    /* Periodic maintenance, called about once a second on a connection of its own
+     * that is otherwise idle, outside a transaction (PostgreSQL: vacuums the
+     * lease table hookd_inflight, whose rows churn faster than autovacuum
+     * visits a database; SQLite: none). Optional (NULL: nothing to do). */
+    int (*maintain)(struct store *s);
     /* The longest one statement of this connection waits for a lock another
      * connection holds, in ms (SQLite: the busy handler, default 5 s;
      * PostgreSQL: lock_timeout, default 5 s), before it fails with
@@ -1493,6 +1499,7 @@ STORE_WRAPPER store_source_version(struct store *s, int64_t *version);
 #define STORE_CHANNEL_OUTBOX "hookd_outbox"
 #define STORE_CHANNEL_INBOX "hookd_inbox" /* inbox items inserted, or put back to pending */
 STORE_WRAPPER store_watch(struct store *s, const char *channel);
+STORE_WRAPPER store_maintain(struct store *s);
 STORE_WRAPPER store_inbox_insert(struct store *s, struct inbox_item *it, struct inbox_outcome *out);
 STORE_WRAPPER store_inbox_insert_many(struct store *s, struct inbox_item *const *items, size_t n,
                                       struct inbox_outcome *outs);

@@ -583,6 +583,23 @@ static PGconn *app_connect(struct fixture *fx)
     return c;
 }
 
+/* Shared buffers the plan of sql read (EXPLAIN ANALYZE on c). */
+static long plan_buffers(PGconn *c, const char *sql)
+{
+    char explain[512];
+    PGresult *res;
+    long buffers;
+
+    snprintf(explain, sizeof explain, "EXPLAIN (ANALYZE, BUFFERS, TIMING OFF, FORMAT JSON) %s", sql);
+    res = PQexec(c, explain);
+    assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+    const char *hit = strstr(PQgetvalue(res, 0, 0), "\"Shared Hit Blocks\": ");
+    assert_non_null(hit);
+    buffers = strtol(hit + strlen("\"Shared Hit Blocks\": "), NULL, 10);
+    PQclear(res);
+    return buffers;
+}
+
 /* The application's INSERT of outbox row id: its seq. */
 static int64_t app_insert(PGconn *c, const char *id)
 {
@@ -631,7 +648,6 @@ static void test_outbox_take_starts_above_the_dispatched(void **state)
     PGconn *app = app_connect(fx);
     struct event_list evs = {0};
     int64_t version = 0, seqs[8], last;
-    PGresult *res;
     char sql[320];
 
     pg_exec_ok(app, "ALTER TABLE hookd_outbox SET (autovacuum_enabled = false)");
@@ -652,17 +668,10 @@ static void test_outbox_take_starts_above_the_dispatched(void **state)
     /* What the floor saves: the scan from it against the scan from the start. */
     for (int run = 0; run < 4; run++) {
         int from_start = run % 2;
-        long buffers = -1;
         snprintf(sql, sizeof sql,
-                 "EXPLAIN (ANALYZE, BUFFERS, TIMING OFF, FORMAT JSON) SELECT seq FROM hookd_outbox"
-                 " WHERE dispatched_at IS NULL AND seq > %lld ORDER BY seq LIMIT 8",
+                 "SELECT seq FROM hookd_outbox WHERE dispatched_at IS NULL AND seq > %lld ORDER BY seq LIMIT 8",
                  from_start ? 0LL : (long long)fx->s->floor.floor);
-        res = PQexec(app, sql);
-        assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
-        const char *hit = strstr(PQgetvalue(res, 0, 0), "\"Shared Hit Blocks\": ");
-        assert_non_null(hit);
-        buffers = strtol(hit + strlen("\"Shared Hit Blocks\": "), NULL, 10);
-        PQclear(res);
+        long buffers = plan_buffers(app, sql);
         if (run < 2)
             continue; /* the first runs read the catalogs too */
         if (from_start)
@@ -796,6 +805,49 @@ static void test_outbox_rows_below_the_floor_are_swept(void **state)
     PQfinish(app);
 }
 
+/*
+ * Completed leases leave dead entries in hookd_inflight's endpoint index, in
+ * the range a slot count scans (their lease_until is still ahead), until a
+ * vacuum: autovacuum visits once a minute at the most, so store_maintain
+ * vacuums the table, at most once a second.
+ */
+static void test_maintain_vacuums_the_leases(void **state)
+{
+    struct fixture *fx = *state;
+    PGconn *app = app_connect(fx);
+    const char *count = "SELECT count(*) FROM hookd_inflight WHERE endpoint_id = 'ep_a' AND lease_until >= 1";
+    PGresult *res;
+
+    pg_exec_ok(app, "ALTER TABLE hookd_inflight SET (autovacuum_enabled = false)");
+    pg_exec_ok(app, "INSERT INTO hookd_inflight(delivery_id, endpoint_id, owner, lease_until)"
+                    " SELECT 'dl_' || g, 'ep_a', 'n1', 9000000000000 FROM generate_series(1, 20000) g");
+    pg_exec_ok(app, "DELETE FROM hookd_inflight");
+    (void)plan_buffers(app, count); /* the first scan marks the entries dead; they stay in the pages */
+    assert_true(plan_buffers(app, count) >= 20);
+    assert_int_equal(store_maintain(fx->s), 0);
+    assert_true(plan_buffers(app, count) <= 3);
+    /* At most once a second: the next call right away vacuums nothing. */
+    pg_exec_ok(app, "INSERT INTO hookd_inflight(delivery_id, endpoint_id, owner, lease_until)"
+                    " SELECT 'dl_' || g, 'ep_a', 'n1', 9000000000000 FROM generate_series(1, 20000) g");
+    pg_exec_ok(app, "DELETE FROM hookd_inflight");
+    assert_int_equal(store_maintain(fx->s), 0);
+    (void)plan_buffers(app, count);
+    assert_true(plan_buffers(app, count) >= 20);
+    fx->s->maintained_at -= 1000;
+    assert_int_equal(store_maintain(fx->s), 0);
+    assert_true(plan_buffers(app, count) <= 3);
+    /* Not inside a transaction (VACUUM cannot run there): nothing, and the transaction goes on. */
+    assert_int_equal(store_begin(fx->s), 0);
+    fx->s->maintained_at -= 1000;
+    assert_int_equal(store_maintain(fx->s), 0);
+    assert_int_equal(store_meta_set(fx->s, "k", "v"), 0);
+    assert_int_equal(store_commit(fx->s), 0);
+    res = PQexec(app, "SELECT value FROM hookd_meta WHERE key = 'k'");
+    assert_int_equal(PQntuples(res), 1);
+    PQclear(res);
+    PQfinish(app);
+}
+
 /* An outbox seq is taken after its transaction has its id: what the floor's reasoning rests on. */
 static void test_outbox_seq_comes_after_the_transaction_id(void **state)
 {
@@ -840,6 +892,7 @@ int main(void)
         T(test_outbox_floor_ignores_its_own_marks),
         T(test_outbox_rows_below_the_floor_are_swept),
         T(test_outbox_seq_comes_after_the_transaction_id),
+        T(test_maintain_vacuums_the_leases),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
