@@ -54,13 +54,17 @@ _Static_assert((int)PG_DELIVERIES_END <= (int)PG_ENDPOINT_STATE, "the deliveries
  * that no index of hookd_deliveries covers a lease column and leasing is a HOT
  * update). Each statement that sets or clears leases keeps it in step: these
  * are the CTE bodies, over a CTE `src` of changed rows (id, endpoint_id,
- * lease_owner, lease_until).
+ * lease_owner, lease_until). A new lease (INFLIGHT_RECORD) is stamped with
+ * the server's time (made_at, schema 35: the slots' "turning"); a renewal
+ * (INFLIGHT_RENEW) keeps the stamp, so a hung endpoint's leases stay old.
  */
-#define INFLIGHT_RECORD(src)                                                                                   \
+#define INFLIGHT_UPSERT(src, stamp)                                                                            \
     "INSERT INTO hookd_inflight(delivery_id, endpoint_id, owner, lease_until)"                                 \
     " SELECT id, endpoint_id, lease_owner, COALESCE(lease_until, 0) FROM " src " WHERE lease_owner IS NOT NULL" \
     " ON CONFLICT (delivery_id) DO UPDATE SET endpoint_id = excluded.endpoint_id, owner = excluded.owner,"     \
-    " lease_until = excluded.lease_until"
+    " lease_until = excluded.lease_until" stamp
+#define INFLIGHT_RECORD(src) INFLIGHT_UPSERT(src, ", made_at = excluded.made_at")
+#define INFLIGHT_RENEW(src) INFLIGHT_UPSERT(src, "")
 /* By key, not a join: a join may be planned as a scan of the whole (churning) table. */
 #define INFLIGHT_DROP(src) "DELETE FROM hookd_inflight WHERE delivery_id = ANY (ARRAY(SELECT id FROM " src "))"
 /* Live leases of the endpoint whose id is the SQL expression ep, at time now (a parameter). */
@@ -1139,7 +1143,7 @@ static int postgres_delivery_renew(struct store *s, const char *node, const char
                     "  WHERE d.ctid = ANY (ARRAY(SELECT k.tid FROM k WHERE NOT EXISTS (SELECT 1 FROM pb"
                     "   WHERE pb.tid = k.tid AND NOT EXISTS (SELECT 1 FROM pl WHERE pl.endpoint_id = pb.endpoint_id))))"
                     "  RETURNING d.id, d.endpoint_id, d.lease_owner, d.lease_until),"
-                    " i AS (" INFLIGHT_RECORD("u") "),"
+                    " i AS (" INFLIGHT_RENEW("u") "),"
                     /* Unrecorded deliveries: their lease is only the hookd_inflight row. */
                     " uk AS (SELECT x.ctid AS tid FROM r JOIN hookd_inflight x ON x.delivery_id = r.id"
                     "  WHERE x.event_id IS NOT NULL AND x.owner = $1 AND x.lease_token = r.token"
