@@ -319,8 +319,10 @@ struct lease_limits {
     /*
      * Out, optional (delivery_slots, shared stores): per endpoint, whether its
      * slots turn over: a lease of it was made within the last 100 ms, on any
-     * node (by the store's clock; a renewal is no new lease), and it is capped
-     * and not held by its state (a rate, the breaker, a ramp). A node holding
+     * node (by the store's clock; a renewal is no new lease), or it has fewer
+     * leases than its cap (the claims take those slots at once); it is capped,
+     * not held by its state (a rate, the breaker, a ramp), and its leases are
+     * not all the caller's own (lease_limits.own). A node holding
      * none of an endpoint's slots learns from it that another node's sends to
      * it end within moments, so its fan-out may wait for them as for its own
      * (a hung endpoint's leases are old). A backend may leave it alone

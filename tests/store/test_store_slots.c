@@ -517,7 +517,8 @@ static void leases_age(struct fixture *fx, const char *endpoint_id, int ms)
  * none of them. A cap full of fresh leases does (other nodes' sends end within
  * moments); full of old ones it does not (hung), and a renewal makes no lease
  * fresh. Fewer leases than the cap, with a backlog, do (the claims take those
- * slots at once); an uncapped or rate-limited endpoint never does.
+ * slots at once); an uncapped or rate-limited endpoint never does, nor one
+ * whose live leases are all the caller's own.
  */
 static void test_slots_turning(void **state)
 {
@@ -570,6 +571,13 @@ static void test_slots_turning(void **state)
     delivery_put(fx, backlog.id, DELIVERY_PENDING, now - 10, NULL, 0);
     assert_int_equal(slots_turning(fx, now, backlog.id, &turning), 0);
     assert_true(turning);
+
+    /* Only the caller's own leases: its own dispatcher knows whether they answer (one node: never turning). */
+    const char *bids[1] = {backlog.id};
+    int bslots[1];
+    assert_int_equal(store_delivery_slots(fx->s, now, &(struct lease_limits){.own = "node-x", .turning = &turning},
+                                          bids, 1, bslots), 0);
+    assert_false(turning);
 
     leases_put(fx, plain.id, 2, "node-x", now);
     assert_int_equal(slots_turning(fx, now, plain.id, &turning), STORE_SLOTS_UNCAPPED);
