@@ -68,6 +68,13 @@ struct relay {
     bool op_waiting;  /* the fan-out stopped to wait for room (look again next turn) */
     int64_t slots_wait_until; /* shared store: an answering endpoint had no slots in the store; mono ms */
     int64_t wait_since_mono;  /* shared store: the fan-out has waited for answering endpoints since (0: not) */
+    /*
+     * Shared store, per r->eps item: until when (mono ms) the fan-out waits for
+     * the endpoint's slots while they turn over on other nodes, though this
+     * node holds none of them (0: not); set when a fan-out found it without
+     * slots there, turning (fanout_note_contended).
+     */
+    int64_t *contended_until;
     char wait_for[HOOKD_ID_MAX]; /* single-node: the answering endpoint it waits for ("": none) */
 
     /* Relay thread only: endpoints, reloaded when their version moves. */
@@ -98,10 +105,18 @@ static int endpoints_of_version(struct relay *r, struct store *s, int64_t versio
     if (r->eps_loaded && version == r->eps_version)
         return 0;
     endpoint_list_free(&r->eps);
+    free(r->contended_until);
+    r->contended_until = NULL;
     r->eps_loaded = false;
     rc = store_endpoint_list_all(s, &r->eps);
     if (rc != 0)
         return rc;
+    /* Indexed like the list: what was learnt of the old one is learnt again at the next fan-out. */
+    r->contended_until = calloc(r->eps.n + 1, sizeof *r->contended_until);
+    if (r->contended_until == NULL) {
+        endpoint_list_free(&r->eps);
+        return HOOKD_ENOMEM;
+    }
     r->eps_version = version;
     r->eps_loaded = true;
     return 0;
@@ -317,6 +332,7 @@ static int plan_add(struct delivery **ds, size_t *n, size_t *cap, const struct d
 struct fanout_slots {
     const char **ids;
     int *slots;
+    bool *turning;    /* shared store: its slots turn over (lease_limits.turning) */
     int *of_endpoint; /* per r->eps item */
     bool *wait_full;  /* single-node: out of slots, the relay waits for it (it drains) instead of storing */
     size_t n;
@@ -326,6 +342,7 @@ static void fanout_slots_free(struct fanout_slots *fs)
 {
     free(fs->ids);
     free(fs->slots);
+    free(fs->turning);
     free(fs->of_endpoint);
     free(fs->wait_full);
 }
@@ -335,11 +352,13 @@ static void fanout_slots_free(struct fanout_slots *fs)
  * the store's count of the other nodes' leases (lease_limits.own), less what
  * this node sends or queues for it (the dispatcher's board). Its own leases
  * of deliveries already answered, waiting for their record, hold no slot.
+ * Those with slots stay locked to the fan-out's transaction; turning (room
+ * for n) says whose slots turn over.
  */
-static int fanout_store_slots(struct relay *r, const char *const *ids, size_t n, bool peek, int *slots)
+static int fanout_store_slots(struct relay *r, const char *const *ids, size_t n, int *slots, bool *turning)
 {
     struct lease_limits lim = {.default_cap = r->deps.endpoint_max_in_flight, .ramp_ms = r->deps.ramp_ms,
-                               .own = r->deps.node, .peek = peek};
+                               .own = r->deps.node, .turning = turning};
     int rc = store_delivery_slots(r->rd, clock_now_ms(), &lim, ids, n, slots);
 
     for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -366,7 +385,8 @@ static int fanout_slots_get(struct relay *r, struct store *s, const struct event
     fs->of_endpoint = malloc((r->eps.n + 1) * sizeof *fs->of_endpoint);
     fs->ids = malloc((r->eps.n + 1) * sizeof *fs->ids);
     fs->slots = malloc((r->eps.n + 1) * sizeof *fs->slots);
-    if (fs->of_endpoint == NULL || fs->ids == NULL || fs->slots == NULL)
+    fs->turning = calloc(r->eps.n + 1, sizeof *fs->turning);
+    if (fs->of_endpoint == NULL || fs->ids == NULL || fs->slots == NULL || fs->turning == NULL)
         return HOOKD_ENOMEM;
     for (size_t k = 0; k < r->eps.n; k++) {
         const struct endpoint *ep = &r->eps.items[k];
@@ -379,7 +399,30 @@ static int fanout_slots_get(struct relay *r, struct store *s, const struct event
             }
         }
     }
-    return fanout_store_slots(r, fs->ids, fs->n, false, fs->slots);
+    return fanout_store_slots(r, fs->ids, fs->n, fs->slots, fs->turning);
+}
+
+/* How long a node remembers an endpoint whose slots other nodes' sends fill and turn over. */
+#define CONTENDED_MS 1000
+
+/*
+ * The endpoints of this fan-out that had no slots while their leases turn
+ * over: their slots are other nodes' (or a backlog the claims drain) and
+ * come back within moments, so the next fan-outs wait for them even while
+ * this node holds none of them (fanout_answering_limit). Without that, on
+ * several nodes, the nodes not sending to an endpoint right now left every
+ * event's delivery to it in the store, and once that backlog was there the
+ * claims carried almost all deliveries (98 % in a 3-node drain).
+ */
+static void fanout_note_contended(struct relay *r, const struct fanout_slots *fs)
+{
+    int64_t until = clock_mono_ms() + CONTENDED_MS;
+
+    for (size_t k = 0; k < r->eps.n; k++) {
+        int i = fs->of_endpoint[k];
+        if (i >= 0 && fs->slots[i] == 0 && fs->turning[i])
+            r->contended_until[k] = until;
+    }
 }
 
 /*
@@ -419,6 +462,8 @@ static int fanout_rows(struct relay *r, struct store *s, int limit, size_t *fetc
     rc = endpoints_of_version(r, s, version);
     if (rc == 0)
         rc = fanout_slots_get(r, s, &evs, valid, now, &fs);
+    if (rc == 0)
+        fanout_note_contended(r, &fs);
     room = dispatcher_room(r->deps.dispatcher);
     for (size_t i = 0; i < evs.n && rc == 0; i++) {
         const struct event *ev = &evs.items[i];
@@ -478,12 +523,25 @@ out:
  * node's own leases are counted in memory first (no round trip while they
  * fill the cap), then every node's in the store (fanout_wait_slots). A slow or
  * paused endpoint never holds the fan-out back: its deliveries wait in the
- * store. The ids of those that answer, whose store slots the fan-out waits
- * for, go into wait_ids (room for r->eps.n).
+ * store. Those whose store slots the fan-out waits for go into w (room for
+ * r->eps.n): the ones that answer this node, and those whose slots other
+ * nodes' sends fill and turn over (r->contended_until), which the store
+ * must show turning still.
  */
-static int fanout_answering_limit(struct relay *r, int limit, const char **wait_ids, size_t *n_wait)
+struct fanout_waits {
+    const char **ids;
+    size_t *of;   /* index into r->eps */
+    bool *remote; /* its slots are waited for only while they turn over */
+    size_t n;
+};
+
+static int fanout_answering_limit(struct relay *r, int limit, struct fanout_waits *w)
 {
-    *n_wait = 0;
+    int64_t mono = clock_mono_ms();
+    /* Without room nothing goes out unrecorded anyway; with it, this node's claims take a backlog's free slots. */
+    bool room = dispatcher_room(r->deps.dispatcher) > 0;
+
+    w->n = 0;
     for (size_t k = 0; k < r->eps.n && limit > 0; k++) {
         const struct endpoint *ep = &r->eps.items[k];
         int cap = ep->max_in_flight > 0 ? ep->max_in_flight : r->deps.endpoint_max_in_flight;
@@ -501,8 +559,12 @@ static int fanout_answering_limit(struct relay *r, int limit, const char **wait_
          * requests just timed out) may not answer at all; the others' events must
          * not wait for its slots (its own deliveries wait in the store).
          */
-        if (v.held > 0 && v.answered)
-            wait_ids[(*n_wait)++] = ep->id;
+        bool local = v.held > 0 && v.answered;
+        if (local || (room && r->contended_until[k] > mono)) {
+            w->ids[w->n] = ep->id;
+            w->of[w->n] = k;
+            w->remote[w->n++] = !local;
+        }
         if (cap - v.sending < limit)
             limit = cap - v.sending > 0 ? cap - v.sending : 0;
     }
@@ -532,41 +594,53 @@ static bool fanout_waited_enough(struct relay *r)
  * the free slots of the endpoints that bound it, over every node. None while
  * the endpoint has a backlog in the store: its new deliveries would only join
  * it, and the claims that drain it would find more behind it each time, so the
- * fan-out waits for them to drain it instead. A hint (lease_limits.peek): the
- * endpoints are not locked, so no claim of another node, or of this one, finds
- * them taken meanwhile; the slots that lease are counted after the take.
+ * fan-out waits for them to drain it instead. A remote one (w->remote) bounds
+ * it only while its slots turn over; one that stopped is forgotten. Counted
+ * under the endpoints' claim locks, which the take keeps (an endpoint with a
+ * backlog is not locked, so the claims draining it never find it taken): no
+ * other node leases what was counted before this fan-out's leases commit. A
+ * count without the locks (a hint, before) was often overtaken: on 3 nodes
+ * another node's fan-out took the slots between the count and the take, and
+ * the deliveries counted for them went into the store.
  */
-static int fanout_wait_slots(struct relay *r, const char **ids, size_t n, int *limit)
+static int fanout_wait_slots(struct relay *r, const struct fanout_waits *w, int *limit)
 {
     int *slots;
+    bool *turning;
     int rc;
 
-    if (n == 0)
+    if (w->n == 0)
         return 0;
-    slots = malloc(n * sizeof *slots);
-    if (slots == NULL)
-        return HOOKD_ENOMEM;
-    rc = fanout_store_slots(r, ids, n, true, slots);
-    for (size_t i = 0; rc == 0 && i < n; i++) {
+    slots = malloc(w->n * sizeof *slots);
+    turning = calloc(w->n, sizeof *turning);
+    rc = slots != NULL && turning != NULL ? fanout_store_slots(r, w->ids, w->n, slots, turning) : HOOKD_ENOMEM;
+    for (size_t i = 0; rc == 0 && i < w->n; i++) {
+        if (w->remote[i] && !turning[i]) {
+            r->contended_until[w->of[i]] = 0; /* hung, or idle: not worth waiting for */
+            continue;
+        }
+        if (w->remote[i] && slots[i] == 0)
+            r->contended_until[w->of[i]] = clock_mono_ms() + CONTENDED_MS;
         if (slots[i] != STORE_SLOTS_UNCAPPED && slots[i] < *limit)
             *limit = slots[i];
     }
     free(slots);
+    free(turning);
     return rc;
 }
 
 /*
  * One shared-store fan-out in its own transaction on the relay's connection.
  * It first asks the store for the slots of the answering endpoints that
- * bound it (wait_ids; none: it does not ask), and takes nothing while one
- * has none (r->op_waiting), up to FANOUT_WAIT_MAX_MS in a row.
+ * bound it (w; none: it does not ask), and takes nothing while one has
+ * none (r->op_waiting), up to FANOUT_WAIT_MAX_MS in a row.
  * The leased deliveries go to the dispatcher once inserted, before the
  * commit; their results wait for dispatcher_fanout_decided(). If the commit
  * fails, everything is rolled back (the rows stay undispatched, the leases
  * unmade): whatever was sent meanwhile is sent again, with the same
  * webhook-id, when the rows are fanned out again.
  */
-static int fan_out_batch(struct relay *r, int *limit_io, const char **wait_ids, size_t n_wait, size_t *fetched)
+static int fan_out_batch(struct relay *r, int *limit_io, const struct fanout_waits *w, size_t *fetched)
 {
     uint64_t fanout = 0;
     int limit = *limit_io, rc;
@@ -576,7 +650,7 @@ static int fan_out_batch(struct relay *r, int *limit_io, const char **wait_ids, 
     rc = store_begin(r->rd);
     if (rc != 0)
         return rc;
-    rc = fanout_wait_slots(r, wait_ids, n_wait, &limit);
+    rc = fanout_wait_slots(r, w, &limit);
     bool wait = rc == 0 && limit <= 0;
     if (wait && fanout_waited_enough(r)) {
         /* Held longer than a moment (the store may hold it for a reason the board does not show): go on. */
@@ -625,27 +699,29 @@ static int fan_out_batch(struct relay *r, int *limit_io, const char **wait_ids, 
  */
 static int shared_fan_out(struct relay *r, int *limit, size_t *fetched)
 {
-    const char **wait_ids;
-    size_t n_wait = 0;
+    struct fanout_waits w = {0};
     int full = *limit, rc = r->eps_loaded ? 0 : endpoints_current(r, r->rd); /* who bounds the first one */
-    bool hold;
 
     *fetched = 0;
     if (rc != 0)
         return rc;
-    wait_ids = malloc((r->eps.n + 1) * sizeof *wait_ids);
-    if (wait_ids == NULL)
-        return HOOKD_ENOMEM;
-    *limit = fanout_answering_limit(r, full, wait_ids, &n_wait);
-    /* This node's own sends to an answering endpoint: they end within moments, no bound needed. */
-    hold = *limit == 0 || clock_mono_ms() < r->slots_wait_until;
-    if (hold) {
-        r->op_waiting = true; /* an answering endpoint is full: look again next turn */
-        free(wait_ids);
-        return 0;
+    w.ids = malloc((r->eps.n + 1) * sizeof *w.ids);
+    w.of = malloc((r->eps.n + 1) * sizeof *w.of);
+    w.remote = malloc((r->eps.n + 1) * sizeof *w.remote);
+    if (w.ids == NULL || w.of == NULL || w.remote == NULL) {
+        rc = HOOKD_ENOMEM;
+        goto out;
     }
-    rc = fan_out_batch(r, limit, wait_ids, n_wait, fetched);
-    free(wait_ids);
+    *limit = fanout_answering_limit(r, full, &w);
+    /* This node's own sends to an answering endpoint: they end within moments, no bound needed. */
+    if (*limit == 0 || clock_mono_ms() < r->slots_wait_until)
+        r->op_waiting = true; /* an answering endpoint is full: look again next turn */
+    else
+        rc = fan_out_batch(r, limit, &w, fetched);
+out:
+    free(w.ids);
+    free(w.of);
+    free(w.remote);
     return rc;
 }
 
@@ -1218,6 +1294,7 @@ static void *relay_main(void *arg)
 static void relay_free(struct relay *r)
 {
     endpoint_list_free(&r->eps);
+    free(r->contended_until);
     job_list_free(&r->op_jobs);
     store_close(r->rd);
     if (r->wake_fd >= 0)

@@ -54,13 +54,17 @@ _Static_assert((int)PG_DELIVERIES_END <= (int)PG_ENDPOINT_STATE, "the deliveries
  * that no index of hookd_deliveries covers a lease column and leasing is a HOT
  * update). Each statement that sets or clears leases keeps it in step: these
  * are the CTE bodies, over a CTE `src` of changed rows (id, endpoint_id,
- * lease_owner, lease_until).
+ * lease_owner, lease_until). A new lease (INFLIGHT_RECORD) is stamped with
+ * the server's time (made_at, schema 35: the slots' "turning"); a renewal
+ * (INFLIGHT_RENEW) keeps the stamp, so a hung endpoint's leases stay old.
  */
-#define INFLIGHT_RECORD(src)                                                                                   \
+#define INFLIGHT_UPSERT(src, stamp)                                                                            \
     "INSERT INTO hookd_inflight(delivery_id, endpoint_id, owner, lease_until)"                                 \
     " SELECT id, endpoint_id, lease_owner, COALESCE(lease_until, 0) FROM " src " WHERE lease_owner IS NOT NULL" \
     " ON CONFLICT (delivery_id) DO UPDATE SET endpoint_id = excluded.endpoint_id, owner = excluded.owner,"     \
-    " lease_until = excluded.lease_until"
+    " lease_until = excluded.lease_until" stamp
+#define INFLIGHT_RECORD(src) INFLIGHT_UPSERT(src, ", made_at = excluded.made_at")
+#define INFLIGHT_RENEW(src) INFLIGHT_UPSERT(src, "")
 /* By key, not a join: a join may be planned as a scan of the whole (churning) table. */
 #define INFLIGHT_DROP(src) "DELETE FROM hookd_inflight WHERE delivery_id = ANY (ARRAY(SELECT id FROM " src "))"
 /* Live leases of the endpoint whose id is the SQL expression ep, at time now (a parameter). */
@@ -570,22 +574,48 @@ static int claim_lease(struct store *s, const char *node, int64_t now, int64_t l
     " FROM unnest($1::text[]) WITH ORDINALITY AS k(id, i)"                                                    \
     " JOIN LATERAL (SELECT e.id, e.rate_limit, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"            \
     "  WHEN $2 > 0 THEN $2 ELSE 0 END AS cap FROM hookd_endpoints e WHERE e.id = k.id AND e.enabled) c ON true"
-/* Each endpoint's free slots: -1 uncapped, 0 with a backlog, else its cap minus every node's leases (but lim->own's). */
+/* The server's clock in milliseconds, as hookd_inflight.made_at's default reads it (schema 35). */
+#define SERVER_NOW_MS "(extract(epoch FROM statement_timestamp()) * 1000)::bigint"
+/*
+ * Each endpoint's free slots: -1 uncapped, 0 with a backlog, else its cap
+ * minus every node's leases (but lim->own's); then whether its slots turn
+ * over (lease_limits.turning), from the same walk of its live leases: one
+ * of them made within TURNING_MS by the server's clock, or fewer leases than
+ * its cap (a backlog's free slots are the claims' to take at once; claims
+ * come in bursts, so a backlog being drained is often without a lease for a
+ * moment). A hung endpoint's cap is full of old leases. One the claims hold
+ * for its state (a rate, the breaker, a ramp) never turns over for the
+ * fan-out, which does not lease it. TURNING_MS is longer than the
+ * dispatcher's 100 ms of "answering": a lease follows its predecessor's end
+ * only after that result's commit and the next claim or fan-out, which on a
+ * loaded machine took up to 160 ms (3 nodes beside a benchmark). And only
+ * while another node holds some of its leases (or none holds any): a node
+ * whose own leases are all there is knows from its dispatcher whether they
+ * answer, and a hung endpoint's leases, made again after each round of
+ * timeouts, must not look like answers to it (t2130).
+ */
+#define TURNING_MS "250"
 #define SLOTS_COUNT_SQL                                                                                        \
-    "SELECT k.i, CASE WHEN " HELD_BY_STATE("c", "$3", "$4") " THEN 0"                                          \
+    "SELECT k.i, CASE WHEN c.held THEN 0"                                                                      \
     "  WHEN c.cap <= 0 THEN -1"                                                                                \
     "  WHEN " BACKLOG_OF("c.id", "$3") " THEN 0"                                                               \
-    "  ELSE greatest(c.cap - (SELECT count(*)::int FROM hookd_inflight x WHERE x.endpoint_id = c.id"          \
-    "   AND x.lease_until >= $3 AND x.owner IS DISTINCT FROM $5::text), 0) END"                                  \
+    "  ELSE greatest(c.cap - l.others, 0) END,"                                                                \
+    " NOT c.held AND c.cap > 0 AND (l.others > 0 OR l.leases = 0)"                                            \
+    " AND (l.leases < c.cap OR l.made >= " SERVER_NOW_MS " - " TURNING_MS ")"                                 \
     " FROM unnest($1::text[]) WITH ORDINALITY AS k(id, i)"                                                    \
-    " JOIN LATERAL (SELECT e.id, e.rate_limit, CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"            \
-    "  WHEN $2 > 0 THEN $2 ELSE 0 END AS cap FROM hookd_endpoints e WHERE e.id = k.id AND e.enabled) c ON true"
+    " JOIN LATERAL (SELECT e.id, (" HELD_BY_STATE("e", "$3", "$4") ") AS held,"                                \
+    "  CASE WHEN e.max_in_flight > 0 THEN e.max_in_flight"                                                     \
+    "  WHEN $2 > 0 THEN $2 ELSE 0 END AS cap FROM hookd_endpoints e WHERE e.id = k.id AND e.enabled) c ON true" \
+    " CROSS JOIN LATERAL (SELECT count(*)::int AS leases,"                                                     \
+    "  count(*) FILTER (WHERE x.owner IS DISTINCT FROM $5::text)::int AS others,"                               \
+    "  max(x.made_at) AS made FROM hookd_inflight x WHERE x.endpoint_id = c.id AND x.lease_until >= $3) l"
 
 /*
  * Two statements in one round trip, as in a claim: first the locks of the capped endpoints
  * without a backlog (tried only: one another node holds gets no slots now),
- * then, in a snapshot taken after them, each endpoint's free slots. Results
- * come by position (WITH ORDINALITY), so unknown and disabled ids keep 0.
+ * then, in a snapshot taken after them, each endpoint's free slots and
+ * whether its leases turn over. Results come by position (WITH ORDINALITY),
+ * so unknown and disabled ids keep 0 (and false).
  */
 static int postgres_delivery_slots(struct store *s, int64_t now, const struct lease_limits *lim,
                                    const char *const *endpoint_ids, size_t n, int *slots)
@@ -597,8 +627,11 @@ static int postgres_delivery_slots(struct store *s, int64_t now, const struct le
     const char *literal;
     int result;
 
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         slots[i] = 0;
+        if (lim->turning != NULL)
+            lim->turning[i] = false;
+    }
     if (n == 0)
         return 0;
     literal = pg_array_texts(&ids, endpoint_ids, n);
@@ -617,18 +650,6 @@ static int postgres_delivery_slots(struct store *s, int64_t now, const struct le
     pg_param_i64(&p, 4, lim->ramp_ms);
     struct pg_params count = p;
     pg_param_text(&count, 5, lim->own);
-    if (lim->peek) {
-        /* A hint: counted without the locks, so a claim never finds these endpoints taken by it. */
-        result = pg_run(s, PG_DELIVERY_SLOTS, SLOTS_COUNT_SQL, &count, &res[1]);
-        for (int r = 0; result == 0 && r < PQntuples(res[1]); r++) {
-            int64_t i = pg_col_i64(res[1], r, 0), v = pg_col_i64(res[1], r, 1);
-            if (i >= 1 && (size_t)i <= n)
-                slots[i - 1] = v < 0 ? STORE_SLOTS_UNCAPPED : (int)v;
-        }
-        PQclear(res[1]);
-        pg_array_free(&ids);
-        return pg_atomic_end(s, result);
-    }
     /* Both in one round trip; the second's snapshot is taken after the first has run. */
     result = pg_run_many(s, (const struct pg_stmt[]){{PG_DELIVERY_SLOTS_LOCK, SLOTS_LOCK_SQL, &p},
                                                      {PG_DELIVERY_SLOTS, SLOTS_COUNT_SQL, &count}},
@@ -642,8 +663,13 @@ static int postgres_delivery_slots(struct store *s, int64_t now, const struct le
         }
         for (int r = 0; r < PQntuples(res[1]); r++) {
             int64_t i = pg_col_i64(res[1], r, 0), v = pg_col_i64(res[1], r, 1);
-            if (i >= 1 && (size_t)i <= n && slots[i - 1] == -1)
+            if (i < 1 || (size_t)i > n)
+                continue;
+            if (slots[i - 1] == -1)
                 slots[i - 1] = v < 0 ? STORE_SLOTS_UNCAPPED : (int)v;
+            /* Locked or not: an endpoint another node is deciding for right now turns over all the same. */
+            if (lim->turning != NULL)
+                lim->turning[i - 1] = strcmp(PQgetvalue(res[1], r, 2), "t") == 0;
         }
         for (size_t i = 0; i < n; i++)
             slots[i] = slots[i] < 0 ? 0 : slots[i]; /* locked, then gone or disabled meanwhile */
@@ -652,9 +678,10 @@ static int postgres_delivery_slots(struct store *s, int64_t now, const struct le
     PQclear(res[1]);
     pg_array_free(&ids);
     result = pg_atomic_end(s, result);
-    if (result) {
-        for (size_t i = 0; i < n; i++)
-            slots[i] = 0;
+    for (size_t i = 0; result != 0 && i < n; i++) {
+        slots[i] = 0;
+        if (lim->turning != NULL)
+            lim->turning[i] = false;
     }
     return result;
 }
@@ -1139,7 +1166,7 @@ static int postgres_delivery_renew(struct store *s, const char *node, const char
                     "  WHERE d.ctid = ANY (ARRAY(SELECT k.tid FROM k WHERE NOT EXISTS (SELECT 1 FROM pb"
                     "   WHERE pb.tid = k.tid AND NOT EXISTS (SELECT 1 FROM pl WHERE pl.endpoint_id = pb.endpoint_id))))"
                     "  RETURNING d.id, d.endpoint_id, d.lease_owner, d.lease_until),"
-                    " i AS (" INFLIGHT_RECORD("u") "),"
+                    " i AS (" INFLIGHT_RENEW("u") "),"
                     /* Unrecorded deliveries: their lease is only the hookd_inflight row. */
                     " uk AS (SELECT x.ctid AS tid FROM r JOIN hookd_inflight x ON x.delivery_id = r.id"
                     "  WHERE x.event_id IS NOT NULL AND x.owner = $1 AND x.lease_token = r.token"

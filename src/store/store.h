@@ -317,11 +317,18 @@ struct lease_limits {
      */
     const char *own;
     /*
-     * delivery_slots, optional: count only, without serializing with other
-     * nodes' claims (on PostgreSQL the endpoints' claim locks are not taken):
-     * a hint, for deciding whether to wait; the count that leases takes them.
+     * Out, optional (delivery_slots, shared stores): per endpoint, whether its
+     * slots turn over: a lease of it was made within the last 100 ms, on any
+     * node (by the store's clock; a renewal is no new lease), or it has fewer
+     * leases than its cap (the claims take those slots at once); it is capped,
+     * not held by its state (a rate, the breaker, a ramp), and its leases are
+     * not all the caller's own (lease_limits.own). A node holding
+     * none of an endpoint's slots learns from it that another node's sends to
+     * it end within moments, so its fan-out may wait for them as for its own
+     * (a hung endpoint's leases are old). A backend may leave it alone
+     * (false): a single-node store's dispatcher knows every send itself.
      */
-    bool peek;
+    bool *turning;
     /* Single-node: endpoints held to their cap whatever lease_max says (slow ones: what they get, they hold). */
     const char (*capped)[HOOKD_ID_MAX];
     size_t n_capped;
@@ -987,6 +994,7 @@ struct store_delivery_ops {
      * node is deciding for it at this moment. A capped endpoint
      * with slots stays locked to the caller's transaction, like a claim's, so no other node can count
      * the same slots before this one's leases commit: call it inside the transaction that inserts them.
+     * With lim->turning, also whether each endpoint's slots turn over (struct lease_limits).
      */
     int (*slots)(struct store *s, int64_t now, const struct lease_limits *lim, const char *const *endpoint_ids,
                  size_t n, int *slots);

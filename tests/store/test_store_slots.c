@@ -3,7 +3,8 @@
  * fan-out may fill with deliveries it inserts already leased. The cap and its
  * overrides, every node's live leases counted, due unleased rows served by
  * claims first, unknown and disabled endpoints, results by position, and on
- * PostgreSQL the per-endpoint lock held to the caller's transaction. Uses the
+ * PostgreSQL the per-endpoint lock held to the caller's transaction and
+ * whether an endpoint's slots turn over (lease_limits.turning). Uses the
  * store_*() wrappers only (fixture: store_fixture.h).
  */
 #include <setjmp.h>
@@ -489,6 +490,107 @@ static void test_slots_after_other_commit(void **state)
     endpoint_free(&ep);
 }
 
+/* The slots of one endpoint and whether they turn over (lease_limits.turning). */
+static int slots_turning(struct fixture *fx, int64_t now, const char *endpoint_id, bool *turning)
+{
+    const char *ids[1] = {endpoint_id};
+    int slots[1] = {-7};
+
+    *turning = true;
+    assert_int_equal(store_delivery_slots(fx->s, now, &(struct lease_limits){.default_cap = 0, .turning = turning},
+                                          ids, 1, slots), 0);
+    return slots[0];
+}
+
+/* Ages every lease of endpoint_id by ms (server time): as if made that long ago. */
+static void leases_age(struct fixture *fx, const char *endpoint_id, int ms)
+{
+    char sql[256];
+
+    snprintf(sql, sizeof sql, "UPDATE hookd_inflight SET made_at = made_at - %d WHERE endpoint_id = '%s'", ms,
+             endpoint_id);
+    fixture_sql(fx, sql);
+}
+
+/*
+ * PostgreSQL: whether an endpoint's slots turn over, for a fan-out that holds
+ * none of them. A cap full of fresh leases does (other nodes' sends end within
+ * moments); full of old ones it does not (hung), and a renewal makes no lease
+ * fresh. Fewer leases than the cap, with a backlog, do (the claims take those
+ * slots at once); an uncapped or rate-limited endpoint never does, nor one
+ * whose live leases are all the caller's own.
+ */
+static void test_slots_turning(void **state)
+{
+    struct fixture *fx = *state;
+    int64_t now = clock_now_ms();
+    struct endpoint busy, backlog, plain, limited;
+    bool turning;
+
+    postgres_only(fx);
+    endpoint_make_capped(fx, 3, &busy);
+    endpoint_make_capped(fx, 3, &backlog);
+    endpoint_make_capped(fx, 0, &plain);
+    endpoint_make_capped(fx, 2, &limited);
+    limited.rate_limit = 10;
+    assert_int_equal(store_endpoint_update(fx->s, &limited), 0);
+
+    leases_put(fx, busy.id, 3, "node-x", now);
+    assert_int_equal(slots_turning(fx, now, busy.id, &turning), 0);
+    assert_true(turning); /* full of leases made just now */
+    leases_age(fx, busy.id, 5000);
+    assert_int_equal(slots_turning(fx, now, busy.id, &turning), 0);
+    assert_false(turning); /* full of leases 5 s old: hung */
+    /* A renewal is no new lease. */
+    char id[HOOKD_ID_MAX];
+    char q[256];
+    PGconn *c = PQconnectdb(fx->dsn);
+    snprintf(q, sizeof q, "SELECT delivery_id FROM hookd_inflight WHERE endpoint_id = '%s' LIMIT 1", busy.id);
+    PGresult *r = PQexec(c, q);
+    assert_true(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1);
+    snprintf(id, sizeof id, "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    PQfinish(c);
+    const char *ids[1] = {id};
+    int64_t token = 1;
+    bool renewed = false;
+    assert_int_equal(store_delivery_renew(fx->s, "node-x", ids, &token, 1, now + 90000, &renewed), 0);
+    assert_true(renewed);
+    assert_int_equal(slots_turning(fx, now, busy.id, &turning), 0);
+    assert_false(turning);
+    /* One lease ends (it ran out) and another node's takes its slot: turning again. */
+    snprintf(q, sizeof q, "UPDATE hookd_inflight SET lease_until = 0 WHERE delivery_id = '%s'", id);
+    fixture_sql(fx, q);
+    leases_put(fx, busy.id, 1, "node-y", now);
+    assert_int_equal(slots_turning(fx, now, busy.id, &turning), 0);
+    assert_true(turning);
+
+    /* A backlog with a free slot: its old lease notwithstanding, the claims lease the rest at once. */
+    leases_put(fx, backlog.id, 1, "node-x", now);
+    leases_age(fx, backlog.id, 5000);
+    delivery_put(fx, backlog.id, DELIVERY_PENDING, now - 10, NULL, 0);
+    assert_int_equal(slots_turning(fx, now, backlog.id, &turning), 0);
+    assert_true(turning);
+
+    /* Only the caller's own leases: its own dispatcher knows whether they answer (one node: never turning). */
+    const char *bids[1] = {backlog.id};
+    int bslots[1];
+    assert_int_equal(store_delivery_slots(fx->s, now, &(struct lease_limits){.own = "node-x", .turning = &turning},
+                                          bids, 1, bslots), 0);
+    assert_false(turning);
+
+    leases_put(fx, plain.id, 2, "node-x", now);
+    assert_int_equal(slots_turning(fx, now, plain.id, &turning), STORE_SLOTS_UNCAPPED);
+    assert_false(turning);
+    leases_put(fx, limited.id, 2, "node-x", now);
+    assert_int_equal(slots_turning(fx, now, limited.id, &turning), 0);
+    assert_false(turning); /* its leases are the claims' */
+    endpoint_free(&busy);
+    endpoint_free(&backlog);
+    endpoint_free(&plain);
+    endpoint_free(&limited);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -505,6 +607,7 @@ int main(void)
         T(test_slots_fanout_in_transaction),
         T(test_slots_locked_to_transaction),
         T(test_slots_after_other_commit),
+        T(test_slots_turning),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -853,6 +853,19 @@ static const char schema_outbox_seq_after_xid[] =
     " PERFORM pg_current_xact_id(); RETURN nextval('hookd_outbox_seq_seq'::regclass); END $$;"
     "ALTER TABLE hookd_outbox ALTER COLUMN seq SET DEFAULT hookd_outbox_next_seq();";
 
+/*
+ * When each lease was made, by the server's clock (milliseconds): a lease of
+ * an endpoint made within the last moments tells a node that holds none of
+ * the endpoint's slots that they turn over on another node, so its fan-out
+ * waits for them instead of leaving its deliveries to the claims (DESIGN §2,
+ * rule 2). The server's clock, so the nodes' clocks need not agree; the
+ * statement's time, so the column gets a fast default (no table rewrite).
+ * Renewals leave it alone: a hung endpoint's leases look old.
+ */
+static const char schema_inflight_made_at[] =
+    "ALTER TABLE hookd_inflight ADD COLUMN made_at BIGINT NOT NULL"
+    " DEFAULT (extract(epoch FROM statement_timestamp()) * 1000)::bigint;";
+
 const struct schema_migration postgres_migrations[] = {
     {1, schema_v1},
     {2, schema_v2},
@@ -888,6 +901,7 @@ const struct schema_migration postgres_migrations[] = {
     {32, schema_inflight_unrecorded},
     {33, schema_attempt_inline},
     {34, schema_outbox_seq_after_xid},
+    {35, schema_inflight_made_at},
 };
 
 const size_t postgres_migrations_count = sizeof postgres_migrations / sizeof postgres_migrations[0];
