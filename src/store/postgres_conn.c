@@ -203,7 +203,7 @@ int pg_ready(struct store *s)
     /* A new session: no prepared statements, no LISTEN, no savepoint; the settings made on the old one again. */
     memset(s->prepared, 0, sizeof s->prepared);
     /* A restarted server may have lost the last lazily committed dispatches: the takes start from the start. */
-    s->floor = (struct pg_outbox_floor){.step_every_ms = s->floor.step_every_ms};
+    s->floor = (struct pg_outbox_floor){0};
     s->listening = false;
     s->sp = PG_SP_NONE;
     s->sp_release_pending = false;

@@ -206,7 +206,6 @@ static int postgres_outbox_take(struct store *s, int limit, int64_t at, struct e
     struct pg_outbox_floor *f = &s->floor;
     struct pg_params p = {.n = 0};
     int64_t now_ms = clock_mono_ms();
-    int64_t every = f->step_every_ms > 0 ? f->step_every_ms : PG_OUTBOX_FLOOR_EVERY_MS;
     bool sweep = now_ms - f->swept_at >= PG_OUTBOX_SWEEP_EVERY_MS;
     PGresult *res;
     int result;
@@ -216,7 +215,7 @@ static int postgres_outbox_take(struct store *s, int limit, int64_t at, struct e
     result = pg_atomic_begin(s);
     if (result)
         return result;
-    if (now_ms - f->stepped_at >= every && !f->took_in_tx)
+    if (now_ms - f->stepped_at >= PG_OUTBOX_FLOOR_EVERY_MS && !f->took_in_tx)
         result = outbox_floor_step(s, now_ms);
     pg_param_int(&p, 1, store_list_limit(limit));
     pg_param_i64(&p, 2, at);

@@ -57,7 +57,6 @@ struct pg_outbox_floor {
     int64_t floor, cand, cand_xmax;
     int64_t stepped_at, swept_at; /* monotonic ms of the last floor step and of the last scan from the start */
     bool took_in_tx;              /* a take marked rows in the open transaction: no step until it ends */
-    int64_t step_every_ms;        /* 0: PG_OUTBOX_FLOOR_EVERY_MS (tests set 1) */
 };
 #define PG_OUTBOX_FLOOR_EVERY_MS 100 /* the floor is moved at most this often */
 #define PG_OUTBOX_SWEEP_EVERY_MS 1000 /* and a take scans from the start this often */

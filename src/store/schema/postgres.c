@@ -849,8 +849,10 @@ static const char schema_attempt_inline[] =
  * sequence is still the column's own (nextval in order, one value at a time).
  */
 static const char schema_outbox_seq_after_xid[] =
-    "CREATE FUNCTION hookd_outbox_next_seq() RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$ BEGIN"
-    " PERFORM pg_current_xact_id(); RETURN nextval('hookd_outbox_seq_seq'::regclass); END $$;"
+    /* The column's own sequence, whatever its name (hookd_outbox_seq_seq unless that name was taken). */
+    "DO $do$ BEGIN EXECUTE format('CREATE FUNCTION hookd_outbox_next_seq() RETURNS bigint LANGUAGE plpgsql"
+    " VOLATILE AS $f$ BEGIN PERFORM pg_current_xact_id(); RETURN nextval(%L::regclass); END $f$',"
+    " pg_get_serial_sequence('hookd_outbox', 'seq')); END $do$;"
     "ALTER TABLE hookd_outbox ALTER COLUMN seq SET DEFAULT hookd_outbox_next_seq();";
 
 /*
