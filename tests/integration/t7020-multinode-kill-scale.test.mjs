@@ -27,9 +27,15 @@ test('3 nodes, 30,000 events x 10 endpoints, one node killed: none lost, repeats
     cluster.sql(`INSERT INTO hookd_outbox(event_type, payload)
       SELECT 'scale.e', json_build_object('i', g)::text FROM generate_series(1, ${EVENTS}) g`);
     await waitFor(() => sink.total >= total / 3, { timeoutMs: 300000, intervalMs: 100, what: `a third of ${total} arrivals` });
-    // The node holding the most leases now (claimed or unrecorded: all are in hookd_inflight) dies.
-    const top = rows(cluster.sql('SELECT owner, count(*) FROM hookd_inflight GROUP BY owner ORDER BY 2 DESC LIMIT 1'));
-    const victim = cluster.nodes.find((d) => d.node === top[0]?.[0]) || cluster.nodes[0];
+    // The node holding the most leases (claimed or unrecorded: all are in hookd_inflight) dies,
+    // at a moment it holds some: leases turn over in milliseconds, and between two claims a
+    // node can hold none, so the kill waits for a node that holds at least 20.
+    let victim;
+    await waitFor(() => {
+      const top = rows(cluster.sql('SELECT owner, count(*) FROM hookd_inflight GROUP BY owner ORDER BY 2 DESC LIMIT 1'));
+      victim = top.length && Number(top[0][1]) >= 20 ? cluster.nodes.find((d) => d.node === top[0][0]) : undefined;
+      return victim !== undefined;
+    }, { timeoutMs: 60000, intervalMs: 5, what: 'a node holding at least 20 leases' });
     await victim.kill9();
     const held = new Set(rows(cluster.sql(`SELECT x.endpoint_id, COALESCE(x.event_id, d.event_id)
       FROM hookd_inflight x LEFT JOIN hookd_deliveries d ON d.id = x.delivery_id WHERE x.owner = '${victim.node}'`))
