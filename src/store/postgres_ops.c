@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/ids.h"
+#include "store/health_sql.h"
 
 /* Statement slots, in this family's range (postgres_internal.h). */
 enum {
@@ -98,7 +99,6 @@ static int postgres_alert_list(struct store *s, const struct alert_filter *f, st
  * scans stay small.
  */
 #define UNRECORDED_FROM " FROM hookd_inflight WHERE event_id IS NOT NULL"
-#define UNRECORDED_OPEN " UNION ALL SELECT endpoint_id, created_at" UNRECORDED_FROM
 #define INLINE_ATTEMPTS_SINCE                                                                       \
     " UNION ALL SELECT endpoint_id, account, attempt1_status_code FROM hookd_deliveries"            \
     " WHERE attempt1_started_at >= $1"
@@ -110,7 +110,7 @@ static int postgres_alert_signals(struct store *s, int64_t since, struct alert_s
     pg_param_i64(&p, 1, since);
     return pg_list(s, PG_ALERT_SIGNALS,
                    STORE_SIGNALS_SQL("$1", "NOT enabled", "(" STORE_ATTEMPTS_SINCE_SQL("$1") INLINE_ATTEMPTS_SINCE ")",
-                                     "(" STORE_OPEN_ROWS_SQL UNRECORDED_OPEN ")") " LIMIT 20000",
+                                     HEALTH_STATUS_IN("d."), "hookd_deliveries_all") " LIMIT 20000",
                    &p, store_read_signal, STORE_ROWS(out, store_free_signal));
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/ids.h"
+#include "store/health_sql.h"
 
 /* Statement slots, in this family's range (sqlite_internal.h). */
 enum {
@@ -111,7 +112,7 @@ static int sqlite_alert_signals(struct store *s, int64_t since, struct alert_sig
 {
     sqlite3_stmt *st;
     int result = sq_stmt(s, SQ_ALERT_SIGNALS, STORE_SIGNALS_SQL("?1", "enabled = 0", "(" STORE_ATTEMPTS_SINCE_SQL("?1") ")",
-                                                                  "(" STORE_OPEN_ROWS_SQL ")"),
+                                                                  HEALTH_STATUS_OR("d."), "hookd_deliveries"),
                          &st);
 
     out->items = NULL;

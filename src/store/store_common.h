@@ -232,19 +232,36 @@ void store_free_signal(void *item);
 /*
  * The alert rules' signals in one statement (kinds: enum alert_signal_kind), the same SQL on both
  * backends but for the parameter marker p (the "since" time, ms), the test of a disabled endpoint,
- * and two relations the backend gives: attempts, the (endpoint_id, account, status_code) of every
- * attempt started since p (STORE_ATTEMPTS_SINCE_SQL; PostgreSQL adds the first attempts kept in their
- * delivery rows), and open, the (endpoint_id, created_at) of every open delivery (PostgreSQL adds
- * those in flight before their first result, which have no row yet).
+ * and what the backend gives: attempts, the (endpoint_id, account, status_code) of every attempt
+ * started since p (STORE_ATTEMPTS_SINCE_SQL; PostgreSQL adds the first attempts kept in their
+ * delivery rows); term, the predicate of hookd_deliveries_endpoint_status over d (health_sql.h's
+ * HEALTH_STATUS_IN or _OR, word for word so that SQLite uses the partial index); and open, the
+ * relation the oldest open delivery is found in (PostgreSQL's hookd_deliveries_all adds those in
+ * flight before their first result, which have no row yet).
+ *
+ * The retrying, dead and oldest-open figures are probes of that index per endpoint, not scans of
+ * the deliveries: the evaluator runs every interval on every node, and a scan read every open row
+ * (a backlog of millions in an outage) and every dead one kept (until retention), whether its
+ * endpoint still existed or not. A probe reads only the rows it counts, and none of endpoints
+ * deleted since (whose deliveries no rule reports). The attempts since p are read row by row:
+ * their count is the rate times the window.
  */
-#define STORE_SIGNALS_SQL(p, disabled, attempts, open)                                                          \
-    "SELECT 0, endpoint_id, NULL, count(*), 0 FROM hookd_deliveries WHERE status = 'retrying' GROUP BY endpoint_id" \
+#define STORE_SIGNAL_PROBE(term, what, rel, status) \
+    "(SELECT " what " FROM " rel " d WHERE d.endpoint_id = e.id AND " term " AND d.status = '" status "'"
+#define STORE_SIGNALS_SQL(p, disabled, attempts, term, open)                                                    \
+    "SELECT 0, id, NULL, n, 0 FROM (SELECT e.id, " STORE_SIGNAL_PROBE(term, "count(*)", "hookd_deliveries",    \
+                                                                      "retrying") ") AS n"                  \
+    "  FROM hookd_endpoints e) r0 WHERE n > 0"                                                                   \
     " UNION ALL SELECT 1, endpoint_id, account, count(*),"                                                      \
     "  sum(CASE WHEN status_code BETWEEN 200 AND 299 THEN 1 ELSE 0 END) FROM " attempts " a"                   \
     "  GROUP BY endpoint_id, account"                                                                            \
-    " UNION ALL SELECT 2, endpoint_id, NULL, count(*), 0 FROM hookd_deliveries WHERE status = 'dead'"           \
-    "  AND COALESCE(last_attempt_at, created_at) >= " p " GROUP BY endpoint_id"                                   \
-    " UNION ALL SELECT 3, endpoint_id, NULL, min(created_at), 0 FROM " open " o GROUP BY endpoint_id"           \
+    " UNION ALL SELECT 2, id, NULL, n, 0 FROM (SELECT e.id, " STORE_SIGNAL_PROBE(term, "count(*)",             \
+                                                                               "hookd_deliveries", "dead")      \
+    "  AND COALESCE(d.last_attempt_at, d.created_at) >= " p ") AS n FROM hookd_endpoints e) r2 WHERE n > 0"     \
+    " UNION ALL SELECT 3, id, NULL, CASE WHEN r IS NULL OR q <= r THEN q ELSE r END, 0 FROM (SELECT e.id, "    \
+    STORE_SIGNAL_PROBE(term, "d.created_at", open, "pending") " ORDER BY d.created_at LIMIT 1) AS q, "          \
+    STORE_SIGNAL_PROBE(term, "d.created_at", open, "retrying") " ORDER BY d.created_at LIMIT 1) AS r"           \
+    "  FROM hookd_endpoints e) r3 WHERE q IS NOT NULL OR r IS NOT NULL"                                          \
     " UNION ALL SELECT 4, source, NULL, count(*), 0 FROM hookd_inbox WHERE status = 'quarantined' GROUP BY source" \
     " UNION ALL SELECT 5, source, NULL, count(*), 0 FROM hookd_rejections WHERE at >= " p                          \
     "  AND reason IN ('bad_signature', 'missing_signature') GROUP BY source"                                    \
@@ -253,8 +270,6 @@ void store_free_signal(void *item);
 #define STORE_ATTEMPTS_SINCE_SQL(p)                                                                               \
     "SELECT d.endpoint_id, d.account, a.status_code FROM hookd_attempts a JOIN hookd_deliveries d"              \
     " ON d.id = a.delivery_id WHERE a.started_at >= " p
-/* The open deliveries' rows. */
-#define STORE_OPEN_ROWS_SQL "SELECT endpoint_id, created_at FROM hookd_deliveries WHERE status IN ('pending', 'retrying')"
 
 /*
  * The figures of the metrics in one statement, as signal rows (kind, key, -, n, m): 0 deliveries per

@@ -292,6 +292,88 @@ static void test_signals_count_unrecorded(void **state)
     endpoint_free(&ep);
 }
 
+/* The signals of kind k with subject ep: how many rows, and the last one's n. */
+static int signal_of(struct fixture *fx, enum alert_signal_kind k, const char *ep, int64_t since, int64_t *n)
+{
+    struct alert_signal_list sig;
+    int rows = 0;
+
+    *n = 0;
+    assert_int_equal(store_alert_signals(fx->s, since, &sig), 0);
+    for (size_t i = 0; i < sig.n; i++)
+        if (sig.items[i].kind == k && sig.items[i].subject && strcmp(sig.items[i].subject, ep) == 0) {
+            rows++;
+            *n = sig.items[i].n;
+        }
+    alert_signal_list_free(&sig);
+    return rows;
+}
+
+/*
+ * The retrying, dead and oldest-open signals are probes per endpoint (not
+ * scans of every open and dead delivery): a live endpoint's figures are its
+ * own rows' (dead only since the window's start, the oldest open of pending
+ * and retrying alike), and an endpoint deleted since reports nothing, though
+ * its deliveries, killed by the deletion, are dead within the window.
+ */
+static void test_signals_probe_live_endpoints(void **state)
+{
+    struct fixture *fx = *state;
+    const int64_t now = clock_now_ms(), day = 86400000;
+    const struct {
+        enum delivery_status status;
+        int64_t created_ago, last_attempt_ago; /* ms before now; -1: no attempt */
+    } rows[] = {
+        {DELIVERY_DEAD, 20 * day, 60000},     /* died within the window after long retries: counted */
+        {DELIVERY_DEAD, 20 * day, 10 * day},  /* died long ago: not */
+        {DELIVERY_DEAD, 2000, -1},            /* dead without an attempt, made within the window: counted */
+        {DELIVERY_RETRYING, 3000, 2000},
+        {DELIVERY_PENDING, 5000, -1},          /* the oldest open one */
+        {DELIVERY_DELIVERED, 9 * day, 9 * day}, /* older, but not open */
+    };
+    const size_t n_rows = sizeof rows / sizeof rows[0];
+    struct endpoint live, gone;
+    struct event ev[2 * (sizeof rows / sizeof rows[0])];
+    struct delivery ds[2 * (sizeof rows / sizeof rows[0])];
+    int64_t n;
+
+    drain_due(fx);
+    endpoint_make(fx, &live);
+    endpoint_make(fx, &gone);
+    for (size_t i = 0; i < 2 * n_rows; i++) {
+        const size_t k = i % n_rows;
+        event_make(fx, "order.paid", &ev[i]); /* one delivery an event and endpoint */
+        ds[i] = (struct delivery){.status = rows[k].status, .account = fx->account,
+                                  .created_at = now - rows[k].created_ago,
+                                  .last_attempt_at = rows[k].last_attempt_ago < 0 ? 0 : now - rows[k].last_attempt_ago,
+                                  .attempt_count = rows[k].last_attempt_ago < 0 ? 0 : 3,
+                                  .next_attempt_at = rows[k].status == DELIVERY_PENDING ||
+                                                             rows[k].status == DELIVERY_RETRYING ? now + day : 0};
+        id_new(ds[i].id, "dlv_");
+        snprintf(ds[i].event_id, sizeof ds[i].event_id, "%s", ev[i].id);
+        snprintf(ds[i].endpoint_id, sizeof ds[i].endpoint_id, "%s", i < n_rows ? live.id : gone.id);
+    }
+    assert_int_equal(store_delivery_insert_many(fx->s, ds, 2 * n_rows), 0);
+    assert_int_equal(store_endpoint_delete(fx->s, gone.id), 0);
+
+    const int64_t since = now - 300000;
+    assert_int_equal(signal_of(fx, SIGNAL_DEAD, live.id, since, &n), 1);
+    assert_int_equal(n, 2);
+    assert_int_equal(signal_of(fx, SIGNAL_RETRYING, live.id, since, &n), 1);
+    assert_int_equal(n, 1);
+    assert_int_equal(signal_of(fx, SIGNAL_OLDEST_OPEN, live.id, since, &n), 1);
+    assert_int_equal(n, now - 5000);
+    for (enum alert_signal_kind k = SIGNAL_RETRYING; k <= SIGNAL_DISABLED; k++)
+        assert_int_equal(signal_of(fx, k, gone.id, since, &n), 0);
+
+    /* A window that starts after both deaths counts none. */
+    assert_int_equal(signal_of(fx, SIGNAL_DEAD, live.id, now - 1000, &n), 0);
+    for (size_t i = 0; i < 2 * n_rows; i++)
+        event_free(&ev[i]);
+    endpoint_free(&live);
+    endpoint_free(&gone);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -300,6 +382,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_concurrent_opens_leave_one, setup, teardown),
         cmocka_unit_test_setup_teardown(test_signals_and_figures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_signals_count_unrecorded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_signals_probe_live_endpoints, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
