@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/ids.h"
+#include "store/health_sql.h"
 
 enum {
     SQ_STATE_GET = SQ_ENDPOINT_STATE,
@@ -176,8 +177,8 @@ static int sqlite_state_expire_paused(struct store *s, int64_t now, int64_t wind
     sqlite3_stmt *st;
     int changes = 0;
     int result = sq_stmt(s, SQ_STATE_EXPIRE_PAUSED,
-                         "UPDATE hookd_deliveries AS d" STORE_EXPIRE_PAUSED_SET
-                         " WHERE" STORE_EXPIRE_PAUSED_WHERE("d", "?1", "?2"),
+                         "UPDATE hookd_deliveries AS d INDEXED BY hookd_deliveries_endpoint_status"
+                         STORE_EXPIRE_PAUSED_SET " WHERE" STORE_EXPIRE_PAUSED_WHERE("d", "?1", "?2", HEALTH_STATUS_OR("d.")),
                          &st);
 
     if (n != NULL)

@@ -131,16 +131,25 @@ void store_hex_encode(const void *p, size_t n, char *out);
 /*
  * Paused endpoints' deliveries past their retry window (expire_paused): the
  * SET and the WHERE over hookd_deliveries d, given the SQL expressions now and
- * window. The endpoints come from hookd_endpoint_state (few rows); their open
- * rows from the endpoint's due index.
+ * window. The endpoints come from hookd_endpoint_state (few rows). A row's
+ * first attempt is never before its creation, so a row past its window was
+ * also created before now - window: that redundant term lets PostgreSQL range
+ * over hookd_deliveries_endpoint_status (endpoint, status, created_at) and read
+ * only the rows that expire, where the window's test alone read a paused
+ * endpoint's whole backlog at every sweep (80,000 rows beside 8 hung
+ * endpoints: 244 ms, against 0.5 ms with the range). term is that index's
+ * predicate over d (health_sql.h), word for word for SQLite, which also names
+ * the index: without statistics it took the status index, every open row of
+ * every endpoint, in the writer's transaction.
  */
 #define STORE_EXPIRE_PAUSED_SET                                                                                 \
     " SET status = 'dead', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL,"                      \
     " last_error = 'retry window exceeded while the endpoint was paused (breaker open)'"
-#define STORE_EXPIRE_PAUSED_WHERE(d, now, window)                                                                \
+#define STORE_EXPIRE_PAUSED_WHERE(d, now, window, term)                                                          \
     " " d ".endpoint_id IN (SELECT p.endpoint_id FROM hookd_endpoint_state p WHERE p.breaker <> 'closed')"        \
     " AND " d ".status IN ('pending', 'retrying') AND (" d ".lease_owner IS NULL OR " d ".lease_until < " now ")" \
-    " AND COALESCE(" d ".first_attempt_at, " d ".created_at) < " now " - " window
+    " AND COALESCE(" d ".first_attempt_at, " d ".created_at) < " now " - " window                                \
+    " AND " term " AND " d ".created_at < " now " - " window
 
 /* A rate limit's bucket stamped further ahead of the claiming clock than this is taken as full (claims). */
 #define STORE_TOKENS_AHEAD_MAX_MS 60000
