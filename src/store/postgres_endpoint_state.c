@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "core/ids.h"
-#include "store/health_sql.h"
 
 enum {
     PG_STATE_GET = PG_ENDPOINT_STATE,
@@ -217,8 +216,8 @@ static int postgres_state_expire_paused(struct store *s, int64_t now, int64_t wi
     pg_param_i64(&p, 1, now);
     pg_param_i64(&p, 2, window_ms);
     result = pg_run(s, PG_STATE_EXPIRE_PAUSED,
-                    "WITH u AS (UPDATE hookd_deliveries d" STORE_EXPIRE_PAUSED_SET
-                    "  WHERE" STORE_EXPIRE_PAUSED_WHERE("d", "$1::bigint", "$2::bigint", HEALTH_STATUS_IN("d.")) " RETURNING d.id),"
+                    "WITH u AS (UPDATE hookd_deliveries d" STORE_EXPIRE_PAUSED_SET " WHERE" PG_EXPIRE_PAUSED_WHERE
+                    " RETURNING d.id),"
                     " f AS (DELETE FROM hookd_inflight WHERE delivery_id = ANY (ARRAY(SELECT id FROM u)))"
                     " SELECT count(*) FROM u",
                     &p, &res);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "log.h"
+#include "store/health_sql.h"
 #include "store/store_common.h"
 
 /*
@@ -261,4 +262,10 @@ extern const struct store_alert_ops postgres_alert_ops;         /* postgres_ops.
 extern const struct store_upkeep_ops postgres_upkeep_ops;       /* postgres_ops.c */
 extern const struct store_health_ops postgres_health_ops;       /* postgres_health.c */
 extern const struct store_stats_ops postgres_stats_ops;         /* postgres_stats.c */
+
+/* expire_paused's WHERE over hookd_deliveries d ($1 now, $2 the window; STORE_EXPIRE_PAUSED_WHERE says why). */
+#define PG_EXPIRE_PAUSED_WHERE                                                                   \
+    STORE_EXPIRE_PAUSED_WHERE("d", "$1::bigint", "$2::bigint", HEALTH_STATUS_IN("d."),           \
+                              "= ANY (ARRAY(" STORE_PAUSED_ENDPOINTS "))")
+
 #endif

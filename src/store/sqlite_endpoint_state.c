@@ -178,7 +178,9 @@ static int sqlite_state_expire_paused(struct store *s, int64_t now, int64_t wind
     int changes = 0;
     int result = sq_stmt(s, SQ_STATE_EXPIRE_PAUSED,
                          "UPDATE hookd_deliveries AS d INDEXED BY hookd_deliveries_endpoint_status"
-                         STORE_EXPIRE_PAUSED_SET " WHERE" STORE_EXPIRE_PAUSED_WHERE("d", "?1", "?2", HEALTH_STATUS_OR("d.")),
+                         STORE_EXPIRE_PAUSED_SET " WHERE"
+                         STORE_EXPIRE_PAUSED_WHERE("d", "?1", "?2", HEALTH_STATUS_OR("d."),
+                                                   "IN (" STORE_PAUSED_ENDPOINTS ")"),
                          &st);
 
     if (n != NULL)

@@ -873,6 +873,50 @@ static void test_outbox_seq_comes_after_the_transaction_id(void **state)
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
+/*
+ * The paused endpoints' expiry (a claim's first step, every second or more)
+ * reads only the rows it expires: its generic plan, as hookd's sessions make
+ * it, ranges over the endpoint-status index by creation time. It read a
+ * paused endpoint's whole backlog before (the status index's open rows,
+ * hashed against the paused endpoints): here 20,000 rows, each time.
+ */
+static void test_expire_paused_reads_what_expires(void **state)
+{
+    struct fixture *fx = *state;
+    PGconn *app = app_connect(fx);
+    int64_t now = clock_now_ms(), n = -1;
+    char sql[320];
+
+    pg_exec_ok(app, "SET session_replication_role = replica"); /* rows of their own, without their events */
+    pg_exec_ok(app, "INSERT INTO hookd_endpoint_state(endpoint_id, breaker) SELECT 'ep_px' || g, 'open'"
+                    " FROM generate_series(1, 4) g");
+    snprintf(sql, sizeof sql,
+             "INSERT INTO hookd_deliveries(id, event_id, endpoint_id, status, next_attempt_at, created_at)"
+             " SELECT 'dlv_px' || g, 'ev_px' || g, 'ep_px' || (g %% 4 + 1), 'pending', %lld, %lld - g"
+             " FROM generate_series(1, 20000) g",
+             (long long)now, (long long)now);
+    pg_exec_ok(app, sql);
+    pg_exec_ok(app, "SET session_replication_role = origin");
+    pg_exec_ok(app, "ANALYZE hookd_deliveries");
+    pg_exec_ok(app, "SET enable_seqscan = off");
+    pg_exec_ok(app, "SET enable_bitmapscan = off");
+    pg_exec_ok(app, "SET plan_cache_mode = force_generic_plan");
+    pg_exec_ok(app, "PREPARE expire(bigint, bigint) AS SELECT count(*) FROM hookd_deliveries d"
+                    " WHERE" PG_EXPIRE_PAUSED_WHERE);
+    for (int run = 0; run < 3; run++) {
+        snprintf(sql, sizeof sql, "EXECUTE expire(%lld, 3600000)", (long long)now);
+        long buffers = plan_buffers(app, sql);
+        if (run > 0) /* the first reads the catalogs too */
+            assert_true(buffers <= 60);
+    }
+    /* None is past an hour's window; all are past a second's (created up to 20 s ago: the last 19,000). */
+    assert_int_equal(store_endpoint_state_expire_paused(fx->s, now, 3600000, &n), 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(store_endpoint_state_expire_paused(fx->s, now, 1000, &n), 0);
+    assert_int_equal(n, 19000);
+    PQfinish(app);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -893,6 +937,7 @@ int main(void)
         T(test_outbox_rows_below_the_floor_are_swept),
         T(test_outbox_seq_comes_after_the_transaction_id),
         T(test_maintain_vacuums_the_leases),
+        T(test_expire_paused_reads_what_expires),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
