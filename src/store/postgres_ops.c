@@ -108,10 +108,11 @@ static int postgres_alert_signals(struct store *s, int64_t since, struct alert_s
     struct pg_params p = {.n = 0};
 
     pg_param_i64(&p, 1, since);
-    return pg_list(s, PG_ALERT_SIGNALS,
-                   STORE_SIGNALS_SQL("$1", "NOT enabled", "(" STORE_ATTEMPTS_SINCE_SQL("$1") INLINE_ATTEMPTS_SINCE ")",
-                                     HEALTH_STATUS_IN("d."), "hookd_deliveries_all") " LIMIT 20000",
-                   &p, store_read_signal, STORE_ROWS(out, store_free_signal));
+    return pg_list_planned(s, PG_ALERT_SIGNALS,
+                           STORE_SIGNALS_SQL("$1", "NOT enabled",
+                                             "(" STORE_ATTEMPTS_SINCE_SQL("$1") INLINE_ATTEMPTS_SINCE ")",
+                                             HEALTH_STATUS_IN("d."), "hookd_deliveries_all") " LIMIT 20000",
+                           &p, store_read_signal, STORE_ROWS(out, store_free_signal));
 }
 
 static int postgres_figures(struct store *s, int64_t now, struct store_figures *out)
@@ -121,12 +122,12 @@ static int postgres_figures(struct store *s, int64_t now, struct store_figures *
     int result;
 
     pg_param_i64(&p, 1, now);
-    result = pg_list(s, PG_FIGURES,
-                     STORE_FIGURES_SQL("SELECT count(*) FROM hookd_inflight WHERE lease_until >= $1",
-                                       " UNION ALL SELECT 0, 'pending', NULL, count(*), 0" UNRECORDED_FROM
-                                       " UNION ALL SELECT 3, NULL, NULL, COALESCE(min(created_at), 0), 0"
-                                       UNRECORDED_FROM),
-                     &p, store_read_signal, STORE_ROWS(&rows, store_free_signal));
+    result = pg_list_planned(s, PG_FIGURES,
+                             STORE_FIGURES_SQL("SELECT count(*) FROM hookd_inflight WHERE lease_until >= $1",
+                                               " UNION ALL SELECT 0, 'pending', NULL, count(*), 0" UNRECORDED_FROM
+                                               " UNION ALL SELECT 3, NULL, NULL, COALESCE(min(created_at), 0), 0"
+                                               UNRECORDED_FROM),
+                             &p, store_read_signal, STORE_ROWS(&rows, store_free_signal));
     if (result == 0)
         store_figures_fold(&rows, out);
     alert_signal_list_free(&rows);

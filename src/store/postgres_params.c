@@ -288,6 +288,21 @@ int pg_list(struct store *s, int slot, const char *sql, const struct pg_params *
     return result;
 }
 
+int pg_list_planned(struct store *s, int slot, const char *sql, const struct pg_params *p, store_read_fn read,
+                    struct store_rows rows)
+{
+    PGresult *res;
+    int result = pg_run_planned(s, slot, sql, p, &res);
+
+    if (result) {
+        store_rows_start(&rows);
+        return result;
+    }
+    result = pg_rows_read(res, read, rows);
+    PQclear(res);
+    return result;
+}
+
 int pg_get_by_id(struct store *s, int slot, const char *sql, const char *id, store_read_fn read, void *item,
                  size_t item_size)
 {

@@ -174,6 +174,29 @@ int pg_run_many(struct store *s, const struct pg_stmt *st, int n, PGresult **res
     return result;
 }
 
+int pg_run_planned(struct store *s, int slot, const char *sql, const struct pg_params *p, PGresult **res)
+{
+    static const struct pg_params none = {.n = 0};
+    PGresult *r;
+    int result;
+
+    if (s->begin_pending || s->sp == PG_SP_WANTED)
+        return pg_run(s, slot, sql, p, res);
+    *res = NULL;
+    result = pg_ready(s);
+    if (result)
+        return result;
+    if (p == NULL)
+        p = &none;
+    r = PQexecParams(s->conn, sql, p->n, p->types, p->values, NULL, NULL, 0);
+    result = pg_check(s, r);
+    if (result)
+        PQclear(r);
+    else
+        *res = r;
+    return result;
+}
+
 int pg_run(struct store *s, int slot, const char *sql, const struct pg_params *p, PGresult **res)
 {
     struct pg_stmt st = {.slot = slot, .sql = sql, .p = p};
