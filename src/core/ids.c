@@ -38,6 +38,43 @@ void random_bytes(void *buf, size_t n)
 }
 
 /*
+ * The random parts of ids are drawn ID_POOL_IDS at a time: one RAND_bytes
+ * call costs about as much as an accepted item's whole index write (its
+ * locking and DRBG state work, whatever the length), and a busy writer makes
+ * an id in a new millisecond for nearly every item it accepts. The bytes are
+ * the CSPRNG's all the same; an id's random part is public once the id is,
+ * so keeping the next ones in memory exposes nothing a caller could not see.
+ * Each thread keeps its own pool (no lock); a fork empties the child's, so
+ * parent and child never hand out the same bytes.
+ */
+#define ID_POOL_IDS 32
+static _Thread_local unsigned char id_pool[ID_POOL_IDS * ID_RANDOM_BYTES];
+static _Thread_local size_t id_pool_left;
+static pthread_once_t id_pool_once = PTHREAD_ONCE_INIT;
+
+static void id_pool_forget(void) { id_pool_left = 0; }
+
+static void id_pool_register(void)
+{
+    if (pthread_atfork(NULL, NULL, id_pool_forget) != 0) {
+        fputs("hookd: pthread_atfork failed, aborting\n", stderr);
+        abort();
+    }
+}
+
+static void id_random(unsigned char rnd[ID_RANDOM_BYTES])
+{
+    if (id_pool_left == 0) {
+        pthread_once(&id_pool_once, id_pool_register);
+        random_bytes(id_pool, sizeof id_pool);
+        id_pool_left = sizeof id_pool;
+    }
+    id_pool_left -= ID_RANDOM_BYTES;
+    memcpy(rnd, id_pool + id_pool_left, ID_RANDOM_BYTES);
+    explicit_bzero(id_pool + id_pool_left, ID_RANDOM_BYTES); /* handed out once */
+}
+
+/*
  * The prefix is taken as given ("evt_"); a prefix that lacks the trailing
  * underscore gets one, so "evt" and "evt_" produce the same shape. A prefix
  * too long to fit is truncated so the result always has its 32 digits.
@@ -57,7 +94,7 @@ static void id_next(uint64_t *ms, unsigned char rnd[ID_RANDOM_BYTES])
     fresh = *ms > id_last_ms;
     pthread_mutex_unlock(&id_lock);
     if (fresh)
-        random_bytes(rnd, ID_RANDOM_BYTES);
+        id_random(rnd);
     pthread_mutex_lock(&id_lock);
     if (!fresh || *ms <= id_last_ms) { /* the last id's millisecond, or another thread's since the look */
         *ms = id_last_ms;

@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <jansson.h>
@@ -148,6 +150,51 @@ static void test_id_fresh_per_millisecond(void **state)
     assert_true(strcmp(b, c) < 0);
     assert_string_not_equal(a + start, c + start); /* drawn again, not carried over */
     assert_memory_not_equal(a + start, c + start, 12);
+}
+
+/*
+ * Fresh random parts come from a pool drawn several ids at a time: across
+ * more milliseconds than one pool holds, no two repeat, and a forked child
+ * draws its own instead of handing out the bytes its parent will.
+ */
+static void test_id_pool(void **state)
+{
+    enum { N = 200 };
+    char(*ids)[HOOKD_ID_MAX] = calloc(N, HOOKD_ID_MAX);
+    char parent[HOOKD_ID_MAX], child[HOOKD_ID_MAX] = "";
+    size_t start = strlen("inb_") + 12;
+    int fds[2];
+    pid_t pid;
+
+    (void)state;
+    assert_non_null(ids);
+    for (int i = 0; i < N; i++) {
+        clock_pin_ms(1960000000000 + 2 * i);
+        id_new(ids[i], "inb_");
+        memmove(ids[i], ids[i] + start, strlen(ids[i] + start) + 1); /* the random part alone */
+    }
+    qsort(ids, N, HOOKD_ID_MAX, cmp_str);
+    for (int i = 1; i < N; i++)
+        assert_string_not_equal(ids[i - 1], ids[i]);
+    free(ids);
+
+    clock_pin_ms(1970000000000);
+    id_new(parent, "inb_"); /* the pool holds the next ones now */
+    clock_pin_ms(1970000000002);
+    assert_int_equal(pipe(fds), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        id_new(child, "inb_");
+        _exit(write(fds[1], child, strlen(child) + 1) == (ssize_t)(strlen(child) + 1) ? 0 : 1);
+    }
+    close(fds[1]);
+    id_new(parent, "inb_");
+    assert_true(read(fds[0], child, sizeof child) > 0);
+    close(fds[0]);
+    assert_int_equal(waitpid(pid, NULL, 0), pid);
+    clock_pin_ms(0);
+    assert_string_not_equal(parent + start, child + start);
 }
 
 static void test_id_sortable(void **state)
@@ -793,6 +840,7 @@ int main(void)
         cmocka_unit_test(test_id_sortable),
         cmocka_unit_test(test_id_monotonic),
         cmocka_unit_test(test_id_fresh_per_millisecond),
+        cmocka_unit_test(test_id_pool),
         cmocka_unit_test(test_id_is_valid),
         cmocka_unit_test(test_base64_vectors),
         cmocka_unit_test(test_base64_roundtrip_and_errors),
