@@ -104,7 +104,8 @@ field() {
     for k in 1 4; do
         run "drain-${k}ep" --scenario memory --pending 20000 --endpoints "$k" ${BENCH_DRAIN_ARGS:-}
     done
-    run isolation --scenario isolation ${BENCH_ISOLATION_ARGS:-}
+    # Five rounds: a part's p99 is the tail of 2,500 samples, which one stall of the box decides.
+    run isolation --scenario isolation --rounds 5 ${BENCH_ISOLATION_ARGS:-}
     # An ack's p99 follows the disk's sync tail of the minute: the median of IN_RUNS runs (alternated).
     rm -f "$WORK"/inbound-*.out
     for i in $(seq 1 "$IN_RUNS"); do
@@ -150,7 +151,7 @@ pg_tput() { # pg_tput I: the throughput runs of round I, and a latency run
     v=$(field "pg-latency-$1" p99_ms)
     [ -n "$v" ] && pg_lat+=("$v")
     if [ "$1" = 1 ]; then
-        pg_run isolation pg-isolation --store pg --scenario isolation ${BENCH_PG_ISOLATION_ARGS:-}
+        pg_run isolation pg-isolation --store pg --scenario isolation --rounds 5 ${BENCH_PG_ISOLATION_ARGS:-}
         for j in $(seq 1 "$IN_RUNS"); do
             pg_run inbound "pg-inbound-$j" --store pg --scenario inbound ${BENCH_PG_INBOUND_ARGS:-}
             pg_run inbound-latency "pg-inbound-latency-$j" --store pg --scenario inbound-latency ${BENCH_PG_INBOUND_LATENCY_ARGS:-}
