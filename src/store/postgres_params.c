@@ -273,12 +273,9 @@ int pg_get(struct store *s, int slot, const char *sql, const struct pg_params *p
     return result;
 }
 
-int pg_list(struct store *s, int slot, const char *sql, const struct pg_params *p, store_read_fn read,
-            struct store_rows rows)
+/* The rows of a statement's run (result its outcome, res its result then), read and cleared. */
+static int list_read(int result, PGresult *res, store_read_fn read, struct store_rows rows)
 {
-    PGresult *res;
-    int result = pg_run(s, slot, sql, p, &res);
-
     if (result) {
         store_rows_start(&rows);
         return result;
@@ -286,6 +283,15 @@ int pg_list(struct store *s, int slot, const char *sql, const struct pg_params *
     result = pg_rows_read(res, read, rows);
     PQclear(res);
     return result;
+}
+
+int pg_list(struct store *s, int slot, const char *sql, const struct pg_params *p, store_read_fn read,
+            struct store_rows rows)
+{
+    PGresult *res;
+    int result = pg_run(s, slot, sql, p, &res);
+
+    return list_read(result, res, read, rows);
 }
 
 int pg_list_planned(struct store *s, int slot, const char *sql, const struct pg_params *p, store_read_fn read,
@@ -294,14 +300,9 @@ int pg_list_planned(struct store *s, int slot, const char *sql, const struct pg_
     PGresult *res;
     int result = pg_run_planned(s, slot, sql, p, &res);
 
-    if (result) {
-        store_rows_start(&rows);
-        return result;
-    }
-    result = pg_rows_read(res, read, rows);
-    PQclear(res);
-    return result;
+    return list_read(result, res, read, rows);
 }
+
 
 int pg_get_by_id(struct store *s, int slot, const char *sql, const char *id, store_read_fn read, void *item,
                  size_t item_size)
